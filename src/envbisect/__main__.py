@@ -1,0 +1,3 @@
+from envbisect.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,215 @@
+"""Command line: parse, run the engine, show progress on stderr, data on stdout.
+
+Errors become one ``error:`` line and one ``hint:`` line on stderr and the exit code of their
+class (errors.py). Exit codes: 0 done, 1 no answer, 2 bad usage, 3 infrastructure, 130 Ctrl-C.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shlex
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import NoReturn
+
+from rich.console import Console
+
+from . import __version__
+from .errors import EnvbisectError, UsageError
+from .index import mask_text
+from .model import IndexConfig, Outcome, OutcomeKind
+from .reporter import Reporter
+
+DEFAULT_INDEX = "https://pypi.org/simple"
+
+_STYLE = {
+    OutcomeKind.PASS: "green",
+    OutcomeKind.FAIL: "red",
+    OutcomeKind.CRASH: "bold red",
+    OutcomeKind.TIMEOUT: "magenta",
+    OutcomeKind.UNTESTABLE: "yellow",
+}
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        _print_error(UsageError(message, hint=f"see {self.prog} --help"))
+        raise SystemExit(2)
+
+
+def _positive(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError("must be more than 0 seconds")
+    return value
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="envbisect", description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--version", action="version", version=f"envbisect {__version__}")
+    sub = parser.add_subparsers(dest="command", parser_class=_Parser)
+    run = sub.add_parser(
+        "run",
+        help="bisect one package's versions in fresh uv environments",
+        usage="envbisect run --package NAME [options] (--repro FILE | -- CMD ARGS...)",
+        description="Find the first bad (or first fixed) version of one package: each probe is "
+        "a fresh uv virtualenv with NAME==V and the --with requirements, the repro run in it.",
+    )
+    run.add_argument("--package", required=True, metavar="NAME", help="the package to bisect")
+    run.add_argument("--good", metavar="V", help="a version that works (default: an end of the range)")
+    run.add_argument("--bad", metavar="V", help="a version that fails (default: an end of the range)")
+    run.add_argument("--repro", metavar="FILE", help="a Python file run as python -X faulthandler FILE")
+    run.add_argument("--with", dest="with_reqs", action="append", default=[], metavar="REQ",
+                     help="another requirement of every environment (repeatable)")
+    run.add_argument("--index-url", metavar="URL",
+                     default=os.environ.get("UV_DEFAULT_INDEX") or os.environ.get("UV_INDEX_URL")
+                     or DEFAULT_INDEX, help=f"the main index (default {DEFAULT_INDEX})")
+    run.add_argument("--extra-index-url", action="append", default=[], metavar="URL",
+                     help="another index, consulted before the main one as uv does (repeatable)")
+    run.add_argument("--find-links", action="append", default=[], metavar="DIR",
+                     help="a folder of wheels (repeatable)")
+    run.add_argument("--python", metavar="VERSION",
+                     help="the interpreter of the environments (a version uv can find, or a path)")
+    run.add_argument("--exclude-newer", metavar="DATE",
+                     help="ignore files uploaded after DATE (YYYY-MM-DD or RFC 3339)")
+    run.add_argument("--pre", action="store_true", help="include pre-releases")
+    run.add_argument("--allow-sdist", action="store_true",
+                     help="let uv build sdists (runs their setup.py; wheels only by default)")
+    run.add_argument("--any-failure", action="store_true",
+                     help="count any failure as bad, not only one like the bad end's")
+    run.add_argument("--timeout", type=_positive, default=600.0, metavar="SECONDS",
+                     help="kill a probe after this long (default 600)")
+    run.add_argument("--results", type=Path, default=Path("results"), metavar="DIR",
+                     help="where the store, reports and lockfiles go (default ./results)")
+    run.add_argument("--keep-envs", action="store_true",
+                     help="keep each environment after its probe (under DIR/.envs)")
+    run.add_argument("--json", action="store_true", help="print one JSON object on stdout")
+    return parser
+
+
+class RichReporter(Reporter):
+    """Progress on stderr; colours only where the terminal wants them (rich honours NO_COLOR)."""
+
+    def __init__(self, console: Console) -> None:
+        self.console = console
+        self.step = 0
+
+    def message(self, text: str) -> None:
+        self.console.print(text, markup=False, highlight=False)
+
+    def candidates(self, package: str, in_range: int, untestable: int, target: str) -> None:
+        extra = f", {untestable} without an installable file" if untestable else ""
+        self.console.print(
+            f"envbisect: {in_range} candidate versions of {package} for {target}{extra}",
+            markup=False, highlight=False,
+        )
+
+    def probe_started(self, version: str, left: int, steps_left: int) -> None:
+        self.step += 1
+        self.console.print(
+            f"[dim][{self.step}] probing {version} ({left} left in range, at most {steps_left} "
+            f"more step(s))[/dim]",
+            highlight=False,
+        )
+
+    def probe_finished(
+        self, version: str, outcome: Outcome, seconds: float, reused: bool, drawing: str
+    ) -> None:
+        style = _STYLE[outcome.kind]
+        how = "from the store" if reused else f"{seconds:.1f} s"
+        self.console.print(
+            f"    {version}: [{style}]{_escape(outcome.describe())}[/{style}] ({how}) {drawing}",
+            highlight=False,
+        )
+
+
+def _escape(text: str) -> str:
+    return text.replace("[", "\\[")
+
+
+def _print_error(err: EnvbisectError) -> None:
+    console = Console(stderr=True, highlight=False, soft_wrap=True)
+    console.print(f"[bold red]error[/bold red]: {_escape(mask_text(err.message))}")
+    if err.hint:
+        console.print(f"[cyan]hint[/cyan]: {_escape(mask_text(err.hint))}")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args_list = list(sys.argv[1:] if argv is None else argv)
+    tail: list[str] = []
+    if "--" in args_list:
+        cut = args_list.index("--")
+        args_list, tail = args_list[:cut], args_list[cut + 1 :]
+    parser = build_parser()
+    args = parser.parse_args(args_list)
+    if args.command is None:
+        parser.print_help(sys.stderr)
+        return 2
+    try:
+        return _run(args, tail, [sys.argv[0], *(sys.argv[1:] if argv is None else argv)])
+    except EnvbisectError as e:
+        _print_error(e)
+        return e.exit_code
+    except KeyboardInterrupt:
+        _print_error(
+            EnvbisectError("interrupted", hint="run the same command again to resume")
+        )
+        return 130
+
+
+def _run(args: argparse.Namespace, tail: list[str], full_argv: list[str]) -> int:
+    from .engine import RunOptions, run_bisect
+    from .probe import Repro
+    from .report import to_json, verdict_line
+
+    origin = Path.cwd()
+    if args.repro and tail:
+        raise UsageError(
+            "both --repro and a command after -- were given",
+            hint="use one: --repro FILE, or -- CMD ARGS...",
+            ref="repro-twice",
+        )
+    repro = Repro.from_file(args.repro, origin) if args.repro else Repro.from_command(tail, origin)
+    opts = RunOptions(
+        package=args.package,
+        repro=repro,
+        good=args.good,
+        bad=args.bad,
+        with_reqs=tuple(args.with_reqs),
+        indexes=IndexConfig(
+            index_url=args.index_url,
+            extra_index_urls=tuple(args.extra_index_url),
+            find_links=tuple(str(Path(p).resolve()) if "://" not in p else p for p in args.find_links),
+        ),
+        python=args.python,
+        exclude_newer=args.exclude_newer,
+        pre=args.pre,
+        allow_sdist=args.allow_sdist,
+        timeout=args.timeout,
+        results=args.results.resolve(),
+        any_failure=args.any_failure,
+        keep_envs=args.keep_envs,
+        command=shlex.join(["envbisect", *full_argv[1:]]),
+    )
+    console = Console(stderr=True, soft_wrap=True)
+    result = run_bisect(opts, RichReporter(console))
+    if args.json:
+        print(json.dumps(to_json(result), indent=2))
+    else:
+        print(verdict_line(result))
+        if result.lock_path:
+            print(f"known-good lockfile: {result.lock_path}")
+        print(f"report: {result.report_path}")
+    if result.status == "no-answer":
+        console.print(
+            "[cyan]hint[/cyan]: the ends did not verify; pick --good/--bad that pass and fail",
+            highlight=False,
+        )
+        return 1
+    return 0

@@ -1,0 +1,411 @@
+"""The one place that wires the core to the edges for ``envbisect run``.
+
+Who does what:
+    index.IndexClient      reads the package's files from the indexes (httpx)
+    candidates             turns them into ordered versions, each installable on the target or not
+    strategy.Bisector      decides which version to probe next, and when it is done
+    store.Store            answers "already probed?" and keeps every outcome (SQLite)
+    materialize            builds the environment with uv
+    probe.Repro            runs the repro in it (runner: process group, timeout)
+    outcome.classify       decides what the probe did
+    report                 verdict, report.md, lockfiles, JSON
+The engine owns the loop and the files under ``results/``; it never decides an outcome itself.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, replace
+from datetime import datetime, timezone
+from pathlib import Path
+
+import httpx
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.utils import canonicalize_name
+from packaging.version import InvalidVersion, Version
+
+from . import __version__
+from .candidates import CandidateList, build_candidates, file_version
+from .errors import (
+    EnvbisectError,
+    Interrupted,
+    NoCandidates,
+    UnknownVersion,
+    UsageError,
+)
+from .index import IndexClient, local_sha256, mask_text
+from .materialize import BuildFailed, Materializer, find_python, find_uv, inspect_target
+from .model import Candidate, EnvSpec, IndexConfig, InstalledDist, OutcomeKind, installed_hash
+from .outcome import classify, untestable
+from .probe import Repro
+from .report import LockEntry, ProbeRow, RunResult, pylock, report_markdown, requirements_lock
+from .reporter import Reporter
+from .store import ProbeRecord, Store
+from .strategy import Bisector, Verdict
+from .target import Target
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RunOptions:
+    package: str
+    repro: Repro
+    good: str | None = None
+    bad: str | None = None
+    with_reqs: tuple[str, ...] = ()
+    indexes: IndexConfig = IndexConfig()
+    python: str | None = None
+    exclude_newer: str | None = None
+    pre: bool = False
+    allow_sdist: bool = False
+    timeout: float = 600.0
+    results: Path = Path("results")
+    any_failure: bool = False
+    keep_envs: bool = False
+    command: str = ""
+
+
+def parse_exclude_newer(value: str | None) -> datetime | None:
+    """A date (midnight UTC) or an RFC 3339 timestamp, as uv accepts them."""
+    if value is None:
+        return None
+    try:
+        dt = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError as e:
+        raise UsageError(
+            f"--exclude-newer {value!r} is not a date",
+            hint="use YYYY-MM-DD or an RFC 3339 timestamp such as 2024-03-01T00:00:00Z",
+            ref="bad-date",
+        ) from e
+    return dt if dt.tzinfo else dt.replace(tzinfo=timezone.utc)
+
+
+def check_requirements(package: str, reqs: tuple[str, ...]) -> None:
+    for text in reqs:
+        try:
+            req = Requirement(text)
+        except InvalidRequirement as e:
+            raise UsageError(
+                f"--with {text!r} is not a valid requirement ({e})",
+                hint="use PEP 508 syntax, e.g. --with 'pyarrow<15' --with numpy==1.26.4",
+                ref="bad-requirement",
+            ) from e
+        if canonicalize_name(req.name) == canonicalize_name(package):
+            raise UsageError(
+                f"--with {text!r} names the package under test",
+                hint="set the range with --good/--bad instead",
+                ref="bad-requirement",
+            )
+
+
+def run_bisect(
+    opts: RunOptions,
+    reporter: Reporter | None = None,
+    *,
+    transport: httpx.BaseTransport | None = None,
+) -> RunResult:
+    """Bisect the versions of ``opts.package``; the result says whether a boundary was found."""
+    reporter = reporter or Reporter()
+    check_requirements(opts.package, opts.with_reqs)
+    exclude_newer = parse_exclude_newer(opts.exclude_newer)
+    uv = find_uv()
+    python = find_python(uv, opts.python) if opts.python else find_python(uv, "")
+    target = inspect_target(python)
+    with IndexClient(opts.indexes, transport=transport) as client:
+        files = client.project_files(opts.package).files
+        ends = [_parse_version(v, flag) for v, flag in ((opts.good, "--good"), (opts.bad, "--bad"))]
+        cl = build_candidates(
+            files,
+            target,
+            allow_sdist=opts.allow_sdist,
+            pre=opts.pre,
+            exclude_newer=exclude_newer,
+            keep=[v for v in ends if v is not None],
+        )
+        good_i, bad_i = (_locate(cl, v, flag, opts.package) for v, flag in zip(ends, ("--good", "--bad"), strict=True))
+        if good_i is not None and good_i == bad_i:
+            raise UsageError(
+                f"--good and --bad are the same version ({opts.good})",
+                hint="give two different versions, or leave one out to use the oldest/newest",
+                ref="same-ends",
+            )
+        if len(cl.candidates) < 2:
+            raise NoCandidates(
+                f"{opts.package} has {len(cl.candidates)} candidate version(s) "
+                f"for {target.short}; nothing to bisect",
+                hint="pass --pre for pre-releases, or check --exclude-newer",
+            )
+        bis = Bisector(
+            n=len(cl.candidates),
+            good=good_i,
+            bad=bad_i,
+            untestable=[i for i, c in enumerate(cl.candidates) if not c.installable],
+            any_failure=opts.any_failure,
+        )
+        window = cl.candidates[bis.old.index : bis.new.index + 1]
+        pre_skipped = [(str(c.version), c.reason or "") for c in window if not c.installable]
+        reporter.candidates(opts.package, len(window), len(pre_skipped), target.short)
+        run_id = _run_id(opts, target)
+        run = _Run(opts=opts, target=target, python=python, reporter=reporter, uv=uv)
+        result = RunResult(
+            package=opts.package,
+            status="no-answer",
+            direction=None,
+            first_new=None,
+            last_old=None,
+            candidates=len(window),
+            target=f"{target.short} ({python}, Python {target.python_version})",
+            command=mask_text(opts.command),
+            repro=opts.repro.describe(),
+            run_id=run_id,
+            skipped=list(pre_skipped),
+        )
+        with Store(opts.results) as store:
+            try:
+                while (i := bis.next()) is not None:
+                    cand = cl.candidates[i]
+                    left, steps = bis.remaining()
+                    reporter.probe_started(str(cand.version), left, steps)
+                    row = run.probe(store, cand)
+                    verdict = bis.record(i, row.outcome)
+                    note = bis.history[-1].note
+                    row = replace(row, verdict=_label(verdict, bis), note=note)
+                    result.rows.append(row)
+                    if row.outcome.kind is OutcomeKind.UNTESTABLE or verdict is Verdict.SKIP:
+                        result.skipped.append((row.version, row.note or row.outcome.signature))
+                    reporter.probe_finished(
+                        row.version,
+                        row.outcome,
+                        row.build_seconds + row.probe_seconds,
+                        row.reused,
+                        bis.drawing(),
+                    )
+            except KeyboardInterrupt as e:
+                raise Interrupted(
+                    f"interrupted; {len(result.rows)} finished probe(s) are kept in {store.path}",
+                    hint="run the same command again to resume: finished probes are reused",
+                ) from e
+        final = bis.result
+        assert final is not None
+        result.status = final.status
+        result.direction = final.direction
+        result.reason = final.reason
+        if final.status != "no-answer":
+            assert final.first_new is not None and final.last_old is not None
+            result.first_new = str(cl.candidates[final.first_new].version)
+            result.last_old = str(cl.candidates[final.last_old].version)
+            result.possible = [str(cl.candidates[i].version) for i in final.possible]
+        _write_outputs(result, opts, target, client)
+    return result
+
+
+def _label(verdict: Verdict | None, bis: Bisector) -> str:
+    if verdict is None:
+        return "end"
+    if verdict is Verdict.SKIP:
+        return "skip"
+    regression = bis.direction == "regression"
+    if verdict is Verdict.OLD:
+        return "good" if regression else "bad"
+    return "bad" if regression else "good"
+
+
+def _parse_version(text: str | None, flag: str) -> Version | None:
+    if text is None:
+        return None
+    try:
+        return Version(text)
+    except InvalidVersion as e:
+        raise UnknownVersion(
+            f"{flag} {text!r} is not a version", hint="use a version such as 2.14.6"
+        ) from e
+
+
+def _locate(cl: CandidateList, version: Version | None, flag: str, package: str) -> int | None:
+    if version is None:
+        return None
+    i = cl.find(version)
+    if i is None:
+        near = ", ".join(str(c.version) for c in cl.candidates[-5:])
+        raise UnknownVersion(
+            f"{flag} {version}: {package} has no such version on the index",
+            hint=f"the newest candidates are {near}" if near else "check the index URL",
+        )
+    return i
+
+
+def _run_id(opts: RunOptions, target: Target) -> str:
+    blob = json.dumps(
+        {
+            "package": canonicalize_name(opts.package),
+            "good": opts.good,
+            "bad": opts.bad,
+            "with": sorted(opts.with_reqs),
+            "repro": opts.repro.repro_id,
+            "python": target.executable,
+            "indexes": opts.indexes.to_dict(),
+            "exclude_newer": opts.exclude_newer,
+            "pre": opts.pre,
+            "sdist": opts.allow_sdist,
+            "any_failure": opts.any_failure,
+        },
+        sort_keys=True,
+    )
+    return f"{canonicalize_name(opts.package)}-{hashlib.sha256(blob.encode()).hexdigest()[:8]}"
+
+
+@dataclass(slots=True, kw_only=True)
+class _Run:
+    opts: RunOptions
+    target: Target
+    python: str
+    reporter: Reporter
+    uv: str
+
+    def spec(self, cand: Candidate) -> EnvSpec:
+        return EnvSpec.build(
+            [f"{self.opts.package}=={cand.version}", *self.opts.with_reqs],
+            python=f"{self.python} ({self.target.python_version})",
+            indexes=self.opts.indexes,
+            only_binary=not self.opts.allow_sdist,
+            exclude_newer=self.opts.exclude_newer,
+            prerelease=self.opts.pre,
+        )
+
+    def probe(self, store: Store, cand: Candidate) -> ProbeRow:
+        """Probe one candidate, or take its outcome from the store."""
+        spec = self.spec(cand)
+        repro_id = self.opts.repro.repro_id
+        version = str(cand.version)
+        if not cand.installable:
+            outcome = untestable(cand.reason or "no installable file")
+            return ProbeRow(version=version, outcome=outcome, verdict="", reused=False,
+                            build_seconds=0.0, probe_seconds=0.0, env_id=spec.env_id)
+        rec = store.get(spec.env_id, repro_id)
+        if rec is not None and not _stale(rec, self.opts.timeout):
+            return ProbeRow(version=version, outcome=rec.outcome, verdict="", reused=True,
+                            build_seconds=rec.build_seconds, probe_seconds=rec.probe_seconds,
+                            env_id=spec.env_id, installed=rec.installed)
+        started = datetime.now(timezone.utc).isoformat(timespec="seconds")
+        materializer = Materializer(self.uv, self.opts.results / ".envs")
+        built = materializer.build(spec, self.python)
+        if isinstance(built, BuildFailed):
+            outcome, installed, probe_s, build_s = built.outcome, (), 0.0, built.seconds
+            out_tail = err_tail = ""
+        else:
+            try:
+                raw = self.opts.repro.run(built, workdir=built.path / "envbisect-work",
+                                          timeout=self.opts.timeout)
+            finally:
+                if not self.opts.keep_envs:
+                    materializer.remove(built.path)
+            outcome = classify(raw)
+            installed, probe_s, build_s = built.installed, raw.seconds, built.seconds
+            out_tail, err_tail = raw.stdout_tail, raw.stderr_tail
+        store.put(
+            ProbeRecord(
+                env_id=spec.env_id,
+                repro_id=repro_id,
+                spec=spec.to_dict(),
+                installed=installed,
+                installed_hash=installed_hash(installed),
+                outcome=outcome,
+                stdout_tail=out_tail,
+                stderr_tail=err_tail,
+                build_seconds=build_s,
+                probe_seconds=probe_s,
+                timeout=self.opts.timeout,
+                started_at=started,
+                envbisect_version=__version__,
+            )
+        )
+        return ProbeRow(version=version, outcome=outcome, verdict="", reused=False,
+                        build_seconds=build_s, probe_seconds=probe_s, env_id=spec.env_id,
+                        installed=installed)
+
+
+def _stale(rec: ProbeRecord, timeout: float) -> bool:
+    """A stored timeout under a shorter limit than today's says nothing: probe again."""
+    return rec.outcome.kind is OutcomeKind.TIMEOUT and (rec.timeout or 0) < timeout
+
+
+def _write_outputs(
+    result: RunResult, opts: RunOptions, target: Target, client: IndexClient
+) -> None:
+    run_dir = opts.results / result.run_id
+    run_dir.mkdir(parents=True, exist_ok=True)
+    working = None
+    if result.status != "no-answer":
+        working = result.row(result.last_old if result.direction == "regression" else result.first_new)
+    if working is not None and working.installed:
+        entries = lock_entries(working.installed, target, client, allow_sdist=opts.allow_sdist)
+        header = [
+            f"Known-good environment written by envbisect {__version__} for {target.short}",
+            f"{opts.package}=={working.version}: {working.outcome.describe()} with `{result.repro}`",
+            "Install: uv pip install --require-hashes -r requirements.txt",
+        ]
+        lock = run_dir / "requirements.txt"
+        lock.write_text(requirements_lock(entries, header=header), encoding="utf-8")
+        py = f"=={target.version[0]}.{target.version[1]}.*"
+        env_marker = (
+            f"python_version == '{target.version[0]}.{target.version[1]}' and "
+            f"sys_platform == '{target.marker_environment().get('sys_platform', '')}' and "
+            f"platform_machine == '{target.marker_environment().get('platform_machine', '')}'"
+        )
+        pl = run_dir / "pylock.toml"
+        pl.write_text(
+            pylock(entries, requires_python=py, environment=env_marker,
+                   when=datetime.now(timezone.utc)),
+            encoding="utf-8",
+        )
+        result.lock_path, result.pylock_path = str(lock), str(pl)
+    report = run_dir / "report.md"
+    result.report_path = str(report)
+    report.write_text(report_markdown(result), encoding="utf-8")
+
+
+def lock_entries(
+    installed: tuple[InstalledDist, ...],
+    target: Target,
+    client: IndexClient,
+    *,
+    allow_sdist: bool,
+) -> list[LockEntry]:
+    """For each installed distribution, the files of that version usable on the target."""
+    supported = frozenset(target.supported_tags())
+    dists = list(installed)
+
+    def one(dist: InstalledDist) -> LockEntry:
+        name, version = dist.name, dist.version
+        try:
+            pf = client.project_files(name)
+        except EnvbisectError:
+            return LockEntry(name=name, version=version, index=None, files=())
+        files = []
+        for f in pf.files:
+            v = file_version(f.filename)
+            if v is None or v != _safe_version(version) or f.yanked:
+                continue
+            if f.is_wheel and not target.wheel_compatible(f.filename, supported):
+                continue
+            if not f.is_wheel and not allow_sdist:
+                continue
+            if not f.hash("sha256"):
+                digest = local_sha256(f.url)
+                if digest:
+                    f = replace(f, hashes=(("sha256", digest),))
+            files.append(f)
+        index = pf.source if pf.source.startswith(("http://", "https://")) else None
+        return LockEntry(name=name, version=version, index=index, files=tuple(files))
+
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        return list(pool.map(one, dists))
+
+
+def _safe_version(text: str) -> Version | None:
+    try:
+        return Version(text)
+    except InvalidVersion:
+        return None
+

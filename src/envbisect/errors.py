@@ -1,0 +1,95 @@
+"""Every error envbisect raises on purpose.
+
+Nothing else escapes to the user: third-party errors (httpx, subprocess, sqlite3) are
+translated at the boundary with ``raise ... from e``. Each class fixes its exit code, and
+every instance carries a stable kebab-case reference, a one-line message and a hint.
+
+    EnvbisectError                      (exit 3 unless a subclass says otherwise)
+    ├── UsageError                      exit 2: the user asked for something that cannot be
+    │   ├── UnknownPackage                      done as asked (bad flag, missing repro file,
+    │   ├── NoCandidates                        unknown version, empty range)
+    │   └── UnknownVersion
+    ├── NoAnswer                        exit 1: the question has no answer (the ends did not
+    │                                           verify: good end fails, bad end passes)
+    ├── InfrastructureError             exit 3: the machine or the network let us down
+    │   ├── IndexUnreachable                    (index down, uv missing, disk full)
+    │   ├── UvMissing
+    │   ├── DiskFull
+    │   └── StoreError
+    └── Interrupted                     exit 130: Ctrl-C; the store keeps every finished probe
+"""
+
+from __future__ import annotations
+
+
+class EnvbisectError(Exception):
+    """Root of everything envbisect raises on purpose."""
+
+    exit_code = 3
+    ref = "error"
+
+    def __init__(self, message: str, *, hint: str | None = None, ref: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.hint = hint
+        if ref is not None:
+            self.ref = ref
+
+    def __str__(self) -> str:
+        return self.message
+
+
+class UsageError(EnvbisectError):
+    """The request cannot be carried out as asked; nothing was built."""
+
+    exit_code = 2
+    ref = "bad-usage"
+
+
+class UnknownPackage(UsageError):
+    ref = "unknown-package"
+
+
+class NoCandidates(UsageError):
+    ref = "no-candidates"
+
+
+class UnknownVersion(UsageError):
+    ref = "unknown-version"
+
+
+class NoAnswer(EnvbisectError):
+    """The question has no answer, for example the ends of the range did not verify."""
+
+    exit_code = 1
+    ref = "no-answer"
+
+
+class InfrastructureError(EnvbisectError):
+    """The index, uv, the disk or the store failed; the question itself may be fine."""
+
+    exit_code = 3
+    ref = "infrastructure"
+
+
+class IndexUnreachable(InfrastructureError):
+    ref = "index-unreachable"
+
+
+class UvMissing(InfrastructureError):
+    ref = "uv-missing"
+
+
+class DiskFull(InfrastructureError):
+    ref = "disk-full"
+
+
+class StoreError(InfrastructureError):
+    ref = "store-error"
+
+
+class Interrupted(EnvbisectError):
+    """Ctrl-C: the running probe's process group was killed; finished probes are stored."""
+
+    exit_code = 130
+    ref = "interrupted"

@@ -1,0 +1,204 @@
+"""Frozen value objects shared by the core and the edges.
+
+Everything here is data: no IO, no subprocess. Identities (``EnvSpec.env_id``) are content
+hashes over a canonical form, so the same set of pins always has the same id and the store can
+reuse an outcome across runs.
+"""
+
+from __future__ import annotations
+
+import enum
+import hashlib
+import json
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from packaging.utils import canonicalize_name
+from packaging.version import Version
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DistFile:
+    """One file of one project on an index (a row of the Simple API)."""
+
+    filename: str
+    url: str
+    hashes: tuple[tuple[str, str], ...] = ()
+    requires_python: str | None = None
+    upload_time: datetime | None = None
+    yanked: bool = False
+    yanked_reason: str | None = None
+    size: int | None = None
+    index: str = ""
+
+    @property
+    def is_wheel(self) -> bool:
+        return self.filename.endswith(".whl")
+
+    def hash(self, algo: str = "sha256") -> str | None:
+        for name, value in self.hashes:
+            if name == algo:
+                return value
+        return None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Candidate:
+    """One version of the package under test, with the reason it cannot be tested, if any."""
+
+    version: Version
+    files: tuple[DistFile, ...]
+    upload_time: datetime | None
+    yanked: bool
+    installable: bool
+    reason: str | None = None
+
+    @property
+    def prerelease(self) -> bool:
+        return self.version.is_prerelease
+
+
+class OutcomeKind(enum.Enum):
+    """What one probe of one environment did. Exactly one function decides (outcome.classify)."""
+
+    PASS = "pass"
+    FAIL = "fail"
+    CRASH = "crash"
+    TIMEOUT = "timeout"
+    UNTESTABLE = "untestable"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Outcome:
+    """The classified result of a probe.
+
+    ``signature`` is what tells "the same failure" from "a different one": for a crash the
+    signal (and innermost Python frame when faulthandler printed one), for a failure the
+    exception type (and message line). ``detail`` is free text for people: the traceback tail,
+    the faulthandler stack, the reason an environment was untestable.
+    """
+
+    kind: OutcomeKind
+    signal: str | None = None
+    exit_code: int | None = None
+    signature: str = ""
+    exception: str | None = None
+    detail: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind.value,
+            "signal": self.signal,
+            "exit_code": self.exit_code,
+            "signature": self.signature,
+        }
+
+    def describe(self) -> str:
+        if self.kind is OutcomeKind.PASS:
+            return "pass"
+        if self.kind is OutcomeKind.CRASH:
+            return f"crash ({self.signature})" if self.signature else "crash"
+        if self.kind is OutcomeKind.FAIL:
+            return f"fail ({self.signature})" if self.signature else f"fail (exit {self.exit_code})"
+        if self.kind is OutcomeKind.TIMEOUT:
+            return "timeout"
+        return f"untestable ({self.signature})" if self.signature else "untestable"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RawProbe:
+    """What the probe runner saw, before any interpretation."""
+
+    returncode: int | None
+    timed_out: bool
+    seconds: float
+    stdout_tail: str = ""
+    stderr_tail: str = ""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True, order=True)
+class InstalledDist:
+    name: str
+    version: str
+
+    def to_dict(self) -> dict[str, str]:
+        return {"name": self.name, "version": self.version}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class IndexConfig:
+    """Where packages come from. The same config drives envbisect's reads and uv's installs."""
+
+    index_url: str = "https://pypi.org/simple"
+    extra_index_urls: tuple[str, ...] = ()
+    find_links: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "index_url": self.index_url,
+            "extra_index_urls": list(self.extra_index_urls),
+            "find_links": list(self.find_links),
+        }
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class EnvSpec:
+    """What one candidate environment is asked to contain: canonical and hashable."""
+
+    requirements: tuple[str, ...]
+    python: str
+    indexes: IndexConfig = field(default_factory=IndexConfig)
+    only_binary: bool = True
+    exclude_newer: str | None = None
+    prerelease: bool = False
+
+    @classmethod
+    def build(
+        cls,
+        requirements: list[str] | tuple[str, ...],
+        *,
+        python: str,
+        indexes: IndexConfig,
+        only_binary: bool = True,
+        exclude_newer: str | None = None,
+        prerelease: bool = False,
+    ) -> EnvSpec:
+        # Sorted by canonical name so that argument order never changes the id.
+        reqs = tuple(sorted({r.strip() for r in requirements}, key=_req_sort_key))
+        return cls(
+            requirements=reqs,
+            python=python,
+            indexes=indexes,
+            only_binary=only_binary,
+            exclude_newer=exclude_newer,
+            prerelease=prerelease,
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "requirements": list(self.requirements),
+            "python": self.python,
+            "indexes": self.indexes.to_dict(),
+            "only_binary": self.only_binary,
+            "exclude_newer": self.exclude_newer,
+            "prerelease": self.prerelease,
+        }
+
+    @property
+    def env_id(self) -> str:
+        blob = json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+def _req_sort_key(req: str) -> tuple[str, str]:
+    head = req
+    for sep in "=<>!~;[ @":
+        head = head.split(sep, 1)[0]
+    return (canonicalize_name(head), req)
+
+
+def installed_hash(dists: list[InstalledDist] | tuple[InstalledDist, ...]) -> str:
+    """A stable hash over what an environment actually holds (names canonical, order free)."""
+    rows = sorted(f"{canonicalize_name(d.name)}=={d.version}" for d in dists)
+    return hashlib.sha256("\n".join(rows).encode()).hexdigest()[:16]

@@ -1,0 +1,257 @@
+"""Turning a finished run into text: the verdict, report.md, the JSON object, lockfiles.
+
+Pure: everything here takes data and returns strings or dicts; the engine writes the files.
+Lockfiles come in two forms, both pinned with hashes:
+    requirements.txt   ``name==version --hash=sha256:...`` (pip and uv, ``--require-hashes``)
+    pylock.toml        PEP 751, one ``[[packages]]`` entry per installed distribution
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any
+
+from packaging.utils import canonicalize_name
+
+from . import __version__
+from .model import DistFile, InstalledDist, Outcome
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ProbeRow:
+    """One point of the search, in the order it was visited."""
+
+    version: str
+    outcome: Outcome
+    verdict: str  # "good" / "bad" / "skip" / "end"
+    reused: bool
+    build_seconds: float
+    probe_seconds: float
+    env_id: str
+    installed: tuple[InstalledDist, ...] = ()
+    note: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "version": self.version,
+            "outcome": self.outcome.to_dict(),
+            "verdict": self.verdict,
+            "build_seconds": round(self.build_seconds, 3),
+            "probe_seconds": round(self.probe_seconds, 3),
+            "env_id": self.env_id,
+            "installed": [d.to_dict() for d in self.installed],
+            **({"note": self.note} if self.note else {}),
+        }
+
+
+@dataclass(slots=True, kw_only=True)
+class RunResult:
+    package: str
+    status: str  # "found" | "ambiguous" | "no-answer"
+    direction: str | None
+    first_new: str | None  # first bad (regression) or first fixed (fix)
+    last_old: str | None  # last good (regression) or last broken (fix)
+    possible: list[str] = field(default_factory=list)
+    reason: str = ""
+    rows: list[ProbeRow] = field(default_factory=list)
+    skipped: list[tuple[str, str]] = field(default_factory=list)
+    candidates: int = 0
+    target: str = ""
+    command: str = ""
+    repro: str = ""
+    run_id: str = ""
+    report_path: str | None = None
+    lock_path: str | None = None
+    pylock_path: str | None = None
+
+    def row(self, version: str | None) -> ProbeRow | None:
+        for r in self.rows:
+            if r.version == version:
+                return r
+        return None
+
+    @property
+    def first_new_outcome(self) -> Outcome | None:
+        r = self.row(self.first_new)
+        return r.outcome if r else None
+
+
+def verdict_line(res: RunResult) -> str:
+    if res.status == "no-answer":
+        return f"no answer for {res.package}: {res.reason}"
+    new_word = "first bad" if res.direction == "regression" else "first fixed"
+    old_word = "last good" if res.direction == "regression" else "last broken"
+    what = "" if res.direction == "regression" else " (searching for the fix)"
+    if res.status == "ambiguous":
+        return (
+            f"the {new_word} version of {res.package} is one of {', '.join(res.possible)}"
+            f"{what}; {old_word} is {res.last_old} ({res.reason})"
+        )
+    outcome = res.first_new_outcome
+    how = f": {outcome.describe()}" if outcome and res.direction == "regression" else ""
+    return f"{new_word} version of {res.package}: {res.first_new}{how}{what}; {old_word}: {res.last_old}"
+
+
+def to_json(res: RunResult) -> dict[str, Any]:
+    """The object ``--json`` prints (README: JSON output)."""
+    fix = res.direction == "fix"
+    new_key, old_key = ("first_fixed", "last_broken") if fix else ("first_bad", "last_good")
+    bad_outcome: Outcome | None = None
+    if res.status != "no-answer":
+        bad_row = res.row(res.last_old if fix else res.first_new)
+        bad_outcome = bad_row.outcome if bad_row else None
+    out: dict[str, Any] = {
+        "package": res.package,
+        "status": res.status,
+        "direction": res.direction,
+        new_key: res.first_new if res.status != "no-answer" else None,
+        old_key: res.last_old if res.status != "no-answer" else None,
+    }
+    if res.status == "ambiguous":
+        out[f"{new_key}_candidates"] = res.possible
+    if res.status == "no-answer":
+        out["reason"] = res.reason
+    out["probes"] = [r.to_dict() for r in res.rows if not r.reused]
+    out["reused"] = [r.to_dict() for r in res.rows if r.reused]
+    out["skipped"] = [{"version": v, "reason": why} for v, why in res.skipped]
+    out["first_bad_outcome"] = bad_outcome.to_dict() if bad_outcome else None
+    lock_key = "first_fixed_lock" if fix else "last_good_lock"
+    out[lock_key] = res.lock_path
+    if fix:
+        out["last_good_lock"] = res.lock_path  # the environment that works, whichever search
+    out["pylock"] = res.pylock_path
+    out["report"] = res.report_path
+    out["target"] = res.target
+    out["run_id"] = res.run_id
+    return out
+
+
+def env_diff(
+    good: tuple[InstalledDist, ...], bad: tuple[InstalledDist, ...]
+) -> list[tuple[str, str | None, str | None]]:
+    """(name, version in good, version in bad) for every distribution that differs."""
+    a = {canonicalize_name(d.name): d.version for d in good}
+    b = {canonicalize_name(d.name): d.version for d in bad}
+    return [(n, a.get(n), b.get(n)) for n in sorted(a.keys() | b.keys()) if a.get(n) != b.get(n)]
+
+
+def report_markdown(res: RunResult, *, when: datetime | None = None) -> str:
+    when = when or datetime.now(timezone.utc)
+    lines = [f"# envbisect: {res.package}", "", f"**{verdict_line(res)}**", ""]
+    lines += [
+        f"- command: `{res.command}`",
+        f"- repro: `{res.repro}`",
+        f"- target: {res.target}",
+        f"- candidates in range: {res.candidates}; environments built this run: "
+        f"{sum(1 for r in res.rows if not r.reused and r.build_seconds > 0)}; "
+        f"outcomes reused from the store: {sum(1 for r in res.rows if r.reused)}",
+        f"- written {when:%Y-%m-%d %H:%M:%S %Z} by envbisect {__version__}",
+        "",
+        "## Probes, in order",
+        "",
+        "| # | version | outcome | counted as | build s | probe s | |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for i, r in enumerate(res.rows, 1):
+        extra = "reused" if r.reused else ""
+        if r.note:
+            extra = f"{extra}; {r.note}" if extra else r.note
+        lines.append(
+            f"| {i} | {r.version} | {_md(r.outcome.describe())} | {r.verdict} | "
+            f"{r.build_seconds:.1f} | {r.probe_seconds:.1f} | {_md(extra)} |"
+        )
+    if res.skipped:
+        lines += ["", "## Untestable without building", ""]
+        lines += [f"- {v}: {why}" for v, why in res.skipped]
+    good = res.row(res.last_old if res.direction == "regression" else res.first_new)
+    bad = res.row(res.first_new if res.direction == "regression" else res.last_old)
+    if res.status != "no-answer" and good and bad:
+        lines += ["", "## The boundary", ""]
+        lines += [f"### {bad.version}: {bad.outcome.describe()}", "", "```", bad.outcome.detail or "(no output)", "```", ""]
+        lines += [f"### {good.version}: {good.outcome.describe()}", ""]
+        lines += ["## What differs between the two environments", ""]
+        diff = env_diff(good.installed, bad.installed)
+        if diff:
+            lines += ["| package | working | failing |", "|---|---|---|"]
+            lines += [f"| {n} | {a or '-'} | {b or '-'} |" for n, a, b in diff]
+        else:
+            lines.append("(nothing but the package under test, or the lists were not recorded)")
+    if res.lock_path:
+        lines += ["", "## Known-good lockfile", ""]
+        lines.append(f"- `{res.lock_path}` (`uv pip install --require-hashes -r {res.lock_path}`)")
+        if res.pylock_path:
+            lines.append(f"- `{res.pylock_path}` (PEP 751)")
+    return "\n".join(lines) + "\n"
+
+
+def _md(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+# -- lockfiles --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LockEntry:
+    name: str
+    version: str
+    index: str | None
+    files: tuple[DistFile, ...]  # the files of this version usable on the target, with hashes
+
+
+def requirements_lock(entries: list[LockEntry], *, header: list[str]) -> str:
+    out = [f"# {h}" for h in header]
+    for e in sorted(entries, key=lambda e: canonicalize_name(e.name)):
+        hashes = sorted({h for f in e.files if (h := f.hash("sha256"))})
+        line = f"{e.name}=={e.version}"
+        if not hashes:
+            out.append(f"{line}  # no hash known for this file")
+            continue
+        out.append(line + " \\")
+        out += [f"    --hash=sha256:{h}" + (" \\" if i < len(hashes) - 1 else "") for i, h in enumerate(hashes)]
+    return "\n".join(out) + "\n"
+
+
+def pylock(
+    entries: list[LockEntry], *, requires_python: str, environment: str, when: datetime
+) -> str:
+    """A PEP 751 lockfile (``lock-version = "1.0"``)."""
+    out = [
+        'lock-version = "1.0"',
+        f"environments = [{_toml_str(environment)}]",
+        f"requires-python = {_toml_str(requires_python)}",
+        f'created-by = "envbisect {__version__}"',
+        "",
+    ]
+    for e in sorted(entries, key=lambda e: canonicalize_name(e.name)):
+        out += ["[[packages]]", f"name = {_toml_str(canonicalize_name(e.name))}",
+                f"version = {_toml_str(e.version)}"]
+        if e.index:
+            out.append(f"index = {_toml_str(e.index)}")
+        sdists = [f for f in e.files if not f.is_wheel and f.hash("sha256")]
+        wheels = [f for f in e.files if f.is_wheel and f.hash("sha256")]
+        if sdists:
+            out.append(f"sdist = {_file_table(sdists[0])}")
+        if wheels:
+            out.append("wheels = [")
+            out += [f"    {_file_table(w)}," for w in wheels]
+            out.append("]")
+        out.append("")
+    out.append("[tool.envbisect]")
+    out.append(f"generated = {when.strftime('%Y-%m-%dT%H:%M:%SZ')}")
+    return "\n".join(out) + "\n"
+
+
+def _file_table(f: DistFile) -> str:
+    parts = [f"name = {_toml_str(f.filename)}", f"url = {_toml_str(f.url)}"]
+    if f.upload_time is not None:
+        parts.append(f"upload-time = {f.upload_time.astimezone(timezone.utc).strftime('%Y-%m-%dT%H:%M:%SZ')}")
+    if f.size is not None:
+        parts.append(f"size = {f.size}")
+    parts.append(f"hashes = {{sha256 = {_toml_str(f.hash('sha256') or '')}}}")
+    return "{" + ", ".join(parts) + "}"
+
+
+def _toml_str(s: str) -> str:
+    return '"' + s.replace("\\", "\\\\").replace('"', '\\"') + '"'

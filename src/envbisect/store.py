@@ -1,0 +1,192 @@
+"""The results store: one SQLite row per probed (environment, repro).
+
+Resume and reuse come from here: a probe whose (env_id, repro_id) is in the store is not run
+again. Every write is one transaction, so Ctrl-C at any moment leaves either the whole row or
+none of it. The schema carries a version; opening a newer database than this code knows is an
+error, an older one is migrated.
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import sqlite3
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .errors import DiskFull, StoreError
+from .model import InstalledDist, Outcome, OutcomeKind
+
+SCHEMA_VERSION = 1
+DB_NAME = "envbisect.db"
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS probes (
+    id INTEGER PRIMARY KEY,
+    env_id TEXT NOT NULL,
+    repro_id TEXT NOT NULL,
+    spec TEXT NOT NULL,
+    installed TEXT NOT NULL,
+    installed_hash TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    signal TEXT,
+    exit_code INTEGER,
+    signature TEXT NOT NULL,
+    exception TEXT,
+    detail TEXT NOT NULL,
+    stdout_tail TEXT NOT NULL,
+    stderr_tail TEXT NOT NULL,
+    build_seconds REAL NOT NULL,
+    probe_seconds REAL NOT NULL,
+    timeout REAL,
+    started_at TEXT NOT NULL,
+    envbisect_version TEXT NOT NULL,
+    UNIQUE (env_id, repro_id)
+);
+"""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ProbeRecord:
+    env_id: str
+    repro_id: str
+    spec: dict[str, Any]
+    installed: tuple[InstalledDist, ...]
+    installed_hash: str
+    outcome: Outcome
+    stdout_tail: str
+    stderr_tail: str
+    build_seconds: float
+    probe_seconds: float
+    timeout: float | None
+    started_at: str
+    envbisect_version: str
+
+
+class Store:
+    """A results database in ``results_dir``. Use as a context manager."""
+
+    def __init__(self, results_dir: Path) -> None:
+        self.path = results_dir / DB_NAME
+        try:
+            results_dir.mkdir(parents=True, exist_ok=True)
+            self._db = sqlite3.connect(self.path, timeout=30.0)
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=NORMAL")
+            with self._db:
+                self._db.executescript(_SCHEMA)
+                row = self._db.execute("SELECT value FROM meta WHERE key='schema'").fetchone()
+                if row is None:
+                    self._db.execute(
+                        "INSERT INTO meta (key, value) VALUES ('schema', ?)", (str(SCHEMA_VERSION),)
+                    )
+                elif int(row[0]) > SCHEMA_VERSION:
+                    raise StoreError(
+                        f"{self.path} was written by a newer envbisect (schema {row[0]})",
+                        hint="upgrade envbisect, or pass another --results directory",
+                    )
+        except (sqlite3.Error, OSError) as e:
+            raise _translate(e, self.path) from e
+
+    def close(self) -> None:
+        self._db.close()
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def get(self, env_id: str, repro_id: str) -> ProbeRecord | None:
+        try:
+            cur = self._db.execute(
+                "SELECT * FROM probes WHERE env_id = ? AND repro_id = ?", (env_id, repro_id)
+            )
+            row = cur.fetchone()
+            if row is None:
+                return None
+            return _from_row(dict(zip([c[0] for c in cur.description], row, strict=True)))
+        except sqlite3.Error as e:
+            raise _translate(e, self.path) from e
+
+    def put(self, rec: ProbeRecord) -> None:
+        o = rec.outcome
+        values = {
+            "env_id": rec.env_id,
+            "repro_id": rec.repro_id,
+            "spec": json.dumps(rec.spec, sort_keys=True),
+            "installed": json.dumps([d.to_dict() for d in rec.installed]),
+            "installed_hash": rec.installed_hash,
+            "kind": o.kind.value,
+            "signal": o.signal,
+            "exit_code": o.exit_code,
+            "signature": o.signature,
+            "exception": o.exception,
+            "detail": o.detail,
+            "stdout_tail": rec.stdout_tail,
+            "stderr_tail": rec.stderr_tail,
+            "build_seconds": rec.build_seconds,
+            "probe_seconds": rec.probe_seconds,
+            "timeout": rec.timeout,
+            "started_at": rec.started_at,
+            "envbisect_version": rec.envbisect_version,
+        }
+        cols = ", ".join(values)
+        marks = ", ".join("?" for _ in values)
+        try:
+            with self._db:
+                self._db.execute(
+                    f"INSERT OR REPLACE INTO probes ({cols}) VALUES ({marks})", tuple(values.values())
+                )
+        except sqlite3.Error as e:
+            raise _translate(e, self.path) from e
+
+    def all(self) -> Iterator[ProbeRecord]:
+        cur = self._db.execute("SELECT * FROM probes ORDER BY id")
+        names = [c[0] for c in cur.description]
+        for row in cur:
+            yield _from_row(dict(zip(names, row, strict=True)))
+
+
+def _from_row(row: dict[str, Any]) -> ProbeRecord:
+    outcome = Outcome(
+        kind=OutcomeKind(row["kind"]),
+        signal=row["signal"],
+        exit_code=row["exit_code"],
+        signature=row["signature"],
+        exception=row["exception"],
+        detail=row["detail"],
+    )
+    return ProbeRecord(
+        env_id=row["env_id"],
+        repro_id=row["repro_id"],
+        spec=json.loads(row["spec"]),
+        installed=tuple(InstalledDist(**d) for d in json.loads(row["installed"])),
+        installed_hash=row["installed_hash"],
+        outcome=outcome,
+        stdout_tail=row["stdout_tail"],
+        stderr_tail=row["stderr_tail"],
+        build_seconds=row["build_seconds"],
+        probe_seconds=row["probe_seconds"],
+        timeout=row["timeout"],
+        started_at=row["started_at"],
+        envbisect_version=row["envbisect_version"],
+    )
+
+
+def _translate(e: Exception, path: Path) -> StoreError | DiskFull:
+    text = str(e)
+    if isinstance(e, OSError) and e.errno == errno.ENOSPC or "database or disk is full" in text:
+        return DiskFull(
+            f"the disk holding {path} is full",
+            hint="free some space or pass --results on another disk; finished probes are kept",
+        )
+    if isinstance(e, StoreError):
+        return e
+    return StoreError(
+        f"cannot use the results database {path}: {text}",
+        hint="check that the --results directory is writable and not on a network file system",
+    )
