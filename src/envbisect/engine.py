@@ -110,7 +110,7 @@ def run_bisect(
     check_requirements(opts.package, opts.with_reqs)
     exclude_newer = parse_exclude_newer(opts.exclude_newer)
     uv = find_uv()
-    python = find_python(uv, opts.python) if opts.python else find_python(uv, "")
+    python = find_python(uv, opts.python)
     target = inspect_target(python)
     with IndexClient(opts.indexes, transport=transport) as client:
         files = client.project_files(opts.package).files

@@ -107,20 +107,26 @@ def uv_env(cache_dir: str | None = None) -> dict[str, str]:
     return env
 
 
-def find_python(uv: str, request: str) -> str:
-    """The interpreter uv finds for ``request`` (a version such as 3.11, or a path)."""
-    if os.sep in request and os.path.exists(request):
+def find_python(uv: str, request: str | None) -> str:
+    """The interpreter uv finds for ``request`` (a version such as 3.11, or a path).
+
+    With no request, uv's default: the first Python on PATH (a virtualenv's when one is active).
+    """
+    if request and os.sep in request and os.path.exists(request):
         return request
     proc = subprocess.run(
-        [uv, "python", "find", "--no-config", "--no-project", request],
+        [uv, "python", "find", "--no-config", "--no-project", *([request] if request else [])],
         capture_output=True,
         text=True,
         env=uv_env(),
     )
     if proc.returncode != 0 or not proc.stdout.strip():
         raise UsageError(
-            f"no Python interpreter matches --python {request}",
-            hint=f"install one (uv python install {request}) or pass the path of an interpreter",
+            f"no Python interpreter matches --python {request}"
+            if request
+            else "uv finds no Python interpreter on this machine",
+            hint=f"install one (uv python install {request or '3.12'}) "
+            "or pass --python with the path of an interpreter",
             ref="python-not-found",
         )
     return proc.stdout.strip().splitlines()[-1]

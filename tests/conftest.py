@@ -1,0 +1,85 @@
+"""Shared fixtures: a real package index on 127.0.0.1 and a private uv cache.
+
+Everything here is hermetic: no test reaches the internet. The index is built from wheels the
+tests make (support/corpus.py holds their known truth) and served over real HTTP.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from envbisect.model import Outcome
+from envbisect.reporter import Reporter
+from support.corpus import build_index
+from support.index_server import LocalIndex
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _hermetic_uv(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """One uv cache for the whole session (warm environments are hard links), no downloads."""
+    saved = {k: os.environ.get(k) for k in ("UV_CACHE_DIR", "UV_PYTHON_DOWNLOADS", "NO_COLOR")}
+    os.environ["UV_CACHE_DIR"] = str(tmp_path_factory.mktemp("uv-cache"))
+    os.environ["UV_PYTHON_DOWNLOADS"] = "never"
+    os.environ["NO_COLOR"] = "1"
+    yield
+    for k, v in saved.items():
+        if v is None:
+            os.environ.pop(k, None)
+        else:
+            os.environ[k] = v
+
+
+@pytest.fixture(scope="session")
+def index(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalIndex]:
+    idx = build_index(tmp_path_factory.mktemp("index-files"))
+    yield idx
+    idx.stop()
+
+
+@pytest.fixture(scope="session")
+def python() -> str:
+    """The interpreter of the candidate environments: the one running the tests."""
+    return sys.executable
+
+
+@pytest.fixture
+def results(tmp_path: Path) -> Path:
+    return tmp_path / "results"
+
+
+class RecordingReporter(Reporter):
+    """Records what the engine reported, so tests check the path as well as the answer."""
+
+    def __init__(self) -> None:
+        self.started: list[str] = []
+        self.finished: list[tuple[str, str, bool]] = []
+        self.messages: list[str] = []
+
+    def message(self, text: str) -> None:
+        self.messages.append(text)
+
+    def probe_started(self, version: str, left: int, steps_left: int) -> None:
+        self.started.append(version)
+
+    def probe_finished(
+        self, version: str, outcome: Outcome, seconds: float, reused: bool, drawing: str
+    ) -> None:
+        self.finished.append((version, outcome.kind.value, reused))
+
+
+@pytest.fixture
+def recorder() -> RecordingReporter:
+    return RecordingReporter()
+
+
+def write_repro(folder: Path, package: str) -> Path:
+    """A repro that imports ``package`` and calls its ``run()``."""
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"repro_{package}.py"
+    path.write_text(f"import {package}\n{package}.run()\nprint('{package} ok')\n")
+    return path

@@ -1,0 +1,97 @@
+"""The synthetic packages the tests bisect, with their known truth.
+
+Each package's ``run()`` behaves by version: passes, segfaults (a real SIGSEGV through ctypes),
+hangs, or raises. Upload times increase with the version, one day apart.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+from .index_server import IndexFile, LocalIndex
+from .wheels import build_sdist, build_wheel
+
+PASS = "def run():\n    return 'ok'\n"
+SEGFAULT = (
+    "import ctypes\n\n"
+    "def run():\n"
+    "    return ctypes.string_at(0)  # reads address 0: SIGSEGV\n"
+)
+HANG = "import time\n\ndef run():\n    while True:\n        time.sleep(0.05)\n"
+RAISE = "def run():\n    raise ValueError('raisy broke')\n"
+TYPE_ERROR = "def run():\n    raise TypeError('a different bug')\n"
+FOREIGN_TAG = "cp27-cp27m-win32"  # a wheel no modern Linux target can install
+
+EPOCH = datetime(2024, 1, 1, tzinfo=timezone.utc)
+
+
+@dataclass(frozen=True)
+class Version:
+    version: str
+    body: str
+    requires: tuple[str, ...] = ()
+    tag: str = "py3-none-any"
+    sdist_only: bool = False
+    yanked: bool = False
+    requires_python: str | None = None
+
+
+def _series(n: int, first_bad: int, bad_body: str, *, prefix: str = "1.") -> list[Version]:
+    return [Version(f"{prefix}{i}.0", PASS if i < first_bad else bad_body) for i in range(n)]
+
+
+def corpus() -> dict[str, list[Version]]:
+    crashy = _series(12, 7, SEGFAULT)
+    crashy = [
+        Version(v.version, v.body, requires=("helperlib>=2" if i >= 9 else "helperlib<2",))
+        for i, v in enumerate(crashy)
+    ]
+    crashy[4] = Version("1.4.0", PASS, sdist_only=True)
+    crashy.append(Version("1.12.0", SEGFAULT, yanked=True))
+    crashy.append(Version("2.0.0rc1", SEGFAULT))
+    gappy = _series(9, 6, SEGFAULT)
+    gappy[4] = Version("1.4.0", PASS, tag=FOREIGN_TAG)
+    gappy[5] = Version("1.5.0", PASS, tag=FOREIGN_TAG)
+    mixed = _series(9, 4, SEGFAULT)
+    mixed[4] = Version("1.4.0", TYPE_ERROR)
+    return {
+        "helperlib": [Version("1.0.0", PASS), Version("2.0.0", PASS)],
+        "crashy": crashy,
+        "hangy": _series(6, 3, HANG),
+        "raisy": _series(8, 5, RAISE),
+        "fixy": [Version(f"1.{i}.0", RAISE if i < 3 else PASS) for i in range(6)],
+        "gappy": gappy,
+        "mixed": mixed,
+        "py99": [
+            Version("1.0.0", PASS),
+            Version("1.1.0", PASS, requires_python=">=3.99"),
+            Version("1.2.0", SEGFAULT),
+        ],
+    }
+
+
+def build_index(root: Path) -> LocalIndex:
+    root.mkdir(parents=True, exist_ok=True)
+    index = LocalIndex()
+    for project, versions in corpus().items():
+        for i, v in enumerate(versions):
+            when = EPOCH + timedelta(days=30 * i, hours=len(project))
+            if v.sdist_only:
+                path = build_sdist(root, project, v.version)
+            else:
+                path = build_wheel(
+                    root,
+                    project,
+                    v.version,
+                    {f"{project}/__init__.py": f"__version__ = {v.version!r}\n" + v.body},
+                    requires=v.requires,
+                    requires_python=v.requires_python,
+                    tag=v.tag,
+                )
+            index.add(
+                IndexFile(project=project, path=path, upload_time=when, yanked=v.yanked,
+                          requires_python=v.requires_python)
+            )
+    return index.start()

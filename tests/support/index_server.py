@@ -1,0 +1,140 @@
+"""A real PEP 503/691 package index over HTTP on 127.0.0.1, for hermetic tests.
+
+Routes:
+    /simple/<project>/    JSON (PEP 691, with PEP 700 upload times) or HTML, by Accept header
+    /html/<project>/      HTML only (PEP 503), to exercise the fallback
+    /garbage/<project>/   200 with a body that is no index page at all
+    /files/<filename>     the file itself
+Requests are counted per path so tests can check what was fetched.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import html
+import json
+import threading
+from collections import Counter
+from dataclasses import dataclass, field
+from datetime import datetime
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+from packaging.utils import canonicalize_name
+
+
+@dataclass
+class IndexFile:
+    project: str
+    path: Path
+    upload_time: datetime
+    yanked: bool = False
+    requires_python: str | None = None
+
+    @property
+    def sha256(self) -> str:
+        return hashlib.sha256(self.path.read_bytes()).hexdigest()
+
+
+@dataclass
+class LocalIndex:
+    files: list[IndexFile] = field(default_factory=list)
+    hits: Counter[str] = field(default_factory=Counter)
+    server: ThreadingHTTPServer | None = None
+
+    def add(self, f: IndexFile) -> None:
+        self.files.append(f)
+
+    @property
+    def base(self) -> str:
+        assert self.server is not None
+        host, port = self.server.server_address[:2]
+        return f"http://{host!s}:{port}"
+
+    @property
+    def url(self) -> str:
+        return f"{self.base}/simple"
+
+    def project(self, name: str) -> list[IndexFile]:
+        key = canonicalize_name(name)
+        return [f for f in self.files if canonicalize_name(f.project) == key]
+
+    def json_page(self, name: str) -> dict[str, Any]:
+        rows = []
+        for f in self.project(name):
+            row: dict[str, Any] = {
+                "filename": f.path.name,
+                "url": f"../../files/{f.path.name}",
+                "hashes": {"sha256": f.sha256},
+                "upload-time": f.upload_time.strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
+                "size": f.path.stat().st_size,
+                "yanked": f.yanked,
+            }
+            if f.requires_python:
+                row["requires-python"] = f.requires_python
+            rows.append(row)
+        return {"meta": {"api-version": "1.1"}, "name": canonicalize_name(name), "files": rows}
+
+    def html_page(self, name: str) -> str:
+        links = []
+        for f in self.project(name):
+            attrs = f' href="../../files/{f.path.name}#sha256={f.sha256}"'
+            if f.requires_python:
+                attrs += f' data-requires-python="{html.escape(f.requires_python)}"'
+            if f.yanked:
+                attrs += ' data-yanked=""'
+            links.append(f"<a{attrs}>{f.path.name}</a><br/>")
+        return "<!DOCTYPE html><html><body>\n" + "\n".join(links) + "\n</body></html>\n"
+
+    def start(self) -> LocalIndex:
+        index = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args: object) -> None:
+                pass
+
+            def do_HEAD(self) -> None:
+                self._head_only = True
+                self.do_GET()
+
+            def do_GET(self) -> None:
+                index.hits[f"{self.command} {self.path}"] += 1
+                parts = [p for p in self.path.split("?")[0].split("/") if p]
+                if len(parts) == 2 and parts[0] in ("simple", "html", "garbage"):
+                    kind, name = parts
+                    if not index.project(name):
+                        self._send(404, "text/plain", b"not found")
+                    elif kind == "garbage":
+                        self._send(200, "application/octet-stream", b"\x00\x01 not an index")
+                    elif kind == "simple" and "application/vnd.pypi.simple.v1+json" in (
+                        self.headers.get("Accept") or ""
+                    ):
+                        body = json.dumps(index.json_page(name)).encode()
+                        self._send(200, "application/vnd.pypi.simple.v1+json", body)
+                    else:
+                        self._send(200, "text/html", index.html_page(name).encode())
+                    return
+                if len(parts) == 2 and parts[0] == "files":
+                    for f in index.files:
+                        if f.path.name == parts[1]:
+                            self._send(200, "application/octet-stream", f.path.read_bytes())
+                            return
+                self._send(404, "text/plain", b"not found")
+
+            def _send(self, status: int, ctype: str, body: bytes) -> None:
+                self.send_response(status)
+                self.send_header("Content-Type", ctype)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                if not getattr(self, "_head_only", False):
+                    self.wfile.write(body)
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        return self
+
+    def stop(self) -> None:
+        if self.server is not None:
+            self.server.shutdown()
+            self.server.server_close()

@@ -1,0 +1,220 @@
+"""``envbisect run`` end to end: real uv environments from the local index, real crashes.
+
+Every test here builds real virtualenvs with uv (from a private, session-wide cache) and runs
+real subprocesses that segfault, hang or raise. The index is on 127.0.0.1.
+"""
+
+from __future__ import annotations
+
+import math
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+from conftest import RecordingReporter, write_repro
+
+from envbisect.engine import RunOptions, run_bisect
+from envbisect.materialize import find_uv
+from envbisect.model import IndexConfig
+from envbisect.probe import Repro
+from envbisect.report import to_json
+from envbisect.store import Store
+from support.index_server import LocalIndex
+
+pytestmark = pytest.mark.slow
+
+
+def options(
+    index: LocalIndex, python: str, results: Path, package: str, tmp_path: Path, **kw: object
+) -> RunOptions:
+    repro = Repro.from_file(str(write_repro(tmp_path / "repro", package)), tmp_path)
+    return RunOptions(
+        package=package,
+        repro=repro,
+        indexes=IndexConfig(index_url=index.url),
+        python=python,
+        results=results,
+        **kw,  # type: ignore[arg-type]
+    )
+
+
+def test_crash_regression_found_in_few_environments(
+    index: LocalIndex, python: str, results: Path, tmp_path: Path, recorder: RecordingReporter
+) -> None:
+    res = run_bisect(options(index, python, results, "crashy", tmp_path), recorder)
+    assert res.status == "found"
+    assert res.direction == "regression"
+    assert (res.first_new, res.last_old) == ("1.7.0", "1.6.0")
+    # 12 candidates (yanked 1.12.0 and 2.0.0rc1 dropped); 1.4.0 has only an sdist.
+    assert res.candidates == 12
+    # The path: ends first, then midpoints; the sdist-only 1.4.0 is never built.
+    assert recorder.started == ["1.0.0", "1.11.0", "1.5.0", "1.8.0", "1.6.0", "1.7.0"]
+    assert len(recorder.started) <= math.ceil(math.log2(12)) + 2
+    data = to_json(res)
+    assert data["first_bad"] == "1.7.0" and data["last_good"] == "1.6.0"
+    assert data["first_bad_outcome"]["kind"] == "crash"
+    assert data["first_bad_outcome"]["signal"] == "SIGSEGV"
+    assert "string_at" in data["first_bad_outcome"]["signature"]
+    assert {"version": "1.4.0", "reason": "only an sdist (wheels only by default; --allow-sdist builds it)"} in data["skipped"]
+    assert [p["version"] for p in data["probes"]] == recorder.started
+    assert data["reused"] == []
+    # Every probe recorded what was installed, transitive dependencies included.
+    first = data["probes"][0]
+    assert {d["name"] for d in first["installed"]} == {"crashy", "helperlib"}
+    report = Path(data["report"]).read_text()
+    assert "first bad version of crashy: 1.7.0" in report
+    assert "| crashy | 1.6.0 | 1.7.0 |" in report
+
+
+def test_rerun_reuses_every_stored_probe(
+    index: LocalIndex, python: str, results: Path, tmp_path: Path
+) -> None:
+    opts = options(index, python, results, "raisy", tmp_path)
+    first = run_bisect(opts)
+    rec = RecordingReporter()
+    again = run_bisect(opts, rec)
+    assert (again.first_new, again.last_old) == (first.first_new, first.last_old) == ("1.5.0", "1.4.0")
+    data = to_json(again)
+    assert data["probes"] == []
+    assert [r["version"] for r in data["reused"]] == [r.version for r in first.rows]
+    assert all(reused for _, _, reused in rec.finished)
+    with Store(results) as store:
+        assert len(list(store.all())) == len(first.rows)
+
+
+def test_failure_signature_and_lockfile_installs_with_hashes(
+    index: LocalIndex, python: str, results: Path, tmp_path: Path
+) -> None:
+    res = run_bisect(options(index, python, results, "raisy", tmp_path, good="1.1.0", bad="1.7.0"))
+    data = to_json(res)
+    assert data["first_bad"] == "1.5.0"
+    assert data["first_bad_outcome"] == {
+        "kind": "fail",
+        "signal": None,
+        "exit_code": 1,
+        "signature": "ValueError: raisy broke",
+    }
+    lock = Path(data["last_good_lock"])
+    text = lock.read_text()
+    assert "raisy==1.4.0 \\" in text and "--hash=sha256:" in text
+    # The lockfile is real: uv installs it with --require-hashes and the repro passes there.
+    venv = tmp_path / "from-lock"
+    uv = find_uv()
+    subprocess.run([uv, "venv", str(venv), "--python", python, "-q"], check=True)
+    subprocess.run(
+        [uv, "pip", "install", "-q", "--python", str(venv / "bin" / "python"),
+         "--index-url", index.url, "--require-hashes", "-r", str(lock)],
+        check=True,
+    )
+    probe = subprocess.run(
+        [str(venv / "bin" / "python"), "-c", "import raisy; raisy.run()"], capture_output=True
+    )
+    assert probe.returncode == 0
+    pylock = tomllib.loads(Path(data["pylock"]).read_text())
+    assert pylock["lock-version"] == "1.0"
+    (pkg,) = [p for p in pylock["packages"] if p["name"] == "raisy"]
+    assert pkg["version"] == "1.4.0"
+    assert pkg["wheels"][0]["name"] == "raisy-1.4.0-py3-none-any.whl"
+    assert len(pkg["wheels"][0]["hashes"]["sha256"]) == 64
+
+
+def test_fix_search_when_the_old_end_fails(
+    index: LocalIndex, python: str, results: Path, tmp_path: Path
+) -> None:
+    res = run_bisect(options(index, python, results, "fixy", tmp_path, good="1.5.0", bad="1.0.0"))
+    data = to_json(res)
+    assert data["direction"] == "fix"
+    assert (data["first_fixed"], data["last_broken"]) == ("1.3.0", "1.2.0")
+    assert "first_bad" not in data
+    assert data["first_bad_outcome"]["kind"] == "fail"
+    assert "fixy==1.3.0" in Path(data["first_fixed_lock"]).read_text()
+
+
+def test_default_ends_decide_the_direction(
+    index: LocalIndex, python: str, results: Path, tmp_path: Path
+) -> None:
+    res = run_bisect(options(index, python, results, "fixy", tmp_path))
+    assert res.direction == "fix" and res.first_new == "1.3.0"
+
+
+def test_hang_is_a_timeout_with_thread_stacks(
+    index: LocalIndex, python: str, results: Path, tmp_path: Path
+) -> None:
+    res = run_bisect(options(index, python, results, "hangy", tmp_path, timeout=3.0))
+    assert (res.first_new, res.last_old) == ("1.3.0", "1.2.0")
+    bad = res.row("1.3.0")
+    assert bad is not None and bad.outcome.kind.value == "timeout"
+    # faulthandler printed the stuck thread's Python stack when the probe was stopped.
+    assert "in run" in bad.outcome.detail and "hangy/__init__.py" in bad.outcome.detail
+
+
+def test_untestable_points_give_an_honest_one_of(
+    index: LocalIndex, python: str, results: Path, tmp_path: Path, recorder: RecordingReporter
+) -> None:
+    res = run_bisect(options(index, python, results, "gappy", tmp_path), recorder)
+    assert res.status == "ambiguous"
+    assert res.possible == ["1.4.0", "1.5.0", "1.6.0"]
+    assert res.last_old == "1.3.0"
+    assert "1.4.0" not in recorder.started and "1.5.0" not in recorder.started
+    reasons = dict(res.skipped)
+    assert reasons["1.4.0"].startswith("no wheel for cp3")
+
+
+def test_a_different_failure_is_not_the_bug(
+    index: LocalIndex, python: str, results: Path, tmp_path: Path
+) -> None:
+    res = run_bisect(options(index, python, results, "mixed", tmp_path))
+    assert res.status == "ambiguous" and res.possible == ["1.4.0", "1.5.0"]
+    row = res.row("1.4.0")
+    assert row is not None and row.verdict == "skip" and "different failure" in row.note
+    anyf = run_bisect(options(index, python, results, "mixed", tmp_path, any_failure=True))
+    assert (anyf.status, anyf.first_new) == ("found", "1.4.0")
+
+
+def test_requires_python_makes_a_version_untestable(
+    index: LocalIndex, python: str, results: Path, tmp_path: Path
+) -> None:
+    res = run_bisect(options(index, python, results, "py99", tmp_path))
+    assert res.status == "ambiguous" and res.possible == ["1.1.0", "1.2.0"]
+    assert dict(res.skipped)["1.1.0"].startswith("requires-python >=3.99 excludes")
+
+
+def test_ends_that_do_not_verify_give_no_answer(
+    index: LocalIndex, python: str, results: Path, tmp_path: Path
+) -> None:
+    res = run_bisect(options(index, python, results, "crashy", tmp_path, good="1.8.0", bad="1.10.0"))
+    assert res.status == "no-answer"
+    assert "both ends fail" in res.reason and "SIGSEGV" in res.reason
+    assert to_json(res)["last_good_lock"] is None
+
+
+def test_unresolvable_environment_is_untestable_not_bad(
+    index: LocalIndex, python: str, results: Path, tmp_path: Path
+) -> None:
+    # helperlib<2 cannot go with crashy >= 1.9 (which needs helperlib>=2).
+    res = run_bisect(
+        options(index, python, results, "crashy", tmp_path, with_reqs=("helperlib<2",),
+                good="1.5.0", bad="1.11.0")
+    )
+    assert res.status == "no-answer"
+    assert "untestable" in res.reason and "uv failed" in res.reason
+
+
+def test_cli_json_and_exit_codes(index: LocalIndex, python: str, tmp_path: Path) -> None:
+    repro = write_repro(tmp_path, "crashy")
+    base = [sys.executable, "-m", "envbisect", "run", "--package", "crashy",
+            "--index-url", index.url, "--python", python, "--results", str(tmp_path / "r")]
+    ok = subprocess.run([*base, "--good", "1.5.0", "--bad", "1.9.0", "--repro", str(repro), "--json"],
+                        capture_output=True, text=True)
+    assert ok.returncode == 0, ok.stderr
+    import json
+
+    data = json.loads(ok.stdout)
+    assert data["first_bad"] == "1.7.0"
+    assert "probing" in ok.stderr  # progress goes to stderr, data to stdout
+    none = subprocess.run([*base, "--good", "1.8.0", "--bad", "1.10.0", "--", "python", str(repro)],
+                          capture_output=True, text=True)
+    assert none.returncode == 1
+    assert "both ends fail" in none.stdout
