@@ -87,7 +87,7 @@ def find_uv() -> str:
         path = str(uv.find_uv_bin())
         if os.path.isfile(path):
             return path
-    except (ImportError, FileNotFoundError):
+    except (ImportError, AttributeError, FileNotFoundError):
         pass
     found = shutil.which("uv")
     if found:

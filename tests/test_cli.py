@@ -1,0 +1,159 @@
+"""What a user meets on bad input: one ``error:`` line, one ``hint:`` line, the right exit
+code, no traceback, and nothing finished is lost. Every case runs the real CLI in a subprocess.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from conftest import write_repro
+
+from support.index_server import LocalIndex
+from support.wheels import build_wheel
+
+
+def envbisect(*args: str, env: dict[str, str] | None = None, cwd: Path | None = None,
+              timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "envbisect", *args], capture_output=True,
+                          text=True, env=env, cwd=cwd, timeout=timeout)
+
+
+def assert_clean_error(proc: subprocess.CompletedProcess[str], code: int, *needles: str) -> None:
+    assert proc.returncode == code, proc.stderr
+    assert "Traceback" not in proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    errors = [ln for ln in lines if ln.startswith("error: ")]
+    hints = [ln for ln in lines if ln.startswith("hint: ")]
+    assert len(errors) == 1 and len(hints) == 1, proc.stderr
+    for n in needles:
+        assert n in errors[0], errors[0]
+
+
+@pytest.fixture
+def base(index: LocalIndex, python: str, tmp_path: Path) -> list[str]:
+    return ["run", "--index-url", index.url, "--python", python, "--results", str(tmp_path / "r")]
+
+
+def test_unknown_package(base: list[str], tmp_path: Path) -> None:
+    proc = envbisect(*base, "--package", "nope-nothing", "--", "python", "-c", "pass")
+    assert_clean_error(proc, 2, "no package named 'nope-nothing'")
+
+
+def test_version_that_does_not_exist(base: list[str]) -> None:
+    proc = envbisect(*base, "--package", "crashy", "--good", "0.9", "--", "true")
+    assert_clean_error(proc, 2, "--good 0.9: crashy has no such version")
+
+
+def test_good_equal_to_bad(base: list[str]) -> None:
+    proc = envbisect(*base, "--package", "crashy", "--good", "1.2.0", "--bad", "1.2.0", "--", "true")
+    assert_clean_error(proc, 2, "same version")
+
+
+def test_no_candidates_in_range(base: list[str]) -> None:
+    proc = envbisect(*base, "--package", "crashy", "--exclude-newer", "2020-01-01", "--", "true")
+    assert_clean_error(proc, 2, "0 candidate version(s)")
+
+
+def test_missing_repro_file(base: list[str]) -> None:
+    proc = envbisect(*base, "--package", "crashy", "--repro", "does-not-exist.py")
+    assert_clean_error(proc, 2, "the repro file does-not-exist.py does not exist")
+
+
+def test_no_repro_at_all(base: list[str]) -> None:
+    assert_clean_error(envbisect(*base, "--package", "crashy"), 2, "no repro given")
+
+
+def test_bad_flag_values(base: list[str]) -> None:
+    assert_clean_error(envbisect(*base, "--package", "x", "--timeout", "-5", "--", "true"), 2, "--timeout")
+    assert_clean_error(envbisect(*base, "--package", "x", "--with", "numpy>>1", "--", "true"), 2,
+                       "not a valid requirement")
+    assert_clean_error(envbisect(*base, "--package", "x", "--exclude-newer", "yesterday", "--", "true"), 2,
+                       "not a date")
+    assert_clean_error(envbisect("run", "--package", "x", "--no-such-flag"), 2, "unrecognized arguments")
+
+
+def test_unreachable_index_masks_credentials(python: str, tmp_path: Path) -> None:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    proc = envbisect("run", "--package", "x", "--index-url", f"http://bob:hunter2@127.0.0.1:{port}/simple",
+                     "--python", python, "--results", str(tmp_path / "r"), "--", "true")
+    assert_clean_error(proc, 3, "cannot reach http://***@127.0.0.1")
+    assert "hunter2" not in proc.stderr + proc.stdout and "bob" not in proc.stderr
+
+
+def test_uv_missing(base: list[str], tmp_path: Path) -> None:
+    # Hide uv: a `uv` module that cannot be imported and a PATH without the binary.
+    shadow = tmp_path / "shadow"
+    shadow.mkdir()
+    (shadow / "uv.py").write_text("raise ImportError('hidden by the test')\n")
+    env = {**os.environ, "PYTHONPATH": str(shadow), "PATH": "/usr/bin:/bin"}
+    proc = envbisect(*base, "--package", "crashy", "--", "true", env=env)
+    assert_clean_error(proc, 3, "uv is not installed")
+
+
+def test_full_disk_is_an_infrastructure_error(index: LocalIndex, python: str, tmp_path: Path) -> None:
+    """A real full disk: the results directory on a 2 MiB tmpfs, a wheel that needs more."""
+    mnt = tmp_path / "small"
+    mnt.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", str(mnt)],
+                      capture_output=True).returncode != 0:
+        pytest.skip("cannot mount a tmpfs here (needs root)")
+    try:
+        wheels = tmp_path / "wheels"
+        wheels.mkdir()
+        build_wheel(wheels, "bigpkg", "1.0", {"bigpkg/__init__.py": "", "bigpkg/blob.bin": os.urandom(3 << 20)})
+        build_wheel(wheels, "bigpkg", "2.0", {"bigpkg/__init__.py": "", "bigpkg/blob.bin": os.urandom(3 << 20)})
+        proc = envbisect("run", "--package", "bigpkg", "--index-url", index.url, "--find-links", str(wheels),
+                         "--python", python, "--results", str(mnt / "r"), "--", "python", "-c", "import bigpkg")
+        assert_clean_error(proc, 3, "disk is full")
+    finally:
+        subprocess.run(["umount", str(mnt)], check=False)
+
+
+def test_ctrl_c_during_a_probe_keeps_finished_probes_and_resumes(
+    index: LocalIndex, python: str, tmp_path: Path
+) -> None:
+    results = tmp_path / "r"
+    repro = write_repro(tmp_path, "hangy")
+    args = ["run", "--package", "hangy", "--index-url", index.url, "--python", python,
+            "--results", str(results), "--timeout", "120", "--repro", str(repro)]
+    proc = subprocess.Popen([sys.executable, "-m", "envbisect", *args], stderr=subprocess.PIPE,
+                            stdout=subprocess.PIPE, text=True)
+    # The new end (1.5.0) hangs: wait until its probe runs, then press Ctrl-C.
+    deadline = time.monotonic() + 120
+    seen = ""
+    assert proc.stderr is not None
+    while "probing 1.5.0" not in seen and time.monotonic() < deadline:
+        seen += proc.stderr.readline()
+    time.sleep(1.5)
+    hung = subprocess.run(["pgrep", "-f", str(repro)], capture_output=True, text=True).stdout.split()
+    assert hung, "the hanging probe should be running"
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    err = seen + err
+    assert proc.returncode == 130
+    assert "Traceback" not in err and "resume" in err
+    time.sleep(0.3)
+    assert subprocess.run(["pgrep", "-f", str(repro)], capture_output=True).returncode == 1, \
+        "the probe's process group outlived Ctrl-C"
+    db = sqlite3.connect(results / "envbisect.db")
+    assert db.execute("PRAGMA integrity_check").fetchone() == ("ok",)
+    assert db.execute("SELECT count(*) FROM probes").fetchone() == (1,)  # 1.0.0 finished
+    db.close()
+    # Resuming: the finished probe is reused, not run again.
+    again = envbisect(*[a if a != "120" else "3" for a in args], "--json")
+    assert again.returncode == 0, again.stderr
+    import json
+
+    data = json.loads(again.stdout)
+    assert [r["version"] for r in data["reused"]] == ["1.0.0"]
+    assert data["first_bad"] == "1.3.0"

@@ -1,0 +1,67 @@
+"""The SQLite store: round trips, the schema guard, concurrent readers."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from envbisect.errors import StoreError
+from envbisect.model import InstalledDist, Outcome, OutcomeKind, installed_hash
+from envbisect.store import ProbeRecord, Store
+
+
+def record(env_id: str = "e1", kind: OutcomeKind = OutcomeKind.CRASH) -> ProbeRecord:
+    installed = (InstalledDist(name="datasets", version="2.14.6"),
+                 InstalledDist(name="pyarrow", version="21.0.0"))
+    return ProbeRecord(
+        env_id=env_id, repro_id="r1", spec={"requirements": ["datasets==2.14.6"]},
+        installed=installed, installed_hash=installed_hash(installed),
+        outcome=Outcome(kind=kind, signal="SIGSEGV", signature="SIGSEGV in f (a/b.py:1)", detail="..."),
+        stdout_tail="", stderr_tail="Fatal Python error", build_seconds=0.5, probe_seconds=1.5,
+        timeout=600.0, started_at="2026-11-30T00:00:00+00:00", envbisect_version="0.1.0",
+    )
+
+
+def test_round_trip_and_reopen(tmp_path: Path) -> None:
+    with Store(tmp_path) as s:
+        s.put(record())
+    with Store(tmp_path) as s:
+        got = s.get("e1", "r1")
+        assert got == record()
+        assert s.get("e1", "other-repro") is None
+
+
+def test_same_key_replaces(tmp_path: Path) -> None:
+    with Store(tmp_path) as s:
+        s.put(record(kind=OutcomeKind.TIMEOUT))
+        s.put(record(kind=OutcomeKind.PASS))
+        assert len(list(s.all())) == 1
+        got = s.get("e1", "r1")
+        assert got is not None and got.outcome.kind is OutcomeKind.PASS
+
+
+def test_installed_hash_ignores_order_and_name_spelling() -> None:
+    a = (InstalledDist(name="PyYAML", version="6.0"), InstalledDist(name="numpy", version="1.26.4"))
+    b = (InstalledDist(name="numpy", version="1.26.4"), InstalledDist(name="pyyaml", version="6.0"))
+    assert installed_hash(a) == installed_hash(b)
+
+
+def test_newer_schema_is_refused(tmp_path: Path) -> None:
+    Store(tmp_path).close()
+    db = sqlite3.connect(tmp_path / "envbisect.db")
+    with db:
+        db.execute("UPDATE meta SET value='99' WHERE key='schema'")
+    db.close()
+    with pytest.raises(StoreError) as e:
+        Store(tmp_path)
+    assert "newer envbisect" in e.value.message
+
+
+def test_unwritable_results_dir(tmp_path: Path) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    with pytest.raises(StoreError) as e:
+        Store(blocker / "results")
+    assert e.value.hint
