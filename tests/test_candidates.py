@@ -11,12 +11,23 @@ from envbisect.model import DistFile
 from envbisect.target import Target
 
 
-def target(version: tuple[int, int, int] = (3, 11, 7), glibc: str | None = "2.31",
-           platform: str = "linux-x86_64") -> Target:
-    return Target.from_facts({
-        "executable": "/x/python", "implementation": "cpython", "version": list(version),
-        "abiflags": "", "platform": platform, "glibc": glibc, "macos": None, "markers": {},
-    })
+def target(
+    version: tuple[int, int, int] = (3, 11, 7),
+    glibc: str | None = "2.31",
+    platform: str = "linux-x86_64",
+) -> Target:
+    return Target.from_facts(
+        {
+            "executable": "/x/python",
+            "implementation": "cpython",
+            "version": list(version),
+            "abiflags": "",
+            "platform": platform,
+            "glibc": glibc,
+            "macos": None,
+            "markers": {},
+        }
+    )
 
 
 def f(name: str, **kw: object) -> DistFile:
@@ -42,9 +53,14 @@ def test_installability_is_decided_for_the_target_not_for_us() -> None:
     cl = build_candidates(files, target(glibc="2.31"))
     ok = {str(c.version): (c.installable, c.reason) for c in cl.candidates}
     assert ok["15.0.0"] == (True, None)
-    assert ok["16.0.0"][0] is False and "no wheel for cp311-manylinux_2_31_x86_64" in str(ok["16.0.0"][1])
+    assert ok["16.0.0"][0] is False and "no wheel for cp311-manylinux_2_31_x86_64" in str(
+        ok["16.0.0"][1]
+    )
     assert ok["17.0.0"][0] is False  # needs glibc 2.34, the target has 2.31
-    assert ok["18.0.0"] == (False, "only an sdist (wheels only by default; --allow-sdist builds it)")
+    assert ok["18.0.0"] == (
+        False,
+        "only an sdist (wheels only by default; --allow-sdist builds it)",
+    )
     assert ok["19.0.0"] == (True, None)  # abi3 from cp39 up
     # Python 3.12 target: 16.0.0 is now the installable one.
     cl312 = build_candidates(files, target(version=(3, 12, 1)))

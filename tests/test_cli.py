@@ -15,15 +15,21 @@ from pathlib import Path
 
 import pytest
 from conftest import write_repro
-
 from support.index_server import LocalIndex
 from support.wheels import build_wheel
 
 
-def envbisect(*args: str, env: dict[str, str] | None = None, cwd: Path | None = None,
-              timeout: float = 300) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "envbisect", *args], capture_output=True,
-                          text=True, env=env, cwd=cwd, timeout=timeout)
+def envbisect(
+    *args: str, env: dict[str, str] | None = None, cwd: Path | None = None, timeout: float = 300
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "envbisect", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=cwd,
+        timeout=timeout,
+    )
 
 
 def assert_clean_error(proc: subprocess.CompletedProcess[str], code: int, *needles: str) -> None:
@@ -53,7 +59,9 @@ def test_version_that_does_not_exist(base: list[str]) -> None:
 
 
 def test_good_equal_to_bad(base: list[str]) -> None:
-    proc = envbisect(*base, "--package", "crashy", "--good", "1.2.0", "--bad", "1.2.0", "--", "true")
+    proc = envbisect(
+        *base, "--package", "crashy", "--good", "1.2.0", "--bad", "1.2.0", "--", "true"
+    )
     assert_clean_error(proc, 2, "same version")
 
 
@@ -72,20 +80,41 @@ def test_no_repro_at_all(base: list[str]) -> None:
 
 
 def test_bad_flag_values(base: list[str]) -> None:
-    assert_clean_error(envbisect(*base, "--package", "x", "--timeout", "-5", "--", "true"), 2, "--timeout")
-    assert_clean_error(envbisect(*base, "--package", "x", "--with", "numpy>>1", "--", "true"), 2,
-                       "not a valid requirement")
-    assert_clean_error(envbisect(*base, "--package", "x", "--exclude-newer", "yesterday", "--", "true"), 2,
-                       "not a date")
-    assert_clean_error(envbisect("run", "--package", "x", "--no-such-flag"), 2, "unrecognized arguments")
+    assert_clean_error(
+        envbisect(*base, "--package", "x", "--timeout", "-5", "--", "true"), 2, "--timeout"
+    )
+    assert_clean_error(
+        envbisect(*base, "--package", "x", "--with", "numpy>>1", "--", "true"),
+        2,
+        "not a valid requirement",
+    )
+    assert_clean_error(
+        envbisect(*base, "--package", "x", "--exclude-newer", "yesterday", "--", "true"),
+        2,
+        "not a date",
+    )
+    assert_clean_error(
+        envbisect("run", "--package", "x", "--no-such-flag"), 2, "unrecognized arguments"
+    )
 
 
 def test_unreachable_index_masks_credentials(python: str, tmp_path: Path) -> None:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    proc = envbisect("run", "--package", "x", "--index-url", f"http://bob:hunter2@127.0.0.1:{port}/simple",
-                     "--python", python, "--results", str(tmp_path / "r"), "--", "true")
+    proc = envbisect(
+        "run",
+        "--package",
+        "x",
+        "--index-url",
+        f"http://bob:hunter2@127.0.0.1:{port}/simple",
+        "--python",
+        python,
+        "--results",
+        str(tmp_path / "r"),
+        "--",
+        "true",
+    )
     assert_clean_error(proc, 3, "cannot reach http://***@127.0.0.1")
     assert "hunter2" not in proc.stderr + proc.stdout and "bob" not in proc.stderr
 
@@ -100,20 +129,51 @@ def test_uv_missing(base: list[str], tmp_path: Path) -> None:
     assert_clean_error(proc, 3, "uv is not installed")
 
 
-def test_full_disk_is_an_infrastructure_error(index: LocalIndex, python: str, tmp_path: Path) -> None:
+def test_full_disk_is_an_infrastructure_error(
+    index: LocalIndex, python: str, tmp_path: Path
+) -> None:
     """A real full disk: the results directory on a 2 MiB tmpfs, a wheel that needs more."""
     mnt = tmp_path / "small"
     mnt.mkdir()
-    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", str(mnt)],
-                      capture_output=True).returncode != 0:
+    if (
+        subprocess.run(
+            ["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", str(mnt)], capture_output=True
+        ).returncode
+        != 0
+    ):
         pytest.skip("cannot mount a tmpfs here (needs root)")
     try:
         wheels = tmp_path / "wheels"
         wheels.mkdir()
-        build_wheel(wheels, "bigpkg", "1.0", {"bigpkg/__init__.py": "", "bigpkg/blob.bin": os.urandom(3 << 20)})
-        build_wheel(wheels, "bigpkg", "2.0", {"bigpkg/__init__.py": "", "bigpkg/blob.bin": os.urandom(3 << 20)})
-        proc = envbisect("run", "--package", "bigpkg", "--index-url", index.url, "--find-links", str(wheels),
-                         "--python", python, "--results", str(mnt / "r"), "--", "python", "-c", "import bigpkg")
+        build_wheel(
+            wheels,
+            "bigpkg",
+            "1.0",
+            {"bigpkg/__init__.py": "", "bigpkg/blob.bin": os.urandom(3 << 20)},
+        )
+        build_wheel(
+            wheels,
+            "bigpkg",
+            "2.0",
+            {"bigpkg/__init__.py": "", "bigpkg/blob.bin": os.urandom(3 << 20)},
+        )
+        proc = envbisect(
+            "run",
+            "--package",
+            "bigpkg",
+            "--index-url",
+            index.url,
+            "--find-links",
+            str(wheels),
+            "--python",
+            python,
+            "--results",
+            str(mnt / "r"),
+            "--",
+            "python",
+            "-c",
+            "import bigpkg",
+        )
         assert_clean_error(proc, 3, "disk is full")
     finally:
         subprocess.run(["umount", str(mnt)], check=False)
@@ -124,10 +184,27 @@ def test_ctrl_c_during_a_probe_keeps_finished_probes_and_resumes(
 ) -> None:
     results = tmp_path / "r"
     repro = write_repro(tmp_path, "hangy")
-    args = ["run", "--package", "hangy", "--index-url", index.url, "--python", python,
-            "--results", str(results), "--timeout", "120", "--repro", str(repro)]
-    proc = subprocess.Popen([sys.executable, "-m", "envbisect", *args], stderr=subprocess.PIPE,
-                            stdout=subprocess.PIPE, text=True)
+    args = [
+        "run",
+        "--package",
+        "hangy",
+        "--index-url",
+        index.url,
+        "--python",
+        python,
+        "--results",
+        str(results),
+        "--timeout",
+        "120",
+        "--repro",
+        str(repro),
+    ]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "envbisect", *args],
+        stderr=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     # The new end (1.5.0) hangs: wait until its probe runs, then press Ctrl-C.
     deadline = time.monotonic() + 120
     seen = ""
@@ -135,16 +212,19 @@ def test_ctrl_c_during_a_probe_keeps_finished_probes_and_resumes(
     while "probing 1.5.0" not in seen and time.monotonic() < deadline:
         seen += proc.stderr.readline()
     time.sleep(1.5)
-    hung = subprocess.run(["pgrep", "-f", str(repro)], capture_output=True, text=True).stdout.split()
+    hung = subprocess.run(
+        ["pgrep", "-f", str(repro)], capture_output=True, text=True
+    ).stdout.split()
     assert hung, "the hanging probe should be running"
     proc.send_signal(signal.SIGINT)
-    out, err = proc.communicate(timeout=60)
+    _, err = proc.communicate(timeout=60)
     err = seen + err
     assert proc.returncode == 130
     assert "Traceback" not in err and "resume" in err
     time.sleep(0.3)
-    assert subprocess.run(["pgrep", "-f", str(repro)], capture_output=True).returncode == 1, \
+    assert subprocess.run(["pgrep", "-f", str(repro)], capture_output=True).returncode == 1, (
         "the probe's process group outlived Ctrl-C"
+    )
     db = sqlite3.connect(results / "envbisect.db")
     assert db.execute("PRAGMA integrity_check").fetchone() == ("ok",)
     assert db.execute("SELECT count(*) FROM probes").fetchone() == (1,)  # 1.0.0 finished

@@ -7,12 +7,12 @@ from pathlib import Path
 
 import httpx
 import pytest
+from support.index_server import LocalIndex
+from support.wheels import build_wheel
 
 from envbisect.errors import IndexUnreachable, InfrastructureError, UnknownPackage
 from envbisect.index import IndexClient, mask_text, mask_url, parse_simple_html
 from envbisect.model import IndexConfig
-from support.index_server import LocalIndex
-from support.wheels import build_wheel
 
 
 def dead_url(user: str = "") -> str:
@@ -61,16 +61,19 @@ def test_find_links_folder_adds_files(index: LocalIndex, tmp_path: Path) -> None
 
 
 def test_unknown_package(index: LocalIndex) -> None:
-    with IndexClient(IndexConfig(index_url=index.url)) as client, pytest.raises(UnknownPackage) as e:
+    with (
+        IndexClient(IndexConfig(index_url=index.url)) as client,
+        pytest.raises(UnknownPackage) as e,
+    ):
         client.project_files("no-such-thing")
     assert "no-such-thing" in e.value.message and e.value.exit_code == 2
 
 
 def test_unreachable_index_is_retried_then_named_with_credentials_masked() -> None:
     url = dead_url("alice:s3cret@")
-    with IndexClient(IndexConfig(index_url=url), backoff=0.01) as client:
-        with pytest.raises(IndexUnreachable) as e:
-            client.project_files("anything")
+    client = IndexClient(IndexConfig(index_url=url), backoff=0.01)
+    with client, pytest.raises(IndexUnreachable) as e:
+        client.project_files("anything")
     assert "s3cret" not in e.value.message and "alice" not in e.value.message
     assert "***@127.0.0.1" in e.value.message and "3 attempts" in e.value.message
     assert e.value.exit_code == 3
@@ -86,23 +89,38 @@ def test_server_errors_are_retried() -> None:
         return httpx.Response(
             200,
             headers={"content-type": "application/vnd.pypi.simple.v1+json"},
-            json={"meta": {"api-version": "1.1"}, "name": "x", "files": [
-                {"filename": "x-1.0-py3-none-any.whl", "url": "x-1.0-py3-none-any.whl",
-                 "hashes": {"sha256": "ab"}}]},
+            json={
+                "meta": {"api-version": "1.1"},
+                "name": "x",
+                "files": [
+                    {
+                        "filename": "x-1.0-py3-none-any.whl",
+                        "url": "x-1.0-py3-none-any.whl",
+                        "hashes": {"sha256": "ab"},
+                    }
+                ],
+            },
         )
 
     # Transport swapped, not the client (httpx's own habit): a scripted flaky server.
-    client = IndexClient(IndexConfig(index_url="https://example.invalid/simple"),
-                         transport=httpx.MockTransport(handler), backoff=0.01)
+    client = IndexClient(
+        IndexConfig(index_url="https://example.invalid/simple"),
+        transport=httpx.MockTransport(handler),
+        backoff=0.01,
+    )
     pf = client.project_files("x")
-    assert len(calls) == 3 and pf.files[0].url == "https://example.invalid/simple/x/x-1.0-py3-none-any.whl"
+    assert (
+        len(calls) == 3
+        and pf.files[0].url == "https://example.invalid/simple/x/x-1.0-py3-none-any.whl"
+    )
 
 
 def test_garbage_answer_is_a_clear_error(index: LocalIndex) -> None:
-    with IndexClient(IndexConfig(index_url=f"{index.base}/garbage")) as client:
-        with pytest.raises(InfrastructureError) as e:
-            client.project_files("raisy")
-    assert "not a Simple API page" in e.value.message or "readable" in e.value.message
+    client = IndexClient(IndexConfig(index_url=f"{index.base}/garbage"))
+    with client, pytest.raises(InfrastructureError) as e:
+        client.project_files("raisy")
+    assert "not a Simple API page" in e.value.message
+    assert e.value.ref == "index-garbage"
 
 
 def test_credentials_never_kept_in_file_urls() -> None:

@@ -79,8 +79,9 @@ def test_shell_reported_segfault_is_a_crash(tmp_path: Path) -> None:
     # A shell running the crashing program exits 128+11 instead of dying by the signal.
     script = tmp_path / "c.py"
     script.write_text("import ctypes\nctypes.string_at(0)\n")
-    raw = run_process(["sh", "-c", f"{sys.executable} {script}; exit $?"], cwd=tmp_path,
-                      env=ENV, timeout=20)
+    raw = run_process(
+        ["sh", "-c", f"{sys.executable} {script}; exit $?"], cwd=tmp_path, env=ENV, timeout=20
+    )
     assert raw.returncode == 139
     out = classify(raw)
     assert (out.kind, out.signal, out.exit_code) == (OutcomeKind.CRASH, "SIGSEGV", 139)
@@ -130,12 +131,30 @@ def test_same_failure_compares_kind_signal_and_type() -> None:
     segv = classify(RawProbe(returncode=-11, timed_out=False, seconds=0))
     abrt = classify(RawProbe(returncode=-6, timed_out=False, seconds=0))
     assert same_failure(segv, segv) and not same_failure(segv, abrt)
-    a = classify(RawProbe(returncode=1, timed_out=False, seconds=0,
-                          stderr_tail="Traceback (most recent call last):\nValueError: x\n"))
-    b = classify(RawProbe(returncode=1, timed_out=False, seconds=0,
-                          stderr_tail="Traceback (most recent call last):\nValueError: y\n"))
-    c = classify(RawProbe(returncode=1, timed_out=False, seconds=0,
-                          stderr_tail="Traceback (most recent call last):\nTypeError: x\n"))
+    a = classify(
+        RawProbe(
+            returncode=1,
+            timed_out=False,
+            seconds=0,
+            stderr_tail="Traceback (most recent call last):\nValueError: x\n",
+        )
+    )
+    b = classify(
+        RawProbe(
+            returncode=1,
+            timed_out=False,
+            seconds=0,
+            stderr_tail="Traceback (most recent call last):\nValueError: y\n",
+        )
+    )
+    c = classify(
+        RawProbe(
+            returncode=1,
+            timed_out=False,
+            seconds=0,
+            stderr_tail="Traceback (most recent call last):\nTypeError: x\n",
+        )
+    )
     assert same_failure(a, b) and not same_failure(a, c)
 
 

@@ -9,11 +9,16 @@ from __future__ import annotations
 import math
 import subprocess
 import sys
-import tomllib
 from pathlib import Path
 
 import pytest
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
 from conftest import RecordingReporter, write_repro
+from support.index_server import LocalIndex
 
 from envbisect.engine import RunOptions, run_bisect
 from envbisect.materialize import find_uv
@@ -21,7 +26,6 @@ from envbisect.model import IndexConfig
 from envbisect.probe import Repro
 from envbisect.report import to_json
 from envbisect.store import Store
-from support.index_server import LocalIndex
 
 pytestmark = pytest.mark.slow
 
@@ -57,7 +61,10 @@ def test_crash_regression_found_in_few_environments(
     assert data["first_bad_outcome"]["kind"] == "crash"
     assert data["first_bad_outcome"]["signal"] == "SIGSEGV"
     assert "string_at" in data["first_bad_outcome"]["signature"]
-    assert {"version": "1.4.0", "reason": "only an sdist (wheels only by default; --allow-sdist builds it)"} in data["skipped"]
+    assert {
+        "version": "1.4.0",
+        "reason": "only an sdist (wheels only by default; --allow-sdist builds it)",
+    } in data["skipped"]
     assert [p["version"] for p in data["probes"]] == recorder.started
     assert data["reused"] == []
     # Every probe recorded what was installed, transitive dependencies included.
@@ -75,7 +82,9 @@ def test_rerun_reuses_every_stored_probe(
     first = run_bisect(opts)
     rec = RecordingReporter()
     again = run_bisect(opts, rec)
-    assert (again.first_new, again.last_old) == (first.first_new, first.last_old) == ("1.5.0", "1.4.0")
+    assert (
+        (again.first_new, again.last_old) == (first.first_new, first.last_old) == ("1.5.0", "1.4.0")
+    )
     data = to_json(again)
     assert data["probes"] == []
     assert [r["version"] for r in data["reused"]] == [r.version for r in first.rows]
@@ -104,8 +113,19 @@ def test_failure_signature_and_lockfile_installs_with_hashes(
     uv = find_uv()
     subprocess.run([uv, "venv", str(venv), "--python", python, "-q"], check=True)
     subprocess.run(
-        [uv, "pip", "install", "-q", "--python", str(venv / "bin" / "python"),
-         "--index-url", index.url, "--require-hashes", "-r", str(lock)],
+        [
+            uv,
+            "pip",
+            "install",
+            "-q",
+            "--python",
+            str(venv / "bin" / "python"),
+            "--index-url",
+            index.url,
+            "--require-hashes",
+            "-r",
+            str(lock),
+        ],
         check=True,
     )
     probe = subprocess.run(
@@ -184,7 +204,9 @@ def test_requires_python_makes_a_version_untestable(
 def test_ends_that_do_not_verify_give_no_answer(
     index: LocalIndex, python: str, results: Path, tmp_path: Path
 ) -> None:
-    res = run_bisect(options(index, python, results, "crashy", tmp_path, good="1.8.0", bad="1.10.0"))
+    res = run_bisect(
+        options(index, python, results, "crashy", tmp_path, good="1.8.0", bad="1.10.0")
+    )
     assert res.status == "no-answer"
     assert "both ends fail" in res.reason and "SIGSEGV" in res.reason
     assert to_json(res)["last_good_lock"] is None
@@ -195,8 +217,16 @@ def test_unresolvable_environment_is_untestable_not_bad(
 ) -> None:
     # helperlib<2 cannot go with crashy >= 1.9 (which needs helperlib>=2).
     res = run_bisect(
-        options(index, python, results, "crashy", tmp_path, with_reqs=("helperlib<2",),
-                good="1.5.0", bad="1.11.0")
+        options(
+            index,
+            python,
+            results,
+            "crashy",
+            tmp_path,
+            with_reqs=("helperlib<2",),
+            good="1.5.0",
+            bad="1.11.0",
+        )
     )
     assert res.status == "no-answer"
     assert "untestable" in res.reason and "uv failed" in res.reason
@@ -204,17 +234,35 @@ def test_unresolvable_environment_is_untestable_not_bad(
 
 def test_cli_json_and_exit_codes(index: LocalIndex, python: str, tmp_path: Path) -> None:
     repro = write_repro(tmp_path, "crashy")
-    base = [sys.executable, "-m", "envbisect", "run", "--package", "crashy",
-            "--index-url", index.url, "--python", python, "--results", str(tmp_path / "r")]
-    ok = subprocess.run([*base, "--good", "1.5.0", "--bad", "1.9.0", "--repro", str(repro), "--json"],
-                        capture_output=True, text=True)
+    base = [
+        sys.executable,
+        "-m",
+        "envbisect",
+        "run",
+        "--package",
+        "crashy",
+        "--index-url",
+        index.url,
+        "--python",
+        python,
+        "--results",
+        str(tmp_path / "r"),
+    ]
+    ok = subprocess.run(
+        [*base, "--good", "1.5.0", "--bad", "1.9.0", "--repro", str(repro), "--json"],
+        capture_output=True,
+        text=True,
+    )
     assert ok.returncode == 0, ok.stderr
     import json
 
     data = json.loads(ok.stdout)
     assert data["first_bad"] == "1.7.0"
     assert "probing" in ok.stderr  # progress goes to stderr, data to stdout
-    none = subprocess.run([*base, "--good", "1.8.0", "--bad", "1.10.0", "--", "python", str(repro)],
-                          capture_output=True, text=True)
+    none = subprocess.run(
+        [*base, "--good", "1.8.0", "--bad", "1.10.0", "--", "python", str(repro)],
+        capture_output=True,
+        text=True,
+    )
     assert none.returncode == 1
     assert "both ends fail" in none.stdout

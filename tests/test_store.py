@@ -13,14 +13,26 @@ from envbisect.store import ProbeRecord, Store
 
 
 def record(env_id: str = "e1", kind: OutcomeKind = OutcomeKind.CRASH) -> ProbeRecord:
-    installed = (InstalledDist(name="datasets", version="2.14.6"),
-                 InstalledDist(name="pyarrow", version="21.0.0"))
+    installed = (
+        InstalledDist(name="datasets", version="2.14.6"),
+        InstalledDist(name="pyarrow", version="21.0.0"),
+    )
     return ProbeRecord(
-        env_id=env_id, repro_id="r1", spec={"requirements": ["datasets==2.14.6"]},
-        installed=installed, installed_hash=installed_hash(installed),
-        outcome=Outcome(kind=kind, signal="SIGSEGV", signature="SIGSEGV in f (a/b.py:1)", detail="..."),
-        stdout_tail="", stderr_tail="Fatal Python error", build_seconds=0.5, probe_seconds=1.5,
-        timeout=600.0, started_at="2026-11-30T00:00:00+00:00", envbisect_version="0.1.0",
+        env_id=env_id,
+        repro_id="r1",
+        spec={"requirements": ["datasets==2.14.6"]},
+        installed=installed,
+        installed_hash=installed_hash(installed),
+        outcome=Outcome(
+            kind=kind, signal="SIGSEGV", signature="SIGSEGV in f (a/b.py:1)", detail="..."
+        ),
+        stdout_tail="",
+        stderr_tail="Fatal Python error",
+        build_seconds=0.5,
+        probe_seconds=1.5,
+        timeout=600.0,
+        started_at="2026-11-30T00:00:00+00:00",
+        envbisect_version="0.1.0",
     )
 
 

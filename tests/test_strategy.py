@@ -124,8 +124,10 @@ def test_any_monotone_truth_with_untestable_points(n: int, data: st.DataObject) 
         st.sets(st.integers(min_value=1, max_value=n - 2)) if n > 2 else st.just(set()),
         label="untestable",
     )
-    known = data.draw(st.sets(st.sampled_from(sorted(hidden)) if hidden else st.nothing()),
-                      label="known untestable")
+    known = data.draw(
+        st.sets(st.sampled_from(sorted(hidden)) if hidden else st.nothing()),
+        label="known untestable",
+    )
     truth = [SKIP if i in hidden else (PASS if i < boundary else SEGV) for i in range(n)]
     bis = Bisector(n=n, untestable=known)
     visited = drive(bis, truth)

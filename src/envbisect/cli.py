@@ -62,33 +62,85 @@ def build_parser() -> argparse.ArgumentParser:
         "a fresh uv virtualenv with NAME==V and the --with requirements, the repro run in it.",
     )
     run.add_argument("--package", required=True, metavar="NAME", help="the package to bisect")
-    run.add_argument("--good", metavar="V", help="a version that works (default: an end of the range)")
-    run.add_argument("--bad", metavar="V", help="a version that fails (default: an end of the range)")
-    run.add_argument("--repro", metavar="FILE", help="a Python file run as python -X faulthandler FILE")
-    run.add_argument("--with", dest="with_reqs", action="append", default=[], metavar="REQ",
-                     help="another requirement of every environment (repeatable)")
-    run.add_argument("--index-url", metavar="URL",
-                     default=os.environ.get("UV_DEFAULT_INDEX") or os.environ.get("UV_INDEX_URL")
-                     or DEFAULT_INDEX, help=f"the main index (default {DEFAULT_INDEX})")
-    run.add_argument("--extra-index-url", action="append", default=[], metavar="URL",
-                     help="another index, consulted before the main one as uv does (repeatable)")
-    run.add_argument("--find-links", action="append", default=[], metavar="DIR",
-                     help="a folder of wheels (repeatable)")
-    run.add_argument("--python", metavar="VERSION",
-                     help="the interpreter of the environments (a version uv can find, or a path)")
-    run.add_argument("--exclude-newer", metavar="DATE",
-                     help="ignore files uploaded after DATE (YYYY-MM-DD or RFC 3339)")
+    run.add_argument(
+        "--good", metavar="V", help="a version that works (default: an end of the range)"
+    )
+    run.add_argument(
+        "--bad", metavar="V", help="a version that fails (default: an end of the range)"
+    )
+    run.add_argument(
+        "--repro", metavar="FILE", help="a Python file run as python -X faulthandler FILE"
+    )
+    run.add_argument(
+        "--with",
+        dest="with_reqs",
+        action="append",
+        default=[],
+        metavar="REQ",
+        help="another requirement of every environment (repeatable)",
+    )
+    run.add_argument(
+        "--index-url",
+        metavar="URL",
+        default=os.environ.get("UV_DEFAULT_INDEX")
+        or os.environ.get("UV_INDEX_URL")
+        or DEFAULT_INDEX,
+        help=f"the main index (default {DEFAULT_INDEX})",
+    )
+    run.add_argument(
+        "--extra-index-url",
+        action="append",
+        default=[],
+        metavar="URL",
+        help="another index, consulted before the main one as uv does (repeatable)",
+    )
+    run.add_argument(
+        "--find-links",
+        action="append",
+        default=[],
+        metavar="DIR",
+        help="a folder of wheels (repeatable)",
+    )
+    run.add_argument(
+        "--python",
+        metavar="VERSION",
+        help="the interpreter of the environments (a version uv can find, or a path)",
+    )
+    run.add_argument(
+        "--exclude-newer",
+        metavar="DATE",
+        help="ignore files uploaded after DATE (YYYY-MM-DD or RFC 3339)",
+    )
     run.add_argument("--pre", action="store_true", help="include pre-releases")
-    run.add_argument("--allow-sdist", action="store_true",
-                     help="let uv build sdists (runs their setup.py; wheels only by default)")
-    run.add_argument("--any-failure", action="store_true",
-                     help="count any failure as bad, not only one like the bad end's")
-    run.add_argument("--timeout", type=_positive, default=600.0, metavar="SECONDS",
-                     help="kill a probe after this long (default 600)")
-    run.add_argument("--results", type=Path, default=Path("results"), metavar="DIR",
-                     help="where the store, reports and lockfiles go (default ./results)")
-    run.add_argument("--keep-envs", action="store_true",
-                     help="keep each environment after its probe (under DIR/.envs)")
+    run.add_argument(
+        "--allow-sdist",
+        action="store_true",
+        help="let uv build sdists (runs their setup.py; wheels only by default)",
+    )
+    run.add_argument(
+        "--any-failure",
+        action="store_true",
+        help="count any failure as bad, not only one like the bad end's",
+    )
+    run.add_argument(
+        "--timeout",
+        type=_positive,
+        default=600.0,
+        metavar="SECONDS",
+        help="kill a probe after this long (default 600)",
+    )
+    run.add_argument(
+        "--results",
+        type=Path,
+        default=Path("results"),
+        metavar="DIR",
+        help="where the store, reports and lockfiles go (default ./results)",
+    )
+    run.add_argument(
+        "--keep-envs",
+        action="store_true",
+        help="keep each environment after its probe (under DIR/.envs)",
+    )
     run.add_argument("--json", action="store_true", help="print one JSON object on stdout")
     return parser
 
@@ -107,7 +159,8 @@ class RichReporter(Reporter):
         extra = f", {untestable} without an installable file" if untestable else ""
         self.console.print(
             f"envbisect: {in_range} candidate versions of {package} for {target}{extra}",
-            markup=False, highlight=False,
+            markup=False,
+            highlight=False,
         )
 
     def probe_started(self, version: str, left: int, steps_left: int) -> None:
@@ -157,9 +210,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         _print_error(e)
         return e.exit_code
     except KeyboardInterrupt:
-        _print_error(
-            EnvbisectError("interrupted", hint="run the same command again to resume")
-        )
+        _print_error(EnvbisectError("interrupted", hint="run the same command again to resume"))
         return 130
 
 
@@ -185,7 +236,9 @@ def _run(args: argparse.Namespace, tail: list[str], full_argv: list[str]) -> int
         indexes=IndexConfig(
             index_url=args.index_url,
             extra_index_urls=tuple(args.extra_index_url),
-            find_links=tuple(str(Path(p).resolve()) if "://" not in p else p for p in args.find_links),
+            find_links=tuple(
+                str(Path(p).resolve()) if "://" not in p else p for p in args.find_links
+            ),
         ),
         python=args.python,
         exclude_newer=args.exclude_newer,

@@ -17,7 +17,7 @@ from __future__ import annotations
 import hashlib
 import json
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -54,7 +54,7 @@ class RunOptions:
     good: str | None = None
     bad: str | None = None
     with_reqs: tuple[str, ...] = ()
-    indexes: IndexConfig = IndexConfig()
+    indexes: IndexConfig = field(default_factory=IndexConfig)
     python: str | None = None
     exclude_newer: str | None = None
     pre: bool = False
@@ -123,7 +123,10 @@ def run_bisect(
             exclude_newer=exclude_newer,
             keep=[v for v in ends if v is not None],
         )
-        good_i, bad_i = (_locate(cl, v, flag, opts.package) for v, flag in zip(ends, ("--good", "--bad"), strict=True))
+        good_i, bad_i = (
+            _locate(cl, v, flag, opts.package)
+            for v, flag in zip(ends, ("--good", "--bad"), strict=True)
+        )
         if good_i is not None and good_i == bad_i:
             raise UsageError(
                 f"--good and --bad are the same version ({opts.good})",
@@ -280,23 +283,39 @@ class _Run:
         version = str(cand.version)
         if not cand.installable:
             outcome = untestable(cand.reason or "no installable file")
-            return ProbeRow(version=version, outcome=outcome, verdict="", reused=False,
-                            build_seconds=0.0, probe_seconds=0.0, env_id=spec.env_id)
+            return ProbeRow(
+                version=version,
+                outcome=outcome,
+                verdict="",
+                reused=False,
+                build_seconds=0.0,
+                probe_seconds=0.0,
+                env_id=spec.env_id,
+            )
         rec = store.get(spec.env_id, repro_id)
         if rec is not None and not _stale(rec, self.opts.timeout):
-            return ProbeRow(version=version, outcome=rec.outcome, verdict="", reused=True,
-                            build_seconds=rec.build_seconds, probe_seconds=rec.probe_seconds,
-                            env_id=spec.env_id, installed=rec.installed)
+            return ProbeRow(
+                version=version,
+                outcome=rec.outcome,
+                verdict="",
+                reused=True,
+                build_seconds=rec.build_seconds,
+                probe_seconds=rec.probe_seconds,
+                env_id=spec.env_id,
+                installed=rec.installed,
+            )
         started = datetime.now(timezone.utc).isoformat(timespec="seconds")
         materializer = Materializer(self.uv, self.opts.results / ".envs")
+        installed: tuple[InstalledDist, ...] = ()
         built = materializer.build(spec, self.python)
         if isinstance(built, BuildFailed):
-            outcome, installed, probe_s, build_s = built.outcome, (), 0.0, built.seconds
+            outcome, probe_s, build_s = built.outcome, 0.0, built.seconds
             out_tail = err_tail = ""
         else:
             try:
-                raw = self.opts.repro.run(built, workdir=built.path / "envbisect-work",
-                                          timeout=self.opts.timeout)
+                raw = self.opts.repro.run(
+                    built, workdir=built.path / "envbisect-work", timeout=self.opts.timeout
+                )
             finally:
                 if not self.opts.keep_envs:
                     materializer.remove(built.path)
@@ -320,9 +339,16 @@ class _Run:
                 envbisect_version=__version__,
             )
         )
-        return ProbeRow(version=version, outcome=outcome, verdict="", reused=False,
-                        build_seconds=build_s, probe_seconds=probe_s, env_id=spec.env_id,
-                        installed=installed)
+        return ProbeRow(
+            version=version,
+            outcome=outcome,
+            verdict="",
+            reused=False,
+            build_seconds=build_s,
+            probe_seconds=probe_s,
+            env_id=spec.env_id,
+            installed=installed,
+        )
 
 
 def _stale(rec: ProbeRecord, timeout: float) -> bool:
@@ -337,12 +363,15 @@ def _write_outputs(
     run_dir.mkdir(parents=True, exist_ok=True)
     working = None
     if result.status != "no-answer":
-        working = result.row(result.last_old if result.direction == "regression" else result.first_new)
+        working = result.row(
+            result.last_old if result.direction == "regression" else result.first_new
+        )
     if working is not None and working.installed:
         entries = lock_entries(working.installed, target, client, allow_sdist=opts.allow_sdist)
         header = [
             f"Known-good environment written by envbisect {__version__} for {target.short}",
-            f"{opts.package}=={working.version}: {working.outcome.describe()} with `{result.repro}`",
+            f"{opts.package}=={working.version}: {working.outcome.describe()} "
+            f"with `{result.repro}`",
             "Install: uv pip install --require-hashes -r requirements.txt",
         ]
         lock = run_dir / "requirements.txt"
@@ -355,8 +384,9 @@ def _write_outputs(
         )
         pl = run_dir / "pylock.toml"
         pl.write_text(
-            pylock(entries, requires_python=py, environment=env_marker,
-                   when=datetime.now(timezone.utc)),
+            pylock(
+                entries, requires_python=py, environment=env_marker, when=datetime.now(timezone.utc)
+            ),
             encoding="utf-8",
         )
         result.lock_path, result.pylock_path = str(lock), str(pl)
@@ -408,4 +438,3 @@ def _safe_version(text: str) -> Version | None:
         return Version(text)
     except InvalidVersion:
         return None
-

@@ -131,7 +131,8 @@ class IndexClient:
                 where += ", " + ", ".join(self.config.find_links)
             raise UnknownPackage(
                 f"no package named {name!r} on {where}",
-                hint="check the spelling, or point --index-url / --find-links at the index that has it",
+                hint="check the spelling, or point --index-url / --find-links "
+                "at the index that has it",
             )
         result = ProjectFiles(name=key, files=tuple(files), source=source)
         self._memo[key] = result

@@ -191,8 +191,17 @@ class Materializer:
             raise _os_error(e, self.envs_dir) from e
         env = uv_env(self.cache_dir)
         venv = self._run(
-            [self.uv, "venv", str(path), "--python", python, "--no-project", "--no-config",
-             "--quiet", "--allow-existing"],
+            [
+                self.uv,
+                "venv",
+                str(path),
+                "--python",
+                python,
+                "--no-project",
+                "--no-config",
+                "--quiet",
+                "--allow-existing",
+            ],
             env,
         )
         if venv.returncode != 0:
@@ -231,9 +240,7 @@ class Materializer:
         try:
             return subprocess.run(args, capture_output=True, text=True, env=env)
         except FileNotFoundError as e:
-            raise UvMissing(
-                f"uv is not installed at {self.uv}", hint="pip install uv"
-            ) from e
+            raise UvMissing(f"uv is not installed at {self.uv}", hint="pip install uv") from e
 
     def _failed(self, stderr: str, start: float, *, what: str) -> BuildFailed:
         text = mask_text(stderr.strip())

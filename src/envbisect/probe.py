@@ -31,8 +31,16 @@ from .runner import run_process
 # Bump when the way probes are run changes enough that stored outcomes should not be reused.
 POLICY_VERSION = 1
 
-_ENV_DROP = ("PYTHONPATH", "PYTHONHOME", "PYTHONSTARTUP", "PYTHONUSERBASE", "VIRTUAL_ENV",
-             "CONDA_PREFIX", "PYTHONEXECUTABLE", "__PYVENV_LAUNCHER__")
+_ENV_DROP = (
+    "PYTHONPATH",
+    "PYTHONHOME",
+    "PYTHONSTARTUP",
+    "PYTHONUSERBASE",
+    "VIRTUAL_ENV",
+    "CONDA_PREFIX",
+    "PYTHONEXECUTABLE",
+    "__PYVENV_LAUNCHER__",
+)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -59,7 +67,8 @@ class Repro:
         if not argv:
             raise UsageError(
                 "no repro given",
-                hint="pass --repro FILE, or a command after -- (e.g. -- python -c 'import datasets')",
+                hint="pass --repro FILE, or a command after -- "
+                "(e.g. -- python -c 'import datasets')",
                 ref="repro-missing",
             )
         return cls(argv=tuple(argv), origin=origin)
@@ -126,9 +135,7 @@ class Repro:
                     stderr_tail=f"envbisect: command not found: {argv[0]}",
                 )
             argv[0] = found
-        return run_process(
-            argv, cwd=workdir, env=penv, timeout=timeout, stop_signal=signal.SIGABRT
-        )
+        return run_process(argv, cwd=workdir, env=penv, timeout=timeout, stop_signal=signal.SIGABRT)
 
 
 def _digest(path: Path) -> str:

@@ -90,7 +90,10 @@ def verdict_line(res: RunResult) -> str:
         )
     outcome = res.first_new_outcome
     how = f": {outcome.describe()}" if outcome and res.direction == "regression" else ""
-    return f"{new_word} version of {res.package}: {res.first_new}{how}{what}; {old_word}: {res.last_old}"
+    return (
+        f"{new_word} version of {res.package}: {res.first_new}{how}{what}; "
+        f"{old_word}: {res.last_old}"
+    )
 
 
 def to_json(res: RunResult) -> dict[str, Any]:
@@ -168,7 +171,14 @@ def report_markdown(res: RunResult, *, when: datetime | None = None) -> str:
     bad = res.row(res.first_new if res.direction == "regression" else res.last_old)
     if res.status != "no-answer" and good and bad:
         lines += ["", "## The boundary", ""]
-        lines += [f"### {bad.version}: {bad.outcome.describe()}", "", "```", bad.outcome.detail or "(no output)", "```", ""]
+        lines += [
+            f"### {bad.version}: {bad.outcome.describe()}",
+            "",
+            "```",
+            bad.outcome.detail or "(no output)",
+            "```",
+            "",
+        ]
         lines += [f"### {good.version}: {good.outcome.describe()}", ""]
         lines += ["## What differs between the two environments", ""]
         diff = env_diff(good.installed, bad.installed)
@@ -209,7 +219,10 @@ def requirements_lock(entries: list[LockEntry], *, header: list[str]) -> str:
             out.append(f"{line}  # no hash known for this file")
             continue
         out.append(line + " \\")
-        out += [f"    --hash=sha256:{h}" + (" \\" if i < len(hashes) - 1 else "") for i, h in enumerate(hashes)]
+        out += [
+            f"    --hash=sha256:{h}" + (" \\" if i < len(hashes) - 1 else "")
+            for i, h in enumerate(hashes)
+        ]
     return "\n".join(out) + "\n"
 
 
@@ -225,8 +238,11 @@ def pylock(
         "",
     ]
     for e in sorted(entries, key=lambda e: canonicalize_name(e.name)):
-        out += ["[[packages]]", f"name = {_toml_str(canonicalize_name(e.name))}",
-                f"version = {_toml_str(e.version)}"]
+        out += [
+            "[[packages]]",
+            f"name = {_toml_str(canonicalize_name(e.name))}",
+            f"version = {_toml_str(e.version)}",
+        ]
         if e.index:
             out.append(f"index = {_toml_str(e.index)}")
         sdists = [f for f in e.files if not f.is_wheel and f.hash("sha256")]
@@ -246,7 +262,9 @@ def pylock(
 def _file_table(f: DistFile) -> str:
     parts = [f"name = {_toml_str(f.filename)}", f"url = {_toml_str(f.url)}"]
     if f.upload_time is not None:
-        parts.append(f"upload-time = {f.upload_time.astimezone(timezone.utc).strftime('%Y-%m-%dT%H:%M:%SZ')}")
+        parts.append(
+            f"upload-time = {f.upload_time.astimezone(timezone.utc).strftime('%Y-%m-%dT%H:%M:%SZ')}"
+        )
     if f.size is not None:
         parts.append(f"size = {f.size}")
     parts.append(f"hashes = {{sha256 = {_toml_str(f.hash('sha256') or '')}}}")

@@ -17,7 +17,7 @@ class Reporter:
         """The candidate list is known: ``in_range`` versions, ``untestable`` without a file."""
 
     def probe_started(self, version: str, left: int, steps_left: int) -> None:
-        """A probe of ``version`` starts; ``left`` candidates remain, about ``steps_left`` probes."""
+        """A probe of ``version`` starts; ``left`` candidates remain, ``steps_left`` probes."""
 
     def probe_finished(
         self, version: str, outcome: Outcome, seconds: float, reused: bool, drawing: str

@@ -7,6 +7,7 @@ whole process group is gone when ``run_process`` returns or raises.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -82,10 +83,8 @@ def run_process(
 
 
 def _signal_group(pgid: int, sig: int) -> None:
-    try:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pgid, sig)
-    except (ProcessLookupError, PermissionError):
-        pass
 
 
 def _tail(fh: IO[bytes], limit: int) -> str:

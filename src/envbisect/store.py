@@ -139,7 +139,8 @@ class Store:
         try:
             with self._db:
                 self._db.execute(
-                    f"INSERT OR REPLACE INTO probes ({cols}) VALUES ({marks})", tuple(values.values())
+                    f"INSERT OR REPLACE INTO probes ({cols}) VALUES ({marks})",
+                    tuple(values.values()),
                 )
         except sqlite3.Error as e:
             raise _translate(e, self.path) from e
@@ -179,7 +180,7 @@ def _from_row(row: dict[str, Any]) -> ProbeRecord:
 
 def _translate(e: Exception, path: Path) -> StoreError | DiskFull:
     text = str(e)
-    if isinstance(e, OSError) and e.errno == errno.ENOSPC or "database or disk is full" in text:
+    if (isinstance(e, OSError) and e.errno == errno.ENOSPC) or "database or disk is full" in text:
         return DiskFull(
             f"the disk holding {path} is full",
             hint="free some space or pass --results on another disk; finished probes are kept",

@@ -139,7 +139,9 @@ class Bisector:
         """Move an unnamed end inward past known-untestable points. False if none is left."""
         while end.index in self.skipped:
             if end.fixed:
-                self._no_answer(f"the {self._end_name(end)} end cannot be tested (no installable file)")
+                self._no_answer(
+                    f"the {self._end_name(end)} end cannot be tested (no installable file)"
+                )
                 return False
             end.index += end.inward
             if self.old.index >= self.new.index:
@@ -153,7 +155,8 @@ class Bisector:
         """Record the outcome of probing ``index``; returns the verdict it counted as."""
         for end in (self.old, self.new):
             if end.outcome is None and index == end.index:
-                return self._record_end(end, outcome)
+                self._record_end(end, outcome)
+                return None
         verdict = self.verdict(outcome)
         note = ""
         if verdict is Verdict.SKIP:
@@ -257,7 +260,9 @@ class Bisector:
         if self.direction is None:
             open_range = max(0, self.new.index - self.old.index - 1)
             ends_left = sum(1 for e in (self.old, self.new) if e.outcome is None)
-            left = sum(1 for i in range(self.old.index + 1, self.new.index) if i not in self.skipped)
+            left = sum(
+                1 for i in range(self.old.index + 1, self.new.index) if i not in self.skipped
+            )
             return left, ends_left + math.ceil(math.log2(left + 1)) if open_range else ends_left
         left = sum(1 for i in range(self.lo + 1, self.hi) if i not in self.skipped)
         return left, math.ceil(math.log2(left + 1))

@@ -15,9 +15,7 @@ from .wheels import build_sdist, build_wheel
 
 PASS = "def run():\n    return 'ok'\n"
 SEGFAULT = (
-    "import ctypes\n\n"
-    "def run():\n"
-    "    return ctypes.string_at(0)  # reads address 0: SIGSEGV\n"
+    "import ctypes\n\ndef run():\n    return ctypes.string_at(0)  # reads address 0: SIGSEGV\n"
 )
 HANG = "import time\n\ndef run():\n    while True:\n        time.sleep(0.05)\n"
 RAISE = "def run():\n    raise ValueError('raisy broke')\n"
@@ -91,7 +89,12 @@ def build_index(root: Path) -> LocalIndex:
                     tag=v.tag,
                 )
             index.add(
-                IndexFile(project=project, path=path, upload_time=when, yanked=v.yanked,
-                          requires_python=v.requires_python)
+                IndexFile(
+                    project=project,
+                    path=path,
+                    upload_time=when,
+                    yanked=v.yanked,
+                    requires_python=v.requires_python,
+                )
             )
     return index.start()

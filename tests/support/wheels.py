@@ -34,7 +34,7 @@ def build_wheel(
     """Write ``{name}-{version}-{tag}.whl`` into ``outdir`` and return its path."""
     dist = name.replace("-", "_")
     info = f"{dist}-{version}.dist-info"
-    meta = [f"Metadata-Version: 2.1", f"Name: {name}", f"Version: {version}"]
+    meta = ["Metadata-Version: 2.1", f"Name: {name}", f"Version: {version}"]
     if requires_python:
         meta.append(f"Requires-Python: {requires_python}")
     meta += [f"Requires-Dist: {r}" for r in requires]
