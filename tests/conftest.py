@@ -12,11 +12,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from support.corpus import build_index
-from support.index_server import LocalIndex
 
 from envbisect.model import Outcome
 from envbisect.reporter import Reporter
+from support.corpus import build_index
+from support.index_server import LocalIndex
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 import pytest
+
 from conftest import write_repro
 from support.index_server import LocalIndex
 from support.wheels import build_wheel

@@ -7,12 +7,12 @@ from pathlib import Path
 
 import httpx
 import pytest
-from support.index_server import LocalIndex
-from support.wheels import build_wheel
 
 from envbisect.errors import IndexUnreachable, InfrastructureError, UnknownPackage
 from envbisect.index import IndexClient, mask_text, mask_url, parse_simple_html
 from envbisect.model import IndexConfig
+from support.index_server import LocalIndex
+from support.wheels import build_wheel
 
 
 def dead_url(user: str = "") -> str:

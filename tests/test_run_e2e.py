@@ -18,14 +18,13 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib
 from conftest import RecordingReporter, write_repro
-from support.index_server import LocalIndex
-
 from envbisect.engine import RunOptions, run_bisect
 from envbisect.materialize import find_uv
 from envbisect.model import IndexConfig
 from envbisect.probe import Repro
 from envbisect.report import to_json
 from envbisect.store import Store
+from support.index_server import LocalIndex
 
 pytestmark = pytest.mark.slow
 

@@ -14,6 +14,7 @@ import hashlib
 import html
 import json
 import threading
+import zipfile
 from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -22,6 +23,10 @@ from pathlib import Path
 from typing import Any
 
 from packaging.utils import canonicalize_name
+
+# The cache headers PyPI sends: project pages for 10 minutes, files forever.
+PAGE = "max-age=600, public"
+IMMUTABLE = "max-age=365000000, immutable, public"
 
 
 @dataclass
@@ -35,6 +40,16 @@ class IndexFile:
     @property
     def sha256(self) -> str:
         return hashlib.sha256(self.path.read_bytes()).hexdigest()
+
+    def core_metadata(self) -> bytes | None:
+        """The wheel's METADATA file, served as ``<file>.metadata`` (PEP 658/714)."""
+        if not self.path.name.endswith(".whl"):
+            return None
+        with zipfile.ZipFile(self.path) as zf:
+            for name in zf.namelist():
+                if name.endswith(".dist-info/METADATA"):
+                    return zf.read(name)
+        return None
 
 
 @dataclass
@@ -73,6 +88,9 @@ class LocalIndex:
             }
             if f.requires_python:
                 row["requires-python"] = f.requires_python
+            meta = f.core_metadata()
+            if meta is not None:
+                row["core-metadata"] = {"sha256": hashlib.sha256(meta).hexdigest()}
             rows.append(row)
         return {"meta": {"api-version": "1.1"}, "name": canonicalize_name(name), "files": rows}
 
@@ -84,6 +102,9 @@ class LocalIndex:
                 attrs += f' data-requires-python="{html.escape(f.requires_python)}"'
             if f.yanked:
                 attrs += ' data-yanked=""'
+            meta = f.core_metadata()
+            if meta is not None:
+                attrs += f' data-core-metadata="sha256={hashlib.sha256(meta).hexdigest()}"'
             links.append(f"<a{attrs}>{f.path.name}</a><br/>")
         return "<!DOCTYPE html><html><body>\n" + "\n".join(links) + "\n</body></html>\n"
 
@@ -118,13 +139,23 @@ class LocalIndex:
                 if len(parts) == 2 and parts[0] == "files":
                     for f in index.files:
                         if f.path.name == parts[1]:
-                            self._send(200, "application/octet-stream", f.path.read_bytes())
+                            self._send(
+                                200,
+                                "application/octet-stream",
+                                f.path.read_bytes(),
+                                cache=IMMUTABLE,
+                            )
+                            return
+                        meta = f.core_metadata() if parts[1] == f"{f.path.name}.metadata" else None
+                        if meta is not None:
+                            self._send(200, "application/octet-stream", meta, cache=IMMUTABLE)
                             return
                 self._send(404, "text/plain", b"not found")
 
-            def _send(self, status: int, ctype: str, body: bytes) -> None:
+            def _send(self, status: int, ctype: str, body: bytes, cache: str = PAGE) -> None:
                 self.send_response(status)
                 self.send_header("Content-Type", ctype)
+                self.send_header("Cache-Control", cache)
                 self.send_header("Content-Length", str(len(body)))
                 self.end_headers()
                 if not getattr(self, "_head_only", False):
