@@ -22,7 +22,7 @@ from envbisect.engine import RunOptions, run_bisect
 from envbisect.materialize import find_uv
 from envbisect.model import IndexConfig
 from envbisect.probe import Repro
-from envbisect.report import to_json
+from envbisect.report import other_failures_hint, to_json
 from envbisect.store import Store
 from support.index_server import LocalIndex
 
@@ -131,6 +131,28 @@ def test_failure_signature_and_lockfile_installs_with_hashes(
         [str(venv / "bin" / "python"), "-c", "import raisy; raisy.run()"], capture_output=True
     )
     assert probe.returncode == 0
+    # The PEP 751 lockfile is real too: uv installs from it.
+    venv2 = tmp_path / "from-pylock"
+    subprocess.run([uv, "venv", str(venv2), "--python", python, "-q"], check=True)
+    subprocess.run(
+        [
+            uv,
+            "pip",
+            "install",
+            "-q",
+            "--python",
+            str(venv2 / "bin" / "python"),
+            "-r",
+            data["pylock"],
+        ],
+        check=True,
+    )
+    probe2 = subprocess.run(
+        [str(venv2 / "bin" / "python"), "-c", "import raisy; print(raisy.__version__)"],
+        capture_output=True,
+        text=True,
+    )
+    assert probe2.stdout.strip() == "1.4.0"
     pylock = tomllib.loads(Path(data["pylock"]).read_text())
     assert pylock["lock-version"] == "1.0"
     (pkg,) = [p for p in pylock["packages"] if p["name"] == "raisy"]
@@ -188,6 +210,8 @@ def test_a_different_failure_is_not_the_bug(
     assert res.status == "ambiguous" and res.possible == ["1.4.0", "1.5.0"]
     row = res.row("1.4.0")
     assert row is not None and row.verdict == "skip" and "different failure" in row.note
+    hint = other_failures_hint(res)
+    assert hint is not None and "--bad 1.4.0" in hint and "TypeError" in hint
     anyf = run_bisect(options(index, python, results, "mixed", tmp_path, any_failure=True))
     assert (anyf.status, anyf.first_new) == ("found", "1.4.0")
 

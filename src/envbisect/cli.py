@@ -217,7 +217,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _run(args: argparse.Namespace, tail: list[str], full_argv: list[str]) -> int:
     from .engine import RunOptions, run_bisect
     from .probe import Repro
-    from .report import to_json, verdict_line
+    from .report import other_failures_hint, to_json, verdict_line
 
     origin = Path.cwd()
     if args.repro and tail:
@@ -259,6 +259,9 @@ def _run(args: argparse.Namespace, tail: list[str], full_argv: list[str]) -> int
         if result.lock_path:
             print(f"known-good lockfile: {result.lock_path}")
         print(f"report: {result.report_path}")
+    other = other_failures_hint(result)
+    if other:
+        console.print(f"[cyan]hint[/cyan]: {_escape(other)}", highlight=False)
     if result.status == "no-answer":
         console.print(
             "[cyan]hint[/cyan]: the ends did not verify; pick --good/--bad that pass and fail",

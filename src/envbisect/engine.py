@@ -199,6 +199,8 @@ def run_bisect(
             result.first_new = str(cl.candidates[final.first_new].version)
             result.last_old = str(cl.candidates[final.last_old].version)
             result.possible = [str(cl.candidates[i].version) for i in final.possible]
+            if final.status == "ambiguous" and any(r.note for r in result.rows):
+                result.reason = "failures unlike the reference, or untestable points, hide it"
         _write_outputs(result, opts, target, client)
     return result
 

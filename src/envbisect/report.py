@@ -13,6 +13,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from packaging.utils import canonicalize_name
+from packaging.version import InvalidVersion, Version
 
 from . import __version__
 from .model import DistFile, InstalledDist, Outcome
@@ -94,6 +95,27 @@ def verdict_line(res: RunResult) -> str:
         f"{new_word} version of {res.package}: {res.first_new}{how}{what}; "
         f"{old_word}: {res.last_old}"
     )
+
+
+def other_failures_hint(res: RunResult) -> str | None:
+    """When failures unlike the reference hid the boundary, say how to chase either bug."""
+    other = [r for r in res.rows if r.verdict == "skip" and r.outcome.kind.value != "untestable"]
+    if not other or res.status == "found":
+        return None
+    first = min(other, key=lambda r: _version_key(r.version))
+    return (
+        f"{len(other)} probe(s) failed differently from the reference "
+        f"({first.outcome.describe()} at {first.version}); to bisect that failure pass "
+        f"--bad {first.version} (or --good/--bad around it), or --any-failure to count "
+        "every failure as bad; finished probes are reused"
+    )
+
+
+def _version_key(text: str) -> tuple[int, Any]:
+    try:
+        return (0, Version(text))
+    except InvalidVersion:
+        return (1, text)
 
 
 def to_json(res: RunResult) -> dict[str, Any]:
