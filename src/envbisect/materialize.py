@@ -189,6 +189,16 @@ class Materializer:
             path = Path(tempfile.mkdtemp(prefix=f"{spec.env_id}-", dir=self.envs_dir))
         except OSError as e:
             raise _os_error(e, self.envs_dir) from e
+        try:
+            return self._build(spec, python, path, start)
+        except BaseException:
+            # Ctrl-C or an infrastructure error mid-build: no half-built environment stays.
+            self.remove(path)
+            raise
+
+    def _build(
+        self, spec: EnvSpec, python: str, path: Path, start: float
+    ) -> BuiltEnv | BuildFailed:
         env = uv_env(self.cache_dir)
         venv = self._run(
             [
