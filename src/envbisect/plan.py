@@ -1,0 +1,363 @@
+"""The planner: which environment to build for a candidate, decided in-process before building.
+
+Who does what (pip's resolvelib adapter is the model):
+    MetadataSource   a narrow protocol: the versions of a project (with requires-python, upload
+                     time, whether a file installs on the target) and one version's
+                     dependencies. The IO edge implements it over the index client; tests feed
+                     a frozen snapshot.
+    _Provider        resolvelib's provider: domain knowledge only (identifiers, candidate order,
+                     markers evaluated for the *target*, requires-python, cut-off dates).
+    plan()           runs resolvelib, returns a ``Plan`` (every pin, what moved from the
+                     baseline, the candidates visited) or an ``Unresolvable`` with the conflict
+                     explained in words. Nothing is built for an unresolvable candidate.
+
+Policies for the rest of the environment (``Policy``):
+    baseline       every package stays at its baseline version where it can; when it must
+                   move, the nearest version wins (newer ones first, then older ones)
+    contemporary   the newest version uploaded before the cut-off (the candidate's own
+                   upload time), so an old release is tested with the libraries of its day
+    latest         the newest version, as uv would pick by default
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Protocol
+
+from packaging.markers import Marker
+from packaging.requirements import Requirement
+from packaging.specifiers import SpecifierSet
+from packaging.utils import NormalizedName, canonicalize_name
+from packaging.version import Version
+from resolvelib import AbstractProvider, BaseReporter, Resolver
+from resolvelib.resolvers import (
+    RequirementInformation,
+    ResolutionImpossible,
+    ResolutionTooDeep,
+)
+
+MAX_ROUNDS = 20_000
+
+
+class Policy(enum.Enum):
+    BASELINE = "baseline"
+    CONTEMPORARY = "contemporary"
+    LATEST = "latest"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PackageVersion:
+    """One version of a project as the planner sees it."""
+
+    name: NormalizedName
+    version: Version
+    requires_python: str | None = None
+    upload_time: datetime | None = None
+    installable: bool = True  # a file of it installs on the target (wheel tags, not yanked)
+
+
+class MetadataSource(Protocol):
+    def versions(self, name: str) -> Sequence[PackageVersion]:
+        """Every version of ``name`` (any order). Unknown project: an empty sequence."""
+        ...
+
+    def dependencies(self, name: str, version: Version) -> Sequence[Requirement]:
+        """``Requires-Dist`` of that version, markers and extras as written."""
+        ...
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PlanTarget:
+    """What the planner needs of the target: markers and the Python version."""
+
+    markers: Mapping[str, str]
+    python_version: Version
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Plan:
+    pins: dict[NormalizedName, Version]
+    moved: tuple[tuple[NormalizedName, Version | None, Version], ...]  # (name, baseline, plan)
+    visited: tuple[tuple[str, str], ...]  # (identifier, version) pinned, in order
+
+    def requirements(self) -> list[str]:
+        return [f"{n}=={v}" for n, v in sorted(self.pins.items())]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Unresolvable:
+    reason: str
+    visited: tuple[tuple[str, str], ...] = ()
+
+
+# -- resolvelib's three types: requirement, candidate, identifier ------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class _Req:
+    req: Requirement
+    parent: _Cand | None  # None: asked for by the user (pins, --with, the candidate itself)
+
+    @property
+    def name(self) -> NormalizedName:
+        return canonicalize_name(self.req.name)
+
+
+@dataclass(frozen=True, slots=True)
+class _Cand:
+    name: NormalizedName
+    version: Version
+    extras: frozenset[str] = frozenset()
+    info: PackageVersion | None = field(default=None, compare=False, hash=False)
+
+
+def _ident(name: NormalizedName, extras: Iterable[str]) -> str:
+    ex = sorted(canonicalize_name(e) for e in extras)
+    return f"{name}[{','.join(ex)}]" if ex else name
+
+
+class _Provider(AbstractProvider[_Req, _Cand, str]):
+    def __init__(
+        self,
+        source: MetadataSource,
+        target: PlanTarget,
+        *,
+        policy: Policy,
+        baseline: Mapping[NormalizedName, Version],
+        cutoff: datetime | None,
+        pre: bool,
+        user_names: frozenset[NormalizedName],
+    ) -> None:
+        self.source = source
+        self.target = target
+        self.policy = policy
+        self.baseline = baseline
+        self.cutoff = cutoff
+        self.pre = pre
+        self.user_names = user_names
+
+    def identify(self, requirement_or_candidate: _Req | _Cand) -> str:
+        if isinstance(requirement_or_candidate, _Req):
+            return _ident(requirement_or_candidate.name, requirement_or_candidate.req.extras)
+        return _ident(requirement_or_candidate.name, requirement_or_candidate.extras)
+
+    def get_preference(
+        self,
+        identifier: str,
+        resolutions: Mapping[str, _Cand],
+        candidates: Mapping[str, Iterator[_Cand]],
+        information: Mapping[str, Iterator[RequirementInformation[_Req, _Cand]]],
+        backtrack_causes: Sequence[RequirementInformation[_Req, _Cand]],
+    ) -> tuple[bool, bool, bool, str]:
+        infos = list(information[identifier])
+        # Why this order (smallest first): exact pins settle at once; then what a conflict
+        # is about (backtrack causes); then what the user asked for; then by name, so the
+        # resolution path is deterministic and the golden tests can check it.
+        pinned = any(
+            any(
+                s.operator in ("==", "===") and "*" not in s.version
+                for s in i.requirement.req.specifier
+            )
+            for i in infos
+        )
+        causes = {self.identify(c.requirement) for c in backtrack_causes}
+        direct = any(i.parent is None for i in infos)
+        return (not pinned, identifier not in causes, not direct, identifier)
+
+    def find_matches(
+        self,
+        identifier: str,
+        requirements: Mapping[str, Iterator[_Req]],
+        incompatibilities: Mapping[str, Iterator[_Cand]],
+    ) -> list[_Cand]:
+        reqs = list(requirements[identifier])
+        bad = {c.version for c in incompatibilities[identifier]}
+        name = canonicalize_name(identifier.split("[", 1)[0])
+        extras = frozenset(e for r in reqs for e in r.req.extras)
+        spec = SpecifierSet()
+        for r in reqs:
+            spec &= r.req.specifier
+        explicit_pre = any(s.prereleases for r in reqs for s in r.req.specifier)
+        out = []
+        for pv in self.source.versions(name):
+            if pv.version in bad or not pv.installable:
+                continue
+            if not self._python_ok(pv):
+                continue
+            if not spec.contains(pv.version, prereleases=True):
+                continue
+            if pv.version.is_prerelease and not (self.pre or explicit_pre):
+                continue
+            if (
+                self.cutoff is not None
+                and name not in self.user_names
+                and pv.upload_time is not None
+                and pv.upload_time > self.cutoff
+            ):
+                continue
+            out.append(_Cand(name, pv.version, extras, pv))
+        return self._order(name, out)
+
+    def why_none(self, name: NormalizedName) -> str | None:
+        """Why versions of ``name`` drop out before any requirement is applied, if they do."""
+        versions = list(self.source.versions(name))
+        if not versions:
+            return f"{name} is not on the index"
+        usable = [v for v in versions if v.installable and self._python_ok(v)]
+        if not usable:
+            return f"no version of {name} installs on Python {self.target.python_version} here"
+        if self.cutoff is not None and name not in self.user_names:
+            dated = [v for v in usable if v.upload_time is None or v.upload_time <= self.cutoff]
+            if not dated:
+                return f"no version of {name} was uploaded before {self.cutoff:%Y-%m-%d}"
+        return None
+
+    def _python_ok(self, pv: PackageVersion) -> bool:
+        if not pv.requires_python:
+            return True
+        try:
+            return SpecifierSet(pv.requires_python).contains(
+                self.target.python_version, prereleases=True
+            )
+        except Exception:  # an unparsable requires-python is ignored, as pip and uv do
+            return True
+
+    def _order(self, name: NormalizedName, cands: list[_Cand]) -> list[_Cand]:
+        newest_first = sorted(cands, key=lambda c: c.version, reverse=True)
+        base = self.baseline.get(name)
+        if self.policy is not Policy.BASELINE or base is None:
+            return newest_first
+        # Minimal change: the baseline itself, then the nearest newer ones, then older ones.
+        same = [c for c in cands if c.version == base]
+        newer = sorted((c for c in cands if c.version > base), key=lambda c: c.version)
+        older = sorted(
+            (c for c in cands if c.version < base), key=lambda c: c.version, reverse=True
+        )
+        return same + newer + older
+
+    def is_satisfied_by(self, requirement: _Req, candidate: _Cand) -> bool:
+        # PEP 440: a local version (2.1.0+cu121) satisfies ==2.1.0.
+        return requirement.req.specifier.contains(candidate.version, prereleases=True)
+
+    def get_dependencies(self, candidate: _Cand) -> list[_Req]:
+        deps: list[_Req] = []
+        if candidate.extras:
+            # name[extra] depends on name==version itself, plus what the extras bring.
+            base = Requirement(f"{candidate.name}=={candidate.version}")
+            deps.append(_Req(base, candidate))
+        for req in self.source.dependencies(candidate.name, candidate.version):
+            if req.marker is not None and not self._marker_ok(req.marker, candidate.extras):
+                continue
+            deps.append(_Req(_strip_marker(req), candidate))
+        return deps
+
+    def _marker_ok(self, marker: Marker, extras: frozenset[str]) -> bool:
+        env = dict(self.target.markers)
+        if not extras:
+            env["extra"] = ""
+            return marker.evaluate(env)
+        for extra in extras:
+            env["extra"] = extra
+            if marker.evaluate(env):
+                return True
+        return False
+
+
+def _strip_marker(req: Requirement) -> Requirement:
+    if req.marker is None:
+        return req
+    clone = Requirement(str(req))
+    clone.marker = None
+    return clone
+
+
+class _VisitRecorder(BaseReporter[_Req, _Cand, str]):
+    """Records which candidates were pinned, in order: the path, for golden tests."""
+
+    def __init__(self) -> None:
+        self.visited: list[tuple[str, str]] = []
+
+    def pinning(self, candidate: _Cand) -> None:
+        self.visited.append((_ident(candidate.name, candidate.extras), str(candidate.version)))
+
+
+def plan(
+    requirements: Sequence[Requirement],
+    source: MetadataSource,
+    target: PlanTarget,
+    *,
+    policy: Policy = Policy.LATEST,
+    baseline: Mapping[str, Version] | None = None,
+    cutoff: datetime | None = None,
+    pre: bool = False,
+) -> Plan | Unresolvable:
+    """Resolve ``requirements`` (markers already applied or evaluated here for the target).
+
+    ``cutoff`` hides versions uploaded later, except of the projects named in
+    ``requirements`` (the candidate under test is pinned, whatever its date).
+    """
+    base = {canonicalize_name(k): v for k, v in (baseline or {}).items()}
+    roots = [
+        _Req(_strip_marker(r), None)
+        for r in requirements
+        if r.marker is None or r.marker.evaluate({**target.markers, "extra": ""})
+    ]
+    provider = _Provider(
+        source,
+        target,
+        policy=policy,
+        baseline=base,
+        cutoff=cutoff,
+        pre=pre,
+        user_names=frozenset(r.name for r in roots if _is_exact(r.req)),
+    )
+    recorder = _VisitRecorder()
+    resolver: Resolver[_Req, _Cand, str] = Resolver(provider, recorder)
+    try:
+        result = resolver.resolve(roots, max_rounds=MAX_ROUNDS)
+    except ResolutionImpossible as e:
+        return Unresolvable(reason=explain(e.causes, provider), visited=tuple(recorder.visited))
+    except ResolutionTooDeep:
+        return Unresolvable(
+            reason=f"the resolver gave up after {MAX_ROUNDS} rounds",
+            visited=tuple(recorder.visited),
+        )
+    pins: dict[NormalizedName, Version] = {}
+    for cand in result.mapping.values():
+        pins[cand.name] = cand.version
+    # What had to move with the candidate: baseline packages the user did not pin themselves.
+    moved = tuple(
+        (name, base.get(name), version)
+        for name, version in sorted(pins.items())
+        if name in base and base[name] != version and name not in provider.user_names
+    )
+    return Plan(pins=pins, moved=moved, visited=tuple(recorder.visited))
+
+
+def _is_exact(req: Requirement) -> bool:
+    specs = list(req.specifier)
+    return len(specs) == 1 and specs[0].operator in ("==", "===") and "*" not in specs[0].version
+
+
+def explain(causes: Iterable[RequirementInformation[_Req, _Cand]], provider: _Provider) -> str:
+    """The conflict in words: who asks for what, deduplicated, and why nothing fits."""
+    parts: list[str] = []
+    for info in causes:
+        req = info.requirement.req
+        who = (
+            "you ask for"
+            if info.parent is None
+            else f"{info.parent.name} {info.parent.version} needs"
+        )
+        text = f"{who} {canonicalize_name(req.name)}{req.specifier or ' (any version)'}"
+        if text not in parts:
+            parts.append(text)
+    if not parts:
+        return "no version satisfies the requirements"
+    names = sorted({canonicalize_name(i.requirement.req.name) for i in causes})
+    why = [w for n in names if (w := provider.why_none(n))]
+    tail = f" ({'; '.join(why)})" if why else ""
+    return f"no version of {', '.join(names)} fits: " + "; ".join(parts) + tail
