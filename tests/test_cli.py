@@ -76,8 +76,24 @@ def test_missing_repro_file(base: list[str]) -> None:
     assert_clean_error(proc, 2, "the repro file does-not-exist.py does not exist")
 
 
-def test_no_repro_at_all(base: list[str]) -> None:
-    assert_clean_error(envbisect(*base, "--package", "crashy"), 2, "no repro given")
+def test_no_repro_runs_the_default_probes(base: list[str]) -> None:
+    # import:crashy passes everywhere (only crashy.run() crashes): the ends do not verify.
+    proc = envbisect(*base, "--package", "crashy")
+    assert proc.returncode == 1, proc.stderr
+    assert "no repro given; probing with import:crashy" in proc.stderr
+    assert "both ends pass" in proc.stdout
+
+
+def test_probe_needs_a_repro_and_an_environment(base: list[str]) -> None:
+    args = [a for a in base if a != "run"]
+    assert_clean_error(envbisect("probe", *args, "--with", "crashy"), 2, "no repro given")
+    assert_clean_error(envbisect("probe", *args, "--probe", "import:x"), 2, "no environment given")
+
+
+def test_unknown_probe_lists_the_known_ones(base: list[str]) -> None:
+    proc = envbisect(*base, "--package", "crashy", "--probe", "lora-stpe")
+    assert_clean_error(proc, 2, "no built-in probe named 'lora-stpe'")
+    assert "datasets-json" in proc.stderr and "lora-step" in proc.stderr
 
 
 def test_bad_flag_values(base: list[str]) -> None:

@@ -36,10 +36,11 @@ from .errors import (
     UsageError,
 )
 from .index import IndexClient, local_sha256, mask_text
-from .materialize import BuildFailed, Materializer, find_python, find_uv, inspect_target
-from .model import Candidate, EnvSpec, IndexConfig, InstalledDist, OutcomeKind, installed_hash
-from .outcome import classify, untestable
+from .materialize import find_python, find_uv, inspect_target
+from .model import Candidate, EnvSpec, IndexConfig, InstalledDist, OutcomeKind
+from .outcome import untestable
 from .probe import Repro
+from .prober import Prober
 from .report import LockEntry, ProbeRow, RunResult, pylock, report_markdown, requirements_lock
 from .reporter import Reporter
 from .store import ProbeRecord, Store
@@ -63,6 +64,7 @@ class RunOptions:
     results: Path = Path("results")
     any_failure: bool = False
     keep_envs: bool = False
+    native_backtrace: str = "auto"
     command: str = ""
 
 
@@ -91,7 +93,7 @@ def check_requirements(package: str, reqs: tuple[str, ...]) -> None:
                 hint="use PEP 508 syntax, e.g. --with 'pyarrow<15' --with numpy==1.26.4",
                 ref="bad-requirement",
             ) from e
-        if canonicalize_name(req.name) == canonicalize_name(package):
+        if package and canonicalize_name(req.name) == canonicalize_name(package):
             raise UsageError(
                 f"--with {text!r} names the package under test",
                 hint="set the range with --good/--bad instead",
@@ -150,7 +152,18 @@ def run_bisect(
         pre_skipped = [(str(c.version), c.reason or "") for c in window if not c.installable]
         reporter.candidates(opts.package, len(window), len(pre_skipped), target.short)
         run_id = _run_id(opts, target)
-        run = _Run(opts=opts, target=target, python=python, reporter=reporter, uv=uv)
+        prober = Prober(
+            uv=uv,
+            python=python,
+            target=target,
+            repro=opts.repro,
+            results=opts.results,
+            timeout=opts.timeout,
+            keep_envs=opts.keep_envs,
+            native_backtrace=opts.native_backtrace,
+            reporter=reporter,
+        )
+        run = _Run(opts=opts, prober=prober)
         result = RunResult(
             package=opts.package,
             status="no-answer",
@@ -203,6 +216,56 @@ def run_bisect(
                 result.reason = "failures unlike the reference, or untestable points, hide it"
         _write_outputs(result, opts, target, client)
     return result
+
+
+def probe_one(
+    *,
+    with_reqs: tuple[str, ...],
+    repro: Repro,
+    indexes: IndexConfig,
+    python: str | None = None,
+    exclude_newer: str | None = None,
+    pre: bool = False,
+    allow_sdist: bool = False,
+    timeout: float = 600.0,
+    results: Path = Path("results"),
+    keep_envs: bool = False,
+    native_backtrace: str = "auto",
+    reporter: Reporter | None = None,
+) -> tuple[ProbeRecord, bool]:
+    """Build one environment from ``with_reqs``, run the repro, record it (``envbisect probe``)."""
+    check_requirements("", with_reqs)
+    parse_exclude_newer(exclude_newer)
+    uv = find_uv()
+    interpreter = find_python(uv, python)
+    target = inspect_target(interpreter)
+    prober = Prober(
+        uv=uv,
+        python=interpreter,
+        target=target,
+        repro=repro,
+        results=results,
+        timeout=timeout,
+        keep_envs=keep_envs,
+        native_backtrace=native_backtrace,
+        reporter=reporter or Reporter(),
+    )
+    spec = EnvSpec.build(
+        list(with_reqs),
+        python=prober.python_label(),
+        indexes=indexes,
+        only_binary=not allow_sdist,
+        exclude_newer=exclude_newer,
+        prerelease=pre,
+    )
+    with Store(results) as store:
+        try:
+            return prober.probe(store, spec)
+        except KeyboardInterrupt as e:
+            raise Interrupted(
+                "interrupted; the probe's process group was stopped",
+                hint="run the same command again",
+            ) from e
 
 
 def _label(verdict: Verdict | None, bis: Bisector) -> str:
@@ -263,15 +326,12 @@ def _run_id(opts: RunOptions, target: Target) -> str:
 @dataclass(slots=True, kw_only=True)
 class _Run:
     opts: RunOptions
-    target: Target
-    python: str
-    reporter: Reporter
-    uv: str
+    prober: Prober
 
     def spec(self, cand: Candidate) -> EnvSpec:
         return EnvSpec.build(
             [f"{self.opts.package}=={cand.version}", *self.opts.with_reqs],
-            python=f"{self.python} ({self.target.python_version})",
+            python=self.prober.python_label(),
             indexes=self.opts.indexes,
             only_binary=not self.opts.allow_sdist,
             exclude_newer=self.opts.exclude_newer,
@@ -281,81 +341,28 @@ class _Run:
     def probe(self, store: Store, cand: Candidate) -> ProbeRow:
         """Probe one candidate, or take its outcome from the store."""
         spec = self.spec(cand)
-        repro_id = self.opts.repro.repro_id
         version = str(cand.version)
         if not cand.installable:
-            outcome = untestable(cand.reason or "no installable file")
             return ProbeRow(
                 version=version,
-                outcome=outcome,
+                outcome=untestable(cand.reason or "no installable file"),
                 verdict="",
                 reused=False,
                 build_seconds=0.0,
                 probe_seconds=0.0,
                 env_id=spec.env_id,
             )
-        rec = store.get(spec.env_id, repro_id)
-        if rec is not None and not _stale(rec, self.opts.timeout):
-            return ProbeRow(
-                version=version,
-                outcome=rec.outcome,
-                verdict="",
-                reused=True,
-                build_seconds=rec.build_seconds,
-                probe_seconds=rec.probe_seconds,
-                env_id=spec.env_id,
-                installed=rec.installed,
-            )
-        started = datetime.now(timezone.utc).isoformat(timespec="seconds")
-        materializer = Materializer(self.uv, self.opts.results / ".envs")
-        installed: tuple[InstalledDist, ...] = ()
-        built = materializer.build(spec, self.python)
-        if isinstance(built, BuildFailed):
-            outcome, probe_s, build_s = built.outcome, 0.0, built.seconds
-            out_tail = err_tail = ""
-        else:
-            try:
-                raw = self.opts.repro.run(
-                    built, workdir=built.path / "envbisect-work", timeout=self.opts.timeout
-                )
-            finally:
-                if not self.opts.keep_envs:
-                    materializer.remove(built.path)
-            outcome = classify(raw)
-            installed, probe_s, build_s = built.installed, raw.seconds, built.seconds
-            out_tail, err_tail = raw.stdout_tail, raw.stderr_tail
-        store.put(
-            ProbeRecord(
-                env_id=spec.env_id,
-                repro_id=repro_id,
-                spec=spec.to_dict(),
-                installed=installed,
-                installed_hash=installed_hash(installed),
-                outcome=outcome,
-                stdout_tail=out_tail,
-                stderr_tail=err_tail,
-                build_seconds=build_s,
-                probe_seconds=probe_s,
-                timeout=self.opts.timeout,
-                started_at=started,
-                envbisect_version=__version__,
-            )
-        )
+        rec, reused = self.prober.probe(store, spec)
         return ProbeRow(
             version=version,
-            outcome=outcome,
+            outcome=rec.outcome,
             verdict="",
-            reused=False,
-            build_seconds=build_s,
-            probe_seconds=probe_s,
+            reused=reused,
+            build_seconds=rec.build_seconds,
+            probe_seconds=rec.probe_seconds,
             env_id=spec.env_id,
-            installed=installed,
+            installed=rec.installed,
         )
-
-
-def _stale(rec: ProbeRecord, timeout: float) -> bool:
-    """A stored timeout under a shorter limit than today's says nothing: probe again."""
-    return rec.outcome.kind is OutcomeKind.TIMEOUT and (rec.timeout or 0) < timeout
 
 
 def _write_outputs(

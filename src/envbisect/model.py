@@ -31,6 +31,9 @@ class DistFile:
     yanked_reason: str | None = None
     size: int | None = None
     index: str = ""
+    # Hashes of the PEP 658/714 metadata file: () when the index has one without a hash,
+    # None when it has none.
+    core_metadata: tuple[tuple[str, str], ...] | None = None
 
     @property
     def is_wheel(self) -> bool:
@@ -85,6 +88,9 @@ class Outcome:
     signature: str = ""
     exception: str | None = None
     detail: str = ""
+    library: str | None = None  # the shared library a crash faulted in (from gdb)
+    native_frames: tuple[str, ...] = ()
+    step: str = ""  # the probe step that decided this outcome
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -92,6 +98,8 @@ class Outcome:
             "signal": self.signal,
             "exit_code": self.exit_code,
             "signature": self.signature,
+            "library": self.library,
+            "step": self.step,
         }
 
     def describe(self) -> str:
@@ -115,6 +123,7 @@ class RawProbe:
     seconds: float
     stdout_tail: str = ""
     stderr_tail: str = ""
+    step: str = ""  # which probe step this is (a repro can chain several)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True, order=True)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 import signal as _signal
+from dataclasses import replace
 
 from .model import Outcome, OutcomeKind, RawProbe
 
@@ -26,6 +27,7 @@ _SHELL_CRASH_SIGNALS = {
     _signal.SIGKILL,
     _signal.SIGSEGV,
 }
+_UNTESTABLE_LINE = re.compile(r"^ENVBISECT-UNTESTABLE: (.*)$", re.MULTILINE)
 _FRAME = re.compile(r'^\s+File "(?P<file>[^"]+)", line (?P<line>\d+) in (?P<func>.+)$')
 _EXC_LINE = re.compile(r"^(?P<type>[A-Za-z_][\w.]*)(?::\s?(?P<msg>.*))?$")
 
@@ -45,20 +47,23 @@ def classify(raw: RawProbe) -> Outcome:
             kind=OutcomeKind.TIMEOUT,
             signature="timeout",
             detail=_faulthandler_block(raw.stderr_tail) or _last_lines(raw.stderr_tail, 40),
+            step=raw.step,
         )
     if rc == 0:
-        return Outcome(kind=OutcomeKind.PASS, exit_code=0)
+        return Outcome(kind=OutcomeKind.PASS, exit_code=0, step=raw.step)
     if rc == UNTESTABLE_EXIT:
+        m = _UNTESTABLE_LINE.search(raw.stderr_tail)
         return Outcome(
             kind=OutcomeKind.UNTESTABLE,
             exit_code=rc,
-            signature="probe exited 125",
+            signature=m.group(1).strip() if m else "probe exited 125",
             detail=_last_lines(raw.stderr_tail, 20),
+            step=raw.step,
         )
     if rc is not None and rc < 0:
-        return _crash(signal_name(-rc), None, raw.stderr_tail)
+        return replace(_crash(signal_name(-rc), None, raw.stderr_tail), step=raw.step)
     if rc is not None and rc > 128 and (rc - 128) in _SHELL_CRASH_SIGNALS:
-        return _crash(signal_name(rc - 128), rc, raw.stderr_tail)
+        return replace(_crash(signal_name(rc - 128), rc, raw.stderr_tail), step=raw.step)
     exc_type, message, tb = _last_exception(raw.stderr_tail)
     if exc_type is not None:
         sig = exc_type if not message else f"{exc_type}: {_shorten(message)}"
@@ -70,6 +75,7 @@ def classify(raw: RawProbe) -> Outcome:
         signature=sig,
         exception=exc_type,
         detail=tb or _last_lines(raw.stderr_tail, 20),
+        step=raw.step,
     )
 
 
@@ -81,13 +87,17 @@ def untestable(reason: str, detail: str = "") -> Outcome:
 def same_failure(a: Outcome, b: Outcome) -> bool:
     """Whether two failing outcomes are "the same failure" for bisection purposes.
 
-    Same kind, and: for a crash the same signal, for a failure the same exception type (or the
+    Same kind, and: for a crash the same signal (and the same faulting library when gdb named
+    both), for a failure the same exception type (or the
     same exit code when neither printed a traceback). Messages and frames may differ: they
     carry paths and addresses that change from one environment to the next.
     """
     if a.kind is not b.kind:
         return False
     if a.kind is OutcomeKind.CRASH:
+        # A crash in another library is another crash; unknown libraries do not decide.
+        if a.library and b.library and a.library != b.library:
+            return False
         return a.signal == b.signal
     if a.kind is OutcomeKind.FAIL:
         if a.exception or b.exception:

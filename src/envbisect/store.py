@@ -19,7 +19,7 @@ from typing import Any
 from .errors import DiskFull, StoreError
 from .model import InstalledDist, Outcome, OutcomeKind
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 DB_NAME = "envbisect.db"
 
 _SCHEMA = """
@@ -44,9 +44,20 @@ CREATE TABLE IF NOT EXISTS probes (
     timeout REAL,
     started_at TEXT NOT NULL,
     envbisect_version TEXT NOT NULL,
+    library TEXT,
+    step TEXT NOT NULL DEFAULT '',
+    env_report TEXT,
     UNIQUE (env_id, repro_id)
 );
 """
+# Each step takes the schema from version N to N + 1.
+_MIGRATIONS = {
+    1: (
+        "ALTER TABLE probes ADD COLUMN library TEXT",
+        "ALTER TABLE probes ADD COLUMN step TEXT NOT NULL DEFAULT ''",
+        "ALTER TABLE probes ADD COLUMN env_report TEXT",
+    ),
+}
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -64,6 +75,7 @@ class ProbeRecord:
     timeout: float | None
     started_at: str
     envbisect_version: str
+    env_report: dict[str, Any] | None = None
 
 
 class Store:
@@ -87,6 +99,13 @@ class Store:
                     raise StoreError(
                         f"{self.path} was written by a newer envbisect (schema {row[0]})",
                         hint="upgrade envbisect, or pass another --results directory",
+                    )
+                else:
+                    for version in range(int(row[0]), SCHEMA_VERSION):
+                        for statement in _MIGRATIONS[version]:
+                            self._db.execute(statement)
+                    self._db.execute(
+                        "UPDATE meta SET value = ? WHERE key = 'schema'", (str(SCHEMA_VERSION),)
                     )
         except (sqlite3.Error, OSError) as e:
             raise _translate(e, self.path) from e
@@ -133,6 +152,9 @@ class Store:
             "timeout": rec.timeout,
             "started_at": rec.started_at,
             "envbisect_version": rec.envbisect_version,
+            "library": o.library,
+            "step": o.step,
+            "env_report": json.dumps(rec.env_report) if rec.env_report is not None else None,
         }
         cols = ", ".join(values)
         marks = ", ".join("?" for _ in values)
@@ -160,6 +182,8 @@ def _from_row(row: dict[str, Any]) -> ProbeRecord:
         signature=row["signature"],
         exception=row["exception"],
         detail=row["detail"],
+        library=row.get("library"),
+        step=row.get("step") or "",
     )
     return ProbeRecord(
         env_id=row["env_id"],
@@ -175,6 +199,7 @@ def _from_row(row: dict[str, Any]) -> ProbeRecord:
         timeout=row["timeout"],
         started_at=row["started_at"],
         envbisect_version=row["envbisect_version"],
+        env_report=json.loads(row["env_report"]) if row.get("env_report") else None,
     )
 
 
