@@ -78,3 +78,59 @@ def build_sdist(outdir: Path, name: str, version: str) -> Path:
             ti.mtime = 1577836800
             tf.addfile(ti, io.BytesIO(data))
     return path
+
+
+CRASH_C = r"""
+#include <Python.h>
+
+static PyObject *boom(PyObject *self, PyObject *args) {
+    volatile int *p = NULL;
+    *p = 42; /* SIGSEGV inside this extension module */
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef methods[] = {{"boom", boom, METH_NOARGS, "crash"}, {NULL, NULL, 0, NULL}};
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_crashext", NULL, -1, methods};
+
+PyMODINIT_FUNC PyInit__crashext(void) { return PyModule_Create(&module); }
+"""
+
+
+def build_c_extension_wheel(outdir: Path, workdir: Path, python: str) -> Path:
+    """A real compiled CPython extension (gcc + the target's headers) that segfaults in C.
+
+    Returns the wheel ``crashext-1.0`` whose ``crashext.boom()`` crashes inside
+    ``_crashext.<ext suffix>``, not in libc or ctypes.
+    """
+    import json
+    import subprocess
+
+    info = json.loads(
+        subprocess.run(
+            [python, "-c", "import json, sysconfig, sys; print(json.dumps({"
+             "'inc': sysconfig.get_paths()['include'], "
+             "'suffix': sysconfig.get_config_var('EXT_SUFFIX'), "
+             "'tag': 'cp%d%d' % sys.version_info[:2], "
+             "'plat': sysconfig.get_platform().replace('-', '_').replace('.', '_')}))"],
+            capture_output=True, text=True, check=True,
+        ).stdout
+    )  # fmt: skip
+    workdir.mkdir(parents=True, exist_ok=True)
+    src = workdir / "crash.c"
+    src.write_text(CRASH_C)
+    so = workdir / f"_crashext{info['suffix']}"
+    subprocess.run(
+        ["gcc", "-shared", "-fPIC", "-O0", "-g", f"-I{info['inc']}", str(src), "-o", str(so)],
+        check=True,
+    )
+    tag = f"{info['tag']}-{info['tag']}-{info['plat']}"
+    return build_wheel(
+        outdir,
+        "crashext",
+        "1.0",
+        {
+            f"crashext/{so.name}": so.read_bytes(),
+            "crashext/__init__.py": "from crashext._crashext import boom\n",
+        },
+        tag=tag,
+    )
