@@ -63,7 +63,8 @@ def test_ctypes_crash_faults_in_libc(index: LocalIndex, python: str, tmp_path: P
     assert out["library"] == "libc.so.6"
     # Native side (library, function) and the innermost Python frame, from faulthandler.
     assert out["signature"].startswith("SIGSEGV in libc.so.6 (")
-    assert out["signature"].endswith("at string_at (ctypes/__init__.py:" + out["signature"].rsplit(":", 1)[1])
+    line = out["signature"].rsplit(":", 1)[1]
+    assert out["signature"].endswith(f"at string_at (ctypes/__init__.py:{line}")
     with Store(tmp_path / "r") as store:
         (rec,) = list(store.all())
     assert "native backtrace (gdb)" in rec.outcome.detail
@@ -121,12 +122,12 @@ def test_combined_steps_stop_at_the_first_failure(
 def test_parse_gdb_output() -> None:
     text = """
 Program received signal SIGSEGV, Segmentation fault.
-0x00007ffff0a1b2c3 in arrow::Foo::Bar() () from /venv/lib/python3.11/site-packages/pyarrow/libarrow.so.1500
+0x00007ffff0a1b2c3 in arrow::Foo::Bar() () from /v/pyarrow/libarrow.so.1500
 ENVBISECT-SYMBOL
-_ZN5arrow3Foo3BarEv + 19 in section .text of /venv/lib/python3.11/site-packages/pyarrow/libarrow.so.1500
+_ZN5arrow3Foo3BarEv + 19 in section .text of /v/pyarrow/libarrow.so.1500
 ENVBISECT-BT
-#0  0x00007ffff0a1b2c3 in arrow::Foo::Bar() () from /venv/lib/python3.11/site-packages/pyarrow/libarrow.so.1500
-#1  0x00007ffff0a1c000 in ?? () from /venv/lib/python3.11/site-packages/pyarrow/lib.cpython-311-x86_64-linux-gnu.so
+#0  0x00007ffff0a1b2c3 in arrow::Foo::Bar() () from /v/pyarrow/libarrow.so.1500
+#1  0x00007ffff0a1c000 in ?? () from /v/pyarrow/lib.cpython-311-x86_64-linux-gnu.so
 #2  0x00005555556b1234 in _PyEval_EvalFrameDefault (tstate=0x1, frame=0x2) at Python/ceval.c:4769
 """
     trace = parse_gdb(text)
@@ -194,9 +195,13 @@ def test_check_cuda_build_against_driver() -> None:
 
 
 def test_check_glibc_against_wheel_tags() -> None:
-    tags = {"pyarrow": {"version": "21.0.0", "tags": ["cp311-cp311-manylinux_2_28_x86_64"]},
-            "numpy": {"version": "1.26.4", "tags": ["cp311-cp311-manylinux_2_17_x86_64",
-                                                      "cp311-cp311-manylinux2014_x86_64"]}}  # fmt: skip
+    tags = {
+        "pyarrow": {"version": "21.0.0", "tags": ["cp311-cp311-manylinux_2_28_x86_64"]},
+        "numpy": {
+            "version": "1.26.4",
+            "tags": ["cp311-cp311-manylinux_2_17_x86_64", "cp311-cp311-manylinux2014_x86_64"],
+        },
+    }
     found = envreport.checks(base_report(glibc="2.27", wheel_tags=tags))
     assert [(c.ref, c.message) for c in found] == [
         ("glibc-too-old", "pyarrow 21.0.0 is a manylinux_2_28 wheel; this system has glibc 2.27")
@@ -222,7 +227,8 @@ def test_check_packages_outside_llamafactory_pins() -> None:
 
 def test_check_numpy2_with_numpy1_builds() -> None:
     bad = [{"package": "pyarrow", "version": "14.0.2", "module": "pyarrow"}]
-    assert refs(base_report(packages={"numpy": "2.1.0"}, numpy_abi=bad)) == [("numpy2-abi", "error")]
+    found = refs(base_report(packages={"numpy": "2.1.0"}, numpy_abi=bad))
+    assert found == [("numpy2-abi", "error")]
     assert refs(base_report(packages={"numpy": "1.26.4"}, numpy_abi=bad)) == []
 
 
