@@ -2,15 +2,34 @@
 
 from __future__ import annotations
 
+import base64
+import hashlib
+import json
+import os
 import socket
 from pathlib import Path
 
 import httpx
 import pytest
 
-from envbisect.errors import IndexUnreachable, InfrastructureError, UnknownPackage
-from envbisect.index import IndexClient, mask_text, mask_url, parse_simple_html
-from envbisect.model import IndexConfig
+from envbisect.errors import (
+    IndexUnreachable,
+    InfrastructureError,
+    UnknownPackage,
+    UnknownVersion,
+    UsageError,
+)
+from envbisect.index import (
+    IndexClient,
+    ProjectFiles,
+    default_cache_dir,
+    mask_text,
+    mask_url,
+    parse_simple_html,
+    parse_simple_json,
+)
+from envbisect.model import DistFile, IndexConfig
+from support.corpus import corpus
 from support.index_server import LocalIndex
 from support.wheels import build_wheel
 
@@ -130,3 +149,400 @@ def test_credentials_never_kept_in_file_urls() -> None:
     assert mask_text("error: https://tok@host/x and http://a:b@c/d") == (
         "error: https://***@host/x and http://***@c/d"
     )
+
+
+# --- core metadata (PEP 658/714) --------------------------------------------------------------
+
+
+class Clock:
+    """The time the cache ages by, moved by hand: no test sleeps or times anything."""
+
+    def __init__(self, now: float = 1_000_000.0) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def wheel_of(pf: ProjectFiles, version: str) -> DistFile:
+    [f] = [f for f in pf.files if f.is_wheel and f"-{version}-" in f.filename]
+    return f
+
+
+def test_core_metadata_from_the_json_page(index: LocalIndex) -> None:
+    with IndexClient(IndexConfig(index_url=index.url)) as client:
+        f = wheel_of(client.project_files("crashy"), "1.10.0")
+        assert f.core_metadata is not None and len(dict(f.core_metadata)["sha256"]) == 64
+        before = index.hits.copy()
+        text = client.core_metadata(f)
+        assert client.core_metadata(f) == text  # read once per run
+    assert "Version: 1.10.0" in text and "Requires-Dist: helperlib>=2" in text
+    assert (
+        index.hits[f"GET /files/{f.filename}.metadata"]
+        - before[f"GET /files/{f.filename}.metadata"]
+        == 1
+    )
+    assert index.hits[f"GET /files/{f.filename}"] == before[f"GET /files/{f.filename}"]
+
+
+def test_core_metadata_from_the_html_page(index: LocalIndex) -> None:
+    with IndexClient(IndexConfig(index_url=f"{index.base}/html")) as client:
+        f = wheel_of(client.project_files("crashy"), "1.2.0")
+        assert f.core_metadata is not None and f.core_metadata[0][0] == "sha256"
+        before = index.hits[f"GET /files/{f.filename}"]
+        assert "Requires-Dist: helperlib<2" in client.core_metadata(f)
+    assert index.hits[f"GET /files/{f.filename}"] == before
+
+
+def test_metadata_read_from_the_wheel_when_not_advertised(
+    index: LocalIndex, tmp_path: Path
+) -> None:
+    cfg = IndexConfig(index_url=f"{index.base}/nometa")
+    with IndexClient(cfg, cache_dir=tmp_path) as client:
+        f = wheel_of(client.project_files("raisy"), "1.3.0")
+        assert f.core_metadata is None
+        before = index.hits.copy()
+        text = client.core_metadata(f)
+    assert "Name: raisy" in text and "Version: 1.3.0" in text
+    assert index.hits[f"GET /files/{f.filename}"] - before[f"GET /files/{f.filename}"] == 1
+    assert (
+        index.hits[f"GET /files/{f.filename}.metadata"]
+        == before[f"GET /files/{f.filename}.metadata"]
+    )
+    # Cached: a second run reads no wheel, and no wheel was kept on disk, only its METADATA.
+    with IndexClient(cfg, cache_dir=tmp_path) as again:
+        assert again.core_metadata(f) == text
+        assert again.stats.requests == 0 and again.stats.cache_hits == 1
+    kept = [p for p in tmp_path.rglob("*") if p.is_file()]
+    assert kept and all(p.suffix == ".json" for p in kept)
+
+
+def test_metadata_hash_mismatch_is_a_clear_error(index: LocalIndex) -> None:
+    with IndexClient(IndexConfig(index_url=f"{index.base}/badmeta")) as client:
+        f = wheel_of(client.project_files("raisy"), "1.0.0")
+        with pytest.raises(InfrastructureError) as e:
+            client.core_metadata(f)
+    assert e.value.ref == "metadata-hash-mismatch" and f.filename in e.value.message
+
+
+def test_metadata_of_an_sdist_needs_a_build_which_envbisect_does_not_do(index: LocalIndex) -> None:
+    with IndexClient(IndexConfig(index_url=index.url)) as client, pytest.raises(UsageError) as e:
+        client.metadata_for("crashy", "1.4.0")  # sdist only
+    assert "sdist" in e.value.message and "build" in e.value.message and e.value.hint
+
+
+def test_metadata_for_an_unknown_version_lists_the_newest(index: LocalIndex) -> None:
+    with IndexClient(IndexConfig(index_url=index.url)) as client:
+        with pytest.raises(UnknownVersion) as e:
+            client.metadata_for("crashy", "9.9")
+        assert e.value.hint is not None and "2.0.0rc1, 1.12.0, 1.11.0" in e.value.hint
+        with pytest.raises(UnknownVersion):
+            client.metadata_for("crashy", "not a version")
+        # The exact version, in any spelling PEP 440 calls equal.
+        assert "Version: 1.10.0" in client.metadata_for("Crashy", "1.10")
+
+
+def test_metadata_of_a_find_links_wheel_is_read_locally(index: LocalIndex, tmp_path: Path) -> None:
+    build_wheel(tmp_path, "localpkg", "3.0.0", {"localpkg/__init__.py": ""}, requires=("raisy",))
+    with IndexClient(IndexConfig(index_url=index.url, find_links=(str(tmp_path),))) as client:
+        text = client.metadata_for("localpkg", "3.0.0")
+        assert client.stats.requests == 1  # the index page (a 404), no file
+    assert "Requires-Dist: raisy" in text
+
+
+def test_core_metadata_flags_in_json_and_html() -> None:
+    rows = [
+        {"filename": "a-1-py3-none-any.whl", "url": "a", "core-metadata": {"sha256": "ab"}},
+        {"filename": "b-1-py3-none-any.whl", "url": "b", "core-metadata": True},
+        {"filename": "c-1-py3-none-any.whl", "url": "c", "core-metadata": False},
+        {"filename": "d-1-py3-none-any.whl", "url": "d", "dist-info-metadata": {"sha256": "cd"}},
+        {"filename": "e-1-py3-none-any.whl", "url": "e"},
+    ]
+    files = parse_simple_json({"files": rows}, "https://h/simple/x/")
+    assert [f.core_metadata for f in files] == [
+        (("sha256", "ab"),),
+        (),
+        None,
+        (("sha256", "cd"),),
+        None,
+    ]
+    page = (
+        '<a href="a" data-core-metadata="sha256=ab">a</a>'
+        '<a href="b" data-core-metadata="true">b</a>'
+        '<a href="c" data-dist-info-metadata="sha256=cd">c</a>'
+        '<a href="d" data-core-metadata>d</a>'
+        '<a href="e">e</a>'
+    )
+    files = parse_simple_html(page, "https://h/simple/x/")
+    assert [f.core_metadata for f in files] == [
+        (("sha256", "ab"),),
+        (),
+        (("sha256", "cd"),),
+        (),
+        None,
+    ]
+
+
+# --- the disk cache ---------------------------------------------------------------------------
+
+
+def test_a_fresh_page_is_served_from_disk_without_a_request(
+    index: LocalIndex, tmp_path: Path
+) -> None:
+    clock = Clock()
+    with IndexClient(IndexConfig(index_url=index.url), cache_dir=tmp_path, clock=clock) as c1:
+        first = c1.project_files("fixy")
+        assert c1.stats.requests == 1 and c1.stats.cache_hits == 0
+    before = index.hits["GET /simple/fixy/"]
+    clock.now += 599  # the index said max-age=600
+    with IndexClient(IndexConfig(index_url=index.url), cache_dir=tmp_path, clock=clock) as c2:
+        assert c2.project_files("fixy") == first
+        assert c2.stats.requests == 0 and c2.stats.cache_hits == 1
+    assert index.hits["GET /simple/fixy/"] == before
+
+
+def test_a_stale_page_is_revalidated_and_a_304_reuses_it(index: LocalIndex, tmp_path: Path) -> None:
+    clock = Clock()
+    with IndexClient(IndexConfig(index_url=index.url), cache_dir=tmp_path, clock=clock) as c1:
+        first = c1.project_files("fixy")
+    before, before_304 = index.hits["GET /simple/fixy/"], index.not_modified["GET /simple/fixy/"]
+    clock.now += 601
+    with IndexClient(IndexConfig(index_url=index.url), cache_dir=tmp_path, clock=clock) as c2:
+        assert c2.project_files("fixy") == first
+        assert c2.stats.revalidated == 1 and c2.stats.requests == 1
+        assert c2.stats.bytes_fetched == 0 and c2.stats.cache_hits == 0
+    assert index.hits["GET /simple/fixy/"] - before == 1
+    assert index.not_modified["GET /simple/fixy/"] - before_304 == 1
+    # The 304 made the entry fresh again.
+    clock.now += 599
+    with IndexClient(IndexConfig(index_url=index.url), cache_dir=tmp_path, clock=clock) as c3:
+        assert c3.project_files("fixy") == first and c3.stats.requests == 0
+
+
+def test_offline_serves_stale_entries_and_names_a_miss(index: LocalIndex, tmp_path: Path) -> None:
+    url = index.url.replace("http://", "http://alice:s3cretpw@")
+    cfg = IndexConfig(index_url=url)
+    clock = Clock()
+    with IndexClient(cfg, cache_dir=tmp_path, clock=clock) as c1:
+        files = c1.project_files("mixed")
+        f = wheel_of(files, "1.1.0")
+        text = c1.core_metadata(f)
+    before = index.hits.copy()
+    clock.now += 10 * 365 * 86400  # whatever the age
+    with IndexClient(cfg, cache_dir=tmp_path, clock=clock, offline=True) as c2:
+        assert c2.project_files("mixed") == files
+        assert c2.core_metadata(f) == text
+        with pytest.raises(InfrastructureError) as e:
+            c2.project_files("hangy")
+        with pytest.raises(InfrastructureError) as e2:
+            c2.core_metadata(wheel_of(files, "1.2.0"))
+        assert c2.stats.requests == 0
+    assert index.hits == before
+    assert e.value.ref == "offline-miss" and e2.value.ref == "offline-miss"
+    assert "***@127.0.0.1" in e.value.message and "/hangy/" in e.value.message
+    assert "s3cretpw" not in e.value.message and "alice" not in e.value.message
+    assert e.value.hint is not None and "online" in e.value.hint
+    # Credentials never reach the disk, in names or contents.
+    for p in tmp_path.rglob("*"):
+        assert "s3cret" not in p.name and "alice" not in p.name
+        assert not p.is_file() or b"s3cret" not in p.read_bytes()
+
+
+def test_a_damaged_cache_entry_is_refetched_not_a_crash(index: LocalIndex, tmp_path: Path) -> None:
+    cfg = IndexConfig(index_url=index.url)
+    with IndexClient(cfg, cache_dir=tmp_path) as c1:
+        files = c1.project_files("raisy")
+        text = c1.core_metadata(wheel_of(files, "1.0.0"))
+    entries = sorted(p for p in tmp_path.rglob("*.json"))
+    assert len(entries) == 2
+    entries[0].write_text('{"url": "trunc')
+    entries[1].write_text('{"url": 3, "body": []}')
+    before = index.hits.copy()
+    with IndexClient(cfg, cache_dir=tmp_path) as c2:
+        assert c2.project_files("raisy") == files
+        assert c2.core_metadata(wheel_of(files, "1.0.0")) == text
+        assert c2.stats.requests == 2 and c2.stats.cache_hits == 0
+    assert index.hits["GET /simple/raisy/"] - before["GET /simple/raisy/"] == 1
+    with IndexClient(cfg, cache_dir=tmp_path) as c3:  # rewritten whole
+        assert c3.project_files("raisy") == files and c3.stats.cache_hits == 1
+
+
+def test_an_interrupted_write_leaves_the_old_entry_whole(
+    index: LocalIndex, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cfg = IndexConfig(index_url=index.url)
+    clock = Clock()
+    with IndexClient(cfg, cache_dir=tmp_path, clock=clock) as c1:
+        files = c1.project_files("hangy")
+    [entry] = tmp_path.rglob("*.json")
+    saved = entry.read_bytes()
+
+    def ctrl_c(src: object, dst: object) -> None:
+        raise KeyboardInterrupt
+
+    clock.now += 601
+    with monkeypatch.context() as m, IndexClient(cfg, cache_dir=tmp_path, clock=clock) as c2:
+        m.setattr(os, "replace", ctrl_c)
+        with pytest.raises(KeyboardInterrupt):
+            c2.project_files("hangy")
+    assert [p for p in tmp_path.rglob("*") if p.is_file()] == [entry]  # no temp file left
+    assert entry.read_bytes() == saved
+    with IndexClient(cfg, cache_dir=tmp_path, offline=True) as c3:
+        assert c3.project_files("hangy") == files
+
+
+def test_a_404_is_remembered_so_offline_still_reaches_the_main_index(
+    index: LocalIndex, tmp_path: Path
+) -> None:
+    # The extra index does not have the project: offline must know that, not stop at a miss.
+    cfg = IndexConfig(index_url=index.url, extra_index_urls=(f"{index.base}/empty",))
+    with IndexClient(cfg, cache_dir=tmp_path) as c1:
+        pf = c1.project_files("raisy")
+        assert c1.stats.requests == 2
+    assert pf.source == index.url
+    with IndexClient(cfg, cache_dir=tmp_path, offline=True) as c2:
+        assert c2.project_files("raisy") == pf and c2.stats.cache_hits == 2
+
+
+def test_default_cache_dir() -> None:
+    home = Path.home()
+    assert default_cache_dir({}) == home / ".cache" / "envbisect"
+    assert default_cache_dir({"XDG_CACHE_HOME": "/x"}) == Path("/x/envbisect")
+    env = {"XDG_CACHE_HOME": "/x", "ENVBISECT_CACHE_DIR": "/y/c"}
+    assert default_cache_dir(env) == Path("/y/c")
+    assert default_cache_dir({"ENVBISECT_CACHE_DIR": "", "XDG_CACHE_HOME": ""}) == (
+        home / ".cache" / "envbisect"
+    )
+
+
+# --- many at once, and what it cost -----------------------------------------------------------
+
+
+def test_project_files_many_fetches_each_page_once(index: LocalIndex) -> None:
+    names = list(corpus())
+    before = index.hits.copy()
+    with IndexClient(IndexConfig(index_url=index.url)) as client:
+        # Names repeat, in other spellings too: still one request a page.
+        got = client.project_files_many([*names, *(n.upper() for n in names)], max_workers=8)
+        assert client.stats.requests == len(names)
+    assert set(got) == set(names) | {n.upper() for n in names}
+    for name, versions in corpus().items():
+        assert got[name] is got[name.upper()]
+        assert len(got[name].files) == len(versions)
+        assert index.hits[f"GET /simple/{name}/"] - before[f"GET /simple/{name}/"] == 1
+
+
+def test_metadata_many(index: LocalIndex) -> None:
+    pairs = [("raisy", f"1.{i}.0") for i in range(8)]
+    before = index.hits.copy()
+    with IndexClient(IndexConfig(index_url=index.url)) as client:
+        got = client.metadata_many([*pairs, *pairs], max_workers=4)
+        assert client.stats.requests == 1 + len(pairs)
+    assert list(got) == pairs
+    assert all(f"Version: {v}" in got[("raisy", v)] for _, v in pairs)
+    assert index.hits["GET /simple/raisy/"] - before["GET /simple/raisy/"] == 1
+    for _, v in pairs:
+        path = f"GET /files/raisy-{v}-py3-none-any.whl.metadata"
+        assert index.hits[path] - before[path] == 1
+
+
+def test_errors_of_many_are_raised(index: LocalIndex) -> None:
+    with IndexClient(IndexConfig(index_url=index.url)) as client, pytest.raises(UnknownPackage):
+        client.project_files_many(["raisy", "no-such-thing", "fixy"])
+
+
+def test_stats_count_requests_and_bytes(index: LocalIndex) -> None:
+    page, meta = "GET /simple/helperlib/", "GET /files/helperlib-2.0.0-py3-none-any.whl.metadata"
+    before = index.sent.copy()
+    with IndexClient(IndexConfig(index_url=index.url)) as client:
+        client.project_files("helperlib")
+        assert client.stats.requests == 1
+        assert client.stats.bytes_fetched == index.sent[page] - before[page] > 0
+        client.metadata_for("helperlib", "2.0.0")
+        client.project_files("helperlib")
+        assert client.stats.requests == 2
+        sent = index.sent[page] - before[page] + index.sent[meta] - before[meta]
+        assert client.stats.bytes_fetched == sent
+        assert client.stats.cache_hits == 0 and client.stats.revalidated == 0
+
+
+# --- garbage, credentials, damaged files ------------------------------------------------------
+
+
+def json_answer(body: object, ctype: str = "application/vnd.pypi.simple.v1+json") -> IndexClient:
+    def handler(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(200, headers={"content-type": ctype}, content=json.dumps(body))
+
+    cfg = IndexConfig(index_url="https://example.invalid/simple")
+    return IndexClient(cfg, transport=httpx.MockTransport(handler))
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        {"meta": {"api-version": "1.1"}, "name": "x"},  # no "files"
+        {"meta": {"api-version": "2.0"}, "name": "x", "files": []},  # a future major version
+        {"files": ["x-1.0.tar.gz"]},
+        ["not", "a", "page"],
+    ],
+)
+def test_json_that_is_no_simple_page_is_garbage(body: object) -> None:
+    with json_answer(body) as client, pytest.raises(InfrastructureError) as e:
+        client.project_files("x")
+    assert e.value.ref == "index-garbage" and e.value.hint
+
+
+def test_html_garbage_is_a_clear_error() -> None:
+    client = json_answer("no tags at all", ctype="text/html")
+    with client, pytest.raises(InfrastructureError) as e:
+        client.project_files("x")
+    assert e.value.ref == "index-garbage"
+
+
+def test_private_index_credentials_reach_its_own_files_only(tmp_path: Path) -> None:
+    wheel = build_wheel(tmp_path, "x", "1.0", {"x/__init__.py": ""}).read_bytes()
+    auth: dict[str, str | None] = {}
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        auth[request.url.host + request.url.path] = request.headers.get("authorization")
+        if request.url.path.endswith("/x/"):
+            rows = [
+                {
+                    "filename": "x-1.0-py3-none-any.whl",
+                    "url": "x-1.0-py3-none-any.whl",
+                    "hashes": {"sha256": hashlib.sha256(wheel).hexdigest()},
+                },
+                {
+                    "filename": "x-1.0-py2-none-any.whl",
+                    "url": "https://files.example.org/x-1.0-py2-none-any.whl",
+                    "hashes": {"sha256": "0" * 64},
+                },
+            ]
+            return httpx.Response(
+                200,
+                headers={"content-type": "application/vnd.pypi.simple.v1+json"},
+                content=json.dumps({"meta": {"api-version": "1.1"}, "files": rows}),
+            )
+        return httpx.Response(200, content=wheel)
+
+    cfg = IndexConfig(index_url="https://alice:s3cret@example.invalid/simple")
+    with IndexClient(cfg, transport=httpx.MockTransport(handler)) as client:
+        own, other = client.project_files("x").files
+        assert "s3cret" not in own.url and "alice" not in own.url
+        assert "Name: x" in client.core_metadata(own)
+        with pytest.raises(InfrastructureError) as e:
+            client.core_metadata(other)
+    basic = "Basic " + base64.b64encode(b"alice:s3cret").decode()
+    assert auth["example.invalid/simple/x/x-1.0-py3-none-any.whl"] == basic
+    assert auth["files.example.org/x-1.0-py2-none-any.whl"] is None
+    assert e.value.ref == "wheel-hash-mismatch" and "s3cret" not in e.value.message
+
+
+def test_a_broken_wheel_is_a_clear_error(tmp_path: Path) -> None:
+    (tmp_path / "x-1.0-py3-none-any.whl").write_bytes(b"not a zip")
+    with (
+        IndexClient(IndexConfig(index_url="file:///nonexistent", find_links=(str(tmp_path),))) as c,
+        pytest.raises(InfrastructureError) as e,
+    ):
+        c.metadata_for("x", "1.0")
+    assert e.value.ref == "bad-wheel"

@@ -1,4 +1,5 @@
-"""Reading package indexes: the Simple API (PEP 691 JSON, PEP 503 HTML) and find-links folders.
+"""Reading package indexes: the Simple API (PEP 691 JSON, PEP 503 HTML), core metadata
+(PEP 658/714) and find-links folders.
 
 Index precedence follows uv's default ``first-index`` strategy, so that the versions envbisect
 plans over are the ones uv will install: the extra indexes in the order given, then the main
@@ -7,28 +8,55 @@ index; the first index that knows the project supplies all of its files. Files f
 
 Network errors are retried with exponential backoff, then raised as ``IndexUnreachable`` naming
 the URL with any credentials masked. Tests swap the httpx *transport*, never the client.
+
+Two caches:
+- in memory, per client: each project page and each metadata file is read once per run, also
+  under threads (a lock per key: two threads never fetch the same page at once);
+- on disk (``cache_dir``), shared between runs and processes: project pages with their
+  validators, served without a request while fresh (Cache-Control max-age), revalidated when
+  stale (a 304 reuses the body); METADATA texts by file URL, forever (an index's files never
+  change). Whole wheels are never kept, only the METADATA read out of them. Entries are JSON,
+  written to a temp file and renamed into place, so readers see the old entry or the new one,
+  never half of one; an unreadable entry is a miss. File names hash the URL without its
+  credentials, so no password reaches the disk. ``offline=True`` answers from the disk cache
+  only, whatever the age of the entries.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import json
+import os
 import re
+import tempfile
+import threading
 import time
-from collections.abc import Iterator
-from dataclasses import dataclass
+import zipfile
+import zlib
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime
 from html.parser import HTMLParser
 from pathlib import Path
-from typing import Any
+from typing import IO, Any, TypeVar
 from urllib.parse import unquote, urldefrag, urljoin, urlsplit, urlunsplit
 from urllib.request import url2pathname
 
 import httpx
 from packaging.utils import canonicalize_name
+from packaging.version import InvalidVersion, Version
 
 from . import __version__
 from .candidates import file_version
-from .errors import IndexUnreachable, InfrastructureError, UnknownPackage
+from .errors import (
+    IndexUnreachable,
+    InfrastructureError,
+    UnknownPackage,
+    UnknownVersion,
+    UsageError,
+)
 from .model import DistFile, IndexConfig
 
 ACCEPT = (
@@ -36,7 +64,17 @@ ACCEPT = (
     "application/vnd.pypi.simple.v1+html;q=0.2, "
     "text/html;q=0.01"
 )
+_JSON = "application/vnd.pypi.simple.v1+json"
+_HTML = ("text/html", "application/vnd.pypi.simple.v1+html", "")
+_FILE_HEADERS = {"Accept": "*/*"}
 _RETRY_STATUS = {429, 500, 502, 503, 504}
+_NOT_AN_INDEX = "is this URL a package index (PEP 503/691)? PyPI's is https://pypi.org/simple"
+# Folder names carry a format version: a new layout never misreads an old one.
+_PAGES = "pages-v1"
+_METADATA = "metadata-v1"
+
+_T = TypeVar("_T")
+_R = TypeVar("_R")
 
 
 def mask_url(url: str) -> str:
@@ -61,6 +99,18 @@ def mask_text(text: str) -> str:
     return re.sub(r"(\w+://)[^/\s@]+@", r"\1***@", text)
 
 
+def default_cache_dir(environ: Mapping[str, str] | None = None) -> Path:
+    """Where the on-disk cache lives unless told: ``$ENVBISECT_CACHE_DIR``, else
+    ``$XDG_CACHE_HOME/envbisect``, else ``~/.cache/envbisect``. ``environ`` defaults to
+    ``os.environ``."""
+    env = os.environ if environ is None else environ
+    if env.get("ENVBISECT_CACHE_DIR"):
+        return Path(env["ENVBISECT_CACHE_DIR"]).expanduser()
+    if env.get("XDG_CACHE_HOME"):
+        return Path(env["XDG_CACHE_HOME"]).expanduser() / "envbisect"
+    return Path.home() / ".cache" / "envbisect"
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ProjectFiles:
     name: str
@@ -68,8 +118,151 @@ class ProjectFiles:
     source: str  # the (masked) index URL or folder the files came from
 
 
+@dataclass(slots=True)
+class IndexStats:
+    """What a client cost, for benchmarks. Mutable; ``add`` is safe under threads.
+
+    ``requests``: HTTP responses received (each retry counts); ``bytes_fetched``: body bytes
+    off the network, as sent (before decompression); ``cache_hits``: answers served from the
+    disk cache without a request; ``revalidated``: stale pages the index confirmed with a 304.
+    """
+
+    requests: int = 0
+    bytes_fetched: int = 0
+    cache_hits: int = 0
+    revalidated: int = 0
+    _lock: threading.Lock = field(
+        default_factory=threading.Lock, init=False, repr=False, compare=False
+    )
+
+    def add(
+        self,
+        *,
+        requests: int = 0,
+        bytes_fetched: int = 0,
+        cache_hits: int = 0,
+        revalidated: int = 0,
+    ) -> None:
+        with self._lock:
+            self.requests += requests
+            self.bytes_fetched += bytes_fetched
+            self.cache_hits += cache_hits
+            self.revalidated += revalidated
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _Page:
+    """A project page as fetched or cached: enough to parse it and to revalidate it."""
+
+    url: str  # after redirects, without credentials: relative links resolve against it
+    status: int  # 200, or 404: this index does not have the project
+    content_type: str = ""
+    body: str = ""
+    etag: str | None = None
+    last_modified: str | None = None
+    fetched: float = 0.0  # clock time the answer was fresh from the origin (Age subtracted)
+    max_age: float = 0.0
+
+
+def _page_from_entry(entry: object) -> _Page | None:
+    if not isinstance(entry, dict):
+        return None
+    try:
+        page = _Page(**entry)
+    except TypeError:
+        return None
+    ok = (
+        isinstance(page.url, str)
+        and isinstance(page.status, int)
+        and isinstance(page.content_type, str)
+        and isinstance(page.body, str)
+        and isinstance(page.fetched, int | float)
+        and isinstance(page.max_age, int | float)
+    )
+    return page if ok else None
+
+
+def _freshness(headers: httpx.Headers, now: float) -> tuple[float, float, bool]:
+    """(fetched, max_age, storable) from Cache-Control and Age (RFC 9111, the parts we use)."""
+    max_age, no_cache, store = 0.0, False, True
+    for part in headers.get("cache-control", "").lower().split(","):
+        name, _, value = part.strip().partition("=")
+        if name == "max-age":
+            with contextlib.suppress(ValueError):
+                max_age = max(0.0, float(value.strip('"')))
+        elif name == "no-cache":
+            no_cache = True
+        elif name == "no-store":
+            store = False
+    age = 0.0
+    with contextlib.suppress(ValueError):
+        age = max(0.0, float(headers.get("age", "0")))
+    return now - age, 0.0 if no_cache else max_age, store
+
+
+class _DiskCache:
+    """JSON entries named by a hash of the URL without credentials; atomic writes."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+
+    def path(self, kind: str, url: str) -> Path:
+        digest = hashlib.sha256(strip_credentials(url).encode()).hexdigest()
+        return self.root / kind / digest[:2] / f"{digest}.json"
+
+    def read(self, kind: str, url: str) -> object:
+        try:
+            return json.loads(self.path(kind, url).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None  # missing, unreadable or damaged: a miss, refetched and rewritten
+
+    def write(self, kind: str, url: str, entry: dict[str, Any]) -> None:
+        path = self.path(kind, url)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".json")
+        except OSError:
+            return  # a cache that cannot be written only makes the next run slower
+        done = False
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                json.dump(entry, fh)
+            os.replace(tmp, path)
+            done = True
+        except OSError:
+            pass
+        finally:
+            if not done:  # also on Ctrl-C: never leave a temp file behind
+                with contextlib.suppress(OSError):
+                    os.unlink(tmp)
+
+
+class _KeyedLocks:
+    """One lock per key, so that one thing is fetched once while other things go ahead."""
+
+    def __init__(self) -> None:
+        self._guard = threading.Lock()
+        self._locks: dict[str, threading.Lock] = {}
+
+    def __call__(self, key: str) -> threading.Lock:
+        with self._guard:
+            return self._locks.setdefault(key, threading.Lock())
+
+
+def _offline_miss(url: str) -> InfrastructureError:
+    return InfrastructureError(
+        f"offline, and {mask_url(url)} is not in the cache",
+        hint="run once online with the same cache directory to fill it",
+        ref="offline-miss",
+    )
+
+
 class IndexClient:
-    """Reads project file lists from the configured indexes. One instance per run."""
+    """Reads project file lists and core metadata from the configured indexes.
+
+    One instance per run; safe to share between threads. ``cache_dir`` turns on the disk
+    cache, ``offline`` answers from it alone, ``clock`` is the time the cache ages by.
+    """
 
     def __init__(
         self,
@@ -79,10 +272,17 @@ class IndexClient:
         retries: int = 3,
         backoff: float = 0.5,
         timeout: float = 30.0,
+        cache_dir: Path | None = None,
+        offline: bool = False,
+        clock: Callable[[], float] = time.time,
     ) -> None:
         self.config = config
         self.retries = max(1, retries)
         self.backoff = backoff
+        self.offline = offline
+        self.stats = IndexStats()
+        self._clock = clock
+        self._cache = _DiskCache(Path(cache_dir)) if cache_dir is not None else None
         self._client = httpx.Client(
             transport=transport,
             timeout=timeout,
@@ -90,6 +290,8 @@ class IndexClient:
             headers={"User-Agent": f"envbisect/{__version__}", "Accept": ACCEPT},
         )
         self._memo: dict[str, ProjectFiles] = {}
+        self._metadata: dict[str, str] = {}
+        self._locks = _KeyedLocks()
 
     def close(self) -> None:
         self._client.close()
@@ -110,8 +312,89 @@ class IndexClient:
         Raises ``UnknownPackage`` when no index and no folder has the project.
         """
         key = canonicalize_name(name)
-        if key in self._memo:
+        with self._locks(f"project:{key}"):
+            if key not in self._memo:
+                self._memo[key] = self._project_files(name, key)
             return self._memo[key]
+
+    def project_files_many(
+        self, names: Iterable[str], *, max_workers: int = 8
+    ) -> dict[str, ProjectFiles]:
+        """``project_files`` of each name (keys as given) on at most ``max_workers`` threads.
+
+        Each page is still fetched once; the first error, in the order given, is raised.
+        """
+        todo = list(dict.fromkeys(names))
+        return dict(zip(todo, self._pool(self.project_files, todo, max_workers), strict=True))
+
+    def core_metadata(self, f: DistFile) -> str:
+        """The METADATA text of a wheel: the index's metadata file (PEP 658/714) when it
+        advertises one, else read out of the wheel itself (downloaded, never kept).
+
+        Raises ``UsageError`` for an sdist (its metadata needs a build), ``InfrastructureError``
+        with ref ``metadata-hash-mismatch`` when the metadata file does not match its hash.
+        """
+        if not f.is_wheel:
+            raise UsageError(
+                f"{f.filename} is an sdist: reading its metadata requires building it, "
+                "which envbisect does not do",
+                hint="pick a version that has a wheel",
+                ref="sdist-metadata",
+            )
+        with self._locks(f"metadata:{f.url}"):
+            if f.url not in self._metadata:
+                self._metadata[f.url] = self._load_metadata(f)
+            return self._metadata[f.url]
+
+    def metadata_for(self, name: str, version: str) -> str:
+        """The METADATA text of ``name`` at exactly ``version``.
+
+        Raises ``UnknownVersion`` (with the newest versions in its hint) when the indexes have
+        no file of that version, ``UsageError`` when it has only sdists.
+        """
+        pf = self.project_files(name)
+        try:
+            want: Version | None = Version(version)
+        except InvalidVersion:
+            want = None
+        matches = [f for f in pf.files if want is not None and file_version(f.filename) == want]
+        if not matches:
+            known = sorted({v for f in pf.files if (v := file_version(f.filename))}, reverse=True)
+            newest = ", ".join(str(v) for v in known[:5]) or "none"
+            raise UnknownVersion(
+                f"{pf.name} has no version {version!r} on {pf.source}",
+                hint=f"newest versions: {newest}",
+            )
+        # Cheapest first: a local wheel or one with a metadata file (one small read), then any
+        # wheel (a download), then an sdist (an error: that would need a build).
+        best = min(
+            matches,
+            key=lambda f: (
+                not f.is_wheel,
+                f.core_metadata is None and not f.url.startswith("file:"),
+                f.filename,
+            ),
+        )
+        return self.core_metadata(best)
+
+    def metadata_many(
+        self, pairs: Iterable[tuple[str, str]], *, max_workers: int = 8
+    ) -> dict[tuple[str, str], str]:
+        """``metadata_for`` of each (name, version) on at most ``max_workers`` threads."""
+        todo = list(dict.fromkeys(pairs))
+        texts = self._pool(lambda p: self.metadata_for(*p), todo, max_workers)
+        return dict(zip(todo, texts, strict=True))
+
+    def _pool(self, fn: Callable[[_T], _R], items: list[_T], max_workers: int) -> list[_R]:
+        if len(items) <= 1 or max_workers <= 1:
+            return [fn(x) for x in items]
+        pool = ThreadPoolExecutor(min(max_workers, len(items)), thread_name_prefix="envbisect")
+        try:
+            return list(pool.map(fn, items))
+        finally:
+            pool.shutdown(wait=True, cancel_futures=True)
+
+    def _project_files(self, name: str, key: str) -> ProjectFiles:
         files: list[DistFile] = []
         source = ""
         for base in self.index_urls():
@@ -134,51 +417,165 @@ class IndexClient:
                 hint="check the spelling, or point --index-url / --find-links "
                 "at the index that has it",
             )
-        result = ProjectFiles(name=key, files=tuple(files), source=source)
-        self._memo[key] = result
-        return result
+        return ProjectFiles(name=key, files=tuple(files), source=source)
 
     def _fetch_project(self, base: str, key: str) -> list[DistFile] | None:
         url = f"{base.rstrip('/')}/{key}/"
         if url.startswith("file:"):
             return _file_index_project(url)
-        resp = self._get(url)
+        index, shown = mask_url(base), mask_url(url)
+        cached, files = self._cached_page(url, index, shown)
+        if cached is not None and (self.offline or self._clock() - cached.fetched < cached.max_age):
+            self.stats.add(cache_hits=1)
+            return files
+        if self.offline:
+            raise _offline_miss(url)
+        headers = {}
+        if cached is not None and cached.etag:
+            headers["If-None-Match"] = cached.etag
+        if cached is not None and cached.last_modified:
+            headers["If-Modified-Since"] = cached.last_modified
+        resp = self._request(url, headers=headers)
+        fetched, max_age, store = _freshness(resp.headers, self._clock())
+        if resp.status_code == 304 and cached is not None:
+            self.stats.add(revalidated=1)
+            page = replace(
+                cached,
+                fetched=fetched,
+                max_age=max_age if "cache-control" in resp.headers else cached.max_age,
+                etag=resp.headers.get("etag", cached.etag),
+                last_modified=resp.headers.get("last-modified", cached.last_modified),
+            )
+        else:
+            if resp.status_code != 404 and not resp.is_success:
+                raise IndexUnreachable(
+                    f"{shown} answered HTTP {resp.status_code}",
+                    hint="check the index URL and any credentials it needs",
+                )
+            page = _Page(
+                url=strip_credentials(str(resp.url)),
+                status=resp.status_code,
+                content_type=resp.headers.get("content-type", "").split(";")[0].strip().lower(),
+                body=resp.text if resp.status_code != 404 else "",
+                etag=resp.headers.get("etag"),
+                last_modified=resp.headers.get("last-modified"),
+                fetched=fetched,
+                max_age=max_age,
+            )
+            files = _parse_page(page, index, shown)  # garbage raises here, before caching
+        if store and self._cache is not None:
+            self._cache.write(_PAGES, url, asdict(page))
+        return files
+
+    def _cached_page(
+        self, url: str, index: str, shown: str
+    ) -> tuple[_Page | None, list[DistFile] | None]:
+        if self._cache is None:
+            return None, None
+        page = _page_from_entry(self._cache.read(_PAGES, url))
+        if page is None:
+            return None, None
+        try:
+            return page, _parse_page(page, index, shown)
+        except InfrastructureError:
+            return None, None  # a damaged entry is a miss
+
+    def _load_metadata(self, f: DistFile) -> str:
+        if f.url.startswith("file:"):
+            return _local_metadata(f).decode("utf-8", errors="replace")
+        if self._cache is not None:
+            entry = self._cache.read(_METADATA, f.url)
+            if isinstance(entry, dict) and entry.get("url") == f.url:
+                text = entry.get("metadata")
+                if isinstance(text, str) and entry.get("sha256") == _sha256(text.encode()):
+                    self.stats.add(cache_hits=1)
+                    return text
+        if self.offline:
+            raise _offline_miss(f.url)
+        data = self._fetch_metadata_file(f) if f.core_metadata is not None else None
+        if data is None:
+            data = self._metadata_from_wheel(f)
+        text = data.decode("utf-8", errors="replace")
+        if self._cache is not None:
+            entry = {"url": f.url, "sha256": _sha256(text.encode()), "metadata": text}
+            self._cache.write(_METADATA, f.url, entry)
+        return text
+
+    def _fetch_metadata_file(self, f: DistFile) -> bytes | None:
+        url = f.url + ".metadata"
+        resp = self._request(url, headers=_FILE_HEADERS, auth=self._auth_for(url))
         if resp.status_code == 404:
-            return None
-        if resp.status_code >= 400:
+            return None  # advertised but not there: the wheel itself still has it
+        if not resp.is_success:
             raise IndexUnreachable(
                 f"{mask_url(url)} answered HTTP {resp.status_code}",
                 hint="check the index URL and any credentials it needs",
             )
-        ctype = resp.headers.get("content-type", "").split(";")[0].strip().lower()
-        final_url = str(resp.url)
-        try:
-            if ctype == "application/vnd.pypi.simple.v1+json":
-                return parse_simple_json(resp.json(), final_url, index=mask_url(base))
-            if ctype in ("text/html", "application/vnd.pypi.simple.v1+html", ""):
-                return parse_simple_html(resp.text, final_url, index=mask_url(base))
-        except (ValueError, KeyError, TypeError) as e:
-            raise InfrastructureError(
-                f"{mask_url(url)} did not answer a readable Simple API page ({e})",
-                hint="is this URL a package index (PEP 503/691)? PyPI's is https://pypi.org/simple",
-                ref="index-garbage",
-            ) from e
-        raise InfrastructureError(
-            f"{mask_url(url)} answered {ctype or 'no content type'}, not a Simple API page",
-            hint="is this URL a package index (PEP 503/691)? PyPI's is https://pypi.org/simple",
-            ref="index-garbage",
-        )
+        return _verified(resp.content, f.core_metadata or (), url, "metadata-hash-mismatch")
 
-    def _get(self, url: str) -> httpx.Response:
+    def _metadata_from_wheel(self, f: DistFile) -> bytes:
+        with tempfile.TemporaryFile() as tmp:  # wheels can be gigabytes: never in memory
+            resp = self._request(f.url, headers=_FILE_HEADERS, auth=self._auth_for(f.url), sink=tmp)
+            if resp.status_code != 200:
+                raise IndexUnreachable(
+                    f"{mask_url(f.url)} answered HTTP {resp.status_code}",
+                    hint="check the index URL and any credentials it needs",
+                )
+            want = f.hash("sha256")
+            if want:
+                tmp.seek(0)
+                if _stream_sha256(tmp) != want.lower():
+                    raise InfrastructureError(
+                        f"{mask_url(f.url)} does not match the sha256 the index gives for it",
+                        hint="the index, or a proxy on the way, served a damaged file; "
+                        "retry, and report it to the index if it persists",
+                        ref="wheel-hash-mismatch",
+                    )
+            tmp.seek(0)
+            return _read_wheel_metadata(tmp, f.filename)
+
+    def _auth_for(self, url: str) -> httpx.Auth | None:
+        """Credentials of a configured index on the same origin, as uv does: file URLs are
+        kept without them, yet a private index's files need them too."""
+        target = urlsplit(url)
+        for base in self.index_urls():
+            parts = urlsplit(base)
+            same = (parts.scheme, parts.hostname, parts.port) == (
+                target.scheme,
+                target.hostname,
+                target.port,
+            )
+            if same and parts.username is not None:
+                return httpx.BasicAuth(unquote(parts.username), unquote(parts.password or ""))
+        return None
+
+    def _request(
+        self,
+        url: str,
+        *,
+        headers: Mapping[str, str] | None = None,
+        auth: httpx.Auth | None = None,
+        sink: IO[bytes] | None = None,
+    ) -> httpx.Response:
+        """GET, retried on transport errors and 429/5xx. The body is read into the response,
+        or streamed into ``sink`` when the answer is 200."""
         last: Exception | None = None
         for attempt in range(self.retries):
             if attempt:
                 time.sleep(self.backoff * (2 ** (attempt - 1)))
             try:
-                resp = self._client.get(url)
-            except httpx.TransportError as e:
+                with self._client.stream("GET", url, headers=headers, auth=auth) as resp:
+                    if sink is not None and resp.status_code == 200:
+                        sink.seek(0)
+                        sink.truncate()
+                        for chunk in resp.iter_bytes():
+                            sink.write(chunk)
+                    else:
+                        resp.read()
+            except httpx.RequestError as e:
                 last = e
                 continue
+            self.stats.add(requests=1, bytes_fetched=resp.num_bytes_downloaded)
             if resp.status_code in _RETRY_STATUS:
                 last = None
                 continue
@@ -191,6 +588,82 @@ class IndexClient:
         ) from last
 
 
+def _sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _stream_sha256(fh: IO[bytes]) -> str:
+    h = hashlib.sha256()
+    for chunk in iter(lambda: fh.read(1 << 20), b""):
+        h.update(chunk)
+    return h.hexdigest()
+
+
+def _verified(data: bytes, hashes: Iterable[tuple[str, str]], url: str, ref: str) -> bytes:
+    """``data`` if it matches every hash the index gives that hashlib knows, else an error."""
+    for algo, want in hashes:
+        if algo in hashlib.algorithms_guaranteed and hashlib.new(algo, data).hexdigest() != (
+            want.lower()
+        ):
+            raise InfrastructureError(
+                f"{mask_url(url)} does not match the {algo} the index gives for it",
+                hint="the index, or a proxy on the way, served a damaged file; "
+                "retry, and report it to the index if it persists",
+                ref=ref,
+            )
+    return data
+
+
+def _read_wheel_metadata(fh: IO[bytes], filename: str) -> bytes:
+    """The ``<name>-<version>.dist-info/METADATA`` member of a wheel."""
+    try:
+        with zipfile.ZipFile(fh) as zf:
+            names = [
+                n for n in zf.namelist() if n.count("/") == 1 and n.endswith(".dist-info/METADATA")
+            ]
+            if not names:
+                raise InfrastructureError(
+                    f"{filename} has no .dist-info/METADATA",
+                    hint="the wheel is broken; report it to the package's maintainers",
+                    ref="bad-wheel",
+                )
+            # Several dist-info folders would be a broken wheel; prefer the one named like it.
+            stem = canonicalize_name(filename.split("-", 1)[0])
+            names.sort(key=lambda n: (canonicalize_name(n.split("-", 1)[0]) != stem, n))
+            return zf.read(names[0])
+    except (
+        zipfile.BadZipFile,
+        zipfile.LargeZipFile,
+        zlib.error,
+        EOFError,
+        NotImplementedError,
+    ) as e:
+        raise InfrastructureError(
+            f"{filename} is not a readable wheel ({e})",
+            hint="the wheel is broken; report it to the package's maintainers",
+            ref="bad-wheel",
+        ) from e
+
+
+def _local_metadata(f: DistFile) -> bytes:
+    """METADATA of a ``file://`` wheel: its ``.metadata`` neighbour, else the wheel itself."""
+    path = Path(url2pathname(urlsplit(f.url).path))
+    side = path.with_name(path.name + ".metadata")
+    try:
+        if f.core_metadata is not None and side.is_file():
+            return _verified(
+                side.read_bytes(), f.core_metadata, side.as_uri(), "metadata-hash-mismatch"
+            )
+        with path.open("rb") as fh:
+            return _read_wheel_metadata(fh, f.filename)
+    except OSError as e:
+        raise InfrastructureError(
+            f"cannot read {path}: {e.strerror or e}",
+            hint="the find-links folder or file index changed while envbisect ran?",
+            ref="bad-wheel",
+        ) from e
+
+
 def _parse_time(value: object) -> datetime | None:
     if not isinstance(value, str) or not value:
         return None
@@ -200,11 +673,53 @@ def _parse_time(value: object) -> datetime | None:
         return None
 
 
+def _metadata_hashes(value: object) -> tuple[tuple[str, str], ...] | None:
+    """PEP 658/714 metadata flag, from JSON (bool or hash dict) or HTML ("true", "algo=hex")."""
+    if value is None or value is False or value == "false":
+        return None
+    if isinstance(value, dict):
+        return tuple(sorted((str(k), str(v)) for k, v in value.items()))
+    if isinstance(value, str) and "=" in value:
+        algo, digest = value.split("=", 1)
+        return ((algo.strip(), digest.strip()),)
+    return ()
+
+
+def _parse_page(page: _Page, index: str, shown: str) -> list[DistFile] | None:
+    """Files of a fetched or cached page; None for a 404. ``shown`` is the URL for messages."""
+    if page.status == 404:
+        return None
+    try:
+        if page.content_type == _JSON:
+            return parse_simple_json(json.loads(page.body), page.url, index=index)
+        if page.content_type in _HTML:
+            return parse_simple_html(page.body, page.url, index=index)
+    except (ValueError, KeyError, TypeError, AttributeError) as e:
+        raise InfrastructureError(
+            f"{shown} did not answer a readable Simple API page ({e})",
+            hint=_NOT_AN_INDEX,
+            ref="index-garbage",
+        ) from e
+    raise InfrastructureError(
+        f"{shown} answered {page.content_type or 'no content type'}, not a Simple API page",
+        hint=_NOT_AN_INDEX,
+        ref="index-garbage",
+    )
+
+
 def parse_simple_json(data: dict[str, Any], page_url: str, *, index: str = "") -> list[DistFile]:
-    """Files of a PEP 691 project page (with PEP 700 upload times)."""
+    """Files of a PEP 691 project page (with PEP 700 upload times, PEP 658/714 metadata).
+
+    Raises ValueError, KeyError, TypeError or AttributeError for a body that is no such page.
+    """
+    api = str((data.get("meta") or {}).get("api-version", "1.0"))
+    if api.split(".")[0] != "1":
+        raise ValueError(f"Simple API version {api} is not supported")
     out: list[DistFile] = []
     for row in data["files"]:
         yanked = row.get("yanked", False)
+        # PEP 714 renamed the key; older indexes still send only the PEP 658 one.
+        meta = row.get("core-metadata", row.get("dist-info-metadata"))
         out.append(
             DistFile(
                 filename=row["filename"],
@@ -216,6 +731,7 @@ def parse_simple_json(data: dict[str, Any], page_url: str, *, index: str = "") -
                 yanked_reason=yanked if isinstance(yanked, str) and yanked else None,
                 size=row.get("size"),
                 index=index,
+                core_metadata=_metadata_hashes(meta),
             )
         )
     return out
@@ -250,6 +766,12 @@ def parse_simple_html(text: str, page_url: str, *, index: str = "") -> list[Dist
             algo, value = frag.split("=", 1)
             hashes = ((algo, value),)
         yanked = "data-yanked" in a
+        core: tuple[tuple[str, str], ...] | None = None
+        for attr in ("data-core-metadata", "data-dist-info-metadata"):  # PEP 714, then 658
+            if attr in a:
+                # An attribute without a value still says the file exists.
+                core = _metadata_hashes(a[attr] if a[attr] is not None else "true")
+                break
         out.append(
             DistFile(
                 filename=filename,
@@ -259,6 +781,7 @@ def parse_simple_html(text: str, page_url: str, *, index: str = "") -> list[Dist
                 yanked=yanked,
                 yanked_reason=a.get("data-yanked") or None,
                 index=index,
+                core_metadata=core,
             )
         )
     return out
@@ -293,8 +816,5 @@ def local_sha256(url: str) -> str | None:
     if not url.startswith("file:"):
         return None
     path = Path(url2pathname(urlsplit(url).path))
-    h = hashlib.sha256()
     with path.open("rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
+        return _stream_sha256(fh)

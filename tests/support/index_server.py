@@ -3,9 +3,14 @@
 Routes:
     /simple/<project>/    JSON (PEP 691, with PEP 700 upload times) or HTML, by Accept header
     /html/<project>/      HTML only (PEP 503), to exercise the fallback
+    /nometa/<project>/    like /simple/, but no file advertises core metadata (PEP 658/714)
+    /badmeta/<project>/   like /simple/, but the core metadata hashes are wrong
     /garbage/<project>/   200 with a body that is no index page at all
-    /files/<filename>     the file itself
-Requests are counted per path so tests can check what was fetched.
+    /files/<filename>     the file itself; /files/<wheel>.metadata its METADATA
+Project pages carry the cache headers PyPI sends plus an ETag and a Last-Modified, and answer
+304 to a matching If-None-Match (or, without one, a recent enough If-Modified-Since).
+Requests are counted per path (``hits``, keyed "GET /path"), as are body bytes sent (``sent``)
+and 304 answers (``not_modified``), so tests can check what was fetched.
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ import zipfile
 from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime
+from email.utils import format_datetime, parsedate_to_datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -56,7 +62,10 @@ class IndexFile:
 class LocalIndex:
     files: list[IndexFile] = field(default_factory=list)
     hits: Counter[str] = field(default_factory=Counter)
+    sent: Counter[str] = field(default_factory=Counter)
+    not_modified: Counter[str] = field(default_factory=Counter)
     server: ThreadingHTTPServer | None = None
+    lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def add(self, f: IndexFile) -> None:
         self.files.append(f)
@@ -75,7 +84,11 @@ class LocalIndex:
         key = canonicalize_name(name)
         return [f for f in self.files if canonicalize_name(f.project) == key]
 
-    def json_page(self, name: str) -> dict[str, Any]:
+    def last_modified(self, name: str) -> datetime:
+        return max(f.upload_time for f in self.project(name))
+
+    def json_page(self, name: str, *, metadata: str = "sha256") -> dict[str, Any]:
+        """``metadata``: "sha256" (the real hash), "none" (not advertised) or "bad" (wrong)."""
         rows = []
         for f in self.project(name):
             row: dict[str, Any] = {
@@ -89,12 +102,13 @@ class LocalIndex:
             if f.requires_python:
                 row["requires-python"] = f.requires_python
             meta = f.core_metadata()
-            if meta is not None:
-                row["core-metadata"] = {"sha256": hashlib.sha256(meta).hexdigest()}
+            if meta is not None and metadata != "none":
+                digest = hashlib.sha256(meta if metadata == "sha256" else b"bad").hexdigest()
+                row["core-metadata"] = {"sha256": digest}
             rows.append(row)
         return {"meta": {"api-version": "1.1"}, "name": canonicalize_name(name), "files": rows}
 
-    def html_page(self, name: str) -> str:
+    def html_page(self, name: str, *, metadata: str = "sha256") -> str:
         links = []
         for f in self.project(name):
             attrs = f' href="../../files/{f.path.name}#sha256={f.sha256}"'
@@ -103,8 +117,9 @@ class LocalIndex:
             if f.yanked:
                 attrs += ' data-yanked=""'
             meta = f.core_metadata()
-            if meta is not None:
-                attrs += f' data-core-metadata="sha256={hashlib.sha256(meta).hexdigest()}"'
+            if meta is not None and metadata != "none":
+                digest = hashlib.sha256(meta if metadata == "sha256" else b"bad").hexdigest()
+                attrs += f' data-core-metadata="sha256={digest}"'
             links.append(f"<a{attrs}>{f.path.name}</a><br/>")
         return "<!DOCTYPE html><html><body>\n" + "\n".join(links) + "\n</body></html>\n"
 
@@ -120,21 +135,18 @@ class LocalIndex:
                 self.do_GET()
 
             def do_GET(self) -> None:
-                index.hits[f"{self.command} {self.path}"] += 1
+                with index.lock:
+                    index.hits[f"{self.command} {self.path}"] += 1
                 parts = [p for p in self.path.split("?")[0].split("/") if p]
-                if len(parts) == 2 and parts[0] in ("simple", "html", "garbage"):
+                kinds = ("simple", "html", "garbage", "nometa", "badmeta")
+                if len(parts) == 2 and parts[0] in kinds:
                     kind, name = parts
                     if not index.project(name):
                         self._send(404, "text/plain", b"not found")
                     elif kind == "garbage":
                         self._send(200, "application/octet-stream", b"\x00\x01 not an index")
-                    elif kind == "simple" and "application/vnd.pypi.simple.v1+json" in (
-                        self.headers.get("Accept") or ""
-                    ):
-                        body = json.dumps(index.json_page(name)).encode()
-                        self._send(200, "application/vnd.pypi.simple.v1+json", body)
                     else:
-                        self._send(200, "text/html", index.html_page(name).encode())
+                        self._project_page(kind, name)
                     return
                 if len(parts) == 2 and parts[0] == "files":
                     for f in index.files:
@@ -152,13 +164,57 @@ class LocalIndex:
                             return
                 self._send(404, "text/plain", b"not found")
 
-            def _send(self, status: int, ctype: str, body: bytes, cache: str = PAGE) -> None:
+            def _project_page(self, kind: str, name: str) -> None:
+                metadata = {"nometa": "none", "badmeta": "bad"}.get(kind, "sha256")
+                if kind != "html" and "application/vnd.pypi.simple.v1+json" in (
+                    self.headers.get("Accept") or ""
+                ):
+                    ctype = "application/vnd.pypi.simple.v1+json"
+                    body = json.dumps(index.json_page(name, metadata=metadata)).encode()
+                else:
+                    ctype, body = "text/html", index.html_page(name, metadata=metadata).encode()
+                etag = f'"{hashlib.sha256(body).hexdigest()[:16]}"'
+                modified = index.last_modified(name)
+                validators = {"ETag": etag, "Last-Modified": format_datetime(modified, usegmt=True)}
+                if self._not_modified(etag, modified):
+                    with index.lock:
+                        index.not_modified[f"{self.command} {self.path}"] += 1
+                    self._send(304, ctype, b"", headers=validators)
+                else:
+                    self._send(200, ctype, body, headers=validators)
+
+            def _not_modified(self, etag: str, modified: datetime) -> bool:
+                match = self.headers.get("If-None-Match")
+                if match is not None:
+                    tags = [t.strip().removeprefix("W/") for t in match.split(",")]
+                    return "*" in tags or etag in tags
+                since = self.headers.get("If-Modified-Since")
+                if since is None:
+                    return False
+                try:
+                    return modified.replace(microsecond=0) <= parsedate_to_datetime(since)
+                except (TypeError, ValueError):
+                    return False
+
+            def _send(
+                self,
+                status: int,
+                ctype: str,
+                body: bytes,
+                cache: str = PAGE,
+                headers: dict[str, str] | None = None,
+            ) -> None:
                 self.send_response(status)
                 self.send_header("Content-Type", ctype)
                 self.send_header("Cache-Control", cache)
-                self.send_header("Content-Length", str(len(body)))
+                for key, value in (headers or {}).items():
+                    self.send_header(key, value)
+                if status != 304:
+                    self.send_header("Content-Length", str(len(body)))
                 self.end_headers()
-                if not getattr(self, "_head_only", False):
+                if not getattr(self, "_head_only", False) and status != 304:
+                    with index.lock:  # counted first: the client may look as soon as it has it
+                        index.sent[f"{self.command} {self.path}"] += len(body)
                     self.wfile.write(body)
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
