@@ -8,7 +8,6 @@ Heavy modules are imported inside the commands so that ``envbisect --help`` star
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import shlex
 import sys
@@ -19,20 +18,13 @@ from typing import NoReturn
 from rich.console import Console
 
 from . import __version__
+from .commands import STYLE, escape
 from .errors import EnvbisectError, UsageError
-from .index import mask_text
-from .model import IndexConfig, Outcome, OutcomeKind
+from .model import Outcome
+from .redact import mask_text
 from .reporter import Reporter
 
 DEFAULT_INDEX = "https://pypi.org/simple"
-
-_STYLE = {
-    OutcomeKind.PASS: "green",
-    OutcomeKind.FAIL: "red",
-    OutcomeKind.CRASH: "bold red",
-    OutcomeKind.TIMEOUT: "magenta",
-    OutcomeKind.UNTESTABLE: "yellow",
-}
 
 
 class _Parser(argparse.ArgumentParser):
@@ -51,22 +43,13 @@ def _positive(text: str) -> float:
     return value
 
 
-def _add_env_options(p: argparse.ArgumentParser) -> None:
-    """Where packages come from and what the environments run on (run and probe)."""
-    p.add_argument(
-        "--with",
-        dest="with_reqs",
-        action="append",
-        default=[],
-        metavar="REQ",
-        help="a requirement of every environment (repeatable)",
-    )
+def _add_index_options(p: argparse.ArgumentParser) -> None:
+    """Where packages come from, and the metadata cache."""
+    default = os.environ.get("UV_DEFAULT_INDEX") or os.environ.get("UV_INDEX_URL") or DEFAULT_INDEX
     p.add_argument(
         "--index-url",
         metavar="URL",
-        default=os.environ.get("UV_DEFAULT_INDEX")
-        or os.environ.get("UV_INDEX_URL")
-        or DEFAULT_INDEX,
+        default=default,
         help=f"the main index (default {DEFAULT_INDEX})",
     )
     p.add_argument(
@@ -83,6 +66,30 @@ def _add_env_options(p: argparse.ArgumentParser) -> None:
         metavar="DIR",
         help="a folder of wheels (repeatable)",
     )
+    p.add_argument(
+        "--offline",
+        action="store_true",
+        help="answer from the metadata cache only (run once online first)",
+    )
+    p.add_argument(
+        "--cache-dir",
+        type=Path,
+        metavar="DIR",
+        help="the metadata cache (default $ENVBISECT_CACHE_DIR, else ~/.cache/envbisect)",
+    )
+
+
+def _add_env_options(p: argparse.ArgumentParser) -> None:
+    """What goes into the environments and what they run on (run and probe)."""
+    p.add_argument(
+        "--with",
+        dest="with_reqs",
+        action="append",
+        default=[],
+        metavar="REQ",
+        help="a requirement of every environment (repeatable)",
+    )
+    _add_index_options(p)
     p.add_argument(
         "--python",
         metavar="VERSION",
@@ -126,8 +133,8 @@ def _add_probe_options(p: argparse.ArgumentParser) -> None:
         "--native-backtrace",
         choices=("auto", "always", "never"),
         default="auto",
-        help="re-run a crash under gdb for its native backtrace (default auto: "
-        "when gdb is installed)",
+        help="re-run a crash under gdb for its native backtrace (default auto: when gdb "
+        "is installed)",
     )
     p.add_argument(
         "--results",
@@ -141,6 +148,35 @@ def _add_probe_options(p: argparse.ArgumentParser) -> None:
         action="store_true",
         help="keep each environment after its probe (under DIR/.envs)",
     )
+    p.add_argument("--json", action="store_true", help="print one JSON object on stdout")
+
+
+def _add_pins_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--pins",
+        action="append",
+        default=[],
+        metavar="SOURCE",
+        help="the project's pins: a folder, pyproject.toml, requirements file, "
+        "pylock.toml, installed:PYTHON, or name==version from the index (repeatable)",
+    )
+    p.add_argument("--extras", metavar="A,B", help="optional-dependency groups of the pins")
+
+
+def _add_target_options(p: argparse.ArgumentParser) -> None:
+    """For commands that only read: the target, the indexes, --json."""
+    p.add_argument(
+        "--python",
+        metavar="VERSION",
+        help="the target interpreter (a version uv can find, or a path)",
+    )
+    p.add_argument(
+        "--platform",
+        metavar="TAG",
+        help="another platform, as a wheel tag: manylinux_2_28_x86_64, macosx_11_0_arm64, "
+        "win_amd64...",
+    )
+    _add_index_options(p)
     p.add_argument("--json", action="store_true", help="print one JSON object on stdout")
 
 
@@ -169,6 +205,20 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="count any failure as bad, not only one like the bad end's",
     )
+    _add_pins_options(run)
+    run.add_argument(
+        "--baseline",
+        metavar="SOURCE",
+        help="an environment to stay close to: a lockfile, pylock.toml or installed:PYTHON "
+        "(the broken environment, typically)",
+    )
+    run.add_argument(
+        "--rest",
+        choices=("baseline", "contemporary", "latest"),
+        help="the rest of each environment: kept at the baseline where possible, as of the "
+        "candidate's upload time, or latest (default: baseline when one is given, "
+        "else latest)",
+    )
     _add_env_options(run)
     _add_probe_options(run)
     probe = sub.add_parser(
@@ -180,6 +230,29 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _add_env_options(probe)
     _add_probe_options(probe)
+    pins = sub.add_parser(
+        "pins",
+        help="print what a pin source asks for, and what applies to the target",
+        description="Read a pin source (a project folder, pyproject.toml, requirements file, "
+        "pylock.toml, installed:PYTHON, or a released distribution such as "
+        "llamafactory==0.9.5) and print its requirements.",
+    )
+    pins.add_argument("source", metavar="SOURCE")
+    pins.add_argument("--extras", metavar="A,B", help="optional-dependency groups to select")
+    _add_target_options(pins)
+    versions = sub.add_parser(
+        "versions",
+        help="list a package's versions: upload date, installable on the target, in range",
+        description="Every version of PACKAGE on the index, whether a file installs on the "
+        "target, whether the pins allow it, and why each excluded one is excluded.",
+    )
+    versions.add_argument("package", metavar="PACKAGE")
+    _add_pins_options(versions)
+    versions.add_argument("--pre", action="store_true", help="do not exclude pre-releases")
+    versions.add_argument(
+        "--allow-sdist", action="store_true", help="count an sdist as installable"
+    )
+    _add_target_options(versions)
     env = sub.add_parser(
         "env",
         help="report on an environment (versions, torch/CUDA build, driver, GPUs) and check it",
@@ -230,23 +303,19 @@ class RichReporter(Reporter):
     def probe_finished(
         self, version: str, outcome: Outcome, seconds: float, reused: bool, drawing: str
     ) -> None:
-        style = _STYLE[outcome.kind]
+        style = STYLE[outcome.kind]
         how = "from the store" if reused else f"{seconds:.1f} s"
         self.console.print(
-            f"    {version}: [{style}]{_escape(outcome.describe())}[/{style}] ({how}) {drawing}",
+            f"    {version}: [{style}]{escape(outcome.describe())}[/{style}] ({how}) {drawing}",
             highlight=False,
         )
 
 
-def _escape(text: str) -> str:
-    return text.replace("[", "\\[")
-
-
 def _print_error(err: EnvbisectError) -> None:
     console = Console(stderr=True, highlight=False, soft_wrap=True)
-    console.print(f"[bold red]error[/bold red]: {_escape(mask_text(err.message))}")
+    console.print(f"[bold red]error[/bold red]: {escape(mask_text(err.message))}")
     if err.hint:
-        console.print(f"[cyan]hint[/cyan]: {_escape(mask_text(err.hint))}")
+        console.print(f"[cyan]hint[/cyan]: {escape(mask_text(err.hint))}")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -261,160 +330,27 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help(sys.stderr)
         return 2
     full = shlex.join(["envbisect", *(sys.argv[1:] if argv is None else argv)])
+    from . import commands
+
+    console = Console(stderr=True, soft_wrap=True)
     try:
+        if tail and args.command not in ("run", "probe"):
+            raise UsageError(
+                f"envbisect {args.command} takes no command after --",
+                hint=f"see envbisect {args.command} --help",
+            )
         if args.command == "env":
-            return _cmd_env(args)
+            return commands.cmd_env(args)
+        if args.command == "pins":
+            return commands.cmd_pins(args)
+        if args.command == "versions":
+            return commands.cmd_versions(args)
         if args.command == "probe":
-            return _cmd_probe(args, tail, full)
-        return _cmd_run(args, tail, full)
+            return commands.cmd_probe(args, tail, RichReporter(console), console)
+        return commands.cmd_run(args, tail, full, RichReporter(console), console)
     except EnvbisectError as e:
         _print_error(e)
         return e.exit_code
     except KeyboardInterrupt:
         _print_error(EnvbisectError("interrupted", hint="run the same command again to resume"))
         return 130
-
-
-def _indexes(args: argparse.Namespace) -> IndexConfig:
-    return IndexConfig(
-        index_url=args.index_url,
-        extra_index_urls=tuple(args.extra_index_url),
-        find_links=tuple(str(Path(p).resolve()) if "://" not in p else p for p in args.find_links),
-    )
-
-
-def _cmd_run(args: argparse.Namespace, tail: list[str], command: str) -> int:
-    from .engine import RunOptions, run_bisect
-    from .probe import Repro
-    from .report import other_failures_hint, to_json, verdict_line
-
-    origin = Path.cwd()
-    repro = Repro.build(
-        origin=origin,
-        repro_file=args.repro,
-        command=tail,
-        probes=args.probes,
-        default_for=args.package,
-    )
-    opts = RunOptions(
-        package=args.package,
-        repro=repro,
-        good=args.good,
-        bad=args.bad,
-        with_reqs=tuple(args.with_reqs),
-        indexes=_indexes(args),
-        python=args.python,
-        exclude_newer=args.exclude_newer,
-        pre=args.pre,
-        allow_sdist=args.allow_sdist,
-        timeout=args.timeout,
-        results=args.results.resolve(),
-        any_failure=args.any_failure,
-        keep_envs=args.keep_envs,
-        native_backtrace=args.native_backtrace,
-        command=command,
-    )
-    console = Console(stderr=True, soft_wrap=True)
-    if not (args.repro or tail or args.probes):
-        console.print(
-            f"envbisect: no repro given; probing with {repro.describe()}", highlight=False
-        )
-    result = run_bisect(opts, RichReporter(console))
-    if args.json:
-        print(json.dumps(to_json(result), indent=2))
-    else:
-        print(verdict_line(result))
-        if result.lock_path:
-            print(f"known-good lockfile: {result.lock_path}")
-        print(f"report: {result.report_path}")
-    other = other_failures_hint(result)
-    if other:
-        console.print(f"[cyan]hint[/cyan]: {_escape(other)}", highlight=False)
-    if result.status == "no-answer":
-        console.print(
-            "[cyan]hint[/cyan]: the ends did not verify; pick --good/--bad that pass and fail",
-            highlight=False,
-        )
-        return 1
-    return 0
-
-
-def _cmd_probe(args: argparse.Namespace, tail: list[str], command: str) -> int:
-    from .engine import probe_one
-    from .probe import Repro
-
-    if not args.with_reqs:
-        raise UsageError(
-            "no environment given",
-            hint="name what to install: --with 'datasets==2.14.6' --with 'pyarrow<21'",
-            ref="probe-nothing",
-        )
-    repro = Repro.build(origin=Path.cwd(), repro_file=args.repro, command=tail, probes=args.probes)
-    console = Console(stderr=True, soft_wrap=True)
-    rec, reused = probe_one(
-        with_reqs=tuple(args.with_reqs),
-        repro=repro,
-        indexes=_indexes(args),
-        python=args.python,
-        exclude_newer=args.exclude_newer,
-        pre=args.pre,
-        allow_sdist=args.allow_sdist,
-        timeout=args.timeout,
-        results=args.results.resolve(),
-        keep_envs=args.keep_envs,
-        native_backtrace=args.native_backtrace,
-        reporter=RichReporter(console),
-    )
-    o = rec.outcome
-    if args.json:
-        print(json.dumps({
-            "outcome": o.to_dict(),
-            "reused": reused,
-            "installed": [d.to_dict() for d in rec.installed],
-            "build_seconds": round(rec.build_seconds, 3),
-            "probe_seconds": round(rec.probe_seconds, 3),
-            "reports": _probe_reports(rec.stdout_tail),
-            "env_id": rec.env_id,
-        }, indent=2))  # fmt: skip
-    else:
-        style = _STYLE[o.kind]
-        how = (
-            "from the store"
-            if reused
-            else f"built in {rec.build_seconds:.1f} s, probed in {rec.probe_seconds:.1f} s"
-        )
-        console.print(
-            f"{repro.describe()}: [{style}]{_escape(o.describe())}[/{style}] ({how})",
-            highlight=False,
-        )
-        for rep in _probe_reports(rec.stdout_tail):
-            print(json.dumps(rep, sort_keys=True))
-        if o.kind is not OutcomeKind.PASS and o.detail:
-            console.print(o.detail, markup=False, highlight=False)
-        print(o.describe())
-    return 0 if o.kind is OutcomeKind.PASS else 1
-
-
-def _probe_reports(stdout: str) -> list[dict[str, object]]:
-    out = []
-    for line in stdout.splitlines():
-        if line.startswith("ENVBISECT-REPORT: "):
-            try:
-                out.append(json.loads(line.split(": ", 1)[1]))
-            except ValueError:
-                continue
-    return out
-
-
-def _cmd_env(args: argparse.Namespace) -> int:
-    from . import envreport
-
-    report = envreport.collect(args.python, deep=not args.quick)
-    report["nvidia"] = envreport.read_nvidia_smi()
-    found = envreport.checks(report)
-    if args.json:
-        report["checks"] = [c.to_dict() for c in found]
-        print(json.dumps(report, indent=2, sort_keys=True))
-    else:
-        sys.stdout.write(envreport.render(report, found))
-    return 0

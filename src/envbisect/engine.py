@@ -35,12 +35,16 @@ from .errors import (
     UnknownVersion,
     UsageError,
 )
-from .index import IndexClient, local_sha256, mask_text
+from .index import IndexClient, default_cache_dir, local_sha256
 from .materialize import find_python, find_uv, inspect_target
+from .metadata import IndexMetadataSource
 from .model import Candidate, EnvSpec, IndexConfig, InstalledDist, OutcomeKind
 from .outcome import untestable
+from .plan import Unresolvable
+from .planning import RunPlanner, choose_policy, read_pins
 from .probe import Repro
 from .prober import Prober
+from .redact import mask_text
 from .report import LockEntry, ProbeRow, RunResult, pylock, report_markdown, requirements_lock
 from .reporter import Reporter
 from .store import ProbeRecord, Store
@@ -66,6 +70,12 @@ class RunOptions:
     keep_envs: bool = False
     native_backtrace: str = "auto"
     command: str = ""
+    pins: tuple[str, ...] = ()
+    extras: tuple[str, ...] = ()
+    baseline: str | None = None
+    rest: str | None = None  # "baseline" | "contemporary" | "latest"; None: the default
+    offline: bool = False
+    cache_dir: Path | None = None
 
 
 def parse_exclude_newer(value: str | None) -> datetime | None:
@@ -114,17 +124,32 @@ def run_bisect(
     uv = find_uv()
     python = find_python(uv, opts.python)
     target = inspect_target(python)
-    with IndexClient(opts.indexes, transport=transport) as client:
+    client = IndexClient(
+        opts.indexes,
+        transport=transport,
+        cache_dir=opts.cache_dir or default_cache_dir(),
+        offline=opts.offline,
+    )
+    with client:
+        planner = _planner(opts, client, target)
         files = client.project_files(opts.package).files
         ends = [_parse_version(v, flag) for v, flag in ((opts.good, "--good"), (opts.bad, "--bad"))]
+        named = [v for v in ends if v is not None]
         cl = build_candidates(
             files,
             target,
             allow_sdist=opts.allow_sdist,
             pre=opts.pre,
             exclude_newer=exclude_newer,
-            keep=[v for v in ends if v is not None],
+            keep=named,
         )
+        if planner is not None:
+            cl = planner.restrict(cl, named)
+            reporter.message(
+                f"envbisect: planning each environment ({planner.policy.value} policy for the "
+                f"rest; {len(planner.roots)} other requirement(s), "
+                f"{len(planner.baseline)} baseline pin(s))"
+            )
         good_i, bad_i = (
             _locate(cl, v, flag, opts.package)
             for v, flag in zip(ends, ("--good", "--bad"), strict=True)
@@ -163,7 +188,7 @@ def run_bisect(
             native_backtrace=opts.native_backtrace,
             reporter=reporter,
         )
-        run = _Run(opts=opts, prober=prober)
+        run = _Run(opts=opts, prober=prober, planner=planner)
         result = RunResult(
             package=opts.package,
             status="no-answer",
@@ -317,16 +342,41 @@ def _run_id(opts: RunOptions, target: Target) -> str:
             "pre": opts.pre,
             "sdist": opts.allow_sdist,
             "any_failure": opts.any_failure,
+            "pins": list(opts.pins),
+            "extras": list(opts.extras),
+            "baseline": opts.baseline,
+            "rest": opts.rest,
         },
         sort_keys=True,
     )
     return f"{canonicalize_name(opts.package)}-{hashlib.sha256(blob.encode()).hexdigest()[:8]}"
 
 
+def _planner(opts: RunOptions, client: IndexClient, target: Target) -> RunPlanner | None:
+    """A planner when pins, a baseline or a --rest policy were given; else uv resolves."""
+    if not (opts.pins or opts.baseline or opts.rest):
+        return None
+    pinsets = read_pins(opts.pins, client, cwd=opts.repro.origin, extras=opts.extras)
+    base = read_pins([opts.baseline], client, cwd=opts.repro.origin)[0] if opts.baseline else None
+    has_baseline = base is not None or any(p.is_lock for p in pinsets)
+    return RunPlanner(
+        package=opts.package,
+        target=target,
+        source=IndexMetadataSource(client, target, allow_sdist=opts.allow_sdist),
+        pins=pinsets,
+        baseline_pins=base,
+        with_reqs=opts.with_reqs,
+        policy=choose_policy(opts.rest, has_baseline=has_baseline),
+        pre=opts.pre,
+        extras=opts.extras,
+    )
+
+
 @dataclass(slots=True, kw_only=True)
 class _Run:
     opts: RunOptions
     prober: Prober
+    planner: RunPlanner | None = None
 
     def spec(self, cand: Candidate) -> EnvSpec:
         return EnvSpec.build(
@@ -342,6 +392,27 @@ class _Run:
         """Probe one candidate, or take its outcome from the store."""
         spec = self.spec(cand)
         version = str(cand.version)
+        moved: tuple[tuple[str, str | None, str], ...] = ()
+        if self.planner is not None and cand.installable:
+            planned = self.planner.plan_for(cand)
+            if isinstance(planned, Unresolvable):
+                return ProbeRow(
+                    version=version,
+                    outcome=untestable(f"unresolvable: {planned.reason}"),
+                    verdict="",
+                    reused=False,
+                    build_seconds=0.0,
+                    probe_seconds=0.0,
+                    env_id="",
+                )
+            spec = EnvSpec.build(
+                planned.requirements(),
+                python=self.prober.python_label(),
+                indexes=self.opts.indexes,
+                only_binary=not self.opts.allow_sdist,
+                prerelease=self.opts.pre,
+            )
+            moved = tuple((n, str(b) if b else None, str(v)) for n, b, v in planned.moved)
         if not cand.installable:
             return ProbeRow(
                 version=version,
@@ -362,6 +433,7 @@ class _Run:
             probe_seconds=rec.probe_seconds,
             env_id=spec.env_id,
             installed=rec.installed,
+            moved=moved,
         )
 
 

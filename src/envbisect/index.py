@@ -9,39 +9,30 @@ index; the first index that knows the project supplies all of its files. Files f
 Network errors are retried with exponential backoff, then raised as ``IndexUnreachable`` naming
 the URL with any credentials masked. Tests swap the httpx *transport*, never the client.
 
-Two caches:
-- in memory, per client: each project page and each metadata file is read once per run, also
-  under threads (a lock per key: two threads never fetch the same page at once);
-- on disk (``cache_dir``), shared between runs and processes: project pages with their
-  validators, served without a request while fresh (Cache-Control max-age), revalidated when
-  stale (a 304 reuses the body); METADATA texts by file URL, forever (an index's files never
-  change). Whole wheels are never kept, only the METADATA read out of them. Entries are JSON,
-  written to a temp file and renamed into place, so readers see the old entry or the new one,
-  never half of one; an unreadable entry is a miss. File names hash the URL without its
-  credentials, so no password reaches the disk. ``offline=True`` answers from the disk cache
-  only, whatever the age of the entries.
+Two caches: in memory, per client, each project page and each metadata file is read once per
+run, also under threads (a lock per key: two threads never fetch the same page at once); on
+disk (``cache_dir``, see index_cache.py), pages while fresh and METADATA texts forever, shared
+between runs. ``offline=True`` answers from the disk cache only, whatever the age of the entries.
+
+Who does what: ``IndexClient`` makes the requests and decides when to use each cache;
+index_cache.py keeps the disk entries, wheelmeta.py reads METADATA out of wheels and checks
+hashes, redact.py masks credentials (re-exported here with the cache's public names).
 """
 
 from __future__ import annotations
 
-import contextlib
-import hashlib
 import json
-import os
-import re
 import tempfile
 import threading
 import time
-import zipfile
-import zlib
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, replace
 from datetime import datetime
 from html.parser import HTMLParser
 from pathlib import Path
 from typing import IO, Any, TypeVar
-from urllib.parse import unquote, urldefrag, urljoin, urlsplit, urlunsplit
+from urllib.parse import unquote, urldefrag, urljoin, urlsplit
 from urllib.request import url2pathname
 
 import httpx
@@ -57,7 +48,36 @@ from .errors import (
     UnknownVersion,
     UsageError,
 )
+from .index_cache import (
+    METADATA,
+    PAGES,
+    DiskCache,
+    IndexStats,
+    Page,
+    default_cache_dir,
+    freshness,
+    metadata_entry,
+    metadata_from_entry,
+    page_from_entry,
+)
 from .model import DistFile, IndexConfig
+from .redact import mask_text, mask_url, strip_credentials
+from .wheelmeta import local_metadata, read_wheel_metadata, stream_sha256, verified
+
+# Public names, including those defined elsewhere and kept importable from here.
+__all__ = [
+    "ACCEPT",
+    "IndexClient",
+    "IndexStats",
+    "ProjectFiles",
+    "default_cache_dir",
+    "local_sha256",
+    "mask_text",
+    "mask_url",
+    "parse_simple_html",
+    "parse_simple_json",
+    "strip_credentials",
+]
 
 ACCEPT = (
     "application/vnd.pypi.simple.v1+json, "
@@ -69,46 +89,9 @@ _HTML = ("text/html", "application/vnd.pypi.simple.v1+html", "")
 _FILE_HEADERS = {"Accept": "*/*"}
 _RETRY_STATUS = {429, 500, 502, 503, 504}
 _NOT_AN_INDEX = "is this URL a package index (PEP 503/691)? PyPI's is https://pypi.org/simple"
-# Folder names carry a format version: a new layout never misreads an old one.
-_PAGES = "pages-v1"
-_METADATA = "metadata-v1"
 
 _T = TypeVar("_T")
 _R = TypeVar("_R")
-
-
-def mask_url(url: str) -> str:
-    """The URL with any user name and password replaced by ``***``."""
-    parts = urlsplit(url)
-    if "@" not in parts.netloc:
-        return url
-    host = parts.netloc.rsplit("@", 1)[1]
-    return urlunsplit(parts._replace(netloc=f"***@{host}"))
-
-
-def strip_credentials(url: str) -> str:
-    """The URL without its user info: file URLs we keep must never carry a password."""
-    parts = urlsplit(url)
-    if "@" not in parts.netloc:
-        return url
-    return urlunsplit(parts._replace(netloc=parts.netloc.rsplit("@", 1)[1]))
-
-
-def mask_text(text: str) -> str:
-    """Mask credentials in every URL inside free text (uv's messages, our own)."""
-    return re.sub(r"(\w+://)[^/\s@]+@", r"\1***@", text)
-
-
-def default_cache_dir(environ: Mapping[str, str] | None = None) -> Path:
-    """Where the on-disk cache lives unless told: ``$ENVBISECT_CACHE_DIR``, else
-    ``$XDG_CACHE_HOME/envbisect``, else ``~/.cache/envbisect``. ``environ`` defaults to
-    ``os.environ``."""
-    env = os.environ if environ is None else environ
-    if env.get("ENVBISECT_CACHE_DIR"):
-        return Path(env["ENVBISECT_CACHE_DIR"]).expanduser()
-    if env.get("XDG_CACHE_HOME"):
-        return Path(env["XDG_CACHE_HOME"]).expanduser() / "envbisect"
-    return Path.home() / ".cache" / "envbisect"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -116,125 +99,6 @@ class ProjectFiles:
     name: str
     files: tuple[DistFile, ...]
     source: str  # the (masked) index URL or folder the files came from
-
-
-@dataclass(slots=True)
-class IndexStats:
-    """What a client cost, for benchmarks. Mutable; ``add`` is safe under threads.
-
-    ``requests``: HTTP responses received (each retry counts); ``bytes_fetched``: body bytes
-    off the network, as sent (before decompression); ``cache_hits``: answers served from the
-    disk cache without a request; ``revalidated``: stale pages the index confirmed with a 304.
-    """
-
-    requests: int = 0
-    bytes_fetched: int = 0
-    cache_hits: int = 0
-    revalidated: int = 0
-    _lock: threading.Lock = field(
-        default_factory=threading.Lock, init=False, repr=False, compare=False
-    )
-
-    def add(
-        self,
-        *,
-        requests: int = 0,
-        bytes_fetched: int = 0,
-        cache_hits: int = 0,
-        revalidated: int = 0,
-    ) -> None:
-        with self._lock:
-            self.requests += requests
-            self.bytes_fetched += bytes_fetched
-            self.cache_hits += cache_hits
-            self.revalidated += revalidated
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class _Page:
-    """A project page as fetched or cached: enough to parse it and to revalidate it."""
-
-    url: str  # after redirects, without credentials: relative links resolve against it
-    status: int  # 200, or 404: this index does not have the project
-    content_type: str = ""
-    body: str = ""
-    etag: str | None = None
-    last_modified: str | None = None
-    fetched: float = 0.0  # clock time the answer was fresh from the origin (Age subtracted)
-    max_age: float = 0.0
-
-
-def _page_from_entry(entry: object) -> _Page | None:
-    if not isinstance(entry, dict):
-        return None
-    try:
-        page = _Page(**entry)
-    except TypeError:
-        return None
-    ok = (
-        isinstance(page.url, str)
-        and isinstance(page.status, int)
-        and isinstance(page.content_type, str)
-        and isinstance(page.body, str)
-        and isinstance(page.fetched, int | float)
-        and isinstance(page.max_age, int | float)
-    )
-    return page if ok else None
-
-
-def _freshness(headers: httpx.Headers, now: float) -> tuple[float, float, bool]:
-    """(fetched, max_age, storable) from Cache-Control and Age (RFC 9111, the parts we use)."""
-    max_age, no_cache, store = 0.0, False, True
-    for part in headers.get("cache-control", "").lower().split(","):
-        name, _, value = part.strip().partition("=")
-        if name == "max-age":
-            with contextlib.suppress(ValueError):
-                max_age = max(0.0, float(value.strip('"')))
-        elif name == "no-cache":
-            no_cache = True
-        elif name == "no-store":
-            store = False
-    age = 0.0
-    with contextlib.suppress(ValueError):
-        age = max(0.0, float(headers.get("age", "0")))
-    return now - age, 0.0 if no_cache else max_age, store
-
-
-class _DiskCache:
-    """JSON entries named by a hash of the URL without credentials; atomic writes."""
-
-    def __init__(self, root: Path) -> None:
-        self.root = root
-
-    def path(self, kind: str, url: str) -> Path:
-        digest = hashlib.sha256(strip_credentials(url).encode()).hexdigest()
-        return self.root / kind / digest[:2] / f"{digest}.json"
-
-    def read(self, kind: str, url: str) -> object:
-        try:
-            return json.loads(self.path(kind, url).read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            return None  # missing, unreadable or damaged: a miss, refetched and rewritten
-
-    def write(self, kind: str, url: str, entry: dict[str, Any]) -> None:
-        path = self.path(kind, url)
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".json")
-        except OSError:
-            return  # a cache that cannot be written only makes the next run slower
-        done = False
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                json.dump(entry, fh)
-            os.replace(tmp, path)
-            done = True
-        except OSError:
-            pass
-        finally:
-            if not done:  # also on Ctrl-C: never leave a temp file behind
-                with contextlib.suppress(OSError):
-                    os.unlink(tmp)
 
 
 class _KeyedLocks:
@@ -282,7 +146,7 @@ class IndexClient:
         self.offline = offline
         self.stats = IndexStats()
         self._clock = clock
-        self._cache = _DiskCache(Path(cache_dir)) if cache_dir is not None else None
+        self._cache = DiskCache(Path(cache_dir)) if cache_dir is not None else None
         self._client = httpx.Client(
             transport=transport,
             timeout=timeout,
@@ -436,7 +300,7 @@ class IndexClient:
         if cached is not None and cached.last_modified:
             headers["If-Modified-Since"] = cached.last_modified
         resp = self._request(url, headers=headers)
-        fetched, max_age, store = _freshness(resp.headers, self._clock())
+        fetched, max_age, store = freshness(resp.headers, self._clock())
         if resp.status_code == 304 and cached is not None:
             self.stats.add(revalidated=1)
             page = replace(
@@ -452,7 +316,7 @@ class IndexClient:
                     f"{shown} answered HTTP {resp.status_code}",
                     hint="check the index URL and any credentials it needs",
                 )
-            page = _Page(
+            page = Page(
                 url=strip_credentials(str(resp.url)),
                 status=resp.status_code,
                 content_type=resp.headers.get("content-type", "").split(";")[0].strip().lower(),
@@ -464,15 +328,15 @@ class IndexClient:
             )
             files = _parse_page(page, index, shown)  # garbage raises here, before caching
         if store and self._cache is not None:
-            self._cache.write(_PAGES, url, asdict(page))
+            self._cache.write(PAGES, url, asdict(page))
         return files
 
     def _cached_page(
         self, url: str, index: str, shown: str
-    ) -> tuple[_Page | None, list[DistFile] | None]:
+    ) -> tuple[Page | None, list[DistFile] | None]:
         if self._cache is None:
             return None, None
-        page = _page_from_entry(self._cache.read(_PAGES, url))
+        page = page_from_entry(self._cache.read(PAGES, url))
         if page is None:
             return None, None
         try:
@@ -482,14 +346,12 @@ class IndexClient:
 
     def _load_metadata(self, f: DistFile) -> str:
         if f.url.startswith("file:"):
-            return _local_metadata(f).decode("utf-8", errors="replace")
+            return local_metadata(f).decode("utf-8", errors="replace")
         if self._cache is not None:
-            entry = self._cache.read(_METADATA, f.url)
-            if isinstance(entry, dict) and entry.get("url") == f.url:
-                text = entry.get("metadata")
-                if isinstance(text, str) and entry.get("sha256") == _sha256(text.encode()):
-                    self.stats.add(cache_hits=1)
-                    return text
+            cached = metadata_from_entry(self._cache.read(METADATA, f.url), f.url)
+            if cached is not None:
+                self.stats.add(cache_hits=1)
+                return cached
         if self.offline:
             raise _offline_miss(f.url)
         data = self._fetch_metadata_file(f) if f.core_metadata is not None else None
@@ -497,8 +359,7 @@ class IndexClient:
             data = self._metadata_from_wheel(f)
         text = data.decode("utf-8", errors="replace")
         if self._cache is not None:
-            entry = {"url": f.url, "sha256": _sha256(text.encode()), "metadata": text}
-            self._cache.write(_METADATA, f.url, entry)
+            self._cache.write(METADATA, f.url, metadata_entry(f.url, text))
         return text
 
     def _fetch_metadata_file(self, f: DistFile) -> bytes | None:
@@ -511,7 +372,7 @@ class IndexClient:
                 f"{mask_url(url)} answered HTTP {resp.status_code}",
                 hint="check the index URL and any credentials it needs",
             )
-        return _verified(resp.content, f.core_metadata or (), url, "metadata-hash-mismatch")
+        return verified(resp.content, f.core_metadata or (), url, "metadata-hash-mismatch")
 
     def _metadata_from_wheel(self, f: DistFile) -> bytes:
         with tempfile.TemporaryFile() as tmp:  # wheels can be gigabytes: never in memory
@@ -524,7 +385,7 @@ class IndexClient:
             want = f.hash("sha256")
             if want:
                 tmp.seek(0)
-                if _stream_sha256(tmp) != want.lower():
+                if stream_sha256(tmp) != want.lower():
                     raise InfrastructureError(
                         f"{mask_url(f.url)} does not match the sha256 the index gives for it",
                         hint="the index, or a proxy on the way, served a damaged file; "
@@ -532,7 +393,7 @@ class IndexClient:
                         ref="wheel-hash-mismatch",
                     )
             tmp.seek(0)
-            return _read_wheel_metadata(tmp, f.filename)
+            return read_wheel_metadata(tmp, f.filename)
 
     def _auth_for(self, url: str) -> httpx.Auth | None:
         """Credentials of a configured index on the same origin, as uv does: file URLs are
@@ -588,82 +449,6 @@ class IndexClient:
         ) from last
 
 
-def _sha256(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
-
-
-def _stream_sha256(fh: IO[bytes]) -> str:
-    h = hashlib.sha256()
-    for chunk in iter(lambda: fh.read(1 << 20), b""):
-        h.update(chunk)
-    return h.hexdigest()
-
-
-def _verified(data: bytes, hashes: Iterable[tuple[str, str]], url: str, ref: str) -> bytes:
-    """``data`` if it matches every hash the index gives that hashlib knows, else an error."""
-    for algo, want in hashes:
-        if algo in hashlib.algorithms_guaranteed and hashlib.new(algo, data).hexdigest() != (
-            want.lower()
-        ):
-            raise InfrastructureError(
-                f"{mask_url(url)} does not match the {algo} the index gives for it",
-                hint="the index, or a proxy on the way, served a damaged file; "
-                "retry, and report it to the index if it persists",
-                ref=ref,
-            )
-    return data
-
-
-def _read_wheel_metadata(fh: IO[bytes], filename: str) -> bytes:
-    """The ``<name>-<version>.dist-info/METADATA`` member of a wheel."""
-    try:
-        with zipfile.ZipFile(fh) as zf:
-            names = [
-                n for n in zf.namelist() if n.count("/") == 1 and n.endswith(".dist-info/METADATA")
-            ]
-            if not names:
-                raise InfrastructureError(
-                    f"{filename} has no .dist-info/METADATA",
-                    hint="the wheel is broken; report it to the package's maintainers",
-                    ref="bad-wheel",
-                )
-            # Several dist-info folders would be a broken wheel; prefer the one named like it.
-            stem = canonicalize_name(filename.split("-", 1)[0])
-            names.sort(key=lambda n: (canonicalize_name(n.split("-", 1)[0]) != stem, n))
-            return zf.read(names[0])
-    except (
-        zipfile.BadZipFile,
-        zipfile.LargeZipFile,
-        zlib.error,
-        EOFError,
-        NotImplementedError,
-    ) as e:
-        raise InfrastructureError(
-            f"{filename} is not a readable wheel ({e})",
-            hint="the wheel is broken; report it to the package's maintainers",
-            ref="bad-wheel",
-        ) from e
-
-
-def _local_metadata(f: DistFile) -> bytes:
-    """METADATA of a ``file://`` wheel: its ``.metadata`` neighbour, else the wheel itself."""
-    path = Path(url2pathname(urlsplit(f.url).path))
-    side = path.with_name(path.name + ".metadata")
-    try:
-        if f.core_metadata is not None and side.is_file():
-            return _verified(
-                side.read_bytes(), f.core_metadata, side.as_uri(), "metadata-hash-mismatch"
-            )
-        with path.open("rb") as fh:
-            return _read_wheel_metadata(fh, f.filename)
-    except OSError as e:
-        raise InfrastructureError(
-            f"cannot read {path}: {e.strerror or e}",
-            hint="the find-links folder or file index changed while envbisect ran?",
-            ref="bad-wheel",
-        ) from e
-
-
 def _parse_time(value: object) -> datetime | None:
     if not isinstance(value, str) or not value:
         return None
@@ -685,7 +470,7 @@ def _metadata_hashes(value: object) -> tuple[tuple[str, str], ...] | None:
     return ()
 
 
-def _parse_page(page: _Page, index: str, shown: str) -> list[DistFile] | None:
+def _parse_page(page: Page, index: str, shown: str) -> list[DistFile] | None:
     """Files of a fetched or cached page; None for a 404. ``shown`` is the URL for messages."""
     if page.status == 404:
         return None
@@ -817,4 +602,4 @@ def local_sha256(url: str) -> str | None:
         return None
     path = Path(url2pathname(urlsplit(url).path))
     with path.open("rb") as fh:
-        return _stream_sha256(fh)
+        return stream_sha256(fh)

@@ -25,9 +25,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .errors import DiskFull, IndexUnreachable, UsageError, UvMissing
-from .index import mask_text
 from .model import EnvSpec, InstalledDist, Outcome
 from .outcome import untestable
+from .redact import mask_text
 from .target import FACTS_SCRIPT, Target
 
 # Variables that would make uv read other indexes or policies than the EnvSpec says.

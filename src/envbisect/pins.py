@@ -1,9 +1,10 @@
 """Pin sources: what the project the user runs asks for, read into packaging requirements.
 
 Who does what: the ``parse_*`` functions are pure (text and an origin label in, a ``PinSet``
-out); ``load_pins`` is the one function with IO. It decides what kind of source the user named,
-reads files, runs an interpreter for ``installed:PYTHON`` and calls the injected
-``fetch_metadata`` for a released distribution (``name==version``); it never opens a socket.
+out); pip's requirements format itself is read by reqfile.py. ``load_pins`` is the one function
+with IO: it decides what kind of source the user named, reads files and runs an interpreter for
+``installed:PYTHON`` through pinsource.py, and calls the injected ``fetch_metadata`` for a
+released distribution (``name==version``); it never opens a socket.
 
     load_pins(spec)
     ├── a folder              its pyproject.toml with a static [project], else requirements.txt
@@ -26,16 +27,12 @@ Every error is a ``UsageError`` with a stable ``pins-*`` reference, a message na
 from __future__ import annotations
 
 import email.parser
-import json
 import os
 import re
-import shlex
-import shutil
-import subprocess
 import sys
-from collections.abc import Callable, Collection, Iterator, Mapping
+from collections.abc import Callable, Collection, Mapping
 from collections.abc import Set as AbstractSet
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -46,21 +43,35 @@ from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from .errors import UsageError
-from .index import mask_text, mask_url
+from .pinsource import file_reader, installed_distributions, read_text, resolve
+from .redact import mask_text, mask_url
+from .reqfile import Collected, Reader, requirement_lines
 
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover
     import tomli as tomllib
 
-Reader = Callable[[str], tuple[str, str]]
+__all__ = [
+    "FORMS_HINT",
+    "FetchMetadata",
+    "Pin",
+    "PinSet",
+    "Reader",
+    "load_pins",
+    "parse_metadata",
+    "parse_pylock",
+    "parse_pyproject",
+    "parse_requirements",
+    "select_extras",
+]
+
 FetchMetadata = Callable[[str, str], str]
 
 FORMS_HINT = (
     "--pins takes a project folder, a pyproject.toml, a requirements file, a pylock.toml, "
     "installed:PYTHON, or a released distribution as name==version"
 )
-_MAX_INCLUDE_DEPTH = 32
 _PYPI_SIMPLE = ("https://pypi.org/simple", "https://pypi.org/simple/")
 
 
@@ -286,49 +297,7 @@ def parse_pyproject(text: str, *, origin: str, extras: Collection[str] = ()) -> 
     return select_extras(pinset, extras, label=origin)
 
 
-# -- requirements files (pip's format) ---------------------------------------------------------
-
-# option -> (meaning, takes a value); as pip accepts them in requirements files.
-_OPTIONS: dict[str, tuple[str, bool]] = {
-    "-r": ("requirement", True),
-    "--requirement": ("requirement", True),
-    "-c": ("constraint", True),
-    "--constraint": ("constraint", True),
-    "-e": ("editable", True),
-    "--editable": ("editable", True),
-    "-i": ("index-url", True),
-    "--index-url": ("index-url", True),
-    "--extra-index-url": ("extra-index-url", True),
-    "-f": ("find-links", True),
-    "--find-links": ("find-links", True),
-    "--hash": ("hash", True),
-    # Accepted and ignored: they change how pip installs, not what the project asks for.
-    "--pre": ("ignored", False),
-    "--prefer-binary": ("ignored", False),
-    "--no-index": ("ignored", False),
-    "--require-hashes": ("ignored", False),
-    "--only-binary": ("ignored", True),
-    "--no-binary": ("ignored", True),
-    "--trusted-host": ("ignored", True),
-    "--use-feature": ("ignored", True),
-    "-C": ("ignored", True),
-    "--config-settings": ("ignored", True),
-    "--global-option": ("ignored", True),
-}
-_COMMENT = re.compile(r"(^|\s+)#.*$")
-_URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://|^file:")
-_ARCHIVES = (".whl", ".tar.gz", ".tgz", ".tar.bz2", ".tbz", ".tar.xz", ".txz", ".tar", ".zip")
-_HASH = re.compile(r"[A-Za-z0-9]+:[0-9A-Fa-f]+")
-
-
-@dataclass(slots=True)
-class _Collected:
-    requirements: list[Pin] = field(default_factory=list)
-    constraints: list[Pin] = field(default_factory=list)
-    index_url: str | None = None
-    extra_index_urls: list[str] = field(default_factory=list)
-    find_links: list[str] = field(default_factory=list)
-    skipped: list[str] = field(default_factory=list)
+# -- requirements files (pip's format, read by reqfile.py) -------------------------------------
 
 
 def parse_requirements(text: str, *, origin: str, read: Reader | None = None) -> PinSet:
@@ -338,189 +307,23 @@ def parse_requirements(text: str, *, origin: str, read: Reader | None = None) ->
     of the including file's location; the top file's location is ``origin``) to its text and
     label; it may raise ``OSError``. Without ``read``, an include is an error.
     """
-    found = _Collected()
-    _read_requirements(
-        text, label=origin, location=origin, read=read, found=found, constraint=False, stack=()
-    )
-    reqs = tuple(found.requirements)
+    found = Collected()
+    reqs: list[Pin] = []
+    constraints: list[Pin] = []
+    for line in requirement_lines(text, origin=origin, read=read, found=found):
+        req = _requirement(line.text, where=line.where)
+        pin = Pin(requirement=req, origin=line.where, hashes=line.hashes, text=line.text)
+        (constraints if line.constraint else reqs).append(pin)
     return PinSet(
         source=mask_text(origin),
-        requirements=reqs,
-        constraints=tuple(found.constraints),
+        requirements=tuple(reqs),
+        constraints=tuple(constraints),
         index_url=found.index_url,
         extra_index_urls=tuple(dict.fromkeys(found.extra_index_urls)),
         find_links=tuple(dict.fromkeys(found.find_links)),
         is_lock=_all_exact(reqs),
         skipped=tuple(found.skipped),
     )
-
-
-def _read_requirements(
-    text: str,
-    *,
-    label: str,
-    location: str,
-    read: Reader | None,
-    found: _Collected,
-    constraint: bool,
-    stack: tuple[str, ...],
-) -> None:
-    stack = (*stack, os.path.normpath(location))
-    label = mask_text(label)
-    for number, line in _logical_lines(text):
-        where = f"{label}:{number}"
-        args, options = _split_line(line, where)
-        hashes: list[str] = []
-        for option, value in options:
-            if option == "hash":
-                if not _HASH.fullmatch(value):
-                    raise _syntax(where, f"invalid --hash {value!r}", "write --hash=sha256:<hex>")
-                hashes.append(value)
-            elif option == "index-url":
-                found.index_url = value
-            elif option == "extra-index-url":
-                found.extra_index_urls.append(value)
-            elif option == "find-links":
-                found.find_links.append(value)
-            elif option in ("requirement", "constraint", "editable") and args:
-                raise _syntax(where, f"{args!r} and -{option[0]} on one line", "split the line")
-            elif option == "editable":
-                found.skipped.append(f"{where}: -e {mask_text(value)}")
-            elif option in ("requirement", "constraint"):
-                child = os.path.normpath(os.path.join(os.path.dirname(location), value))
-                reader = _include(value, child, where=where, stack=stack, read=read)
-                try:
-                    child_text, child_label = reader(child)
-                except OSError as e:
-                    raise UsageError(
-                        f"{where}: cannot read {value}: {e.strerror or e}",
-                        hint="-r and -c paths are relative to the file that names them",
-                        ref="pins-include",
-                    ) from e
-                _read_requirements(
-                    child_text,
-                    label=child_label,
-                    location=child,
-                    read=read,
-                    found=found,
-                    constraint=constraint or option == "constraint",
-                    stack=stack,
-                )
-        if hashes and not args:
-            raise _syntax(where, "--hash without a requirement", "put --hash on its requirement")
-        if not args:
-            continue
-        if _is_local(args):
-            found.skipped.append(f"{where}: {mask_text(args)}")
-            continue
-        req = _requirement(args, where=where)
-        pin = Pin(requirement=req, origin=where, hashes=tuple(hashes), text=args)
-        (found.constraints if constraint else found.requirements).append(pin)
-
-
-def _include(
-    value: str, child: str, *, where: str, stack: tuple[str, ...], read: Reader | None
-) -> Reader:
-    """The reader to follow an include with; refuses one that cannot or must not be followed."""
-    if _URL.match(value):
-        raise UsageError(
-            f"{where}: cannot follow the remote include {mask_text(value)}",
-            hint="download that file and point -r/-c at the local copy",
-            ref="pins-include",
-        )
-    if read is None:
-        raise UsageError(
-            f"{where}: cannot follow the include {value}: no reader was given",
-            hint="pass the file to load_pins, which reads includes from disk",
-            ref="pins-include",
-        )
-    if child in stack:
-        raise UsageError(
-            f"{where}: include loop: {' -> '.join((*stack, child))}",
-            hint="remove one of the -r/-c lines that form the cycle",
-            ref="pins-include-loop",
-        )
-    if len(stack) >= _MAX_INCLUDE_DEPTH:
-        raise UsageError(
-            f"{where}: includes nest deeper than {_MAX_INCLUDE_DEPTH} files",
-            hint="look for an include loop through links, or flatten the files",
-            ref="pins-include-loop",
-        )
-    return read
-
-
-def _logical_lines(text: str) -> Iterator[tuple[int, str]]:
-    """Lines joined at trailing backslashes, comments removed, blanks dropped (as pip does)."""
-    first = 0
-    parts: list[str] = []
-    for number, raw in enumerate(text.splitlines(), 1):
-        is_comment = _COMMENT.match(raw) is not None
-        if raw.endswith("\\") and not is_comment:
-            if not parts:
-                first = number
-            parts.append(raw[:-1])
-            continue
-        if parts:
-            parts.append(" " + raw if is_comment else raw)
-            number, raw = first, "".join(parts)
-            parts = []
-        line = _COMMENT.sub("", raw).strip()
-        if line:
-            yield number, line
-    if parts:
-        line = _COMMENT.sub("", "".join(parts)).strip()
-        if line:
-            yield first, line
-
-
-def _split_line(line: str, where: str) -> tuple[str, list[tuple[str, str]]]:
-    """The requirement part (up to the first token starting with '-') and the options."""
-    tokens = line.split()
-    cut = next((i for i, tok in enumerate(tokens) if tok.startswith("-")), len(tokens))
-    args = " ".join(tokens[:cut])
-    try:
-        words = shlex.split(" ".join(tokens[cut:]))
-    except ValueError as e:
-        raise _syntax(where, f"cannot read the options of {line!r}", str(e)) from e
-    options: list[tuple[str, str]] = []
-    i = 0
-    while i < len(words):
-        word, value = words[i], None
-        i += 1
-        if word.startswith("--") and "=" in word:
-            word, value = word.split("=", 1)
-        elif not word.startswith("--") and len(word) > 2 and _OPTIONS.get(word[:2], ("", False))[1]:
-            word, value = word[:2], word[2:]
-        if not word.startswith("-"):
-            raise _syntax(where, f"unexpected {word!r}", "one requirement or option per line")
-        if word not in _OPTIONS:
-            raise _syntax(where, f"unknown option {word!r}", "see pip's requirements file format")
-        meaning, takes_value = _OPTIONS[word]
-        if takes_value and value is None:
-            if i >= len(words):
-                raise _syntax(where, f"option {word} needs a value", f"write {word} VALUE")
-            value = words[i]
-            i += 1
-        elif not takes_value and value is not None:
-            raise _syntax(where, f"option {word} takes no value", f"write {word} alone")
-        if meaning != "ignored":
-            options.append((meaning, value or ""))
-    return args, options
-
-
-def _is_local(arg: str) -> bool:
-    """A local path, archive or bare URL: no index requirement to plan over (pip's rules)."""
-    head = arg.split(";", 1)[0].strip()
-    if _URL.match(head):
-        return True
-    if "@" in head and not _path_like(head.split("@", 1)[0]):
-        return False  # name @ url: a PEP 508 direct reference
-    return _path_like(head) or head.lower().endswith(_ARCHIVES)
-
-
-def _path_like(text: str) -> bool:
-    text = text.strip()
-    return "/" in text or "\\" in text or text.startswith((".", "~"))
 
 
 # -- pylock.toml (PEP 751) ---------------------------------------------------------------------
@@ -631,22 +434,6 @@ def parse_metadata(text: str, *, origin: str) -> PinSet:
 
 # -- load_pins: the IO edge --------------------------------------------------------------------
 
-# Run with the user's interpreter (``python -I -c``); prints [[name, version], ...] in sys.path
-# order, so the first row of a name is the distribution that import finds.
-_INSTALLED_SCRIPT = r"""
-import json
-try:
-    from importlib import metadata
-except ImportError:
-    import importlib_metadata as metadata
-rows = []
-for dist in metadata.distributions():
-    name = dist.metadata["Name"]
-    if name:
-        rows.append([name, dist.version])
-print(json.dumps(rows))
-"""
-
 
 def load_pins(
     spec: str,
@@ -660,7 +447,7 @@ def load_pins(
     if spec.startswith("installed:"):
         pins = _load_installed(spec.removeprefix("installed:"), cwd=cwd)
     else:
-        path = _resolve(cwd, spec)
+        path = resolve(cwd, spec)
         if path.is_dir():
             pins = _load_folder(spec, path, cwd)
         elif path.is_file():
@@ -689,7 +476,7 @@ def _load_folder(label: str, folder: Path, cwd: Path) -> PinSet:
     if pyproject.is_file():
         pyproject_label = os.path.join(label, "pyproject.toml")
         try:
-            return parse_pyproject(_read_text(pyproject, pyproject_label), origin=pyproject_label)
+            return parse_pyproject(read_text(pyproject, pyproject_label), origin=pyproject_label)
         except UsageError as e:
             # A setup.py-era project: only its requirements.txt says what it needs.
             if e.ref not in ("pins-no-project", "pins-dynamic") or not requirements.is_file():
@@ -704,7 +491,7 @@ def _load_folder(label: str, folder: Path, cwd: Path) -> PinSet:
 
 
 def _load_file(label: str, path: Path, cwd: Path) -> PinSet:
-    text = _read_text(path, label)
+    text = read_text(path, label)
     name = path.name
     if name == "pylock.toml" or re.fullmatch(r"pylock\.[^.]+\.toml", name):
         return parse_pylock(text, origin=label)
@@ -712,11 +499,7 @@ def _load_file(label: str, path: Path, cwd: Path) -> PinSet:
         return parse_pyproject(text, origin=label)
     if name == "METADATA" or name.endswith(".metadata"):
         return parse_metadata(text, origin=label)
-
-    def read(location: str) -> tuple[str, str]:
-        return _decode(_resolve(cwd, location).read_bytes(), location), location
-
-    return parse_requirements(text, origin=label, read=read)
+    return parse_requirements(text, origin=label, read=file_reader(cwd))
 
 
 def _load_distribution(
@@ -742,43 +525,9 @@ def _load_distribution(
 
 
 def _load_installed(python: str, *, cwd: Path) -> PinSet:
-    hint = "name an interpreter on PATH or give its path, e.g. installed:.venv/bin/python"
-    if not python:
-        raise UsageError("installed: names no interpreter", hint=hint, ref="pins-no-interpreter")
-    if os.sep in python or (os.altsep is not None and os.altsep in python):
-        path = _resolve(cwd, python)
-        exe = str(path) if path.is_file() else None
-    else:
-        exe = shutil.which(python)
-    if exe is None:
-        raise UsageError(f"no interpreter {python!r}", hint=hint, ref="pins-no-interpreter")
-    try:
-        proc = subprocess.run(
-            [exe, "-I", "-c", _INSTALLED_SCRIPT],
-            capture_output=True,
-            text=True,
-            timeout=120,
-            cwd=cwd,
-        )
-    except (OSError, subprocess.TimeoutExpired) as e:
-        raise UsageError(f"cannot run {exe}: {e}", hint=hint, ref="pins-no-interpreter") from e
-    try:
-        if proc.returncode != 0:
-            raise ValueError(f"exit {proc.returncode}")
-        rows = json.loads(proc.stdout)
-        if not isinstance(rows, list):
-            raise ValueError("not a list")
-    except ValueError as e:
-        tail = (proc.stderr.strip().splitlines() or [""])[-1]
-        raise UsageError(
-            f"{exe} could not list its distributions ({e}){': ' + tail if tail else ''}",
-            hint="installed: needs a Python 3.8 or newer that starts cleanly",
-            ref="pins-no-interpreter",
-        ) from e
     pins: dict[str, Pin] = {}
     skipped: list[str] = []
-    for row in rows:
-        name, version = (str(row[0]), str(row[1])) if isinstance(row, list) else ("?", "?")
+    for name, version in installed_distributions(python, cwd=cwd):
         text = f"{name}=={version}"
         try:
             Version(version)
@@ -791,32 +540,6 @@ def _load_installed(python: str, *, cwd: Path) -> PinSet:
         )
     found = tuple(pins[key] for key in sorted(pins))
     return PinSet(source="", requirements=found, is_lock=bool(found), skipped=tuple(skipped))
-
-
-def _resolve(cwd: Path, location: str) -> Path:
-    path = Path(location).expanduser()
-    return path if path.is_absolute() else cwd / path
-
-
-def _read_text(path: Path, label: str) -> str:
-    try:
-        data = path.read_bytes()
-    except OSError as e:
-        raise UsageError(
-            f"cannot read {label}: {e.strerror or e}",
-            hint="check the path and its permissions",
-            ref="pins-unreadable",
-        ) from e
-    return _decode(data, label)
-
-
-def _decode(data: bytes, label: str) -> str:
-    try:
-        return data.decode("utf-8-sig")
-    except UnicodeDecodeError as e:
-        raise UsageError(
-            f"{label} is not UTF-8 text", hint="save the file as UTF-8", ref="pins-unreadable"
-        ) from e
 
 
 # -- helpers -----------------------------------------------------------------------------------

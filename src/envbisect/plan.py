@@ -130,7 +130,9 @@ class _Provider(AbstractProvider[_Req, _Cand, str]):
         cutoff: datetime | None,
         pre: bool,
         user_names: frozenset[NormalizedName],
+        constraints: Mapping[NormalizedName, SpecifierSet],
     ) -> None:
+        self.constraints = constraints
         self.source = source
         self.target = target
         self.policy = policy
@@ -180,6 +182,7 @@ class _Provider(AbstractProvider[_Req, _Cand, str]):
         spec = SpecifierSet()
         for r in reqs:
             spec &= r.req.specifier
+        spec &= self.constraints.get(name, SpecifierSet())
         explicit_pre = any(s.prereleases for r in reqs for s in r.req.specifier)
         out = []
         for pv in self.source.versions(name):
@@ -293,11 +296,14 @@ def plan(
     baseline: Mapping[str, Version] | None = None,
     cutoff: datetime | None = None,
     pre: bool = False,
+    constraints: Mapping[str, SpecifierSet] | None = None,
 ) -> Plan | Unresolvable:
     """Resolve ``requirements`` (markers already applied or evaluated here for the target).
 
-    ``cutoff`` hides versions uploaded later, except of the projects named in
+    ``cutoff`` hides versions uploaded later, except of the projects pinned exactly in
     ``requirements`` (the candidate under test is pinned, whatever its date).
+    ``constraints`` narrow the versions of a project if something requires it (pip's ``-c``);
+    they never add a project.
     """
     base = {canonicalize_name(k): v for k, v in (baseline or {}).items()}
     roots = [
@@ -313,6 +319,7 @@ def plan(
         cutoff=cutoff,
         pre=pre,
         user_names=frozenset(r.name for r in roots if _is_exact(r.req)),
+        constraints={canonicalize_name(k): v for k, v in (constraints or {}).items()},
     )
     recorder = _VisitRecorder()
     resolver: Resolver[_Req, _Cand, str] = Resolver(provider, recorder)

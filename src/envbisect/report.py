@@ -32,6 +32,7 @@ class ProbeRow:
     env_id: str
     installed: tuple[InstalledDist, ...] = ()
     note: str = ""
+    moved: tuple[tuple[str, str | None, str], ...] = ()  # (name, baseline, planned)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -43,6 +44,11 @@ class ProbeRow:
             "env_id": self.env_id,
             "installed": [d.to_dict() for d in self.installed],
             **({"note": self.note} if self.note else {}),
+            **(
+                {"moved": [{"package": n, "from": b, "to": v} for n, b, v in self.moved]}
+                if self.moved
+                else {}
+            ),
         }
 
 
@@ -179,9 +185,12 @@ def report_markdown(res: RunResult, *, when: datetime | None = None) -> str:
         "|---|---|---|---|---|---|---|",
     ]
     for i, r in enumerate(res.rows, 1):
-        extra = "reused" if r.reused else ""
+        notes = ["reused"] if r.reused else []
+        if r.moved:
+            notes.append("moved with it: " + ", ".join(f"{n} {b}→{v}" for n, b, v in r.moved))
         if r.note:
-            extra = f"{extra}; {r.note}" if extra else r.note
+            notes.append(r.note)
+        extra = "; ".join(notes)
         lines.append(
             f"| {i} | {r.version} | {_md(r.outcome.describe())} | {r.verdict} | "
             f"{r.build_seconds:.1f} | {r.probe_seconds:.1f} | {_md(extra)} |"

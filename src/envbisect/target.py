@@ -159,3 +159,52 @@ def _platforms(
         yield from tags.mac_platforms(macos, arch)
     else:
         yield plat
+
+
+_LEGACY_GLIBC = {"manylinux1": (2, 5), "manylinux2010": (2, 12), "manylinux2014": (2, 17)}
+
+
+def with_platform(base: Target, tag: str) -> Target:
+    """``base`` (its interpreter) on another platform, named by a wheel platform tag.
+
+    ``manylinux_2_28_x86_64`` / ``manylinux2014_aarch64`` (glibc level from the tag),
+    ``linux_x86_64``, ``macosx_11_0_arm64``, ``win_amd64``. Raises ``ValueError`` for others.
+    """
+    markers = dict(base.markers)
+    m = re.fullmatch(r"manylinux_(\d+)_(\d+)_(\w+)", tag)
+    legacy = re.fullmatch(r"(manylinux1|manylinux2010|manylinux2014)_(\w+)", tag)
+    mac = re.fullmatch(r"macosx_(\d+)_(\d+)_(\w+)", tag)
+    glibc: tuple[int, int] | None = None
+    macos: tuple[int, int] | None = None
+    if m or legacy or tag.startswith("linux_"):
+        if m:
+            glibc, arch = (int(m.group(1)), int(m.group(2))), m.group(3)
+        elif legacy:
+            glibc, arch = _LEGACY_GLIBC[legacy.group(1)], legacy.group(2)
+        else:
+            arch = tag[len("linux_") :]
+        platform = f"linux-{arch}"
+        markers.update(sys_platform="linux", platform_system="Linux", os_name="posix",
+                       platform_machine=arch)  # fmt: skip
+    elif mac:
+        macos, arch = (int(mac.group(1)), int(mac.group(2))), mac.group(3)
+        platform = f"macosx-{macos[0]}.{macos[1]}-{arch}"
+        markers.update(sys_platform="darwin", platform_system="Darwin", os_name="posix",
+                       platform_machine=arch)  # fmt: skip
+    elif tag in ("win_amd64", "win32", "win_arm64"):
+        platform = tag.replace("_", "-")
+        machine = {"win_amd64": "AMD64", "win32": "x86", "win_arm64": "ARM64"}[tag]
+        markers.update(sys_platform="win32", platform_system="Windows", os_name="nt",
+                       platform_machine=machine)  # fmt: skip
+    else:
+        raise ValueError(tag)
+    return Target(
+        executable=base.executable,
+        implementation=base.implementation,
+        version=base.version,
+        abiflags=base.abiflags,
+        platform=platform,
+        glibc=glibc,
+        macos=macos,
+        markers=tuple(sorted(markers.items())),
+    )

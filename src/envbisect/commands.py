@@ -1,0 +1,293 @@
+"""The subcommands: each turns parsed arguments into engine calls and prints the answer.
+
+Data goes to stdout (text, or one JSON object with ``--json``); progress and hints to stderr
+through the console the CLI passes in. Heavy modules are imported inside each command so that
+``envbisect --help`` stays fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+
+from .errors import UsageError
+from .model import IndexConfig, OutcomeKind
+from .reporter import Reporter
+
+STYLE = {
+    OutcomeKind.PASS: "green",
+    OutcomeKind.FAIL: "red",
+    OutcomeKind.CRASH: "bold red",
+    OutcomeKind.TIMEOUT: "magenta",
+    OutcomeKind.UNTESTABLE: "yellow",
+}
+
+
+def escape(text: str) -> str:
+    return text.replace("[", "\\[")
+
+
+def indexes(args: argparse.Namespace) -> IndexConfig:
+    return IndexConfig(
+        index_url=args.index_url,
+        extra_index_urls=tuple(args.extra_index_url),
+        find_links=tuple(str(Path(p).resolve()) if "://" not in p else p for p in args.find_links),
+    )
+
+
+def _extras(args: argparse.Namespace) -> tuple[str, ...]:
+    return tuple(e.strip() for e in (args.extras or "").split(",") if e.strip())
+
+
+def _client(args: argparse.Namespace) -> Any:
+    from .index import IndexClient, default_cache_dir
+
+    return IndexClient(
+        indexes(args), cache_dir=args.cache_dir or default_cache_dir(), offline=args.offline
+    )
+
+
+def _target(args: argparse.Namespace) -> Any:
+    from .materialize import find_python, find_uv, inspect_target
+    from .target import with_platform
+
+    target = inspect_target(find_python(find_uv(), args.python))
+    if getattr(args, "platform", None):
+        try:
+            target = with_platform(target, args.platform)
+        except ValueError:
+            raise UsageError(
+                f"--platform {args.platform!r} is not a wheel platform tag",
+                hint="e.g. manylinux_2_28_x86_64, manylinux2014_aarch64, macosx_11_0_arm64, "
+                "win_amd64",
+                ref="bad-platform",
+            ) from None
+    return target
+
+
+def cmd_run(args: argparse.Namespace, tail: list[str], command: str, reporter: Reporter,
+            console: Console) -> int:  # fmt: skip
+    from .engine import RunOptions, run_bisect
+    from .probe import Repro
+    from .report import other_failures_hint, to_json, verdict_line
+
+    repro = Repro.build(
+        origin=Path.cwd(),
+        repro_file=args.repro,
+        command=tail,
+        probes=args.probes,
+        default_for=args.package,
+        # LLaMA-Factory refuses to start outside its checked ranges: we test outside them.
+        extra_env={"DISABLE_VERSION_CHECK": "1"} if args.pins else None,
+    )
+    opts = RunOptions(
+        package=args.package,
+        repro=repro,
+        good=args.good,
+        bad=args.bad,
+        with_reqs=tuple(args.with_reqs),
+        indexes=indexes(args),
+        python=args.python,
+        exclude_newer=args.exclude_newer,
+        pre=args.pre,
+        allow_sdist=args.allow_sdist,
+        timeout=args.timeout,
+        results=args.results.resolve(),
+        any_failure=args.any_failure,
+        keep_envs=args.keep_envs,
+        native_backtrace=args.native_backtrace,
+        command=command,
+        pins=tuple(args.pins),
+        extras=_extras(args),
+        baseline=args.baseline,
+        rest=args.rest,
+        offline=args.offline,
+        cache_dir=args.cache_dir,
+    )
+    if not (args.repro or tail or args.probes):
+        console.print(
+            f"envbisect: no repro given; probing with {repro.describe()}", highlight=False
+        )
+    result = run_bisect(opts, reporter)
+    if args.json:
+        print(json.dumps(to_json(result), indent=2))
+    else:
+        print(verdict_line(result))
+        if result.lock_path:
+            print(f"known-good lockfile: {result.lock_path}")
+        print(f"report: {result.report_path}")
+    other = other_failures_hint(result)
+    if other:
+        console.print(f"[cyan]hint[/cyan]: {escape(other)}", highlight=False)
+    if result.status == "no-answer":
+        console.print(
+            "[cyan]hint[/cyan]: the ends did not verify; pick --good/--bad that pass and fail",
+            highlight=False,
+        )
+        return 1
+    return 0
+
+
+def cmd_probe(args: argparse.Namespace, tail: list[str], reporter: Reporter,
+              console: Console) -> int:  # fmt: skip
+    from .engine import probe_one
+    from .probe import Repro
+
+    if not args.with_reqs:
+        raise UsageError(
+            "no environment given",
+            hint="name what to install: --with 'datasets==2.14.6' --with 'pyarrow<21'",
+            ref="probe-nothing",
+        )
+    repro = Repro.build(origin=Path.cwd(), repro_file=args.repro, command=tail, probes=args.probes)
+    rec, reused = probe_one(
+        with_reqs=tuple(args.with_reqs),
+        repro=repro,
+        indexes=indexes(args),
+        python=args.python,
+        exclude_newer=args.exclude_newer,
+        pre=args.pre,
+        allow_sdist=args.allow_sdist,
+        timeout=args.timeout,
+        results=args.results.resolve(),
+        keep_envs=args.keep_envs,
+        native_backtrace=args.native_backtrace,
+        reporter=reporter,
+    )
+    o = rec.outcome
+    reports = probe_reports(rec.stdout_tail)
+    if args.json:
+        print(json.dumps({
+            "outcome": o.to_dict(),
+            "reused": reused,
+            "installed": [d.to_dict() for d in rec.installed],
+            "build_seconds": round(rec.build_seconds, 3),
+            "probe_seconds": round(rec.probe_seconds, 3),
+            "reports": reports,
+            "env_id": rec.env_id,
+        }, indent=2))  # fmt: skip
+    else:
+        style = STYLE[o.kind]
+        how = (
+            "from the store"
+            if reused
+            else f"built in {rec.build_seconds:.1f} s, probed in {rec.probe_seconds:.1f} s"
+        )
+        console.print(
+            f"{repro.describe()}: [{style}]{escape(o.describe())}[/{style}] ({how})",
+            highlight=False,
+        )
+        for rep in reports:
+            print(json.dumps(rep, sort_keys=True))
+        if o.kind is not OutcomeKind.PASS and o.detail:
+            console.print(o.detail, markup=False, highlight=False)
+        print(o.describe())
+    return 0 if o.kind is OutcomeKind.PASS else 1
+
+
+def probe_reports(stdout: str) -> list[dict[str, object]]:
+    """The ``ENVBISECT-REPORT: {json}`` lines the built-in probes print."""
+    out = []
+    for line in stdout.splitlines():
+        if line.startswith("ENVBISECT-REPORT: "):
+            try:
+                out.append(json.loads(line.split(": ", 1)[1]))
+            except ValueError:
+                continue
+    return out
+
+
+def cmd_env(args: argparse.Namespace) -> int:
+    from . import envreport
+
+    report = envreport.collect(args.python, deep=not args.quick)
+    report["nvidia"] = envreport.read_nvidia_smi()
+    found = envreport.checks(report)
+    if args.json:
+        report["checks"] = [c.to_dict() for c in found]
+        print(json.dumps(report, indent=2, sort_keys=True))
+    else:
+        sys.stdout.write(envreport.render(report, found))
+    return 0
+
+
+def cmd_pins(args: argparse.Namespace) -> int:
+    from .pins import load_pins
+
+    target = _target(args)
+    env = target.marker_environment()
+    extras = _extras(args)
+    with _client(args) as client:
+        pins = load_pins(args.source, cwd=Path.cwd(), extras=extras,
+                         fetch_metadata=client.metadata_for)  # fmt: skip
+    data = pins.to_dict(env, extras)
+    if args.json:
+        print(json.dumps(data, indent=2))
+        return 0
+    print(f"{data['source']}  (for {target.short}, Python {target.python_version})")
+    for row in data["requirements"]:
+        applies = "" if row["applies"] else "   [does not apply here]"
+        extras_txt = f"[{','.join(row['extras'])}]" if row["extras"] else ""
+        marker = f" ; {row['marker']}" if row["marker"] else ""
+        print(f"  {row['name']}{extras_txt} {row['specifier'] or '(any)'}{marker}{applies}")
+    return 0
+
+
+def cmd_versions(args: argparse.Namespace) -> int:
+    from packaging.specifiers import SpecifierSet
+
+    from .candidates import build_candidates
+    from .pins import load_pins
+
+    target = _target(args)
+    env = target.marker_environment()
+    extras = _extras(args)
+    with _client(args) as client:
+        spec = SpecifierSet()
+        for source in args.pins:
+            ps = load_pins(source, cwd=Path.cwd(), extras=extras,
+                           fetch_metadata=client.metadata_for)  # fmt: skip
+            spec &= ps.specifier_for(args.package, env, extras)
+        files = client.project_files(args.package).files
+    # Every version stays in the listing (yanked ones too), each with its reason.
+    everything = build_candidates(files, target, allow_sdist=args.allow_sdist, pre=True)
+    every_version = [*everything.dropped, *(c.version for c in everything.candidates)]
+    cl = build_candidates(files, target, allow_sdist=args.allow_sdist, pre=True, keep=every_version)
+    rows: list[dict[str, Any]] = []
+    for c in cl.candidates:
+        in_range = spec.contains(c.version, prereleases=True)
+        reason = None
+        if c.yanked:
+            reason = "yanked"
+        elif c.prerelease and not args.pre:
+            reason = "pre-release (pass --pre to include)"
+        elif not c.installable:
+            reason = c.reason
+        elif not in_range:
+            reason = f"outside the pins ({spec})"
+        rows.append({
+            "version": str(c.version),
+            "upload_time": c.upload_time.isoformat() if c.upload_time else None,
+            "yanked": c.yanked,
+            "prerelease": c.prerelease,
+            "installable": c.installable,
+            "in_range": in_range,
+            "excluded_reason": reason,
+        })  # fmt: skip
+    if args.json:
+        print(json.dumps({"package": args.package, "target": target.short, "candidates": rows},
+                         indent=2))  # fmt: skip
+        return 0
+    kept = sum(1 for r in rows if r["excluded_reason"] is None)
+    print(f"{args.package}: {kept} candidate(s) of {len(rows)} for {target.short}"
+          + (f", pins {spec}" if str(spec) else ""))  # fmt: skip
+    for r in rows:
+        when = (r["upload_time"] or "")[:10] or "no date"
+        why = f"  excluded: {r['excluded_reason']}" if r["excluded_reason"] else ""
+        print(f"  {r['version']:<16} {when:<10}{why}")
+    return 0

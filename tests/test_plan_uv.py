@@ -1,0 +1,72 @@
+"""The planner and uv must agree: the same requirements, the same index, the same target.
+
+For each case the in-process planner (policy ``latest``, uv's default) and
+``uv pip compile`` resolve against the real local index; both must agree on whether a
+solution exists and, when it does, on every pinned version.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+
+import pytest
+from packaging.requirements import Requirement
+
+from envbisect.index import IndexClient
+from envbisect.materialize import find_uv, inspect_target, uv_env
+from envbisect.metadata import IndexMetadataSource
+from envbisect.model import IndexConfig
+from envbisect.plan import Plan, PlanTarget, Policy, plan
+from support.index_server import LocalIndex
+
+CASES = [
+    ["crashy==1.10.0"],
+    ["crashy==1.5.0"],
+    ["crashy"],
+    ["crashy==1.10.0", "helperlib<2"],
+    ["crashy<1.9", "helperlib>=2"],
+    ["gappy"],
+    ["gappy==1.4.0"],
+    ["py99"],
+    ["py99==1.1.0"],
+    ["raisy>=1.3,!=1.7.0", "fixy<1.4"],
+    ["helperlib", "mixed>1.2,<1.5"],
+]
+
+
+def uv_compile(index: LocalIndex, python: str, reqs: list[str]) -> dict[str, str] | None:
+    proc = subprocess.run(
+        [find_uv(), "pip", "compile", "--no-config", "-q", "--python", python, "--index-url",
+         index.url, "--only-binary", ":all:", "--no-header", "--no-annotate", "-"],
+        input="\n".join(reqs) + "\n", capture_output=True, text=True, env=uv_env(),
+    )  # fmt: skip
+    if proc.returncode != 0:
+        assert "No solution found" in proc.stderr or "not found" in proc.stderr, proc.stderr
+        return None
+    pins = {}
+    for line in proc.stdout.splitlines():
+        m = re.match(r"^([A-Za-z0-9._-]+)==(\S+)", line.strip())
+        if m:
+            pins[m.group(1).lower()] = m.group(2)
+    return pins
+
+
+@pytest.mark.parametrize("reqs", CASES, ids=[" ".join(c) for c in CASES])
+def test_planner_agrees_with_uv(index: LocalIndex, python: str, reqs: list[str]) -> None:
+    target = inspect_target(python)
+    with IndexClient(IndexConfig(index_url=index.url)) as client:
+        source = IndexMetadataSource(client, target)
+        result = plan(
+            [Requirement(r) for r in reqs],
+            source,
+            PlanTarget(markers=target.marker_environment(), python_version=target.python_version),
+            policy=Policy.LATEST,
+        )
+    expected = uv_compile(index, python, reqs)
+    if expected is None:
+        assert not isinstance(result, Plan), f"uv finds no solution, the planner found {result}"
+        assert result.reason
+    else:
+        assert isinstance(result, Plan), f"uv resolves {expected}; planner: {result.reason}"
+        assert {k: str(v) for k, v in result.pins.items()} == expected
