@@ -38,7 +38,9 @@ def run_case(case: dict[str, Any]) -> dict[str, Any]:
     if isinstance(result, Plan):
         return {
             "pins": {k: str(v) for k, v in sorted(result.pins.items())},
-            "moved": [[n, str(b) if b else None, str(v)] for n, b, v in result.moved],
+            "moved": [
+                [n, str(b) if b else None, str(v) if v else None] for n, b, v in result.moved
+            ],
             "visited": [list(x) for x in result.visited],
         }
     return {"unresolvable": result.reason, "visited": [list(x) for x in result.visited]}

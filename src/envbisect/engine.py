@@ -392,7 +392,7 @@ class _Run:
         """Probe one candidate, or take its outcome from the store."""
         spec = self.spec(cand)
         version = str(cand.version)
-        moved: tuple[tuple[str, str | None, str], ...] = ()
+        moved: tuple[tuple[str, str | None, str | None], ...] = ()
         if self.planner is not None and cand.installable:
             planned = self.planner.plan_for(cand)
             if isinstance(planned, Unresolvable):
@@ -412,7 +412,9 @@ class _Run:
                 only_binary=not self.opts.allow_sdist,
                 prerelease=self.opts.pre,
             )
-            moved = tuple((n, str(b) if b else None, str(v)) for n, b, v in planned.moved)
+            moved = tuple(
+                (n, str(b) if b else None, str(v) if v else None) for n, b, v in planned.moved
+            )
         if not cand.installable:
             return ProbeRow(
                 version=version,

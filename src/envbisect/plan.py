@@ -80,7 +80,9 @@ class PlanTarget:
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Plan:
     pins: dict[NormalizedName, Version]
-    moved: tuple[tuple[NormalizedName, Version | None, Version], ...]  # (name, baseline, plan)
+    # What differs from the baseline: (name, baseline version or None if added, planned
+    # version or None if dropped). Empty without a baseline.
+    moved: tuple[tuple[NormalizedName, Version | None, Version | None], ...]
     visited: tuple[tuple[str, str], ...]  # (identifier, version) pinned, in order
 
     def requirements(self) -> list[str]:
@@ -335,12 +337,15 @@ def plan(
     pins: dict[NormalizedName, Version] = {}
     for cand in result.mapping.values():
         pins[cand.name] = cand.version
-    # What had to move with the candidate: baseline packages the user did not pin themselves.
-    moved = tuple(
-        (name, base.get(name), version)
-        for name, version in sorted(pins.items())
-        if name in base and base[name] != version and name not in provider.user_names
-    )
+    # What had to move with the candidate (packages the user did not pin themselves): changed,
+    # added and dropped against the baseline.
+    moved: tuple[tuple[NormalizedName, Version | None, Version | None], ...] = ()
+    if base:
+        moved = tuple(
+            (name, base.get(name), pins.get(name))
+            for name in sorted(base.keys() | pins.keys())
+            if base.get(name) != pins.get(name) and name not in provider.user_names
+        )
     return Plan(pins=pins, moved=moved, visited=tuple(recorder.visited))
 
 

@@ -32,7 +32,7 @@ class ProbeRow:
     env_id: str
     installed: tuple[InstalledDist, ...] = ()
     note: str = ""
-    moved: tuple[tuple[str, str | None, str], ...] = ()  # (name, baseline, planned)
+    moved: tuple[tuple[str, str | None, str | None], ...] = ()  # (name, baseline, planned)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -187,7 +187,7 @@ def report_markdown(res: RunResult, *, when: datetime | None = None) -> str:
     for i, r in enumerate(res.rows, 1):
         notes = ["reused"] if r.reused else []
         if r.moved:
-            notes.append("moved with it: " + ", ".join(f"{n} {b}→{v}" for n, b, v in r.moved))
+            notes.append("moved with it: " + ", ".join(_move(n, b, v) for n, b, v in r.moved))
         if r.note:
             notes.append(r.note)
         extra = "; ".join(notes)
@@ -224,6 +224,14 @@ def report_markdown(res: RunResult, *, when: datetime | None = None) -> str:
         if res.pylock_path:
             lines.append(f"- `{res.pylock_path}` (PEP 751)")
     return "\n".join(lines) + "\n"
+
+
+def _move(name: str, before: str | None, after: str | None) -> str:
+    if before is None:
+        return f"{name} +{after}"
+    if after is None:
+        return f"{name} {before} dropped"
+    return f"{name} {before}→{after}"
 
 
 def _md(text: str) -> str:
