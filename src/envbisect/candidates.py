@@ -33,9 +33,15 @@ class CandidateList:
     dropped: dict[Version, str]
 
     def find(self, version: Version) -> int | None:
+        """The index of ``version``; a public version (2.1.0) also finds its one local
+        variant (2.1.0+cu121), as PEP 440 lets ``==2.1.0`` match it."""
         for i, cand in enumerate(self.candidates):
             if cand.version == version:
                 return i
+        if not version.local:
+            local = [i for i, c in enumerate(self.candidates) if c.version.public == str(version)]
+            if len(local) == 1:
+                return local[0]
         return None
 
 

@@ -77,6 +77,17 @@ def _add_index_options(p: argparse.ArgumentParser) -> None:
         metavar="DIR",
         help="the metadata cache (default $ENVBISECT_CACHE_DIR, else ~/.cache/envbisect)",
     )
+    p.add_argument(
+        "--torch-backend",
+        metavar="VARIANT",
+        help="take torch, torchvision, torchaudio from PyTorch's index for this variant: "
+        "cpu, cu118, cu121, cu124, cu126, cu128, rocm6.2..., or auto (from nvidia-smi)",
+    )
+    p.add_argument(
+        "--torch-index-url",
+        metavar="URL",
+        help="a mirror laid out like https://download.pytorch.org/whl (variant folders)",
+    )
 
 
 def _add_env_options(p: argparse.ArgumentParser) -> None:

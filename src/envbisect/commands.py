@@ -37,7 +37,36 @@ def indexes(args: argparse.Namespace) -> IndexConfig:
         index_url=args.index_url,
         extra_index_urls=tuple(args.extra_index_url),
         find_links=tuple(str(Path(p).resolve()) if "://" not in p else p for p in args.find_links),
+        torch_index=_torch_index(args),
     )
+
+
+def _torch_index(args: argparse.Namespace) -> str | None:
+    from . import torchindex
+
+    backend = getattr(args, "torch_backend", None)
+    base = getattr(args, "torch_index_url", None) or torchindex.OFFICIAL
+    if backend is None:
+        if getattr(args, "torch_index_url", None):
+            raise UsageError(
+                "--torch-index-url needs --torch-backend",
+                hint="e.g. --torch-backend cu121 --torch-index-url https://mirror/whl",
+                ref="bad-torch-backend",
+            )
+        return None
+    if not torchindex.valid_backend(backend):
+        raise UsageError(
+            f"--torch-backend {backend!r} is not a PyTorch index variant",
+            hint="use cpu, cu118, cu121, cu124, cu126, cu128, rocm6.2, xpu or auto",
+            ref="bad-torch-backend",
+        )
+    if backend == "auto":
+        from .envreport import read_nvidia_smi
+
+        smi = read_nvidia_smi()
+        backend = torchindex.resolve_backend("auto", smi.get("cuda") if smi else None)
+        print(f"envbisect: --torch-backend auto chose {backend}", file=sys.stderr)
+    return torchindex.variant_url(backend, base)
 
 
 def _extras(args: argparse.Namespace) -> tuple[str, ...]:

@@ -62,6 +62,7 @@ from .index_cache import (
 )
 from .model import DistFile, IndexConfig
 from .redact import mask_text, mask_url, strip_credentials
+from .torchindex import TORCH_PACKAGES, fill_upload_times
 from .wheelmeta import local_metadata, read_wheel_metadata, stream_sha256, verified
 
 # Public names, including those defined elsewhere and kept importable from here.
@@ -259,6 +260,8 @@ class IndexClient:
             pool.shutdown(wait=True, cancel_futures=True)
 
     def _project_files(self, name: str, key: str) -> ProjectFiles:
+        if self.config.torch_index and key in TORCH_PACKAGES:
+            return self._torch_project(key)
         files: list[DistFile] = []
         source = ""
         for base in self.index_urls():
@@ -282,6 +285,32 @@ class IndexClient:
                 "at the index that has it",
             )
         return ProjectFiles(name=key, files=tuple(files), source=source)
+
+    def _torch_project(self, key: str) -> ProjectFiles:
+        """A torch package: from the PyTorch variant folder only (uv's --torch-backend rule),
+        with PyPI's upload time for the same public version (the PyTorch index has none)."""
+        base = self.config.torch_index or ""
+        try:
+            found = self._fetch_project(base, key)
+        except IndexUnreachable as e:
+            raise IndexUnreachable(
+                f"cannot reach the PyTorch index {mask_url(base)} for {key}",
+                hint="--torch-backend reads download.pytorch.org; without it, point "
+                "--torch-index-url at a mirror, or use --find-links with local torch wheels",
+            ) from e
+        if found is None:
+            raise UnknownPackage(
+                f"the PyTorch index {mask_url(base)} has no {key}",
+                hint="check --torch-backend (cpu, cu118, cu121, ...) and --torch-index-url",
+            )
+        try:
+            public = [f for b in self.index_urls() if (p := self._fetch_project(b, key))
+                      for f in p]  # fmt: skip
+        except InfrastructureError:
+            public = []
+        return ProjectFiles(
+            name=key, files=tuple(fill_upload_times(found, public)), source=mask_url(base)
+        )
 
     def _fetch_project(self, base: str, key: str) -> list[DistFile] | None:
         url = f"{base.rstrip('/')}/{key}/"

@@ -29,6 +29,7 @@ from .model import EnvSpec, InstalledDist, Outcome
 from .outcome import untestable
 from .redact import mask_text
 from .target import FACTS_SCRIPT, Target
+from .torchindex import is_official
 
 # Variables that would make uv read other indexes or policies than the EnvSpec says.
 _UV_ENV_DROP = (
@@ -224,6 +225,13 @@ class Materializer:
             args += ["--extra-index-url", url]
         for link in spec.indexes.find_links:
             args += ["--find-links", link]
+        torch = spec.indexes.torch_index
+        if torch and is_official(torch):
+            # uv knows PyTorch's layout: torch packages from that folder, the rest elsewhere.
+            args += ["--torch-backend", torch.rstrip("/").rsplit("/", 1)[1]]
+        elif torch:
+            # A mirror: consulted first (uv's first-index rule), as envbisect reads it.
+            args += ["--extra-index-url", torch]
         if spec.only_binary:
             args += ["--only-binary", ":all:"]
         if spec.exclude_newer:

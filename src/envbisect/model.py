@@ -142,13 +142,18 @@ class IndexConfig:
     index_url: str = "https://pypi.org/simple"
     extra_index_urls: tuple[str, ...] = ()
     find_links: tuple[str, ...] = ()
+    # A PyTorch variant folder (.../whl/cu121): torch packages come from there only.
+    torch_index: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "index_url": self.index_url,
             "extra_index_urls": list(self.extra_index_urls),
             "find_links": list(self.find_links),
         }
+        if self.torch_index:
+            out["torch_index"] = self.torch_index
+        return out
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -70,9 +70,54 @@ def corpus() -> dict[str, list[Version]]:
     }
 
 
+TORCH = (
+    "__version__ = {version!r}\n"
+    "from . import version\n"
+    "def run():\n"
+    "    if {broken}:\n"
+    "        raise RuntimeError('CUDA error: an illegal memory access was encountered')\n"
+)
+
+
+def _torch_family(root: Path, index: LocalIndex) -> None:
+    """torch / torchvision as PyPI has them (public versions, upload times) and as the
+    PyTorch index has them (cpu and cu121 folders, local versions, no upload times).
+    torch 2.3 is broken; torchvision X needs exactly its torch (their release pairing)."""
+    pairs = [("2.1.0", "0.16.0"), ("2.2.0", "0.17.0"), ("2.3.0", "0.18.0")]
+    for i, (tv, vv) in enumerate(pairs):
+        when = EPOCH + timedelta(days=60 * i)
+        for label, cuda in (("", None), ("+cpu", None), ("+cu121", "12.1")):
+            torch = build_wheel(
+                root / (label.strip("+") or "pypi"),
+                "torch",
+                tv + label,
+                {
+                    "torch/__init__.py": TORCH.format(version=tv + label, broken=tv == "2.3.0"),
+                    "torch/version.py": f"__version__ = {tv + label!r}\ncuda = {cuda!r}\n",
+                },
+            )
+            vision = build_wheel(
+                root / (label.strip("+") or "pypi"),
+                "torchvision",
+                vv + label,
+                {"torchvision/__init__.py": f"__version__ = {vv + label!r}\n"},
+                requires=(f"torch=={tv}",),
+            )
+            for path, project in ((torch, "torch"), (vision, "torchvision")):
+                if label:
+                    index.variants.setdefault(label[1:], []).append(
+                        IndexFile(project=project, path=path, upload_time=when)
+                    )
+                else:
+                    index.add(IndexFile(project=project, path=path, upload_time=when))
+
+
 def build_index(root: Path) -> LocalIndex:
     root.mkdir(parents=True, exist_ok=True)
+    for sub in ("pypi", "cpu", "cu121"):
+        (root / sub).mkdir(exist_ok=True)
     index = LocalIndex()
+    _torch_family(root, index)
     for project, versions in corpus().items():
         for i, v in enumerate(versions):
             when = EPOCH + timedelta(days=30 * i, hours=len(project))

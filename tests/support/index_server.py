@@ -27,6 +27,7 @@ from email.utils import format_datetime, parsedate_to_datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote, unquote
 
 from packaging.utils import canonicalize_name
 
@@ -66,6 +67,8 @@ class LocalIndex:
     not_modified: Counter[str] = field(default_factory=Counter)
     server: ThreadingHTTPServer | None = None
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    # PyTorch-style variant folders served under /whl/<variant>/ (see _torch_variant).
+    variants: dict[str, list[IndexFile]] = field(default_factory=dict)
 
     def add(self, f: IndexFile) -> None:
         self.files.append(f)
@@ -137,7 +140,9 @@ class LocalIndex:
             def do_GET(self) -> None:
                 with index.lock:
                     index.hits[f"{self.command} {self.path}"] += 1
-                parts = [p for p in self.path.split("?")[0].split("/") if p]
+                parts = [unquote(p) for p in self.path.split("?")[0].split("/") if p]
+                if parts[:1] == ["whl"] and self._torch_variant(parts[1:]):
+                    return
                 kinds = ("simple", "html", "garbage", "nometa", "badmeta")
                 if len(parts) == 2 and parts[0] in kinds:
                     kind, name = parts
@@ -195,6 +200,31 @@ class LocalIndex:
                     return modified.replace(microsecond=0) <= parsedate_to_datetime(since)
                 except (TypeError, ValueError):
                     return False
+
+            def _torch_variant(self, parts: list[str]) -> bool:
+                """/whl/<variant>/<project>/ and /whl/<variant>/<file>, laid out like
+                download.pytorch.org: HTML only, no upload times, '+' quoted in links."""
+                if len(parts) != 2 or parts[0] not in index.variants:
+                    return False
+                variant, leaf = parts
+                files = index.variants[variant]
+                for f in files:
+                    if f.path.name == leaf:
+                        self._send(200, "application/octet-stream", f.path.read_bytes(),
+                                   cache=IMMUTABLE)  # fmt: skip
+                        return True
+                mine = [f for f in files if canonicalize_name(f.project) == canonicalize_name(leaf)]
+                if not mine:
+                    self._send(404, "text/plain", b"not found")
+                    return True
+                links = "".join(
+                    f'<a href="/whl/{variant}/{quote(f.path.name)}#sha256={f.sha256}">'
+                    f"{f.path.name}</a><br/>\n"
+                    for f in mine
+                )
+                body = f"<!DOCTYPE html><html><body>\n{links}</body></html>\n".encode()
+                self._send(200, "text/html", body)
+                return True
 
             def _send(
                 self,

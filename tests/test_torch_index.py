@@ -1,0 +1,106 @@
+"""PyTorch-style variant indexes, served locally the way download.pytorch.org lays them out
+(the real host cannot be reached from here, so the tests mock it with the same layout:
+/whl/<variant>/<project>/, HTML only, local versions, no upload times)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from envbisect.engine import RunOptions, run_bisect
+from envbisect.index import IndexClient
+from envbisect.model import IndexConfig
+from envbisect.probe import Repro
+from envbisect.torchindex import resolve_backend, variant_url
+from support.index_server import LocalIndex
+
+
+def test_torch_packages_come_from_the_variant_folder_with_pypi_upload_times(
+    index: LocalIndex, tmp_path: Path
+) -> None:
+    cfg = IndexConfig(index_url=index.url, torch_index=variant_url("cu121", f"{index.base}/whl"))
+    with IndexClient(cfg, cache_dir=tmp_path / "c") as client:
+        torch = client.project_files("torch")
+        other = client.project_files("crashy")
+    names = sorted(f.filename for f in torch.files)
+    assert names == [
+        "torch-2.1.0+cu121-py3-none-any.whl",
+        "torch-2.2.0+cu121-py3-none-any.whl",
+        "torch-2.3.0+cu121-py3-none-any.whl",
+    ]
+    # The PyTorch index has no upload times: PyPI's for the same public version are used.
+    assert all(f.upload_time is not None for f in torch.files)
+    assert {f.upload_time.month for f in torch.files if f.upload_time} == {1, 3, 4}
+    assert other.source == index.url  # everything else still comes from the main index
+
+
+def test_run_keeps_torchvision_paired_and_finds_the_bad_torch(
+    index: LocalIndex, python: str, tmp_path: Path
+) -> None:
+    check = tmp_path / "check.py"
+    check.write_text(
+        "import torch, torchvision\n"
+        "from torch import version\n"
+        "assert version.cuda == '12.1', version.cuda\n"
+        "pair = {'2.1.0': '0.16.0', '2.2.0': '0.17.0', '2.3.0': '0.18.0'}\n"
+        "assert torchvision.__version__.split('+')[0] == pair[torch.__version__.split('+')[0]]\n"
+        "torch.run()\n"
+    )
+    res = run_bisect(
+        RunOptions(
+            package="torch",
+            repro=Repro.build(origin=tmp_path, repro_file=str(check)),
+            good="2.1.0",  # a public version finds its one local variant
+            indexes=IndexConfig(
+                index_url=index.url, torch_index=variant_url("cu121", f"{index.base}/whl")
+            ),
+            with_reqs=("torchvision",),
+            rest="latest",
+            python=python,
+            results=tmp_path / "r",
+            cache_dir=tmp_path / "c",
+        )
+    )
+    assert (res.status, res.first_new, res.last_old) == ("found", "2.3.0+cu121", "2.2.0+cu121")
+    bad = res.row("2.3.0+cu121")
+    assert bad is not None and "illegal memory access" in bad.outcome.signature
+    installed = {d.name: d.version for d in bad.installed}
+    assert installed == {"torch": "2.3.0+cu121", "torchvision": "0.18.0+cu121"}
+
+
+def test_unreachable_pytorch_index_says_so(python: str, tmp_path: Path) -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "envbisect", "versions", "torch", "--python", python,
+         "--torch-backend", "cu121", "--torch-index-url", "http://127.0.0.1:9/whl",
+         "--cache-dir", str(tmp_path / "c")],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert proc.returncode == 3
+    assert "error: cannot reach the PyTorch index http://127.0.0.1:9/whl/cu121 for torch" in (
+        proc.stderr
+    )
+    assert "hint: " in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_versions_lists_local_variants(index: LocalIndex, python: str, tmp_path: Path) -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "envbisect", "versions", "torch", "--python", python,
+         "--index-url", index.url, "--torch-backend", "cpu", "--torch-index-url",
+         f"{index.base}/whl", "--cache-dir", str(tmp_path / "c"), "--json"],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    rows = json.loads(proc.stdout)["candidates"]
+    assert [r["version"] for r in rows] == ["2.1.0+cpu", "2.2.0+cpu", "2.3.0+cpu"]
+    assert all(r["upload_time"] for r in rows)
+
+
+def test_auto_backend_follows_the_driver() -> None:
+    assert resolve_backend("auto", None) == "cpu"
+    assert resolve_backend("auto", "12.2") == "cu121"
+    assert resolve_backend("auto", "12.4") == "cu124"
+    assert resolve_backend("auto", "11.7") == "cpu"
+    assert resolve_backend("auto", "13.0") == "cu130"
+    assert resolve_backend("cu118", "12.4") == "cu118"
