@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import base64
+import contextlib
 import hashlib
 import json
 import os
 import socket
+from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
@@ -194,21 +196,57 @@ def test_core_metadata_from_the_html_page(index: LocalIndex) -> None:
     assert index.hits[f"GET /files/{f.filename}"] == before
 
 
+@contextlib.contextmanager
+def server(index: LocalIndex, *, metadata_files: bool, ranges: bool) -> Iterator[None]:
+    saved = (index.metadata_files, index.ranges)
+    index.metadata_files, index.ranges = metadata_files, ranges
+    try:
+        yield
+    finally:
+        index.metadata_files, index.ranges = saved
+
+
+def test_unadvertised_metadata_file_is_tried_first(index: LocalIndex, tmp_path: Path) -> None:
+    # Some proxies drop PEP 658's attribute while the files are there (PyPI has them all).
+    with IndexClient(IndexConfig(index_url=f"{index.base}/nometa")) as client:
+        f = wheel_of(client.project_files("raisy"), "1.2.0")
+        assert f.core_metadata is None
+        before = index.hits.copy()
+        assert "Version: 1.2.0" in client.core_metadata(f)
+    assert (
+        index.hits[f"GET /files/{f.filename}.metadata"]
+        == before[f"GET /files/{f.filename}.metadata"] + 1
+    )
+    assert index.hits[f"GET /files/{f.filename}"] == before[f"GET /files/{f.filename}"]
+
+
+def test_metadata_read_by_range_requests_without_the_whole_wheel(
+    index: LocalIndex, tmp_path: Path
+) -> None:
+    with server(index, metadata_files=False, ranges=True):
+        with IndexClient(IndexConfig(index_url=f"{index.base}/nometa")) as client:
+            f = wheel_of(client.project_files("raisy"), "1.5.0")
+            before = index.range_requests
+            text = client.core_metadata(f)
+        assert "Version: 1.5.0" in text
+        # A small wheel fits one 64 KiB chunk: one range request, never the whole file.
+        assert index.range_requests - before >= 1
+        assert client.stats.bytes_fetched < 70_000
+
+
 def test_metadata_read_from_the_wheel_when_not_advertised(
     index: LocalIndex, tmp_path: Path
 ) -> None:
     cfg = IndexConfig(index_url=f"{index.base}/nometa")
-    with IndexClient(cfg, cache_dir=tmp_path) as client:
+    off = server(index, metadata_files=False, ranges=False)
+    with off, IndexClient(cfg, cache_dir=tmp_path) as client:
         f = wheel_of(client.project_files("raisy"), "1.3.0")
         assert f.core_metadata is None
         before = index.hits.copy()
         text = client.core_metadata(f)
     assert "Name: raisy" in text and "Version: 1.3.0" in text
-    assert index.hits[f"GET /files/{f.filename}"] - before[f"GET /files/{f.filename}"] == 1
-    assert (
-        index.hits[f"GET /files/{f.filename}.metadata"]
-        == before[f"GET /files/{f.filename}.metadata"]
-    )
+    # The .metadata try (404), a range try answered with the whole file, then the download.
+    assert index.hits[f"GET /files/{f.filename}"] - before[f"GET /files/{f.filename}"] >= 1
     # Cached: a second run reads no wheel, and no wheel was kept on disk, only its METADATA.
     with IndexClient(cfg, cache_dir=tmp_path) as again:
         assert again.core_metadata(f) == text
@@ -523,7 +561,9 @@ def test_private_index_credentials_reach_its_own_files_only(tmp_path: Path) -> N
                 headers={"content-type": "application/vnd.pypi.simple.v1+json"},
                 content=json.dumps({"meta": {"api-version": "1.1"}, "files": rows}),
             )
-        return httpx.Response(200, content=wheel)
+        if request.url.path.endswith(".metadata"):
+            return httpx.Response(404)
+        return httpx.Response(200, content=wheel)  # no ranges: the whole wheel every time
 
     cfg = IndexConfig(index_url="https://alice:s3cret@example.invalid/simple")
     with IndexClient(cfg, transport=httpx.MockTransport(handler)) as client:

@@ -12,12 +12,15 @@ import subprocess
 
 import pytest
 from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
+from packaging.version import Version
 
 from envbisect.index import IndexClient
 from envbisect.materialize import find_uv, inspect_target, uv_env
 from envbisect.metadata import IndexMetadataSource
 from envbisect.model import IndexConfig
 from envbisect.plan import Plan, PlanTarget, Policy, plan
+from envbisect.uvplan import UvFallback
 from support.index_server import LocalIndex
 
 CASES = [
@@ -70,3 +73,38 @@ def test_planner_agrees_with_uv(index: LocalIndex, python: str, reqs: list[str])
     else:
         assert isinstance(result, Plan), f"uv resolves {expected}; planner: {result.reason}"
         assert {k: str(v) for k, v in result.pins.items()} == expected
+
+
+@pytest.mark.parametrize("reqs", CASES, ids=[" ".join(c) for c in CASES])
+def test_uv_fallback_gives_the_same_answer(index: LocalIndex, python: str, reqs: list[str]) -> None:
+    """With no rounds allowed, every question goes to uv (the fallback), which must answer
+    as resolvelib does, through the same Plan/Unresolvable shapes."""
+    target = inspect_target(python)
+    ptarget = PlanTarget(markers=target.marker_environment(), python_version=target.python_version)
+    cfg = IndexConfig(index_url=index.url)
+    fallback = UvFallback(uv=find_uv(), python=python, indexes=cfg)
+    with IndexClient(cfg) as client:
+        source = IndexMetadataSource(client, target)
+        direct = plan([Requirement(r) for r in reqs], source, ptarget)
+        via_uv = plan([Requirement(r) for r in reqs], source, ptarget, fallback=fallback,
+                      max_rounds=0)  # fmt: skip
+    assert type(direct) is type(via_uv)
+    if isinstance(direct, Plan) and isinstance(via_uv, Plan):
+        assert via_uv.pins == direct.pins
+        assert via_uv.visited == (("uv", "pip compile"),)
+
+
+def test_uv_fallback_keeps_the_baseline(index: LocalIndex, python: str) -> None:
+    target = inspect_target(python)
+    ptarget = PlanTarget(markers=target.marker_environment(), python_version=target.python_version)
+    cfg = IndexConfig(index_url=index.url)
+    fallback = UvFallback(uv=find_uv(), python=python, indexes=cfg)
+    with IndexClient(cfg) as client:
+        source = IndexMetadataSource(client, target)
+        result = plan([Requirement("crashy<1.9"), Requirement("raisy")], source, ptarget,
+                      policy=Policy.BASELINE,
+                      baseline={"raisy": Version("1.2.0"), "helperlib": Version("1.0.0")},
+                      fallback=fallback, max_rounds=0)  # fmt: skip
+    assert isinstance(result, Plan)
+    assert str(result.pins[canonicalize_name("raisy")]) == "1.2.0"  # kept, though 1.7.0 exists
+    assert ("crashy", None, Version("1.8.0")) in result.moved

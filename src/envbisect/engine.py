@@ -50,6 +50,7 @@ from .reporter import Reporter
 from .store import ProbeRecord, Store
 from .strategy import Bisector, Verdict
 from .target import Target
+from .uvplan import UvFallback
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -131,7 +132,7 @@ def run_bisect(
         offline=opts.offline,
     )
     with client:
-        planner = _planner(opts, client, target)
+        planner = _planner(opts, client, target, uv=uv, python=python)
         files = client.project_files(opts.package).files
         ends = [_parse_version(v, flag) for v, flag in ((opts.good, "--good"), (opts.bad, "--bad"))]
         named = [v for v in ends if v is not None]
@@ -352,23 +353,31 @@ def _run_id(opts: RunOptions, target: Target) -> str:
     return f"{canonicalize_name(opts.package)}-{hashlib.sha256(blob.encode()).hexdigest()[:8]}"
 
 
-def _planner(opts: RunOptions, client: IndexClient, target: Target) -> RunPlanner | None:
+def _planner(
+    opts: RunOptions, client: IndexClient, target: Target, *, uv: str, python: str
+) -> RunPlanner | None:
     """A planner when pins, a baseline or a --rest policy were given; else uv resolves."""
     if not (opts.pins or opts.baseline or opts.rest):
         return None
     pinsets = read_pins(opts.pins, client, cwd=opts.repro.origin, extras=opts.extras)
     base = read_pins([opts.baseline], client, cwd=opts.repro.origin)[0] if opts.baseline else None
     has_baseline = base is not None or any(p.is_lock for p in pinsets)
+    baseline_versions = base.baseline(target.marker_environment()) if base else {}
     return RunPlanner(
         package=opts.package,
         target=target,
-        source=IndexMetadataSource(client, target, allow_sdist=opts.allow_sdist),
+        source=IndexMetadataSource(
+            client, target, allow_sdist=opts.allow_sdist, preferred=baseline_versions
+        ),
         pins=pinsets,
         baseline_pins=base,
         with_reqs=opts.with_reqs,
         policy=choose_policy(opts.rest, has_baseline=has_baseline),
         pre=opts.pre,
         extras=opts.extras,
+        fallback=UvFallback(
+            uv=uv, python=python, indexes=opts.indexes, only_binary=not opts.allow_sdist
+        ),
     )
 
 

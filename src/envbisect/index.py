@@ -63,7 +63,7 @@ from .index_cache import (
 from .model import DistFile, IndexConfig
 from .redact import mask_text, mask_url, strip_credentials
 from .torchindex import TORCH_PACKAGES, fill_upload_times
-from .wheelmeta import local_metadata, read_wheel_metadata, stream_sha256, verified
+from .wheelmeta import RangeFile, local_metadata, read_wheel_metadata, stream_sha256, verified
 
 # Public names, including those defined elsewhere and kept importable from here.
 __all__ = [
@@ -383,7 +383,12 @@ class IndexClient:
                 return cached
         if self.offline:
             raise _offline_miss(f.url)
-        data = self._fetch_metadata_file(f) if f.core_metadata is not None else None
+        # PEP 658 metadata file first, even unadvertised: PyPI serves one for every wheel, and
+        # some proxies drop the attribute that says so. Then a lazy read of the wheel's
+        # central directory through range requests; the whole wheel only as a last resort.
+        data = self._fetch_metadata_file(f)
+        if data is None:
+            data = self._metadata_by_ranges(f)
         if data is None:
             data = self._metadata_from_wheel(f)
         text = data.decode("utf-8", errors="replace")
@@ -394,14 +399,41 @@ class IndexClient:
     def _fetch_metadata_file(self, f: DistFile) -> bytes | None:
         url = f.url + ".metadata"
         resp = self._request(url, headers=_FILE_HEADERS, auth=self._auth_for(url))
-        if resp.status_code == 404:
-            return None  # advertised but not there: the wheel itself still has it
+        if resp.status_code == 404 or (f.core_metadata is None and not resp.is_success):
+            return None  # not there (or never advertised): the wheel itself still has it
         if not resp.is_success:
             raise IndexUnreachable(
                 f"{mask_url(url)} answered HTTP {resp.status_code}",
                 hint="check the index URL and any credentials it needs",
             )
         return verified(resp.content, f.core_metadata or (), url, "metadata-hash-mismatch")
+
+    def _metadata_by_ranges(self, f: DistFile) -> bytes | None:
+        """METADATA read out of the remote wheel with HTTP range requests, or None when the
+        server does not do ranges. (The wheel's own hash cannot be checked on a partial
+        read; uv checks it when it installs.)"""
+        auth = self._auth_for(f.url)
+        size = f.size
+        if size is None:
+            head = self._request(f.url, headers={**_FILE_HEADERS, "Range": "bytes=0-0"}, auth=auth)
+            total = head.headers.get("content-range", "").rpartition("/")[2]
+            if head.status_code != 206 or not total.isdigit():
+                return None
+            size = int(total)
+
+        def fetch(start: int, end: int) -> bytes:
+            resp = self._request(
+                f.url, headers={**_FILE_HEADERS, "Range": f"bytes={start}-{end}"}, auth=auth
+            )
+            if resp.status_code != 206:
+                raise _NoRanges
+            return resp.content
+
+        try:
+            with RangeFile(fetch, size) as fh:
+                return read_wheel_metadata(fh, f.filename)  # type: ignore[arg-type]
+        except (_NoRanges, OSError):
+            return None
 
     def _metadata_from_wheel(self, f: DistFile) -> bytes:
         with tempfile.TemporaryFile() as tmp:  # wheels can be gigabytes: never in memory
@@ -476,6 +508,10 @@ class IndexClient:
             hint="check the network and the index URL (--index-url); "
             "a rerun reuses every probe already finished",
         ) from last
+
+
+class _NoRanges(Exception):
+    """The server answered a range request with the whole file: read it the long way."""
 
 
 def _parse_time(value: object) -> datetime | None:

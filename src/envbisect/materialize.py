@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .errors import DiskFull, IndexUnreachable, UsageError, UvMissing
-from .model import EnvSpec, InstalledDist, Outcome
+from .model import EnvSpec, IndexConfig, InstalledDist, Outcome
 from .outcome import untestable
 from .redact import mask_text
 from .target import FACTS_SCRIPT, Target
@@ -78,6 +78,25 @@ _NETWORK = (
     "Could not connect",
     "Request failed after",
 )
+
+
+def index_args(indexes: IndexConfig, *, only_binary: bool) -> list[str]:
+    """uv's flags for exactly the indexes envbisect reads (install and compile alike)."""
+    args = ["--index-url", indexes.index_url]
+    for url in indexes.extra_index_urls:
+        args += ["--extra-index-url", url]
+    for link in indexes.find_links:
+        args += ["--find-links", link]
+    torch = indexes.torch_index
+    if torch and is_official(torch):
+        # uv knows PyTorch's layout: torch packages from that folder, the rest elsewhere.
+        args += ["--torch-backend", torch.rstrip("/").rsplit("/", 1)[1]]
+    elif torch:
+        # A mirror: consulted first (uv's first-index rule), as envbisect reads it.
+        args += ["--extra-index-url", torch]
+    if only_binary:
+        args += ["--only-binary", ":all:"]
+    return args
 
 
 def find_uv() -> str:
@@ -220,20 +239,7 @@ class Materializer:
             return self._failed(venv.stderr, start, what="creating the virtualenv")
         vpython = _venv_python(path)
         args = [self.uv, "pip", "install", "--python", str(vpython), "--no-config", "--quiet"]
-        args += ["--index-url", spec.indexes.index_url]
-        for url in spec.indexes.extra_index_urls:
-            args += ["--extra-index-url", url]
-        for link in spec.indexes.find_links:
-            args += ["--find-links", link]
-        torch = spec.indexes.torch_index
-        if torch and is_official(torch):
-            # uv knows PyTorch's layout: torch packages from that folder, the rest elsewhere.
-            args += ["--torch-backend", torch.rstrip("/").rsplit("/", 1)[1]]
-        elif torch:
-            # A mirror: consulted first (uv's first-index rule), as envbisect reads it.
-            args += ["--extra-index-url", torch]
-        if spec.only_binary:
-            args += ["--only-binary", ":all:"]
+        args += index_args(spec.indexes, only_binary=spec.only_binary)
         if spec.exclude_newer:
             args += ["--exclude-newer", spec.exclude_newer]
         if spec.prerelease:

@@ -7,29 +7,43 @@ METADATA). Both are fetched lazily, only for what the resolver asks about, and m
 
 from __future__ import annotations
 
+import contextlib
 import email.parser
 import threading
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 from packaging.version import Version
 
 from .candidates import build_candidates
-from .errors import UnknownPackage
+from .errors import EnvbisectError, UnknownPackage
 from .index import IndexClient
 from .plan import PackageVersion
 from .target import Target
 
 
 class IndexMetadataSource:
-    def __init__(self, client: IndexClient, target: Target, *, allow_sdist: bool = False) -> None:
+    def __init__(
+        self,
+        client: IndexClient,
+        target: Target,
+        *,
+        allow_sdist: bool = False,
+        preferred: Mapping[str, Version] | None = None,
+    ) -> None:
         self.client = client
         self.target = target
         self.allow_sdist = allow_sdist
+        # The versions fetched ahead: the baseline's where there is one, else the newest.
+        self.preferred = {canonicalize_name(k): v for k, v in (preferred or {}).items()}
         self._versions: dict[str, list[PackageVersion]] = {}
         self._deps: dict[tuple[str, Version], list[Requirement]] = {}
         self._lock = threading.Lock()
+        # Project pages of dependencies are fetched ahead, while the resolver works on
+        # something else: a cold plan waits on the network far less.
+        self._ahead = ThreadPoolExecutor(max_workers=8, thread_name_prefix="envbisect-ahead")
 
     def versions(self, name: str) -> Sequence[PackageVersion]:
         key = canonicalize_name(name)
@@ -65,7 +79,49 @@ class IndexMetadataSource:
         deps = parse_requires_dist(text)
         with self._lock:
             self._deps[key] = deps
+            ahead = {canonicalize_name(d.name) for d in deps if self._applies(d)}
+            ahead -= self._versions.keys()
+        for name in ahead:
+            self._ahead.submit(self._warm, name)
         return deps
+
+    def _applies(self, req: Requirement) -> bool:
+        """Whether a dependency applies on the target without extras (worth fetching ahead)."""
+        if req.marker is None:
+            return True
+        env = {**self.target.marker_environment(), "extra": ""}
+        try:
+            return req.marker.evaluate(env)
+        except Exception:  # an odd marker in someone's metadata: do not fetch ahead
+            return False
+
+    def _warm(self, name: str) -> None:
+        with contextlib.suppress(EnvbisectError):
+            versions = self.versions(name)
+            usable = [v.version for v in versions if v.installable and not v.version.is_prerelease]
+            likely = self.preferred.get(canonicalize_name(name))
+            if likely not in usable:
+                likely = max(usable, default=None)
+            if likely is not None:
+                self.dependencies(name, likely)
+
+    def close(self) -> None:
+        self._ahead.shutdown(wait=False, cancel_futures=True)
+
+    def prefetch_dependencies(self, pairs: Sequence[tuple[str, Version]]) -> None:
+        """Fetch the metadata of several versions at once (the client bounds concurrency)."""
+        todo = [(canonicalize_name(n), v) for n, v in pairs]
+        with self._lock:
+            todo = [p for p in todo if p not in self._deps]
+        if not todo:
+            return
+        try:
+            texts = self.client.metadata_many([(n, str(v)) for n, v in todo])
+        except EnvbisectError:
+            return  # each one is fetched again, and fails clearly, when it is asked for
+        with self._lock:
+            for (n, v), text in zip(todo, texts.values(), strict=True):
+                self._deps[(n, v)] = parse_requires_dist(text)
 
 
 def parse_requires_dist(text: str) -> list[Requirement]:

@@ -39,7 +39,11 @@ from resolvelib.resolvers import (
     ResolutionTooDeep,
 )
 
-MAX_ROUNDS = 20_000
+# resolvelib backtracks one pin at a time; a conflict deep in a large pin set can take it
+# minutes. Past this many rounds the planner hands the question to uv (``fallback``).
+MAX_ROUNDS = 3_000
+# The lookahead reads the metadata of every version a bounded requirement allows, up to this.
+LOOKAHEAD_MAX = 30
 
 
 class Policy(enum.Enum):
@@ -184,13 +188,22 @@ class _Provider(AbstractProvider[_Req, _Cand, str]):
         spec = SpecifierSet()
         for r in reqs:
             spec &= r.req.specifier
-        spec &= self.constraints.get(name, SpecifierSet())
         explicit_pre = any(s.prereleases for r in reqs for s in r.req.specifier)
+        out = [
+            _Cand(name, pv.version, extras, pv)
+            for pv in self.matching(name, spec, explicit_pre=explicit_pre)
+            if pv.version not in bad
+        ]
+        return self._order(name, out)
+
+    def matching(
+        self, name: NormalizedName, spec: SpecifierSet, *, explicit_pre: bool = False
+    ) -> list[PackageVersion]:
+        """Versions of ``name`` the target can use that ``spec`` (and the constraints) allow."""
+        spec = spec & self.constraints.get(name, SpecifierSet())
         out = []
         for pv in self.source.versions(name):
-            if pv.version in bad or not pv.installable:
-                continue
-            if not self._python_ok(pv):
+            if not pv.installable or not self._python_ok(pv):
                 continue
             if not spec.contains(pv.version, prereleases=True):
                 continue
@@ -203,8 +216,8 @@ class _Provider(AbstractProvider[_Req, _Cand, str]):
                 and pv.upload_time > self.cutoff
             ):
                 continue
-            out.append(_Cand(name, pv.version, extras, pv))
-        return self._order(name, out)
+            out.append(pv)
+        return out
 
     def why_none(self, name: NormalizedName) -> str | None:
         """Why versions of ``name`` drop out before any requirement is applied, if they do."""
@@ -299,13 +312,16 @@ def plan(
     cutoff: datetime | None = None,
     pre: bool = False,
     constraints: Mapping[str, SpecifierSet] | None = None,
+    fallback: Fallback | None = None,
+    max_rounds: int = MAX_ROUNDS,
 ) -> Plan | Unresolvable:
     """Resolve ``requirements`` (markers already applied or evaluated here for the target).
 
     ``cutoff`` hides versions uploaded later, except of the projects pinned exactly in
     ``requirements`` (the candidate under test is pinned, whatever its date).
     ``constraints`` narrow the versions of a project if something requires it (pip's ``-c``);
-    they never add a project.
+    they never add a project. A resolution that runs past ``max_rounds`` is handed to
+    ``fallback`` (uv, in practice) with the same inputs, when one is given.
     """
     base = {canonicalize_name(k): v for k, v in (baseline or {}).items()}
     roots = [
@@ -323,30 +339,117 @@ def plan(
         user_names=frozenset(r.name for r in roots if _is_exact(r.req)),
         constraints={canonicalize_name(k): v for k, v in (constraints or {}).items()},
     )
+    conflict = lookahead(roots, provider)
+    if conflict is not None:
+        return Unresolvable(reason=conflict)
     recorder = _VisitRecorder()
     resolver: Resolver[_Req, _Cand, str] = Resolver(provider, recorder)
     try:
-        result = resolver.resolve(roots, max_rounds=MAX_ROUNDS)
+        result = resolver.resolve(roots, max_rounds=max_rounds)
     except ResolutionImpossible as e:
         return Unresolvable(reason=explain(e.causes, provider), visited=tuple(recorder.visited))
     except ResolutionTooDeep:
+        if fallback is not None:
+            return fallback(
+                [r.req for r in roots],
+                policy=policy,
+                baseline=base,
+                cutoff=cutoff,
+                constraints=provider.constraints,
+                pre=pre,
+                user_names=provider.user_names,
+            )
         return Unresolvable(
-            reason=f"the resolver gave up after {MAX_ROUNDS} rounds",
+            reason=f"the resolver gave up after {max_rounds} rounds",
             visited=tuple(recorder.visited),
         )
-    pins: dict[NormalizedName, Version] = {}
-    for cand in result.mapping.values():
-        pins[cand.name] = cand.version
-    # What had to move with the candidate (packages the user did not pin themselves): changed,
-    # added and dropped against the baseline.
-    moved: tuple[tuple[NormalizedName, Version | None, Version | None], ...] = ()
-    if base:
-        moved = tuple(
-            (name, base.get(name), pins.get(name))
-            for name in sorted(base.keys() | pins.keys())
-            if base.get(name) != pins.get(name) and name not in provider.user_names
-        )
-    return Plan(pins=pins, moved=moved, visited=tuple(recorder.visited))
+    pins: dict[NormalizedName, Version] = {c.name: c.version for c in result.mapping.values()}
+    return Plan(
+        pins=pins, moved=moved(base, pins, provider.user_names), visited=tuple(recorder.visited)
+    )
+
+
+class Fallback(Protocol):
+    """Another resolver for the same question (uv): used when resolvelib runs too long."""
+
+    def __call__(
+        self,
+        requirements: Sequence[Requirement],
+        *,
+        policy: Policy,
+        baseline: Mapping[NormalizedName, Version],
+        cutoff: datetime | None,
+        constraints: Mapping[NormalizedName, SpecifierSet],
+        pre: bool,
+        user_names: frozenset[NormalizedName],
+    ) -> Plan | Unresolvable: ...
+
+
+def moved(
+    base: Mapping[NormalizedName, Version],
+    pins: Mapping[NormalizedName, Version],
+    user_names: frozenset[NormalizedName],
+) -> tuple[tuple[NormalizedName, Version | None, Version | None], ...]:
+    """What had to move with the candidate (packages the user did not pin themselves):
+    changed, added and dropped against the baseline. Empty without a baseline."""
+    if not base:
+        return ()
+    return tuple(
+        (name, base.get(name), pins.get(name))
+        for name in sorted(base.keys() | pins.keys())
+        if base.get(name) != pins.get(name) and name not in user_names
+    )
+
+
+def lookahead(roots: Sequence[_Req], provider: _Provider) -> str | None:
+    """A conflict one level down, found without search: every version a bounded requirement
+    allows needs something that excludes a version the user pinned exactly.
+
+    "every trl in >=0.18.0,<=0.24.0 needs datasets>=3.0.0, and you ask for datasets==2.21.0"
+    is what uv's PubGrub says at once and resolvelib finds only after a long backtrack.
+    """
+    exact: dict[NormalizedName, Version] = {}
+    for r in roots:
+        if _is_exact(r.req):
+            exact[r.name] = Version(next(iter(r.req.specifier)).version)
+    if not exact:
+        return None
+    for r in roots:
+        if r.name in exact or r.req.extras or not _upper_bounded(r.req.specifier):
+            continue
+        versions = provider.matching(r.name, r.req.specifier)
+        if not versions or len(versions) > LOOKAHEAD_MAX:
+            continue
+        prefetch = getattr(provider.source, "prefetch_dependencies", None)
+        if prefetch is not None:
+            prefetch([(r.name, pv.version) for pv in versions])
+        for name, pinned in exact.items():
+            if name == r.name:
+                continue
+            needs: set[str] = set()
+            for pv in versions:
+                specs = [
+                    d.specifier
+                    for d in provider.source.dependencies(r.name, pv.version)
+                    if canonicalize_name(d.name) == name
+                    and (d.marker is None or provider._marker_ok(d.marker, frozenset()))
+                ]
+                combined = SpecifierSet()
+                for s in specs:
+                    combined &= s
+                if not specs or combined.contains(pinned, prereleases=True):
+                    break
+                needs.add(str(combined))
+            else:
+                return (
+                    f"every {r.name} in {r.req.specifier} needs {name}{' or '.join(sorted(needs))}"
+                    f", and you ask for {name}=={pinned}"
+                )
+    return None
+
+
+def _upper_bounded(spec: SpecifierSet) -> bool:
+    return any(s.operator in ("<", "<=", "==", "~=", "===") for s in spec)
 
 
 def _is_exact(req: Requirement) -> bool:

@@ -23,7 +23,7 @@ from .index import IndexClient
 from .metadata import IndexMetadataSource
 from .model import Candidate
 from .pins import PinSet, load_pins
-from .plan import Plan, PlanTarget, Policy, Unresolvable, plan
+from .plan import Fallback, Plan, PlanTarget, Policy, Unresolvable, plan
 from .target import Target
 
 
@@ -49,6 +49,7 @@ class RunPlanner:
     policy: Policy = Policy.LATEST
     pre: bool = False
     extras: tuple[str, ...] = ()
+    fallback: Fallback | None = None
     key: str = field(init=False, default="")
     roots: list[Requirement] = field(init=False, default_factory=list)
     constraints: dict[str, SpecifierSet] = field(init=False, default_factory=dict)
@@ -118,6 +119,7 @@ class RunPlanner:
             cutoff=cutoff,
             pre=self.pre,
             constraints=self.constraints,
+            fallback=self.fallback,
         )
 
 

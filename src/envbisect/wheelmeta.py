@@ -11,11 +11,12 @@ or as the caller says), a wheel without a readable ``.dist-info/METADATA`` one w
 from __future__ import annotations
 
 import hashlib
+import io
 import zipfile
 import zlib
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 from urllib.parse import urlsplit
 from urllib.request import url2pathname
 
@@ -97,3 +98,64 @@ def local_metadata(f: DistFile) -> bytes:
             hint="the find-links folder or file index changed while envbisect ran?",
             ref="bad-wheel",
         ) from e
+
+
+class RangeFile(io.RawIOBase):
+    """A read-only, seekable view of a remote file, read through HTTP range requests.
+
+    ``zipfile`` reads a wheel's central directory from the end, then one member: through
+    this view that is two or three small requests instead of the whole wheel (a torch wheel
+    is gigabytes). ``fetch(start, end)`` returns bytes ``start..end`` inclusive.
+    """
+
+    CHUNK = 64 * 1024
+
+    def __init__(self, fetch: Callable[[int, int], bytes], size: int) -> None:
+        super().__init__()
+        self._fetch = fetch
+        self._size = size
+        self._pos = 0
+        self._chunks: dict[int, bytes] = {}
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def tell(self) -> int:
+        return self._pos
+
+    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
+        base = {io.SEEK_SET: 0, io.SEEK_CUR: self._pos, io.SEEK_END: self._size}[whence]
+        self._pos = max(0, base + offset)
+        return self._pos
+
+    def readinto(self, buffer: Any) -> int:
+        view = memoryview(buffer).cast("B")
+        want = min(len(view), self._size - self._pos)
+        if want <= 0:
+            return 0
+        self._ensure(self._pos, self._pos + want - 1)
+        out = 0
+        while out < want:
+            chunk_no, inner = divmod(self._pos, self.CHUNK)
+            data = self._chunks[chunk_no][inner : inner + want - out]
+            view[out : out + len(data)] = data
+            out += len(data)
+            self._pos += len(data)
+        return out
+
+    def _ensure(self, start: int, end: int) -> None:
+        first, last = start // self.CHUNK, end // self.CHUNK
+        missing = [c for c in range(first, last + 1) if c not in self._chunks]
+        if not missing:
+            return
+        lo, hi = missing[0] * self.CHUNK, min(self._size, (missing[-1] + 1) * self.CHUNK) - 1
+        data = self._fetch(lo, hi)
+        if len(data) != hi - lo + 1:
+            raise OSError(f"asked for {hi - lo + 1} bytes, got {len(data)}")
+        for c in range(missing[0], missing[-1] + 1):
+            self._chunks[c] = data[
+                (c - missing[0]) * self.CHUNK : (c - missing[0] + 1) * self.CHUNK
+            ]

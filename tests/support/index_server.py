@@ -69,6 +69,10 @@ class LocalIndex:
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
     # PyTorch-style variant folders served under /whl/<variant>/ (see _torch_variant).
     variants: dict[str, list[IndexFile]] = field(default_factory=dict)
+    # Switches for the metadata paths: serve <wheel>.metadata files; honour Range requests.
+    metadata_files: bool = True
+    ranges: bool = True
+    range_requests: int = 0
 
     def add(self, f: IndexFile) -> None:
         self.files.append(f)
@@ -156,15 +160,10 @@ class LocalIndex:
                 if len(parts) == 2 and parts[0] == "files":
                     for f in index.files:
                         if f.path.name == parts[1]:
-                            self._send(
-                                200,
-                                "application/octet-stream",
-                                f.path.read_bytes(),
-                                cache=IMMUTABLE,
-                            )
+                            self._send_file(f.path.read_bytes())
                             return
                         meta = f.core_metadata() if parts[1] == f"{f.path.name}.metadata" else None
-                        if meta is not None:
+                        if meta is not None and index.metadata_files:
                             self._send(200, "application/octet-stream", meta, cache=IMMUTABLE)
                             return
                 self._send(404, "text/plain", b"not found")
@@ -225,6 +224,21 @@ class LocalIndex:
                 body = f"<!DOCTYPE html><html><body>\n{links}</body></html>\n".encode()
                 self._send(200, "text/html", body)
                 return True
+
+            def _send_file(self, data: bytes) -> None:
+                """The file, or the byte range asked for (206) when ranges are on."""
+                wanted = self.headers.get("Range", "")
+                if index.ranges and wanted.startswith("bytes="):
+                    first, _, last = wanted[len("bytes=") :].partition("-")
+                    start = int(first) if first else max(0, len(data) - int(last))
+                    end = min(len(data) - 1, int(last)) if first and last else len(data) - 1
+                    with index.lock:
+                        index.range_requests += 1
+                    span = {"Content-Range": f"bytes {start}-{end}/{len(data)}"}
+                    self._send(206, "application/octet-stream", data[start : end + 1],
+                               cache=IMMUTABLE, headers=span)  # fmt: skip
+                    return
+                self._send(200, "application/octet-stream", data, cache=IMMUTABLE)
 
             def _send(
                 self,
