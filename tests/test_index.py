@@ -586,3 +586,14 @@ def test_a_broken_wheel_is_a_clear_error(tmp_path: Path) -> None:
     ):
         c.metadata_for("x", "1.0")
     assert e.value.ref == "bad-wheel"
+
+
+def test_heuristic_freshness_when_a_proxy_strips_cache_headers() -> None:
+    from envbisect.index_cache import HEURISTIC_MAX_AGE, freshness
+
+    # Nothing said at all: fresh for PyPI's own max-age rather than refetched every time.
+    assert freshness(httpx.Headers({}), 1000.0) == (1000.0, HEURISTIC_MAX_AGE, True)
+    # Validators present: revalidate (a 304 is cheap); explicit headers always win.
+    assert freshness(httpx.Headers({"etag": '"x"'}), 1000.0)[1] == 0.0
+    assert freshness(httpx.Headers({"cache-control": "max-age=30"}), 1000.0)[1] == 30.0
+    assert freshness(httpx.Headers({"cache-control": "no-cache"}), 1000.0)[1] == 0.0

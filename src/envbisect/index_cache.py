@@ -126,9 +126,17 @@ def metadata_from_entry(entry: object, url: str) -> str | None:
     return None
 
 
+# Freshness for a page that says nothing about it (no Cache-Control, no validators: some
+# proxies strip them). RFC 9111 4.2.2 lets a cache pick a heuristic; this is PyPI's own max-age.
+HEURISTIC_MAX_AGE = 600.0
+
+
 def freshness(headers: httpx.Headers, now: float) -> tuple[float, float, bool]:
     """(fetched, max_age, storable) from Cache-Control and Age (RFC 9111, the parts we use)."""
-    max_age, no_cache, store = 0.0, False, True
+    silent = "cache-control" not in headers and not (
+        headers.get("etag") or headers.get("last-modified")
+    )
+    max_age, no_cache, store = (HEURISTIC_MAX_AGE if silent else 0.0), False, True
     for part in headers.get("cache-control", "").lower().split(","):
         name, _, value = part.strip().partition("=")
         if name == "max-age":
