@@ -46,6 +46,11 @@ MAX_ROUNDS = 3_000
 LOOKAHEAD_MAX = 30
 
 
+# (name, specifier, explicit pre, pre, cut-off) -> the versions that pass; shared by the plans
+# of one run (same source, target and constraints).
+MatchCache = dict[tuple[str, str, bool, bool, datetime | None], list["PackageVersion"]]
+
+
 class Policy(enum.Enum):
     BASELINE = "baseline"
     CONTEMPORARY = "contemporary"
@@ -137,8 +142,10 @@ class _Provider(AbstractProvider[_Req, _Cand, str]):
         pre: bool,
         user_names: frozenset[NormalizedName],
         constraints: Mapping[NormalizedName, SpecifierSet],
+        cache: MatchCache | None = None,
     ) -> None:
         self.constraints = constraints
+        self.cache: MatchCache = cache if cache is not None else {}
         self.source = source
         self.target = target
         self.policy = policy
@@ -199,8 +206,17 @@ class _Provider(AbstractProvider[_Req, _Cand, str]):
     def matching(
         self, name: NormalizedName, spec: SpecifierSet, *, explicit_pre: bool = False
     ) -> list[PackageVersion]:
-        """Versions of ``name`` the target can use that ``spec`` (and the constraints) allow."""
+        """Versions of ``name`` the target can use that ``spec`` (and the constraints) allow.
+
+        Memoised in ``cache``: a run plans many environments over the same projects, and
+        filtering hundreds of versions through specifiers is most of a warm plan's time.
+        """
         spec = spec & self.constraints.get(name, SpecifierSet())
+        exempt = name in self.user_names
+        key = (name, str(spec), explicit_pre, self.pre, None if exempt else self.cutoff)
+        hit = self.cache.get(key)
+        if hit is not None:
+            return hit
         out = []
         for pv in self.source.versions(name):
             if not pv.installable or not self._python_ok(pv):
@@ -211,12 +227,13 @@ class _Provider(AbstractProvider[_Req, _Cand, str]):
                 continue
             if (
                 self.cutoff is not None
-                and name not in self.user_names
+                and not exempt
                 and pv.upload_time is not None
                 and pv.upload_time > self.cutoff
             ):
                 continue
             out.append(pv)
+        self.cache[key] = out
         return out
 
     def why_none(self, name: NormalizedName) -> str | None:
@@ -314,6 +331,7 @@ def plan(
     constraints: Mapping[str, SpecifierSet] | None = None,
     fallback: Fallback | None = None,
     max_rounds: int = MAX_ROUNDS,
+    cache: MatchCache | None = None,
 ) -> Plan | Unresolvable:
     """Resolve ``requirements`` (markers already applied or evaluated here for the target).
 
@@ -338,6 +356,7 @@ def plan(
         pre=pre,
         user_names=frozenset(r.name for r in roots if _is_exact(r.req)),
         constraints={canonicalize_name(k): v for k, v in (constraints or {}).items()},
+        cache=cache,
     )
     conflict = lookahead(roots, provider)
     if conflict is not None:

@@ -23,7 +23,7 @@ from .index import IndexClient
 from .metadata import IndexMetadataSource
 from .model import Candidate
 from .pins import PinSet, load_pins
-from .plan import Fallback, Plan, PlanTarget, Policy, Unresolvable, plan
+from .plan import Fallback, MatchCache, Plan, PlanTarget, Policy, Unresolvable, plan
 from .target import Target
 
 
@@ -54,6 +54,7 @@ class RunPlanner:
     roots: list[Requirement] = field(init=False, default_factory=list)
     constraints: dict[str, SpecifierSet] = field(init=False, default_factory=dict)
     baseline: dict[str, Version] = field(init=False, default_factory=dict)
+    cache: MatchCache = field(init=False, default_factory=dict)
 
     def __post_init__(self) -> None:
         self.key = canonicalize_name(self.package)
@@ -120,6 +121,7 @@ class RunPlanner:
             pre=self.pre,
             constraints=self.constraints,
             fallback=self.fallback,
+            cache=self.cache,
         )
 
 
