@@ -87,18 +87,29 @@ def test_shell_reported_segfault_is_a_crash(tmp_path: Path) -> None:
     assert (out.kind, out.signal, out.exit_code) == (OutcomeKind.CRASH, "SIGSEGV", 139)
 
 
-def test_hang_is_a_timeout_with_every_threads_stack(tmp_path: Path) -> None:
+def test_deadlock_is_a_timeout_with_every_threads_stack(tmp_path: Path) -> None:
+    # Two threads take two locks in opposite orders: a real deadlock, no sleep involved.
     code = (
         "import threading, time\n"
-        "def worker():\n    time.sleep(1000)\n"
-        "threading.Thread(target=worker, daemon=True).start()\n"
-        "def main_wait():\n    threading.Event().wait()\n"
-        "main_wait()\n"
+        "a, b = threading.Lock(), threading.Lock()\n"
+        "def worker():\n"
+        "    with b:\n"
+        "        time.sleep(0.2)\n"
+        "        with a:\n"
+        "            pass\n"
+        "t = threading.Thread(target=worker)\n"
+        "def main_locks():\n"
+        "    with a:\n"
+        "        t.start()\n"
+        "        time.sleep(0.2)\n"
+        "        with b:\n"
+        "            pass\n"
+        "main_locks()\n"
     )
     raw = run_py(tmp_path, code, timeout=2.0)
     out = classify(raw)
     assert out.kind is OutcomeKind.TIMEOUT
-    assert "in worker" in out.detail and "in main_wait" in out.detail
+    assert "in worker" in out.detail and "in main_locks" in out.detail
 
 
 def test_timeout_kills_the_whole_process_group(tmp_path: Path) -> None:

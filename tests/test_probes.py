@@ -262,3 +262,24 @@ def test_store_migrates_schema_1(tmp_path: Path) -> None:
         assert rec is not None and rec.outcome.signature == "SIGSEGV" and rec.env_report is None
     db = sqlite3.connect(tmp_path / "envbisect.db")
     assert db.execute("SELECT value FROM meta WHERE key='schema'").fetchone() == ("2",)
+
+
+def test_probe_a_lockfile_and_pins(index: LocalIndex, python: str, tmp_path: Path) -> None:
+    lock = tmp_path / "lock.txt"
+    lock.write_text("crashy==1.8.0\nhelperlib==1.0.0\n")
+    proc = envbisect(*probe_args(index, python, tmp_path), "--lock", str(lock),
+                     "--probe", "import:crashy", "--json")  # fmt: skip
+    data = json.loads(proc.stdout)
+    assert {d["name"]: d["version"] for d in data["installed"]} == {
+        "crashy": "1.8.0",
+        "helperlib": "1.0.0",
+    }
+    ranges = tmp_path / "requirements.txt"
+    ranges.write_text("crashy>=1.9,<1.11\nraisy; sys_platform == 'win32'\n")
+    proc = envbisect(*probe_args(index, python, tmp_path), "--pins", str(ranges),
+                     "--probe", "import:crashy", "--json")  # fmt: skip
+    installed = {d["name"]: d["version"] for d in json.loads(proc.stdout)["installed"]}
+    assert installed == {"crashy": "1.10.0", "helperlib": "2.0.0"}  # raisy: not on linux
+    not_a_lock = envbisect(*probe_args(index, python, tmp_path), "--lock", str(ranges),
+                           "--probe", "import:crashy")  # fmt: skip
+    assert not_a_lock.returncode == 2 and "does not pin every requirement" in not_a_lock.stderr

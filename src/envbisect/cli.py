@@ -235,9 +235,16 @@ def build_parser() -> argparse.ArgumentParser:
     probe = sub.add_parser(
         "probe",
         help="build one environment and run probes in it",
-        usage="envbisect probe --with REQ... [options] (--probe NAME | --repro FILE | -- CMD...)",
+        usage="envbisect probe (--with REQ... | --pins SOURCE | --lock FILE) [options] "
+        "(--probe NAME | --repro FILE | -- CMD...)",
         description="The quickest way to try one environment: build it, run the probes, print "
         "each outcome, record it in the store.",
+    )
+    _add_pins_options(probe)
+    probe.add_argument(
+        "--lock",
+        metavar="FILE",
+        help="a lockfile (requirements.txt with == pins, or pylock.toml): exactly that environment",
     )
     _add_env_options(probe)
     _add_probe_options(probe)

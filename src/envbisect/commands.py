@@ -167,15 +167,26 @@ def cmd_probe(args: argparse.Namespace, tail: list[str], reporter: Reporter,
     from .engine import probe_one
     from .probe import Repro
 
-    if not args.with_reqs:
+    if not (args.with_reqs or args.pins or args.lock):
         raise UsageError(
             "no environment given",
-            hint="name what to install: --with 'datasets==2.14.6' --with 'pyarrow<21'",
+            hint="name what to install: --with 'datasets==2.14.6', --pins SOURCE or --lock FILE",
             ref="probe-nothing",
         )
-    repro = Repro.build(origin=Path.cwd(), repro_file=args.repro, command=tail, probes=args.probes)
+    repro = Repro.build(
+        origin=Path.cwd(),
+        repro_file=args.repro,
+        command=tail,
+        probes=args.probes,
+        extra_env={"DISABLE_VERSION_CHECK": "1"} if (args.pins or args.lock) else None,
+    )
     rec, reused = probe_one(
         with_reqs=tuple(args.with_reqs),
+        pins=tuple(args.pins),
+        extras=_extras(args),
+        lock=args.lock,
+        offline=args.offline,
+        cache_dir=args.cache_dir,
         repro=repro,
         indexes=indexes(args),
         python=args.python,

@@ -248,6 +248,11 @@ def probe_one(
     *,
     with_reqs: tuple[str, ...],
     repro: Repro,
+    pins: tuple[str, ...] = (),
+    extras: tuple[str, ...] = (),
+    lock: str | None = None,
+    offline: bool = False,
+    cache_dir: Path | None = None,
     indexes: IndexConfig,
     python: str | None = None,
     exclude_newer: str | None = None,
@@ -259,12 +264,32 @@ def probe_one(
     native_backtrace: str = "auto",
     reporter: Reporter | None = None,
 ) -> tuple[ProbeRecord, bool]:
-    """Build one environment from ``with_reqs``, run the repro, record it (``envbisect probe``)."""
+    """Build one environment, run the repro, record it (``envbisect probe``).
+
+    The environment is ``with_reqs`` plus the requirements of ``pins`` that apply to the
+    target (uv resolves them) plus every pin of ``lock`` (exactly those versions).
+    """
     check_requirements("", with_reqs)
     parse_exclude_newer(exclude_newer)
     uv = find_uv()
     interpreter = find_python(uv, python)
     target = inspect_target(interpreter)
+    requirements = list(with_reqs)
+    if pins or lock:
+        client = IndexClient(indexes, cache_dir=cache_dir or default_cache_dir(), offline=offline)
+        with client:
+            env = target.marker_environment()
+            for ps in read_pins(pins, client, cwd=repro.origin, extras=extras):
+                requirements += [str(p.requirement) for p in ps.applicable(env, extras)]
+            if lock:
+                locked = read_pins([lock], client, cwd=repro.origin)[0]
+                if not locked.is_lock:
+                    raise UsageError(
+                        f"--lock {lock} does not pin every requirement with ==",
+                        hint="use --pins for a file with ranges; --lock takes a lockfile",
+                        ref="not-a-lock",
+                    )
+                requirements += [f"{n}=={v}" for n, v in locked.baseline(env).items()]
     prober = Prober(
         uv=uv,
         python=interpreter,
@@ -277,7 +302,7 @@ def probe_one(
         reporter=reporter or Reporter(),
     )
     spec = EnvSpec.build(
-        list(with_reqs),
+        requirements,
         python=prober.python_label(),
         indexes=indexes,
         only_binary=not allow_sdist,

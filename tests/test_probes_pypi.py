@@ -1,0 +1,79 @@
+"""The built-in probes for real, on CPU, with the real packages (PyPI).
+
+These need PyPI (this project's machines reach it) and the CPU build of torch that lies in a
+local wheel folder (``pip config`` names it; /opt/wheels here), so that no multi-GB CUDA torch
+is downloaded. They skip, saying why, where either is missing. They use uv's default cache, not
+the session's private one, so that a second run installs from hard links.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import httpx
+import pytest
+
+WHEELS = Path(os.environ.get("ENVBISECT_TORCH_WHEELS", "/opt/wheels"))
+
+
+def _pypi_reachable() -> bool:
+    try:
+        return httpx.head("https://pypi.org/simple/pip/", timeout=10).status_code < 500
+    except httpx.HTTPError:
+        return False
+
+
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(not _pypi_reachable(), reason="PyPI cannot be reached from here"),
+]
+
+
+def envbisect(*args: str, tmp_path: Path) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if k != "UV_CACHE_DIR"}  # uv's shared cache
+    return subprocess.run(
+        [sys.executable, "-m", "envbisect", "probe", "--python", sys.executable,
+         "--results", str(tmp_path / "r"), "--json", *args],
+        capture_output=True, text=True, env=env, timeout=900,
+    )  # fmt: skip
+
+
+def test_datasets_json_passes_on_a_good_pair_and_fails_on_a_known_bad_one(tmp_path: Path) -> None:
+    good = envbisect("--with", "datasets==4.0.0", "--probe", "datasets-json", tmp_path=tmp_path)
+    assert good.returncode == 0, good.stderr
+    data = json.loads(good.stdout)
+    assert data["outcome"]["kind"] == "pass"
+    (report,) = data["reports"]
+    assert report["datasets"] == "4.0.0" and len(report["seconds"]) == 4
+    # datasets 2.14.6 subclasses pyarrow.PyExtensionType, which pyarrow 21 removed.
+    bad = envbisect("--with", "datasets==2.14.6", "--with", "pyarrow==21.0.0", "--with",
+                    "numpy<2", "--probe", "datasets-json", tmp_path=tmp_path)  # fmt: skip
+    outcome = json.loads(bad.stdout)["outcome"]
+    assert outcome["kind"] == "fail"
+    assert outcome["signature"].startswith("AttributeError: module 'pyarrow' has no attribute")
+
+
+@pytest.mark.skipif(
+    not any(WHEELS.glob("torch-*+cpu-*.whl")), reason=f"no CPU torch wheel in {WHEELS}"
+)
+def test_lora_step_on_cpu(tmp_path: Path) -> None:
+    wheel = sorted(WHEELS.glob("torch-*+cpu-*.whl"))[-1]
+    version = wheel.name.split("-")[1].split("+")[0]
+    py = f"cp{sys.version_info[0]}{sys.version_info[1]}"
+    if f"-{py}-" not in wheel.name:
+        pytest.skip(f"the CPU torch wheel in {WHEELS} is not for {py}")
+    proc = envbisect("--find-links", str(WHEELS), "--with", f"torch=={version}",
+                     "--with", "transformers", "--with", "peft", "--probe", "lora-step",
+                     tmp_path=tmp_path)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr + proc.stdout
+    data = json.loads(proc.stdout)
+    (report,) = data["reports"]
+    assert report["device"] == "cpu" and report["dtype"] == "float32"
+    assert report["loss_last"] < report["loss_first"]
+    assert report["torch"].endswith("+cpu")
+    installed = {d["name"] for d in data["installed"]}
+    assert not any(n.startswith("nvidia-") for n in installed), "a CUDA torch was installed"
