@@ -257,14 +257,13 @@ def cmd_env(args: argparse.Namespace) -> int:
 
 
 def cmd_pins(args: argparse.Namespace) -> int:
-    from .pins import load_pins
+    from .planning import read_pins
 
     target = _target(args)
     env = target.marker_environment()
     extras = _extras(args)
     with _client(args) as client:
-        pins = load_pins(args.source, cwd=Path.cwd(), extras=extras,
-                         fetch_metadata=client.metadata_for)  # fmt: skip
+        (pins,) = read_pins([args.source], client, cwd=Path.cwd(), extras=extras)
     data = pins.to_dict(env, extras)
     if args.json:
         print(json.dumps(data, indent=2))
@@ -282,16 +281,14 @@ def cmd_versions(args: argparse.Namespace) -> int:
     from packaging.specifiers import SpecifierSet
 
     from .candidates import build_candidates
-    from .pins import load_pins
+    from .planning import read_pins
 
     target = _target(args)
     env = target.marker_environment()
     extras = _extras(args)
     with _client(args) as client:
         spec = SpecifierSet()
-        for source in args.pins:
-            ps = load_pins(source, cwd=Path.cwd(), extras=extras,
-                           fetch_metadata=client.metadata_for)  # fmt: skip
+        for ps in read_pins(args.pins, client, cwd=Path.cwd(), extras=extras):
             spec &= ps.specifier_for(args.package, env, extras)
         files = client.project_files(args.package).files
     # Every version stays in the listing (yanked ones too), each with its reason.

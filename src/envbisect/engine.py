@@ -3,20 +3,20 @@
 Who does what:
     index.IndexClient      reads the package's files from the indexes (httpx)
     candidates             turns them into ordered versions, each installable on the target or not
+    planning.RunPlanner    (with --pins/--baseline/--rest) the range from the pins, and the
+                           planned environment of each candidate, or why none exists
     strategy.Bisector      decides which version to probe next, and when it is done
-    store.Store            answers "already probed?" and keeps every outcome (SQLite)
-    materialize            builds the environment with uv
-    probe.Repro            runs the repro in it (runner: process group, timeout)
-    outcome.classify       decides what the probe did
+    prober.Prober          probes one environment: store lookup, uv build, the repro's steps,
+                           outcome.classify, gdb forensics on a crash, the environment report
     report                 verdict, report.md, lockfiles, JSON
 The engine owns the loop and the files under ``results/``; it never decides an outcome itself.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
@@ -521,7 +521,8 @@ def lock_entries(
 ) -> list[LockEntry]:
     """For each installed distribution, the files of that version usable on the target."""
     supported = frozenset(target.supported_tags())
-    dists = list(installed)
+    with contextlib.suppress(EnvbisectError):  # one at a time below, each failure its own
+        client.project_files_many(d.name for d in installed)
 
     def one(dist: InstalledDist) -> LockEntry:
         name, version = dist.name, dist.version
@@ -546,8 +547,7 @@ def lock_entries(
         index = pf.source if pf.source.startswith(("http://", "https://")) else None
         return LockEntry(name=name, version=version, index=index, files=tuple(files))
 
-    with ThreadPoolExecutor(max_workers=8) as pool:
-        return list(pool.map(one, dists))
+    return [one(d) for d in installed]
 
 
 def _safe_version(text: str) -> Version | None:

@@ -12,7 +12,6 @@ feed it synthetic reports.
 
 from __future__ import annotations
 
-import json
 import re
 import shutil
 import subprocess
@@ -26,7 +25,6 @@ from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from . import __version__
-from .errors import UsageError
 
 PACKAGES = (
     "torch", "transformers", "datasets", "accelerate", "peft", "trl", "tokenizers",
@@ -129,27 +127,15 @@ print(json.dumps(out))
 
 def collect(python: str, *, deep: bool, timeout: float = 300.0) -> dict[str, Any]:
     """The report for the interpreter ``python`` (raises UsageError when it cannot run)."""
-    try:
-        proc = subprocess.run(
-            [python, "-I", "-c", REPORT_SCRIPT, "deep" if deep else "quick"],
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-        )
-    except (OSError, subprocess.TimeoutExpired) as e:
-        raise UsageError(
-            f"cannot run {python}: {e}",
-            hint="pass --python with the path of a working interpreter",
-            ref="python-broken",
-        ) from e
-    if proc.returncode != 0:
-        last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
-        raise UsageError(
-            f"{python} failed while reporting on its environment: {last}",
-            hint="pass --python with the path of a working interpreter",
-            ref="python-broken",
-        )
-    report: dict[str, Any] = json.loads(proc.stdout)
+    from .materialize import run_python_json
+
+    report: dict[str, Any] = run_python_json(
+        python,
+        REPORT_SCRIPT,
+        "deep" if deep else "quick",
+        timeout=timeout,
+        doing="reporting on its environment",
+    )
     report["envbisect"] = __version__
     return report
 

@@ -23,6 +23,7 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from .errors import DiskFull, IndexUnreachable, UsageError, UvMissing
 from .model import EnvSpec, IndexConfig, InstalledDist, Outcome
@@ -152,25 +153,29 @@ def find_python(uv: str, request: str | None) -> str:
     return proc.stdout.strip().splitlines()[-1]
 
 
-def inspect_target(python: str) -> Target:
-    """Read the facts wheel selection needs off the target interpreter itself."""
+def run_python_json(
+    python: str, script: str, *args: str, timeout: float = 60.0, doing: str = "starting"
+) -> Any:
+    """Run ``script`` with ``python -I`` and return the JSON object it prints.
+
+    An interpreter that cannot run, or a script that fails, is a ``UsageError``: the user
+    named that interpreter."""
+    hint = "pass --python with a version uv can find, or the path of a working interpreter"
     try:
         proc = subprocess.run(
-            [python, "-I", "-c", FACTS_SCRIPT], capture_output=True, text=True, timeout=60
+            [python, "-I", "-c", script, *args], capture_output=True, text=True, timeout=timeout
         )
     except (OSError, subprocess.TimeoutExpired) as e:
-        raise UsageError(
-            f"cannot run the target interpreter {python}: {e}",
-            hint="pass --python with a version uv can find, or the path of a working interpreter",
-            ref="python-broken",
-        ) from e
+        raise UsageError(f"cannot run {python}: {e}", hint=hint, ref="python-broken") from e
     if proc.returncode != 0:
-        raise UsageError(
-            f"the target interpreter {python} failed to start (exit {proc.returncode})",
-            hint="pass --python with a version uv can find, or the path of a working interpreter",
-            ref="python-broken",
-        )
-    return Target.from_facts(json.loads(proc.stdout))
+        last = (proc.stderr.strip().splitlines() or [f"exit {proc.returncode}"])[-1]
+        raise UsageError(f"{python} failed while {doing}: {last}", hint=hint, ref="python-broken")
+    return json.loads(proc.stdout)
+
+
+def inspect_target(python: str) -> Target:
+    """Read the facts wheel selection needs off the target interpreter itself."""
+    return Target.from_facts(run_python_json(python, FACTS_SCRIPT))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

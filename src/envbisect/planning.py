@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
+from pathlib import Path
 
 from packaging.requirements import Requirement
 from packaging.specifiers import SpecifierSet
@@ -28,13 +29,11 @@ from .target import Target
 
 
 def read_pins(
-    sources: Sequence[str], client: IndexClient, *, cwd: object, extras: Sequence[str] = ()
+    sources: Sequence[str], client: IndexClient, *, cwd: Path, extras: Sequence[str] = ()
 ) -> list[PinSet]:
-    from pathlib import Path
-
+    """Each pin source, a released distribution's read through ``client`` (its metadata)."""
     return [
-        load_pins(s, cwd=Path(str(cwd)), extras=extras, fetch_metadata=client.metadata_for)
-        for s in sources
+        load_pins(s, cwd=cwd, extras=extras, fetch_metadata=client.metadata_for) for s in sources
     ]
 
 
