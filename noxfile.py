@@ -1,11 +1,20 @@
-"""nox sessions for envbisect itself (uv backend). Matrices get their own sessions later."""
+"""nox sessions (uv backend): the project's own checks, and the compatibility matrices.
+
+nox -s tests lint typecheck
+nox -s matrix -- matrices/datasets-pyarrow.toml [--jobs 2 --full ...]
+nox -s "matrix_file(datasets-pyarrow)"        # one session per matrices/*.toml
+"""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import nox
 
 nox.options.default_venv_backend = "uv"
 nox.options.sessions = ["tests", "lint", "typecheck"]
+
+MATRICES = sorted(p.stem for p in Path("matrices").glob("*.toml"))
 
 
 @nox.session
@@ -26,3 +35,20 @@ def lint(session: nox.Session) -> None:
 def typecheck(session: nox.Session) -> None:
     session.install("-e", ".[test]", "mypy>=1.10")
     session.run("mypy")
+
+
+@nox.session
+def matrix(session: nox.Session) -> None:
+    """Run one matrix file and publish its tables: nox -s matrix -- matrices/NAME.toml."""
+    if not session.posargs:
+        session.error("name a matrix file: nox -s matrix -- matrices/NAME.toml")
+    session.install("-e", ".")
+    session.run("envbisect", "matrix", *session.posargs)
+
+
+@nox.session
+@nox.parametrize("name", MATRICES)
+def matrix_file(session: nox.Session, name: str) -> None:
+    """One session per matrices/*.toml; extra arguments go to envbisect matrix."""
+    session.install("-e", ".")
+    session.run("envbisect", "matrix", f"matrices/{name}.toml", *session.posargs)

@@ -18,7 +18,7 @@ import pytest
 
 from envbisect import envreport
 from envbisect.forensics import parse_gdb
-from envbisect.store import Store
+from envbisect.store import SCHEMA_VERSION, Store
 from support.index_server import LocalIndex
 from support.wheels import build_c_extension_wheel
 
@@ -261,7 +261,8 @@ def test_store_migrates_schema_1(tmp_path: Path) -> None:
         rec = store.get("e", "r")
         assert rec is not None and rec.outcome.signature == "SIGSEGV" and rec.env_report is None
     db = sqlite3.connect(tmp_path / "envbisect.db")
-    assert db.execute("SELECT value FROM meta WHERE key='schema'").fetchone() == ("2",)
+    row = db.execute("SELECT value FROM meta WHERE key='schema'").fetchone()
+    assert row == (str(SCHEMA_VERSION),)
 
 
 def test_probe_a_lockfile_and_pins(index: LocalIndex, python: str, tmp_path: Path) -> None:

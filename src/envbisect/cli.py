@@ -271,6 +271,37 @@ def build_parser() -> argparse.ArgumentParser:
         "--allow-sdist", action="store_true", help="count an sdist as installable"
     )
     _add_target_options(versions)
+    matrix = sub.add_parser(
+        "matrix",
+        help="run a compatibility matrix (matrices/*.toml) and publish its tables",
+        description="Every cell a fresh uv environment probed for real, through the same store "
+        "as run (an interrupted matrix resumes). Unless --full, rows are taken to be monotone: "
+        "their ends are probed, agreeing ends make the cells between inferred, disagreeing "
+        "ends are bisected. Tables go to DIR/<matrix>/.",
+    )
+    matrix.add_argument("file", metavar="FILE", help="a matrices/*.toml file")
+    matrix.add_argument("--jobs", type=int, default=1, metavar="N",
+                        help="rows probed in parallel (default 1)")  # fmt: skip
+    matrix.add_argument("--full", action="store_true",
+                        help="probe every cell (no inference, no --max-cells limit)")  # fmt: skip
+    matrix.add_argument("--max-cells", type=int, default=500, metavar="N",
+                        help="refuse larger matrices without --full (default 500)")  # fmt: skip
+    matrix.add_argument("--results", type=Path, default=Path("results"), metavar="DIR",
+                        help="the store and the published tables (default ./results)")  # fmt: skip
+    matrix.add_argument("--offline", action="store_true", help="metadata from the cache only")
+    matrix.add_argument("--cache-dir", type=Path, metavar="DIR", help="the metadata cache")
+    matrix.add_argument("--json", action="store_true", help="print one JSON object on stdout")
+    publish = sub.add_parser(
+        "publish",
+        help="regenerate a matrix's tables, pictures and lockfiles from the store",
+        description="Writes DIR/<matrix>/table.md, table.html, heatmap.svg, results.json, "
+        "results.csv, a lockfile per passing cell and the recommended (newest passing) one.",
+    )
+    publish.add_argument("files", nargs="*", metavar="FILE",
+                         help="matrices/*.toml files (default: all of matrices/)")  # fmt: skip
+    publish.add_argument("--results", type=Path, default=Path("results"), metavar="DIR")
+    publish.add_argument("--offline", action="store_true", help="metadata from the cache only")
+    publish.add_argument("--cache-dir", type=Path, metavar="DIR", help="the metadata cache")
     env = sub.add_parser(
         "env",
         help="report on an environment (versions, torch/CUDA build, driver, GPUs) and check it",
@@ -357,6 +388,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                 f"envbisect {args.command} takes no command after --",
                 hint=f"see envbisect {args.command} --help",
             )
+        if args.command == "matrix":
+            return commands.cmd_matrix(args, full, RichReporter(console), console)
+        if args.command == "publish":
+            return commands.cmd_publish(args)
         if args.command == "env":
             return commands.cmd_env(args)
         if args.command == "pins":

@@ -328,3 +328,136 @@ def cmd_versions(args: argparse.Namespace) -> int:
         why = f"  excluded: {r['excluded_reason']}" if r["excluded_reason"] else ""
         print(f"  {r['version']:<16} {when:<10}{why}")
     return 0
+
+
+def cmd_matrix(args: argparse.Namespace, command: str, reporter: Reporter, console: Console) -> int:
+    from .matrix import load_matrix
+    from .matrixrun import run_matrix
+
+    spec = load_matrix(Path(args.file))
+    results = args.results.resolve()
+    res = run_matrix(
+        spec,
+        results=results,
+        jobs=args.jobs,
+        full=args.full,
+        max_cells=args.max_cells,
+        command=command,
+        reporter=reporter,
+        offline=args.offline,
+        cache_dir=args.cache_dir,
+    )
+    run_meta = {
+        "command": command,
+        "measured": res.started,
+        "machine": _machine(),
+        "targets": res.targets,
+        "counts": res.counts(),
+        "full": args.full,
+        "jobs": args.jobs,
+    }
+    out = results / spec.name
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "run.json").write_text(json.dumps(run_meta, indent=2) + "\n", encoding="utf-8")
+    written = _publish(spec, results, args)
+    counts = res.counts()
+    if args.json:
+        print(json.dumps({"matrix": spec.name, **run_meta, "files": [str(p) for p in written]},
+                         indent=2))  # fmt: skip
+    else:
+        print(f"{spec.name}: {counts['cells']} cells: {counts['built']} built, "
+              f"{counts['reused']} reused, {counts['inferred']} inferred, "
+              f"{counts['unresolvable']} unresolvable")  # fmt: skip
+        print(f"tables: {out / 'table.md'}, {out / 'table.html'}")
+    return 0
+
+
+def cmd_publish(args: argparse.Namespace) -> int:
+    from .matrix import load_matrix
+
+    files = [Path(f) for f in args.files] or sorted(Path("matrices").glob("*.toml"))
+    if not files:
+        raise UsageError("no matrix to publish", hint="name matrices/*.toml files",
+                         ref="matrix-missing")  # fmt: skip
+    for f in files:
+        spec = load_matrix(f)
+        for p in _publish(spec, args.results.resolve(), args):
+            print(p)
+    return 0
+
+
+def _machine() -> str:
+    import os
+    import platform
+
+    return (f"{platform.system()} {platform.machine()}, {os.cpu_count()} cores, "
+            f"Python {platform.python_version()}")  # fmt: skip
+
+
+def _publish(spec: Any, results: Path, args: argparse.Namespace) -> list[Path]:
+    """Write every published file of one matrix from the store; returns their paths."""
+    from packaging.version import Version
+
+    from . import publish
+    from .engine import lock_entries
+    from .index import IndexClient, default_cache_dir
+    from .materialize import find_python, find_uv, inspect_target
+    from .matrixrun import matrix_indexes, published_cells
+    from .model import InstalledDist
+    from .report import requirements_lock
+    from .store import Store
+
+    out = results / spec.name
+    out.mkdir(parents=True, exist_ok=True)
+    with Store(results) as store:
+        cells = published_cells(spec, store)
+    if not cells:
+        raise UsageError(
+            f"the store in {results} has no cell of the matrix {spec.name}",
+            hint=f"run it first: envbisect matrix {spec.path}",
+            ref="matrix-not-run",
+        )
+    run_file = out / "run.json"
+    run_meta = json.loads(run_file.read_text()) if run_file.is_file() else {}
+    axes = [a.package for a in spec.axes]
+    probes = [*spec.probes, *([spec.repro] if spec.repro else [])]
+    meta = {"name": spec.name, "description": spec.description, "axes": axes,
+            "probes": probes, **run_meta}  # fmt: skip
+    written: list[Path] = []
+    passing = [c for c in cells if c["state"] == "measured" and c["kind"] == "pass"]
+    if passing:
+        uv = find_uv()
+        cache = getattr(args, "cache_dir", None) or default_cache_dir()
+        offline = getattr(args, "offline", False)
+        with IndexClient(matrix_indexes(spec), cache_dir=cache, offline=offline) as client:
+            for py in sorted({str(c["python"]) for c in passing}):
+                target = inspect_target(find_python(uv, py))
+                mine = [c for c in passing if c["python"] == py]
+                for c in mine:
+                    versions: dict[str, str] = c["versions"]
+                    slug = "__".join(f"{k}-{v}" for k, v in versions.items())
+                    path = out / "locks" / f"py{py}" / f"{slug}.txt"
+                    path.parent.mkdir(parents=True, exist_ok=True)
+                    installed = tuple(InstalledDist(**d) for d in c["installed"])
+                    entries = lock_entries(installed, target, client, allow_sdist=False)
+                    header = [f"{spec.name}: {', '.join(f'{k}=={v}' for k, v in versions.items())}"
+                              f" passes {', '.join(meta['probes'])} on {target.short}",
+                              "Install: uv pip install --require-hashes -r THIS_FILE"]  # fmt: skip
+                    path.write_text(requirements_lock(entries, header=header), encoding="utf-8")
+                    c["lock"] = str(path.relative_to(out))
+                    written.append(path)
+                best = max(mine, key=lambda c: [Version(v) for v in c["versions"].values()])
+                rec = out / f"recommended-py{py}.txt"
+                rec.write_text((out / str(best["lock"])).read_text(), encoding="utf-8")
+                written.append(rec)
+    files = {
+        "table.md": publish.markdown(meta, cells),
+        "table.html": publish.html_page(meta, cells),
+        "heatmap.svg": publish.svg(meta, cells),
+        "results.csv": publish.csv_text(cells, axes),
+        "results.json": json.dumps({"matrix": meta, "cells": cells}, indent=2) + "\n",
+    }
+    for name, text in files.items():
+        (out / name).write_text(text, encoding="utf-8")
+        written.append(out / name)
+    return written

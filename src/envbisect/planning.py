@@ -8,9 +8,9 @@ under the ``--rest`` policy. The engine builds only what the planner says is con
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 
 from packaging.requirements import Requirement
@@ -49,6 +49,7 @@ class RunPlanner:
     pre: bool = False
     extras: tuple[str, ...] = ()
     fallback: Fallback | None = None
+    also_moving: tuple[str, ...] = ()  # other packages set per environment (matrix axes)
     key: str = field(init=False, default="")
     roots: list[Requirement] = field(init=False, default_factory=list)
     constraints: dict[str, SpecifierSet] = field(init=False, default_factory=dict)
@@ -58,9 +59,10 @@ class RunPlanner:
     def __post_init__(self) -> None:
         self.key = canonicalize_name(self.package)
         env = self.target.marker_environment()
+        moving = {self.key, *(canonicalize_name(n) for n in self.also_moving)}
         for ps in self.pins:
             for pin in ps.applicable(env, self.extras):
-                if pin.name != self.key:
+                if pin.name not in moving:
                     self.roots.append(pin.requirement)
             for pin in ps.constraints:
                 if pin.applies(env):
@@ -102,11 +104,17 @@ class RunPlanner:
         return CandidateList(candidates=kept, dropped=dropped)
 
     def plan_for(self, cand: Candidate) -> Plan | Unresolvable:
+        return self.plan_versions({self.key: cand.version}, cand.upload_time)
+
+    def plan_versions(
+        self, versions: Mapping[str, Version], uploaded: datetime | None
+    ) -> Plan | Unresolvable:
+        """The environment with these exact versions (the candidate, or a matrix cell)."""
         cutoff = None
-        if self.policy is Policy.CONTEMPORARY and cand.upload_time is not None:
+        if self.policy is Policy.CONTEMPORARY and uploaded is not None:
             # "As of the candidate's upload": its own files, and what was out by then.
-            cutoff = cand.upload_time + timedelta(seconds=1)
-        roots = [*self.roots, Requirement(f"{self.key}=={cand.version}")]
+            cutoff = uploaded + timedelta(seconds=1)
+        roots = [*self.roots, *(Requirement(f"{n}=={v}") for n, v in versions.items())]
         return plan(
             roots,
             self.source,

@@ -11,7 +11,7 @@ from __future__ import annotations
 import errno
 import json
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -19,7 +19,7 @@ from typing import Any
 from .errors import DiskFull, StoreError
 from .model import InstalledDist, Outcome, OutcomeKind
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 DB_NAME = "envbisect.db"
 
 _SCHEMA = """
@@ -49,6 +49,19 @@ CREATE TABLE IF NOT EXISTS probes (
     env_report TEXT,
     UNIQUE (env_id, repro_id)
 );
+CREATE TABLE IF NOT EXISTS matrix_cells (
+    matrix TEXT NOT NULL,
+    python TEXT NOT NULL,
+    cell TEXT NOT NULL,
+    state TEXT NOT NULL,
+    env_id TEXT,
+    repro_id TEXT,
+    kind TEXT,
+    signature TEXT NOT NULL DEFAULT '',
+    inferred_from TEXT,
+    updated_at TEXT NOT NULL,
+    UNIQUE (matrix, python, cell)
+);
 """
 # Each step takes the schema from version N to N + 1.
 _MIGRATIONS = {
@@ -57,6 +70,7 @@ _MIGRATIONS = {
         "ALTER TABLE probes ADD COLUMN step TEXT NOT NULL DEFAULT ''",
         "ALTER TABLE probes ADD COLUMN env_report TEXT",
     ),
+    2: (),  # matrix_cells: created by the schema script itself
 }
 
 
@@ -166,6 +180,24 @@ class Store:
                 )
         except sqlite3.Error as e:
             raise _translate(e, self.path) from e
+
+    def put_cell(self, row: Mapping[str, Any]) -> None:
+        """One matrix cell's state (measured, inferred, unresolvable, untestable)."""
+        cols = ", ".join(row)
+        marks = ", ".join("?" for _ in row)
+        try:
+            with self._db:
+                self._db.execute(
+                    f"INSERT OR REPLACE INTO matrix_cells ({cols}) VALUES ({marks})",
+                    tuple(row.values()),
+                )
+        except sqlite3.Error as e:
+            raise _translate(e, self.path) from e
+
+    def cells(self, matrix: str) -> list[dict[str, Any]]:
+        cur = self._db.execute("SELECT * FROM matrix_cells WHERE matrix = ?", (matrix,))
+        names = [c[0] for c in cur.description]
+        return [dict(zip(names, row, strict=True)) for row in cur]
 
     def all(self) -> Iterator[ProbeRecord]:
         cur = self._db.execute("SELECT * FROM probes ORDER BY id")

@@ -112,12 +112,39 @@ def _torch_family(root: Path, index: LocalIndex) -> None:
                     index.add(IndexFile(project=project, path=path, upload_time=when))
 
 
+def grid_truth(app: str, lib: str) -> str:
+    """The known grid: gridapp >= 1.4 crashes with gridlib >= 1.3; gridapp 1.6 needs
+    gridlib >= 1.2 (so two of its cells have no consistent environment)."""
+    a, b = int(app.split(".")[1]), int(lib.split(".")[1])
+    if a == 6 and b < 2:
+        return "unresolvable"
+    return "crash" if a >= 4 and b >= 3 else "pass"
+
+
+def _grid_family(root: Path, index: LocalIndex) -> None:
+    for i in range(6):
+        path = build_wheel(root, "gridlib", f"1.{i}.0", {"gridlib/__init__.py": f"MINOR = {i}\n"})
+        index.add(IndexFile(project="gridlib", path=path, upload_time=EPOCH + timedelta(days=i)))
+    for i in range(7):
+        body = (
+            "import ctypes\nimport gridlib\n\n"
+            "def run():\n"
+            f"    if {i} >= 4 and gridlib.MINOR >= 3:\n"
+            "        ctypes.string_at(0)\n"
+        )
+        requires = ("gridlib>=1.2",) if i == 6 else ("gridlib",)
+        path = build_wheel(root, "gridapp", f"1.{i}.0", {"gridapp/__init__.py": body},
+                           requires=requires)  # fmt: skip
+        index.add(IndexFile(project="gridapp", path=path, upload_time=EPOCH + timedelta(days=i)))
+
+
 def build_index(root: Path) -> LocalIndex:
     root.mkdir(parents=True, exist_ok=True)
     for sub in ("pypi", "cpu", "cu121"):
         (root / sub).mkdir(exist_ok=True)
     index = LocalIndex()
     _torch_family(root, index)
+    _grid_family(root, index)
     for project, versions in corpus().items():
         for i, v in enumerate(versions):
             when = EPOCH + timedelta(days=30 * i, hours=len(project))

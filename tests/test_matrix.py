@@ -1,0 +1,202 @@
+"""Compatibility matrices on the local index, against a grid whose truth is known
+(support/corpus.py: gridapp >= 1.4 crashes with gridlib >= 1.3; gridapp 1.6 needs
+gridlib >= 1.2), plus schema errors, resume, publishing and the page in a real browser."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from packaging.version import Version
+
+from envbisect.errors import UsageError
+from envbisect.matrix import load_matrix, select_versions
+from envbisect.matrixrun import run_matrix
+from envbisect.reporter import Reporter
+from support.corpus import grid_truth
+from support.index_server import LocalIndex
+
+pytestmark = pytest.mark.slow
+
+MATRIX = """
+[matrix]
+name = "grid"
+description = "gridapp x gridlib"
+python = ["{python}"]
+index_url = "{index}"
+repro = "repro.py"
+timeout = 60
+
+[[axis]]
+package = "gridapp"
+select = "all"
+
+[[axis]]
+package = "gridlib"
+select = "all"
+"""
+
+
+def write_matrix(tmp_path: Path, index: LocalIndex, python: str, text: str = MATRIX) -> Path:
+    (tmp_path / "repro.py").write_text("import gridapp\ngridapp.run()\n")
+    path = tmp_path / "grid.toml"
+    path.write_text(text.format(python=python, index=index.url))
+    return path
+
+
+class Count(Reporter):
+    def __init__(self, stop_after: int | None = None) -> None:
+        self.started = 0
+        self.stop_after = stop_after
+
+    def probe_started(self, version: str, left: int, steps_left: int) -> None:
+        self.started += 1
+        if self.stop_after is not None and self.started > self.stop_after:
+            raise KeyboardInterrupt
+
+    def probe_finished(self, *args: object) -> None:
+        pass
+
+
+def test_grid_comes_out_right_cell_by_cell_with_fewer_probes(
+    index: LocalIndex, python: str, tmp_path: Path
+) -> None:
+    spec = load_matrix(write_matrix(tmp_path, index, python))
+    counter = Count()
+    res = run_matrix(spec, results=tmp_path / "r", reporter=counter, cache_dir=tmp_path / "c")
+    assert len(res.cells) == 7 * 6
+    for cell in res.cells:
+        app, lib = dict(cell.versions)["gridapp"], dict(cell.versions)["gridlib"]
+        truth = grid_truth(app, lib)
+        if truth == "unresolvable":
+            assert cell.state == "unresolvable" and "gridlib>=1.2" in cell.reason
+            continue
+        assert cell.state in ("measured", "inferred"), (cell.label(), cell.state)
+        assert cell.outcome is not None and cell.outcome.kind.value == truth, cell.label()
+    counts = res.counts()
+    # Monotone rows: every row's ends, plus a bisection in the rows that change.
+    assert counts["built"] == counter.started < 40
+    assert counts["inferred"] > 0 and counts["inferred"] + counts["built"] == 40
+    full = run_matrix(spec, results=tmp_path / "r", full=True, cache_dir=tmp_path / "c")
+    assert full.counts()["inferred"] == 0 and full.counts()["reused"] == counts["built"]
+
+
+def test_interrupted_matrix_resumes(index: LocalIndex, python: str, tmp_path: Path) -> None:
+    spec = load_matrix(write_matrix(tmp_path, index, python))
+    with pytest.raises(Exception) as e:
+        run_matrix(spec, results=tmp_path / "r", reporter=Count(stop_after=5),
+                   cache_dir=tmp_path / "c")  # fmt: skip
+    assert type(e.value).__name__ == "Interrupted"
+    res = run_matrix(spec, results=tmp_path / "r", cache_dir=tmp_path / "c")
+    assert res.counts()["reused"] == 5  # the five finished probes were not run again
+
+
+def test_publish_and_the_page_in_a_real_browser(
+    index: LocalIndex, python: str, tmp_path: Path
+) -> None:
+    path = write_matrix(tmp_path, index, python)
+    proc = subprocess.run(
+        [sys.executable, "-m", "envbisect", "matrix", str(path), "--results", str(tmp_path / "r"),
+         "--cache-dir", str(tmp_path / "c"), "--jobs", "2", "--json"],
+        capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    out = tmp_path / "r" / "grid"
+    table = (out / "table.md").read_text()
+    assert "| **1.5.0** |" in table and "💥 crash SIGSEGV" in table and "⊘ unresolvable" in table
+    data = json.loads((out / "results.json").read_text())
+    assert len(data["cells"]) == 42
+    rec = next(out.glob("recommended-py*.txt")).read_text()
+    assert "gridapp==1.6.0" in rec and "gridlib==1.2.0" in rec and "--hash=sha256:" in rec
+    svg = (out / "heatmap.svg").read_text()
+    assert svg.startswith("<svg") and svg.count("<rect") > 42
+    csv_rows = (out / "results.csv").read_text().splitlines()
+    assert csv_rows[0].startswith("python,gridapp,gridlib,state") and len(csv_rows) == 43
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    if chromium is None:
+        pytest.skip("Chromium is not installed (.ci/run installs Debian's chromium)")
+    html_file = out / "table.html"
+    cells = json.loads((out / "results.json").read_text())["cells"]
+    crash = next(
+        i for i, c in enumerate(cells) if c["kind"] == "crash" and c["state"] == "measured"
+    )
+    dom = subprocess.run(
+        [chromium, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+         "--no-first-run", "--disable-component-update", "--disable-sync",
+         f"--user-data-dir={tmp_path / 'chrome'}", "--dump-dom",
+         html_file.as_uri() + f"#cell=c{crash}"],
+        capture_output=True, text=True, timeout=120,
+    ).stdout  # fmt: skip
+    assert '<table class="grid">' in dom
+    assert len(re.findall(r'<td[^>]*data-cell="c\d+"', dom)) == 42
+    # The details pane, filled by the click handler in the page's own script:
+    pane = dom.split('id="details"', 1)[1].split("</div>", 1)[0]
+    assert f'data-cell="c{crash}"' in pane and "SIGSEGV" in pane and "installed: " in pane
+
+
+def test_schema_errors_name_the_file_and_the_key(tmp_path: Path) -> None:
+    head = "[matrix]\nprobes = ['import:x']\n"
+    bad = {
+        head + "rest = 'sometimes'\n[[axis]]\npackage = 'a'\n": "[matrix] rest",
+        head + "[[axis]]\npackage = 'a'\nselect = 'minr'\n": "[[axis]] 1 select",
+        head + "[[axis]]\npackage = 'a'\nrange = '>>2'\n": "[[axis]] 1 range",
+        "[matrix]\nprobes = ['import:x']\n": "[[axis]]",
+        "[matrix]\n[[axis]]\npackage = 'a'\n": "[matrix] probes",
+        "[matrix]\nprobes = ['x']\nrepeats = 0\n[[axis]]\npackage = 'a'\n": "[matrix] repeats",
+        "[matrix]\nprobes = ['x']\ncolour = 'red'\n[[axis]]\npackage = 'a'\n": "[matrix] colour",
+        "[matrix\n": "not valid TOML",
+    }  # fmt: skip
+    for text, key in bad.items():
+        path = tmp_path / "m.toml"
+        path.write_text(text)
+        with pytest.raises(UsageError) as e:
+            load_matrix(path)
+        assert e.value.message.startswith(f"{path}: ") and key in e.value.message, e.value.message
+        assert e.value.hint
+
+
+def test_bad_matrices_fail_before_anything_is_built(
+    index: LocalIndex, python: str, tmp_path: Path
+) -> None:
+    def matrix(text: str) -> subprocess.CompletedProcess[str]:
+        path = write_matrix(tmp_path, index, python, text)
+        return subprocess.run(
+            [sys.executable, "-m", "envbisect", "matrix", str(path), "--results",
+             str(tmp_path / "r"), "--cache-dir", str(tmp_path / "c"), "--max-cells", "10"],
+            capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
+
+    too_big = matrix(MATRIX)
+    assert too_big.returncode == 2 and "more than --max-cells 10" in too_big.stderr
+    empty = matrix(MATRIX.replace('select = "all"\n\n[[axis]]', 'range = ">9"\n\n[[axis]]', 1))
+    assert empty.returncode == 2 and "selects no version" in empty.stderr
+    probe = matrix(MATRIX.replace('repro = "repro.py"', 'probes = ["lora-stpe"]'))
+    assert probe.returncode == 2 and "no built-in probe named 'lora-stpe'" in probe.stderr
+    blocker = tmp_path / "blocker"
+    blocker.write_text("")
+    path = write_matrix(tmp_path, index, python)
+    unwritable = subprocess.run(
+        [sys.executable, "-m", "envbisect", "matrix", str(path), "--results", str(blocker / "r")],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert unwritable.returncode == 3 and "results database" in unwritable.stderr
+    for p in (too_big, empty, probe, unwritable):
+        assert "Traceback" not in p.stderr and "hint: " in p.stderr
+    assert not (tmp_path / "r" / ".envs").exists() or not any((tmp_path / "r" / ".envs").iterdir())
+
+
+def test_selection_rules() -> None:
+    vs = [Version(v) for v in ("2.16.0", "2.16.1", "2.17.0", "3.0.0", "3.0.2", "3.1.0")]
+    assert [str(v) for v in select_versions("minor-latest", vs)] == [
+        "2.16.1",
+        "2.17.0",
+        "3.0.2",
+        "3.1.0",
+    ]
+    assert [str(v) for v in select_versions("major-latest", vs)] == ["2.17.0", "3.1.0"]
+    assert select_versions("all", vs) == sorted(vs)
