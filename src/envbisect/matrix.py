@@ -21,6 +21,8 @@ what was expected); version lists in, the versions an axis selects out.
     select = "minor-latest"            # all | minor-latest | major-latest, or:
     versions = ["2.16.1", "3.0.2"]     # an explicit list instead of select
     range = ">=2.16"                   # narrows the candidates (with range_from's pins)
+    use_pins = true                    # false: the pins do not bound this axis (a range of
+                                       # your own beyond what the project allows)
 """
 
 from __future__ import annotations
@@ -48,7 +50,7 @@ _MATRIX_KEYS = {
     "rest", "timeout", "repeats", "index_url", "extra_index_urls", "find_links",
     "torch_backend", "torch_index_url",
 }  # fmt: skip
-_AXIS_KEYS = {"package", "select", "versions", "range"}
+_AXIS_KEYS = {"package", "select", "versions", "range", "use_pins"}
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -57,6 +59,7 @@ class Axis:
     select: str = "all"
     versions: tuple[str, ...] = ()
     range: str | None = None
+    use_pins: bool = True
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -181,8 +184,18 @@ def parse_matrix(data: Mapping[str, Any], *, path: Path) -> MatrixSpec:
                 SpecifierSet(str(rng))
             except InvalidSpecifier:
                 raise bad(f"{where} range", "a specifier such as >=2.16,<5", rng) from None
-        axes.append(Axis(package=package, select=select, versions=tuple(versions),
-                         range=str(rng) if rng is not None else None))  # fmt: skip
+        use_pins = a.get("use_pins", True)
+        if not isinstance(use_pins, bool):
+            raise bad(f"{where} use_pins", "true or false", use_pins)
+        axes.append(
+            Axis(
+                package=package,
+                select=select,
+                versions=tuple(versions),
+                range=str(rng) if rng is not None else None,
+                use_pins=use_pins,
+            )
+        )
     names = [a.package.lower() for a in axes]
     if len(set(names)) != len(names):
         raise bad("[[axis]] package", "each package on one axis only")

@@ -242,7 +242,7 @@ def axis_versions(spec: MatrixSpec, client: IndexClient, target: Target) -> list
                 )
         else:
             allowed = SpecifierSet(axis.range or "")
-            for ps in pinsets:
+            for ps in pinsets if axis.use_pins else []:
                 allowed &= ps.specifier_for(axis.package, env, spec.extras)
             chosen = select_versions(
                 axis.select,
