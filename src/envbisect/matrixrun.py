@@ -129,6 +129,7 @@ def run_matrix(
     transport: httpx.BaseTransport | None = None,
     offline: bool = False,
     cache_dir: Path | None = None,
+    keep_envs: bool = False,
 ) -> MatrixResult:
     reporter = reporter or Reporter()
     repro = matrix_repro(spec)  # unknown probe names fail here, before anything is built
@@ -198,6 +199,7 @@ def run_matrix(
                     results=results,
                     timeout=spec.timeout,
                     reporter=reporter,
+                    keep_envs=keep_envs,
                 ),
                 results=results,
                 full=full,
