@@ -7,6 +7,9 @@ On the tests' local index (gridapp x gridlib, 7 x 6 cells, a known grid) it prin
 3. disk used by all the matrix's environments (kept with keep_envs) against the sum of their
    apparent sizes: uv installs hard links from its cache, so the files are shared.
 ``--pypi`` measures (3) on a 2 x 2 slice of the real datasets x pyarrow matrix instead.
+4. For every committed results/*/results.json swept with --full: the default strategy replayed
+   against those measured outcomes (no environments): cells it would probe, and cells it would
+   infer wrongly.
 """
 
 from __future__ import annotations
@@ -23,8 +26,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
+from packaging.version import Version  # noqa: E402
+
 from envbisect.matrix import load_matrix  # noqa: E402
 from envbisect.matrixrun import run_matrix  # noqa: E402
+from envbisect.model import IndexConfig  # noqa: E402
+from envbisect.reporter import Reporter  # noqa: E402
 from support.corpus import build_index  # noqa: E402
 
 GRID = """
@@ -54,9 +61,9 @@ versions = ["20.0.0", "21.0.0"]
 
 
 def disk(envs: Path) -> tuple[int, int, int]:
-    """(apparent bytes of every file, bytes of distinct files, distinct files also linked
-    from elsewhere, i.e. from uv's cache)."""
-    apparent, seen, shared = 0, {}, 0
+    """(apparent bytes of every file, bytes of distinct files, bytes of the files that are
+    not hard links into uv's cache: what the environments cost on top of it)."""
+    apparent, seen, own = 0, {}, 0
     for root, _, names in os.walk(envs):
         for n in names:
             st = os.lstat(os.path.join(root, n))
@@ -66,8 +73,58 @@ def disk(envs: Path) -> tuple[int, int, int]:
             key = (st.st_dev, st.st_ino)
             if key not in seen:
                 seen[key] = st.st_blocks * 512
-                shared += st.st_nlink > 1
-    return apparent, sum(seen.values()), shared
+                own += st.st_blocks * 512 if st.st_nlink == 1 else 0
+    return apparent, sum(seen.values()), own
+
+
+def replay(results_json: Path) -> tuple[int, int, int, int]:
+    """(cells, testable, probed by the default strategy, mis-inferred) against a full sweep."""
+    import json
+
+    from envbisect.matrixrun import Cell, _RowWalker
+    from envbisect.model import EnvSpec, Outcome, OutcomeKind
+
+    data = json.loads(results_json.read_text())
+    truth = {json.dumps(c["versions"]): c for c in data["cells"]}
+    axes = data["matrix"]["axes"]
+
+    class FakeRecord:
+        def __init__(self, c: dict[str, object]) -> None:
+            self.outcome = Outcome(kind=OutcomeKind(str(c["kind"])), signature=str(c["signature"]))
+            self.installed = ()
+            self.build_seconds = self.probe_seconds = 0.0
+
+    class FakeProber:
+        probed = 0
+
+        def probe(self, store: object, spec: EnvSpec) -> tuple[FakeRecord, bool]:
+            FakeProber.probed += 1
+            return FakeRecord(truth[spec.requirements[0]]), False
+
+    rows: dict[str, list[Cell]] = {}
+    for key, c in truth.items():
+        versions = tuple((a, c["versions"][a]) for a in axes)
+        cell = Cell(python=str(c["python"]), versions=versions)
+        if c["state"] == "unresolvable":
+            cell.state = "unresolvable"
+        else:
+            cell.spec = EnvSpec.build([key], python="replay", indexes=IndexConfig())
+        rows.setdefault(json.dumps(versions[:-1]), []).append(cell)
+    with tempfile.TemporaryDirectory() as tmp:
+        walker = _RowWalker(make_prober=FakeProber, results=Path(tmp), full=False,  # type: ignore[arg-type]
+                            reporter=Reporter())  # fmt: skip
+        for row in rows.values():
+            row.sort(key=lambda c: Version(c.versions[-1][1]))
+            walker.walk(row)
+    wrong = sum(
+        1
+        for row in rows.values()
+        for c in row
+        if c.state == "inferred" and c.outcome is not None
+        and c.outcome.kind.value != truth[c.key]["kind"]
+    )  # fmt: skip
+    testable = sum(c["state"] != "unresolvable" for c in truth.values())
+    return len(truth), testable, FakeProber.probed, wrong
 
 
 def main() -> int:
@@ -107,12 +164,16 @@ def main() -> int:
             spec = load_matrix(path)
             os.environ.pop("UV_CACHE_DIR")  # uv's own cache: the real PyPI wheels
         run_matrix(spec, results=work / "kept", full=True, keep_envs=True, cache_dir=work / "c")
-        apparent, used, shared = disk(work / "kept" / ".envs")
-        print(f"\n| environments of {spec.name} | apparent size | disk used (distinct files) | "
-              f"ratio | files shared with uv's cache |\n|---|---:|---:|---:|---:|\n"
+        apparent, used, own = disk(work / "kept" / ".envs")
+        print(f"\n| environments of {spec.name} | apparent size | distinct files | "
+              f"not in uv's cache |\n|---|---:|---:|---:|\n"
               f"| {sum(1 for _ in (work / 'kept' / '.envs').iterdir())} | "
-              f"{apparent / 1e6:.1f} MB | {used / 1e6:.1f} MB | {apparent / max(used, 1):.1f}x | "
-              f"{shared} |")  # fmt: skip
+              f"{apparent / 1e6:.1f} MB | {used / 1e6:.1f} MB | {own / 1e6:.1f} MB |")  # fmt: skip
+        print("\n| committed matrix (swept with --full) | cells | testable | probed by the "
+              "default strategy | inferred wrongly |\n|---|---:|---:|---:|---:|")  # fmt: skip
+        for results_json in sorted((ROOT / "results").glob("*/results.json")):
+            cells, testable, probed, wrong = replay(results_json)
+            print(f"| {results_json.parent.name} | {cells} | {testable} | {probed} | {wrong} |")
     finally:
         index.stop()
         shutil.rmtree(work, ignore_errors=True)

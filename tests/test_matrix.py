@@ -200,3 +200,32 @@ def test_selection_rules() -> None:
     ]
     assert [str(v) for v in select_versions("major-latest", vs)] == ["2.17.0", "3.1.0"]
     assert select_versions("all", vs) == sorted(vs)
+
+
+def test_repeats_run_the_probes_again_and_change_the_repro_id(tmp_path: Path) -> None:
+    from envbisect.matrixrun import matrix_repro
+
+    base = "[matrix]\nprobes = ['import:x']\n{extra}[[axis]]\npackage = 'a'\n"
+    path = tmp_path / "m.toml"
+    path.write_text(base.format(extra=""))
+    once = matrix_repro(load_matrix(path))
+    path.write_text(base.format(extra="repeats = 3\n"))
+    thrice = matrix_repro(load_matrix(path))
+    assert len(thrice.steps) == 3 * len(once.steps)
+    assert thrice.repro_id != once.repro_id
+
+
+def test_a_non_monotone_row_is_caught_by_the_middle_check(
+    index: LocalIndex, python: str, tmp_path: Path
+) -> None:
+    (tmp_path / "repro.py").write_text("import bumplib\nbumplib.run()\n")
+    path = tmp_path / "bump.toml"
+    path.write_text(
+        f'[matrix]\npython = ["{python}"]\nindex_url = "{index.url}"\nrepro = "repro.py"\n'
+        '[[axis]]\npackage = "bumplib"\n'
+    )
+    res = run_matrix(load_matrix(path), results=tmp_path / "r", cache_dir=tmp_path / "c")
+    kinds = {dict(c.versions)["bumplib"]: c.outcome.kind.value for c in res.cells if c.outcome}
+    # Both ends pass, the middle crashes: the halves are searched, nothing is mis-inferred.
+    assert kinds == {f"1.{i}.0": ("crash" if 3 <= i <= 5 else "pass") for i in range(9)}
+    assert res.counts()["built"] < 9

@@ -16,6 +16,7 @@ from __future__ import annotations
 import functools
 import itertools
 import json
+import re
 import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -49,6 +50,11 @@ from .torchindex import OFFICIAL, variant_url
 from .uvplan import UvFallback
 
 MAX_CELLS = 500
+# An environment's path inside a message, as older records kept it.
+_ENV_PATH = re.compile(r"/\S*?/\.envs/[0-9a-f]{16}-[^/\s]+/")
+# Middle cells checked in a row whose ends agree (more finds more non-monotone rows, and costs
+# a probe each): one per agreeing segment, two levels deep.
+SPOT_CHECKS = 2
 
 
 @dataclass(slots=True, kw_only=True)
@@ -308,6 +314,8 @@ class _RowWalker:
             self._bisect(prober, store, row)
 
     def _probe(self, prober: Prober, store: Store, cell: Cell) -> Outcome:
+        if cell.state == "measured" and cell.outcome is not None:
+            return cell.outcome  # a segment's end measured by the enclosing search
         if self.stop.is_set():
             raise KeyboardInterrupt
         assert cell.spec is not None
@@ -319,14 +327,40 @@ class _RowWalker:
         return rec.outcome
 
     def _bisect(self, prober: Prober, store: Store, row: Sequence[Cell]) -> None:
-        # Any failure is "bad" here: a table shows every kind of failure, each as measured.
+        self._search(prober, store, row, list(range(len(row))), spot_checks=SPOT_CHECKS)
+        self._infer(row)
+
+    def _search(
+        self, prober: Prober, store: Store, row: Sequence[Cell], seg: list[int], spot_checks: int
+    ) -> None:
+        """Ends of the segment, then the boundary between them (any failure counts as bad:
+        a table shows every kind, each as measured). When the ends agree, the middle cell is
+        checked too: a pass-fail-pass row (a bug in a few middle releases) is not monotone,
+        and one probe often shows it; then each half is searched on its own."""
         bis = Bisector(
-            n=len(row),
-            untestable=[i for i, c in enumerate(row) if c.state == "unresolvable"],
+            n=len(seg),
+            untestable=[k for k, i in enumerate(seg) if row[i].state == "unresolvable"],
             any_failure=True,
         )
-        while (i := bis.next()) is not None:
-            bis.record(i, self._probe(prober, store, row[i]))
+        while (k := bis.next()) is not None:
+            bis.record(k, self._probe(prober, store, row[seg[k]]))
+        ends = bis.old.outcome, bis.new.outcome
+        if spot_checks <= 0 or ends[0] is None or ends[1] is None:
+            return
+        if _passes(ends[0]) != _passes(ends[1]):
+            return  # the bisection found the boundary
+        lo, hi = bis.old.index, bis.new.index
+        middle = [k for k in range(lo + 1, hi) if row[seg[k]].state == "pending"]
+        if not middle:
+            return
+        mid = middle[len(middle) // 2]
+        seen = self._probe(prober, store, row[seg[mid]])
+        if _passes(seen) is None or _passes(seen) == _passes(ends[0]):
+            return
+        self._search(prober, store, row, seg[lo : mid + 1], spot_checks - 1)
+        self._search(prober, store, row, seg[mid : hi + 1], spot_checks - 1)
+
+    def _infer(self, row: Sequence[Cell]) -> None:
         # Measured cells that said pass or fail (untestable ones say nothing either way).
         known = [
             i
@@ -398,7 +432,7 @@ def published_cells(spec: MatrixSpec, store: Store) -> list[dict[str, Any]]:
             "state": row["state"],
             "kind": row["kind"],
             "signal": rec.outcome.signal if rec else None,
-            "signature": row["signature"],
+            "signature": _ENV_PATH.sub("<env>/", row["signature"] or ""),
             "library": rec.outcome.library if rec else None,
             "seconds": round(mine.build_seconds + mine.probe_seconds, 2) if mine else None,
             "measured_at": mine.started_at if mine else None,

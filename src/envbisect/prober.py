@@ -10,7 +10,7 @@ was. The same ``Prober`` serves ``envbisect run`` (many environments) and ``envb
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -77,6 +77,12 @@ class Prober:
                 outcome = classify(raw)
                 if outcome.kind is OutcomeKind.CRASH:
                     outcome = self._forensics(built, outcome, workdir)
+                # The environment's own path says nothing and differs every time.
+                outcome = replace(
+                    outcome,
+                    signature=outcome.signature.replace(str(built.path), "<env>"),
+                    detail=outcome.detail.replace(str(built.path), "<env>"),
+                )
                 report = self._report(built)
             finally:
                 if not self.keep_envs:

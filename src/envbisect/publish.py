@@ -170,7 +170,9 @@ def svg(meta: Mapping[str, Any], cells: Sequence[Cell]) -> str:
     sections = grid(cells, axes)
     label_w = 9 * max([len(r) for s in sections for r in s["rows"]] + [len(axes[0])]) + 16
     col_h = 9 * max([len(c) for s in sections for c in s["cols"]] + [4]) + 10
-    parts, y = [], 30
+    parts, y = [], 56
+    axes_text = f"rows: {axes[0]}" + (f", columns: {axes[1]}" if len(axes) > 1 else "")
+    parts.append(f'<text x="{pad}" y="34" font-size="11">{html.escape(axes_text)}</text>')
     for s in sections:
         parts.append(f'<text x="{pad}" y="{y}" font-weight="bold">{html.escape(s["title"])}</text>')
         y += 10

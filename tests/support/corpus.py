@@ -138,6 +138,14 @@ def _grid_family(root: Path, index: LocalIndex) -> None:
         index.add(IndexFile(project="gridapp", path=path, upload_time=EPOCH + timedelta(days=i)))
 
 
+def _bump_family(root: Path, index: LocalIndex) -> None:
+    """bumplib 1.0 to 1.8: 1.3, 1.4 and 1.5 crash, the others pass (a non-monotone row)."""
+    for i in range(9):
+        body = SEGFAULT if 3 <= i <= 5 else PASS
+        path = build_wheel(root, "bumplib", f"1.{i}.0", {"bumplib/__init__.py": body})
+        index.add(IndexFile(project="bumplib", path=path, upload_time=EPOCH + timedelta(days=i)))
+
+
 def build_index(root: Path) -> LocalIndex:
     root.mkdir(parents=True, exist_ok=True)
     for sub in ("pypi", "cpu", "cu121"):
@@ -145,6 +153,7 @@ def build_index(root: Path) -> LocalIndex:
     index = LocalIndex()
     _torch_family(root, index)
     _grid_family(root, index)
+    _bump_family(root, index)
     for project, versions in corpus().items():
         for i, v in enumerate(versions):
             when = EPOCH + timedelta(days=30 * i, hours=len(project))
