@@ -2,7 +2,7 @@
 
 nox -s tests lint typecheck
 nox -s matrix -- matrices/datasets-pyarrow.toml [--jobs 2 --full ...]
-nox -s "matrix_file(datasets-pyarrow)"        # one session per matrices/*.toml
+nox -s "matrix_file(name='datasets-pyarrow')"  # one session per matrices/*.toml
 """
 
 from __future__ import annotations
