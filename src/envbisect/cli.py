@@ -202,13 +202,19 @@ def build_parser() -> argparse.ArgumentParser:
     run = sub.add_parser(
         "run",
         help="bisect one package's versions in fresh uv environments",
-        usage="envbisect run --package NAME [options] "
+        usage="envbisect run (--package NAME | --by-date) [options] "
         "[--repro FILE | --probe NAME | -- CMD ARGS...]",
         description="Find the first bad (or first fixed) version of one package: each probe is "
         "a fresh uv virtualenv with NAME==V and the --with requirements, the repro run in it. "
         "With no repro, built-in probes for the package run (import, datasets-json, lora-step).",
     )
-    run.add_argument("--package", required=True, metavar="NAME", help="the package to bisect")
+    run.add_argument("--package", metavar="NAME", help="the package to bisect")
+    run.add_argument(
+        "--by-date",
+        action="store_true",
+        help="bisect the whole environment by date: --good and --bad are dates, each probe "
+        "resolves everything as of a release's upload time, and the culprit release is named",
+    )
     run.add_argument("--good", metavar="V", help="a version that works (default: an end)")
     run.add_argument("--bad", metavar="V", help="a version that fails (default: an end)")
     run.add_argument(

@@ -105,6 +105,15 @@ def cmd_run(args: argparse.Namespace, tail: list[str], command: str, reporter: R
     from .probe import Repro
     from .report import other_failures_hint, to_json, verdict_line
 
+    if args.by_date:
+        return _run_by_date(args, tail, command, reporter)
+    if not args.package:
+        raise UsageError(
+            "nothing to bisect",
+            hint="name the package (--package datasets), or bisect by date (--by-date "
+            "--good 2025-01-01 --bad 2025-09-01)",
+            ref="bad-usage",
+        )
     repro = Repro.build(
         origin=Path.cwd(),
         repro_file=args.repro,
@@ -159,6 +168,72 @@ def cmd_run(args: argparse.Namespace, tail: list[str], command: str, reporter: R
             highlight=False,
         )
         return 1
+    return 0
+
+
+def _run_by_date(
+    args: argparse.Namespace, tail: list[str], command: str, reporter: Reporter
+) -> int:
+    from .bydate import DateOptions, run_by_date
+    from .probe import Repro
+    from .report import to_json
+
+    if not (args.good and args.bad):
+        raise UsageError(
+            "--by-date needs --good DATE and --bad DATE",
+            hint="e.g. --good 2025-01-01 --bad 2026-11-30 (YYYY-MM-DD or RFC 3339)",
+            ref="bad-date",
+        )
+    if args.package:
+        raise UsageError(
+            "--by-date moves the whole environment; --package moves one package",
+            hint="use one of them (pin the package with --with NAME==V to hold it fixed)",
+            ref="bad-usage",
+        )
+    repro = Repro.build(
+        origin=Path.cwd(),
+        repro_file=args.repro,
+        command=tail,
+        probes=args.probes,
+        extra_env={"DISABLE_VERSION_CHECK": "1"} if args.pins else None,
+    )
+    res = run_by_date(
+        DateOptions(
+            good=args.good,
+            bad=args.bad,
+            repro=repro,
+            with_reqs=tuple(args.with_reqs),
+            pins=tuple(args.pins),
+            extras=_extras(args),
+            indexes=indexes(args),
+            python=args.python,
+            pre=args.pre,
+            timeout=args.timeout,
+            results=args.results.resolve(),
+            any_failure=args.any_failure,
+            keep_envs=args.keep_envs,
+            native_backtrace=args.native_backtrace,
+            command=command,
+            offline=args.offline,
+            cache_dir=args.cache_dir,
+        ),
+        reporter,
+    )
+    if args.json:
+        print(json.dumps(to_json(res), indent=2))
+        return 0
+    print(f"first bad: {res.first_new}")
+    print(f"last good: {res.last_old}")
+    conf = {c["package"]: c for c in res.extra.get("confirmation", [])}
+    for c in res.extra.get("culprits", []):
+        how = conf.get(c["package"], {}).get("confirmed")
+        said = {True: "confirmed alone on the last good environment",
+                False: "not confirmed alone", None: "not confirmed"}[how]  # fmt: skip
+        print(f"culprit: {c['package']} {c['bad_version']} (was {c['good_version'] or 'absent'})"
+              f", {said}")  # fmt: skip
+    if res.lock_path:
+        print(f"known-good lockfile: {res.lock_path}")
+    print(f"report: {res.report_path}")
     return 0
 
 

@@ -476,7 +476,27 @@ class _Run:
 def _write_outputs(
     result: RunResult, opts: RunOptions, target: Target, client: IndexClient
 ) -> None:
-    run_dir = opts.results / result.run_id
+    write_outputs(
+        result,
+        results=opts.results,
+        allow_sdist=opts.allow_sdist,
+        label=opts.package,
+        target=target,
+        client=client,
+    )
+
+
+def write_outputs(
+    result: RunResult,
+    *,
+    results: Path,
+    allow_sdist: bool,
+    label: str,
+    target: Target,
+    client: IndexClient,
+) -> None:
+    """report.md, and the working environment's requirements.txt and pylock.toml."""
+    run_dir = results / result.run_id
     run_dir.mkdir(parents=True, exist_ok=True)
     working = None
     if result.status != "no-answer":
@@ -484,11 +504,10 @@ def _write_outputs(
             result.last_old if result.direction == "regression" else result.first_new
         )
     if working is not None and working.installed:
-        entries = lock_entries(working.installed, target, client, allow_sdist=opts.allow_sdist)
+        entries = lock_entries(working.installed, target, client, allow_sdist=allow_sdist)
         header = [
             f"Known-good environment written by envbisect {__version__} for {target.short}",
-            f"{opts.package}=={working.version}: {working.outcome.describe()} "
-            f"with `{result.repro}`",
+            f"{label} {working.version}: {working.outcome.describe()} with `{result.repro}`",
             "Install: uv pip install --require-hashes -r requirements.txt",
         ]
         lock = run_dir / "requirements.txt"

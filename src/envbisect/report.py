@@ -71,6 +71,8 @@ class RunResult:
     report_path: str | None = None
     lock_path: str | None = None
     pylock_path: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)  # mode-specific JSON (--by-date, diff)
+    sections: list[str] = field(default_factory=list)  # mode-specific report.md sections
 
     def row(self, version: str | None) -> ProbeRow | None:
         for r in self.rows:
@@ -155,6 +157,7 @@ def to_json(res: RunResult) -> dict[str, Any]:
     out["report"] = res.report_path
     out["target"] = res.target
     out["run_id"] = res.run_id
+    out.update(res.extra)
     return out
 
 
@@ -218,6 +221,8 @@ def report_markdown(res: RunResult, *, when: datetime | None = None) -> str:
             lines += [f"| {n} | {a or '-'} | {b or '-'} |" for n, a, b in diff]
         else:
             lines.append("(nothing but the package under test, or the lists were not recorded)")
+    for section in res.sections:
+        lines += ["", section.rstrip()]
     if res.lock_path:
         lines += ["", "## Known-good lockfile", ""]
         lines.append(f"- `{res.lock_path}` (`uv pip install --require-hashes -r {res.lock_path}`)")

@@ -146,6 +146,30 @@ def _bump_family(root: Path, index: LocalIndex) -> None:
         index.add(IndexFile(project="bumplib", path=path, upload_time=EPOCH + timedelta(days=i)))
 
 
+DATE_BREAK = 3  # datelib 1.3.0 (day 30) removes what dateapp uses
+
+
+def _date_family(root: Path, index: LocalIndex) -> None:
+    """A transitive break by date: dateapp 1.0.0 (pinned by the user) uses datelib.feature,
+    which datelib 1.3.0 (day 30) removes; noiselib releases in between change nothing."""
+    app = "import datelib\nimport noiselib\n\ndef run():\n    return datelib.feature()\n"
+    path = build_wheel(root, "dateapp", "1.0.0", {"dateapp/__init__.py": app},
+                       requires=("datelib", "noiselib"))  # fmt: skip
+    index.add(IndexFile(project="dateapp", path=path, upload_time=EPOCH))
+    for i in range(5):
+        body = (
+            "def feature():\n    return 1\n" if i < DATE_BREAK else "def other():\n    return 2\n"
+        )
+        path = build_wheel(root, "datelib", f"1.{i}.0", {"datelib/__init__.py": body})
+        index.add(
+            IndexFile(project="datelib", path=path, upload_time=EPOCH + timedelta(days=10 * i))
+        )
+    for i in range(5):  # days 0, 15, 25, 35, 45
+        path = build_wheel(root, "noiselib", f"0.{i}.0", {"noiselib/__init__.py": ""})
+        when = EPOCH + timedelta(days=10 * i + 5 if i else 0)
+        index.add(IndexFile(project="noiselib", path=path, upload_time=when))
+
+
 def build_index(root: Path) -> LocalIndex:
     root.mkdir(parents=True, exist_ok=True)
     for sub in ("pypi", "cpu", "cu121"):
@@ -154,6 +178,7 @@ def build_index(root: Path) -> LocalIndex:
     _torch_family(root, index)
     _grid_family(root, index)
     _bump_family(root, index)
+    _date_family(root, index)
     for project, versions in corpus().items():
         for i, v in enumerate(versions):
             when = EPOCH + timedelta(days=30 * i, hours=len(project))
