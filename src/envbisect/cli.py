@@ -277,6 +277,22 @@ def build_parser() -> argparse.ArgumentParser:
         "--allow-sdist", action="store_true", help="count an sdist as installable"
     )
     _add_target_options(versions)
+    diff = sub.add_parser(
+        "diff",
+        help="find the package (or packages) between a good and a bad environment",
+        usage="envbisect diff GOOD BAD [options] (--repro FILE | --probe NAME | -- CMD...)",
+        description="GOOD and BAD are lockfiles, pylock.toml files, installed:PYTHON or pin "
+        "sources. Delta debugging over the changed packages finds the minimal set that brings "
+        "the failure (an interaction when it takes several), then each culprit's first bad "
+        "version.",
+    )
+    diff.add_argument("good", metavar="GOOD")
+    diff.add_argument("bad", metavar="BAD")
+    diff.add_argument("--any-failure", action="store_true",
+                      help="count any failure as the failure, not only one like BAD's")  # fmt: skip
+    _add_index_options(diff)
+    diff.add_argument("--python", metavar="VERSION", help="the interpreter of the environments")
+    _add_probe_options(diff)
     matrix = sub.add_parser(
         "matrix",
         help="run a compatibility matrix (matrices/*.toml) and publish its tables",
@@ -389,11 +405,13 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     console = Console(stderr=True, soft_wrap=True)
     try:
-        if tail and args.command not in ("run", "probe"):
+        if tail and args.command not in ("run", "probe", "diff"):
             raise UsageError(
                 f"envbisect {args.command} takes no command after --",
                 hint=f"see envbisect {args.command} --help",
             )
+        if args.command == "diff":
+            return commands.cmd_diff(args, tail, full, RichReporter(console))
         if args.command == "matrix":
             return commands.cmd_matrix(args, full, RichReporter(console), console)
         if args.command == "publish":

@@ -237,6 +237,45 @@ def _run_by_date(
     return 0
 
 
+def cmd_diff(args: argparse.Namespace, tail: list[str], command: str, reporter: Reporter) -> int:
+    from .diff import DiffOptions, run_diff
+    from .probe import Repro
+    from .report import to_json
+
+    repro = Repro.build(origin=Path.cwd(), repro_file=args.repro, command=tail,
+                        probes=args.probes)  # fmt: skip
+    res = run_diff(
+        DiffOptions(
+            good=args.good,
+            bad=args.bad,
+            repro=repro,
+            indexes=indexes(args),
+            python=args.python,
+            timeout=args.timeout,
+            results=args.results.resolve(),
+            any_failure=args.any_failure,
+            keep_envs=args.keep_envs,
+            native_backtrace=args.native_backtrace,
+            command=command,
+            offline=args.offline,
+            cache_dir=args.cache_dir,
+        ),
+        reporter,
+    )
+    if args.json:
+        print(json.dumps(to_json(res), indent=2))
+        return 0
+    culprits = res.extra["culprits"]
+    what = "interaction" if res.extra["interaction"] else "culprit"
+    for c in culprits:
+        print(f"{what}: {c['package']} {c['good_version'] or 'absent'} -> "
+              f"{c['bad_version'] or 'removed'}")  # fmt: skip
+    if res.lock_path:
+        print(f"known-good lockfile: {res.lock_path}")
+    print(f"report: {res.report_path}")
+    return 0
+
+
 def cmd_probe(args: argparse.Namespace, tail: list[str], reporter: Reporter,
               console: Console) -> int:  # fmt: skip
     from .engine import probe_one

@@ -170,6 +170,26 @@ def _date_family(root: Path, index: LocalIndex) -> None:
         index.add(IndexFile(project="noiselib", path=path, upload_time=when))
 
 
+def _pair_family(root: Path, index: LocalIndex) -> None:
+    """An interaction: pairapp fails only with pair-a >= 2 and pair-b >= 2 together."""
+    app = (
+        "import pair_a, pair_b\n\ndef run():\n"
+        "    if pair_a.MAJOR >= 2 and pair_b.MAJOR >= 2:\n"
+        "        raise RuntimeError('pair-a 2 and pair-b 2 disagree')\n"
+    )
+    path = build_wheel(root, "pairapp", "1.0.0", {"pairapp/__init__.py": app},
+                       requires=("pair-a", "pair-b"))  # fmt: skip
+    index.add(IndexFile(project="pairapp", path=path, upload_time=EPOCH))
+    for name in ("pair-a", "pair-b"):
+        mod = name.replace("-", "_")
+        for major in (1, 2):
+            path = build_wheel(
+                root, name, f"{major}.0.0", {f"{mod}/__init__.py": f"MAJOR = {major}\n"}
+            )
+            when = EPOCH + timedelta(days=major)
+            index.add(IndexFile(project=name, path=path, upload_time=when))
+
+
 def build_index(root: Path) -> LocalIndex:
     root.mkdir(parents=True, exist_ok=True)
     for sub in ("pypi", "cpu", "cu121"):
@@ -179,6 +199,7 @@ def build_index(root: Path) -> LocalIndex:
     _grid_family(root, index)
     _bump_family(root, index)
     _date_family(root, index)
+    _pair_family(root, index)
     for project, versions in corpus().items():
         for i, v in enumerate(versions):
             when = EPOCH + timedelta(days=30 * i, hours=len(project))

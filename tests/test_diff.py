@@ -1,0 +1,113 @@
+"""envbisect diff: delta debugging between two locks on the local index (a transitive break,
+an interaction that needs two upgrades together), ddmin on scripted tests, bad input."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import pytest
+
+from envbisect.diff import Change, DiffOptions, Result, ddmin, run_diff
+from envbisect.errors import NoAnswer, UsageError
+from envbisect.model import IndexConfig
+from envbisect.probe import Repro
+from support.index_server import LocalIndex
+
+
+def scripted(
+    culprits: set[str], unresolved: frozenset[str] = frozenset()
+) -> tuple[Callable[[Sequence[Change]], Result], list[list[str]]]:
+    calls: list[list[str]] = []
+
+    def test(subset: Sequence[Change]) -> Result:
+        names = {c[0] for c in subset}
+        calls.append(sorted(names))
+        if names & unresolved:
+            return "unresolved"
+        return "fail" if culprits <= names else "pass"
+
+    return test, calls
+
+
+CHANGES: list[Change] = [(f"p{i}", "1", "2") for i in range(8)]
+
+
+def test_ddmin_finds_one_culprit_in_few_tests() -> None:
+    test, calls = scripted({"p5"})
+    assert ddmin(CHANGES, test) == [("p5", "1", "2")]
+    assert len(calls) <= 8
+
+
+def test_ddmin_finds_an_interaction() -> None:
+    test, _ = scripted({"p1", "p6"})
+    assert sorted(c[0] for c in ddmin(CHANGES, test)) == ["p1", "p6"]
+
+
+def test_ddmin_never_shrinks_on_unresolved_subsets() -> None:
+    test, _ = scripted({"p2"}, unresolved=frozenset({"p3"}))
+    result = {c[0] for c in ddmin(CHANGES, test)}
+    assert "p2" in result  # the culprit is never lost
+
+
+def options(
+    index: LocalIndex, python: str, tmp_path: Path, good: str, bad: str, repro: str
+) -> DiffOptions:
+    (tmp_path / "good.txt").write_text(good)
+    (tmp_path / "bad.txt").write_text(bad)
+    (tmp_path / "repro.py").write_text(repro)
+    return DiffOptions(
+        good=str(tmp_path / "good.txt"),
+        bad=str(tmp_path / "bad.txt"),
+        repro=Repro.build(origin=tmp_path, repro_file=str(tmp_path / "repro.py")),
+        indexes=IndexConfig(index_url=index.url),
+        python=python,
+        results=tmp_path / "r",
+        cache_dir=tmp_path / "c",
+    )
+
+
+@pytest.mark.slow
+def test_transitive_break_between_two_locks(index: LocalIndex, python: str, tmp_path: Path) -> None:
+    res = run_diff(options(
+        index, python, tmp_path,
+        good="dateapp==1.0.0\ndatelib==1.1.0\nnoiselib==0.0.0\n",
+        bad="dateapp==1.0.0\ndatelib==1.4.0\nnoiselib==0.4.0\n",
+        repro="import dateapp\ndateapp.run()\n",
+    ))  # fmt: skip
+    assert res.extra["interaction"] is False
+    # ddmin names datelib; its first bad version between 1.1.0 and 1.4.0 is 1.3.0.
+    assert res.extra["culprits"] == [
+        {"package": "datelib", "good_version": "1.2.0", "bad_version": "1.3.0"}
+    ]
+    assert "datelib==1.1.0" in Path(str(res.lock_path)).read_text()
+
+
+@pytest.mark.slow
+def test_an_interaction_needs_both_upgrades(index: LocalIndex, python: str, tmp_path: Path) -> None:
+    res = run_diff(options(
+        index, python, tmp_path,
+        good="pairapp==1.0.0\npair-a==1.0.0\npair-b==1.0.0\nnoiselib==0.0.0\n",
+        bad="pairapp==1.0.0\npair-a==2.0.0\npair-b==2.0.0\nnoiselib==0.4.0\n",
+        repro="import pairapp\npairapp.run()\n",
+    ))  # fmt: skip
+    assert res.extra["interaction"] is True
+    assert sorted(c["package"] for c in res.extra["culprits"]) == ["pair-a", "pair-b"]
+    assert "interaction" in Path(str(res.report_path)).read_text()
+
+
+@pytest.mark.slow
+def test_ends_that_do_not_verify(index: LocalIndex, python: str, tmp_path: Path) -> None:
+    repro = "import dateapp\ndateapp.run()\n"
+    good_fails = options(index, python, tmp_path, good="dateapp==1.0.0\ndatelib==1.4.0\n",
+                         bad="dateapp==1.0.0\ndatelib==1.3.0\n", repro=repro)  # fmt: skip
+    with pytest.raises(NoAnswer, match="GOOD environment does not pass"):
+        run_diff(good_fails)
+    bad_passes = options(index, python, tmp_path, good="dateapp==1.0.0\ndatelib==1.0.0\n",
+                         bad="dateapp==1.0.0\ndatelib==1.2.0\n", repro=repro)  # fmt: skip
+    with pytest.raises(NoAnswer, match="BAD environment does not fail"):
+        run_diff(bad_passes)
+    same = options(index, python, tmp_path, good="datelib==1.0.0\n", bad="datelib==1.0.0\n",
+                   repro=repro)  # fmt: skip
+    with pytest.raises(UsageError, match="same versions"):
+        run_diff(same)
