@@ -365,11 +365,13 @@ class RichReporter(Reporter):
 
     def probe_started(self, version: str, left: int, steps_left: int) -> None:
         self.step += 1
-        self.console.print(
-            f"[dim][{self.step}] probing {version} ({left} left in range, at most {steps_left} "
-            f"more step(s))[/dim]",
-            highlight=False,
+        where = (
+            f" ({left} left in range, at most {steps_left} more step(s))"
+            if left or steps_left
+            else ""
         )
+        self.console.print(f"[dim][{self.step}] probing {escape(version)}{where}[/dim]",
+                           highlight=False)  # fmt: skip
 
     def probe_finished(
         self, version: str, outcome: Outcome, seconds: float, reused: bool, drawing: str
