@@ -69,6 +69,22 @@ def _torch_index(args: argparse.Namespace) -> str | None:
     return torchindex.variant_url(backend, base)
 
 
+def _settings(args: argparse.Namespace, command: str) -> dict[str, Any]:
+    """What every search (run, run --by-date, diff) takes from the same flags."""
+    return {
+        "indexes": indexes(args),
+        "python": args.python,
+        "timeout": args.timeout,
+        "results": args.results.resolve(),
+        "any_failure": args.any_failure,
+        "keep_envs": args.keep_envs,
+        "native_backtrace": args.native_backtrace,
+        "command": command,
+        "offline": args.offline,
+        "cache_dir": args.cache_dir,
+    }
+
+
 def _extras(args: argparse.Namespace) -> tuple[str, ...]:
     return tuple(e.strip() for e in (args.extras or "").split(",") if e.strip())
 
@@ -129,23 +145,14 @@ def cmd_run(args: argparse.Namespace, tail: list[str], command: str, reporter: R
         good=args.good,
         bad=args.bad,
         with_reqs=tuple(args.with_reqs),
-        indexes=indexes(args),
-        python=args.python,
         exclude_newer=args.exclude_newer,
         pre=args.pre,
         allow_sdist=args.allow_sdist,
-        timeout=args.timeout,
-        results=args.results.resolve(),
-        any_failure=args.any_failure,
-        keep_envs=args.keep_envs,
-        native_backtrace=args.native_backtrace,
-        command=command,
         pins=tuple(args.pins),
         extras=_extras(args),
         baseline=args.baseline,
         rest=args.rest,
-        offline=args.offline,
-        cache_dir=args.cache_dir,
+        **_settings(args, command),
     )
     if not (args.repro or tail or args.probes):
         console.print(
@@ -205,17 +212,8 @@ def _run_by_date(
             with_reqs=tuple(args.with_reqs),
             pins=tuple(args.pins),
             extras=_extras(args),
-            indexes=indexes(args),
-            python=args.python,
             pre=args.pre,
-            timeout=args.timeout,
-            results=args.results.resolve(),
-            any_failure=args.any_failure,
-            keep_envs=args.keep_envs,
-            native_backtrace=args.native_backtrace,
-            command=command,
-            offline=args.offline,
-            cache_dir=args.cache_dir,
+            **_settings(args, command),
         ),
         reporter,
     )
@@ -249,16 +247,7 @@ def cmd_diff(args: argparse.Namespace, tail: list[str], command: str, reporter: 
             good=args.good,
             bad=args.bad,
             repro=repro,
-            indexes=indexes(args),
-            python=args.python,
-            timeout=args.timeout,
-            results=args.results.resolve(),
-            any_failure=args.any_failure,
-            keep_envs=args.keep_envs,
-            native_backtrace=args.native_backtrace,
-            command=command,
-            offline=args.offline,
-            cache_dir=args.cache_dir,
+            **_settings(args, command),
         ),
         reporter,
     )
