@@ -196,13 +196,18 @@ def test_full_disk_is_an_infrastructure_error(
         subprocess.run(["umount", str(mnt)], check=False)
 
 
+@pytest.mark.parametrize("jobs", ["1", "2"])
 def test_ctrl_c_during_a_probe_keeps_finished_probes_and_resumes(
-    index: LocalIndex, python: str, tmp_path: Path
+    index: LocalIndex, python: str, tmp_path: Path, jobs: str
 ) -> None:
+    """With --jobs 2 the ends run in parallel worker threads, whose process groups Ctrl-C
+    does not reach: envbisect must kill them itself, and store nothing half-seen."""
     results = tmp_path / "r"
     repro = write_repro(tmp_path, "hangy")
     args = [
         "run",
+        "--jobs",
+        jobs,
         "--package",
         "hangy",
         "--index-url",

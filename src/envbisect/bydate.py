@@ -17,9 +17,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+import threading
 from collections import defaultdict
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
@@ -29,7 +30,7 @@ from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
 from .candidates import build_candidates
-from .engine import check_requirements, parse_exclude_newer, write_outputs
+from .engine import check_requirements, parse_exclude_newer, record_row, write_outputs
 from .errors import Interrupted, NoAnswer, UsageError
 from .index import IndexClient, default_cache_dir
 from .materialize import find_python, find_uv, inspect_target
@@ -43,8 +44,9 @@ from .prober import Prober
 from .redact import mask_text
 from .report import ProbeRow, RunResult
 from .reporter import Reporter
+from .search import drive
 from .store import Store
-from .strategy import Bisector, Verdict
+from .strategy import Bisector, SearchOptions
 from .target import Target
 
 
@@ -68,6 +70,7 @@ class DateOptions:
     offline: bool = False
     cache_dir: Path | None = None
     now: datetime | None = None  # for tests; default: the clock
+    search: SearchOptions = field(default_factory=lambda: SearchOptions())
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -178,8 +181,11 @@ def run_by_date(
         )
         plans: dict[int, Plan] = {}
 
-        def probe_point(i: int) -> ProbeRow:
-            planned = as_of(moments[i].when)
+        lock = threading.Lock()
+
+        def probe_point(store: Store, i: int, runs: int) -> ProbeRow:
+            with lock:  # planning is one at a time; builds and probes run in parallel
+                planned = as_of(moments[i].when)
             label = moments[i].label()
             if not isinstance(planned, Plan):
                 return ProbeRow(
@@ -194,24 +200,18 @@ def run_by_date(
             plans[i] = planned
             spec = EnvSpec.build(planned.requirements(), python=prober.python_label(),
                                  indexes=opts.indexes)  # fmt: skip
-            rec, reused = prober.probe(store, spec)
-            return ProbeRow(version=label, outcome=rec.outcome, verdict="", reused=reused,
-                            build_seconds=rec.build_seconds, probe_seconds=rec.probe_seconds,
-                            env_id=spec.env_id, installed=rec.installed)  # fmt: skip
+            rec, reused = prober.probe(store, spec, runs)
+            return record_row(label, rec, reused, env_id=spec.env_id)
 
-        bis = Bisector(n=len(moments), good=0, bad=len(moments) - 1, any_failure=opts.any_failure)
+        bis = opts.search.bisector(n=len(moments), good=0, bad=len(moments) - 1,
+                                   any_failure=opts.any_failure)  # fmt: skip
         with Store(opts.results) as store:
             try:
-                while (i := bis.next()) is not None:
-                    left, steps = bis.remaining()
-                    reporter.probe_started(moments[i].label(), left, steps)
-                    row = probe_point(i)
-                    verdict = bis.record(i, row.outcome)
-                    row = replace(row, verdict=_label(verdict), note=bis.history[-1].note)
-                    result.rows.append(row)
-                    reporter.probe_finished(row.version, row.outcome,
-                                            row.build_seconds + row.probe_seconds, row.reused,
-                                            bis.drawing())  # fmt: skip
+                log = drive(bis, jobs=opts.search.jobs, results=opts.results, probe=probe_point,
+                            labels=lambda i: moments[i].label(), reporter=reporter)  # fmt: skip
+                result.rows = log.rows
+                result.search = log.summary(bis, jobs=opts.search.jobs,
+                                            labels=lambda i: moments[i].label())  # fmt: skip
                 final = bis.result
                 assert final is not None
                 result.status, result.direction, result.reason = (
@@ -229,6 +229,7 @@ def run_by_date(
                 result.first_new = moments[final.first_new].label()
                 result.last_old = moments[final.last_old].label()
                 result.possible = [moments[i].label() for i in final.possible]
+                result.probability = final.probability
                 _culprits(result, final.first_new, final.last_old, moments, plans, bis,
                           roots=roots, source=source, ptarget=ptarget, prober=prober,
                           store=store, indexes=opts.indexes, reporter=reporter)  # fmt: skip
@@ -366,15 +367,11 @@ def _dates(opts: DateOptions) -> tuple[datetime, datetime]:
     return good, bad
 
 
-def _label(verdict: Verdict | None) -> str:
-    if verdict is None:
-        return "end"
-    return {Verdict.OLD: "good", Verdict.NEW: "bad", Verdict.SKIP: "skip"}[verdict]
-
-
 def _run_id(opts: DateOptions, target: Target) -> str:
     blob = json.dumps({"good": opts.good, "bad": opts.bad, "with": sorted(opts.with_reqs),
                        "pins": list(opts.pins), "repro": opts.repro.repro_id,
-                       "python": target.executable, "indexes": opts.indexes.to_dict()},
+                       "python": target.executable, "indexes": opts.indexes.to_dict(),
+                       **({"repeat": opts.search.repeat} if opts.search.repeat != 1 else {}),
+                       **({"probabilistic": True} if opts.search.probabilistic else {})},
                       sort_keys=True)  # fmt: skip
     return f"by-date-{hashlib.sha256(blob.encode()).hexdigest()[:8]}"

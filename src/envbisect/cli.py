@@ -43,6 +43,65 @@ def _positive(text: str) -> float:
     return value
 
 
+def _count(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError("must be 1 or more")
+    return value
+
+
+def _probability(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a probability") from None
+    if not 0.5 <= value < 1.0:
+        raise argparse.ArgumentTypeError("must be at least 0.5 and below 1 (e.g. 0.95)")
+    return value
+
+
+def _add_search_options(p: argparse.ArgumentParser) -> None:
+    """How the search runs (run, run --by-date)."""
+    p.add_argument(
+        "--jobs",
+        type=_count,
+        default=1,
+        metavar="K",
+        help="probe K points per round, built and run in parallel: the range splits K+1 ways, "
+        "about log_{K+1}(n) rounds (default 1)",
+    )
+    p.add_argument(
+        "--repeat",
+        type=_count,
+        default=1,
+        metavar="N",
+        help="run the repro N times in each environment: a failure in any run marks it, the "
+        "fail rate is recorded; runs that disagree switch to a probabilistic search",
+    )
+    p.add_argument(
+        "--confidence",
+        type=_probability,
+        default=0.95,
+        metavar="P",
+        help="probabilistic search: stop when one boundary has this probability (default 0.95)",
+    )
+    p.add_argument(
+        "--probabilistic",
+        action="store_true",
+        help="start with the probabilistic search (the repro is known to be flaky)",
+    )
+    p.add_argument(
+        "--max-probes",
+        type=_count,
+        metavar="N",
+        help="probabilistic search: give up after N probes (default: about 20 runs per bit "
+        "of the range)",
+    )
+
+
 def _add_index_options(p: argparse.ArgumentParser) -> None:
     """Where packages come from, and the metadata cache."""
     default = os.environ.get("UV_DEFAULT_INDEX") or os.environ.get("UV_INDEX_URL") or DEFAULT_INDEX
@@ -236,6 +295,7 @@ def build_parser() -> argparse.ArgumentParser:
         "candidate's upload time, or latest (default: baseline when one is given, "
         "else latest)",
     )
+    _add_search_options(run)
     _add_env_options(run)
     _add_probe_options(run)
     probe = sub.add_parser(

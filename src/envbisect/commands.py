@@ -85,6 +85,18 @@ def _settings(args: argparse.Namespace, command: str) -> dict[str, Any]:
     }
 
 
+def _search(args: argparse.Namespace) -> Any:
+    from .strategy import SearchOptions
+
+    return SearchOptions(
+        jobs=args.jobs,
+        repeat=args.repeat,
+        confidence=args.confidence,
+        probabilistic=args.probabilistic,
+        max_probes=args.max_probes,
+    )
+
+
 def _extras(args: argparse.Namespace) -> tuple[str, ...]:
     return tuple(e.strip() for e in (args.extras or "").split(",") if e.strip())
 
@@ -152,6 +164,7 @@ def cmd_run(args: argparse.Namespace, tail: list[str], command: str, reporter: R
         extras=_extras(args),
         baseline=args.baseline,
         rest=args.rest,
+        search=_search(args),
         **_settings(args, command),
     )
     if not (args.repro or tail or args.probes):
@@ -213,6 +226,7 @@ def _run_by_date(
             pins=tuple(args.pins),
             extras=_extras(args),
             pre=args.pre,
+            search=_search(args),
             **_settings(args, command),
         ),
         reporter,
@@ -220,7 +234,8 @@ def _run_by_date(
     if args.json:
         print(json.dumps(to_json(res), indent=2))
         return 0
-    print(f"first bad: {res.first_new}")
+    sure = f" (probability {res.probability:.2f})" if res.probability is not None else ""
+    print(f"first bad: {res.first_new}{sure}")
     print(f"last good: {res.last_old}")
     conf = {c["package"]: c for c in res.extra.get("confirmation", [])}
     for c in res.extra.get("culprits", []):

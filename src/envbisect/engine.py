@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import threading
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
@@ -40,15 +41,16 @@ from .materialize import find_python, find_uv, inspect_target
 from .metadata import IndexMetadataSource
 from .model import Candidate, EnvSpec, IndexConfig, InstalledDist, OutcomeKind
 from .outcome import untestable
-from .plan import Unresolvable
+from .plan import Plan, Unresolvable
 from .planning import RunPlanner, choose_policy, read_pins
 from .probe import Repro
 from .prober import Prober
 from .redact import mask_text
 from .report import LockEntry, ProbeRow, RunResult, pylock, report_markdown, requirements_lock
 from .reporter import Reporter
+from .search import drive
 from .store import ProbeRecord, Store
-from .strategy import Bisector, Verdict
+from .strategy import SearchOptions
 from .target import Target
 from .uvplan import UvFallback
 
@@ -77,6 +79,7 @@ class RunOptions:
     rest: str | None = None  # "baseline" | "contemporary" | "latest"; None: the default
     offline: bool = False
     cache_dir: Path | None = None
+    search: SearchOptions = field(default_factory=lambda: SearchOptions())
 
 
 def parse_exclude_newer(value: str | None) -> datetime | None:
@@ -167,7 +170,7 @@ def run_bisect(
                 f"for {target.short}; nothing to bisect",
                 hint="pass --pre for pre-releases, or check --exclude-newer",
             )
-        bis = Bisector(
+        bis = opts.search.bisector(
             n=len(cl.candidates),
             good=good_i,
             bad=bad_i,
@@ -203,31 +206,29 @@ def run_bisect(
             run_id=run_id,
             skipped=list(pre_skipped),
         )
-        with Store(opts.results) as store:
-            try:
-                while (i := bis.next()) is not None:
-                    cand = cl.candidates[i]
-                    left, steps = bis.remaining()
-                    reporter.probe_started(str(cand.version), left, steps)
-                    row = run.probe(store, cand)
-                    verdict = bis.record(i, row.outcome)
-                    note = bis.history[-1].note
-                    row = replace(row, verdict=_label(verdict, bis), note=note)
-                    result.rows.append(row)
-                    if row.outcome.kind is OutcomeKind.UNTESTABLE or verdict is Verdict.SKIP:
-                        result.skipped.append((row.version, row.note or row.outcome.signature))
-                    reporter.probe_finished(
-                        row.version,
-                        row.outcome,
-                        row.build_seconds + row.probe_seconds,
-                        row.reused,
-                        bis.drawing(),
-                    )
-            except KeyboardInterrupt as e:
-                raise Interrupted(
-                    f"interrupted; {len(result.rows)} finished probe(s) are kept in {store.path}",
-                    hint="run the same command again to resume: finished probes are reused",
-                ) from e
+        labels = [str(c.version) for c in cl.candidates]
+        try:
+            log = drive(
+                bis,
+                jobs=opts.search.jobs,
+                results=opts.results,
+                probe=lambda store, i, runs: run.probe(store, cl.candidates[i], runs),
+                cached=lambda store, i, runs: run.cached(store, cl.candidates[i], runs),
+                labels=labels.__getitem__,
+                reporter=reporter,
+            )
+        except KeyboardInterrupt as e:
+            raise Interrupted(
+                f"interrupted; finished probes are kept in {opts.results / 'envbisect.db'}",
+                hint="run the same command again to resume: finished probes are reused",
+            ) from e
+        result.rows = log.rows
+        result.skipped += [
+            (r.version, r.note or r.outcome.signature)
+            for r in log.rows
+            if r.outcome.kind is OutcomeKind.UNTESTABLE or r.verdict == "skip"
+        ]
+        result.search = log.summary(bis, jobs=opts.search.jobs, labels=labels.__getitem__)
         final = bis.result
         assert final is not None
         result.status = final.status
@@ -238,6 +239,7 @@ def run_bisect(
             result.first_new = str(cl.candidates[final.first_new].version)
             result.last_old = str(cl.candidates[final.last_old].version)
             result.possible = [str(cl.candidates[i].version) for i in final.possible]
+            result.probability = final.probability
             if final.status == "ambiguous" and any(r.note for r in result.rows):
                 result.reason = "failures unlike the reference, or untestable points, hide it"
         _write_outputs(result, opts, target, client)
@@ -319,17 +321,6 @@ def probe_one(
             ) from e
 
 
-def _label(verdict: Verdict | None, bis: Bisector) -> str:
-    if verdict is None:
-        return "end"
-    if verdict is Verdict.SKIP:
-        return "skip"
-    regression = bis.direction == "regression"
-    if verdict is Verdict.OLD:
-        return "good" if regression else "bad"
-    return "bad" if regression else "good"
-
-
 def _parse_version(text: str | None, flag: str) -> Version | None:
     if text is None:
         return None
@@ -372,6 +363,9 @@ def _run_id(opts: RunOptions, target: Target) -> str:
             "extras": list(opts.extras),
             "baseline": opts.baseline,
             "rest": opts.rest,
+            # How sure the answer is differs with these (not with --jobs): their own report.
+            **({"repeat": opts.search.repeat} if opts.search.repeat != 1 else {}),
+            **({"probabilistic": True} if opts.search.probabilistic else {}),
         },
         sort_keys=True,
     )
@@ -411,6 +405,8 @@ class _Run:
     opts: RunOptions
     prober: Prober
     planner: RunPlanner | None = None
+    _plans: dict[Version, Plan | Unresolvable] = field(default_factory=dict)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def spec(self, cand: Candidate) -> EnvSpec:
         return EnvSpec.build(
@@ -422,13 +418,43 @@ class _Run:
             prerelease=self.opts.pre,
         )
 
-    def probe(self, store: Store, cand: Candidate) -> ProbeRow:
+    def cached(self, store: Store, cand: Candidate, runs: int) -> bool:
+        """Whether the store already answers for this candidate (without planning it)."""
+        if not cand.installable:
+            return False
+        if self.planner is not None:
+            planned = self._plans.get(cand.version)
+            if planned is None or isinstance(planned, Unresolvable):
+                return False
+            spec = self._planned_spec(planned)
+        else:
+            spec = self.spec(cand)
+        rec = store.get(spec.env_id, self.prober.repro.repro_id)
+        return rec is not None and len(rec.all_runs) >= runs
+
+    def _plan(self, cand: Candidate) -> Plan | Unresolvable:
+        assert self.planner is not None
+        with self._lock:
+            if cand.version not in self._plans:
+                self._plans[cand.version] = self.planner.plan_for(cand)
+            return self._plans[cand.version]
+
+    def _planned_spec(self, planned: Plan) -> EnvSpec:
+        return EnvSpec.build(
+            planned.requirements(),
+            python=self.prober.python_label(),
+            indexes=self.opts.indexes,
+            only_binary=not self.opts.allow_sdist,
+            prerelease=self.opts.pre,
+        )
+
+    def probe(self, store: Store, cand: Candidate, runs: int = 1) -> ProbeRow:
         """Probe one candidate, or take its outcome from the store."""
         spec = self.spec(cand)
         version = str(cand.version)
         moved: tuple[tuple[str, str | None, str | None], ...] = ()
         if self.planner is not None and cand.installable:
-            planned = self.planner.plan_for(cand)
+            planned = self._plan(cand)
             if isinstance(planned, Unresolvable):
                 return ProbeRow(
                     version=version,
@@ -439,13 +465,7 @@ class _Run:
                     probe_seconds=0.0,
                     env_id="",
                 )
-            spec = EnvSpec.build(
-                planned.requirements(),
-                python=self.prober.python_label(),
-                indexes=self.opts.indexes,
-                only_binary=not self.opts.allow_sdist,
-                prerelease=self.opts.pre,
-            )
+            spec = self._planned_spec(planned)
             moved = tuple(
                 (n, str(b) if b else None, str(v) if v else None) for n, b, v in planned.moved
             )
@@ -459,18 +479,33 @@ class _Run:
                 probe_seconds=0.0,
                 env_id=spec.env_id,
             )
-        rec, reused = self.prober.probe(store, spec)
-        return ProbeRow(
-            version=version,
-            outcome=rec.outcome,
-            verdict="",
-            reused=reused,
-            build_seconds=rec.build_seconds,
-            probe_seconds=rec.probe_seconds,
-            env_id=spec.env_id,
-            installed=rec.installed,
-            moved=moved,
-        )
+        rec, reused = self.prober.probe(store, spec, runs)
+        return record_row(version, rec, reused, env_id=spec.env_id, moved=moved)
+
+
+def record_row(
+    version: str,
+    rec: ProbeRecord,
+    reused: bool,
+    *,
+    env_id: str,
+    moved: tuple[tuple[str, str | None, str | None], ...] = (),
+) -> ProbeRow:
+    """The report row of a probe record (every run of it, for a flaky repro)."""
+    return ProbeRow(
+        version=version,
+        outcome=rec.outcome,
+        verdict="",
+        reused=reused,
+        build_seconds=rec.build_seconds,
+        probe_seconds=rec.probe_seconds,
+        env_id=env_id,
+        installed=rec.installed,
+        moved=moved,
+        runs=len(rec.all_runs),
+        fails=rec.fails,
+        run_outcomes=rec.runs,
+    )
 
 
 def _write_outputs(

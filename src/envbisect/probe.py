@@ -176,16 +176,22 @@ class Repro:
             return [str(env.python), "-X", "faulthandler", str(step.file), *step.args]
         return list(step.argv)
 
-    def run(self, env: BuiltEnv, *, workdir: Path, timeout: float) -> RawProbe:
+    def run(
+        self, env: BuiltEnv, *, workdir: Path, timeout: float, run: int = 0, repeat: int = 1
+    ) -> RawProbe:
         """Run every step (one deadline for all); the first one that does not pass is
-        returned, else the last one, with every step's stdout tail kept."""
+        returned, else the last one, with every step's stdout tail kept. ``run`` of
+        ``repeat`` (``--repeat``) reaches the steps as ENVBISECT_RUN and ENVBISECT_REPEAT."""
+        counters = {"ENVBISECT_RUN": str(run), "ENVBISECT_REPEAT": str(repeat)}
         workdir.mkdir(parents=True, exist_ok=True)
         deadline = time.monotonic() + timeout
         outputs: list[str] = []
         raw = RawProbe(returncode=0, timed_out=False, seconds=0.0)
         total = 0.0
         for step in self.steps:
-            raw = self._run_step(env, step, workdir, max(0.1, deadline - time.monotonic()))
+            raw = self._run_step(
+                env, step, workdir, max(0.1, deadline - time.monotonic()), counters
+            )
             total += raw.seconds
             if len(self.steps) > 1:
                 outputs.append(f"== {step.label} ==\n{raw.stdout_tail}")
@@ -202,11 +208,18 @@ class Repro:
             step=raw.step,
         )
 
-    def _run_step(self, env: BuiltEnv, step: Step, workdir: Path, timeout: float) -> RawProbe:
+    def _run_step(
+        self,
+        env: BuiltEnv,
+        step: Step,
+        workdir: Path,
+        timeout: float,
+        counters: Mapping[str, str],
+    ) -> RawProbe:
         for src in step.support:
             shutil.copyfile(src, workdir / src.name)
         argv = self.command(env, step, workdir)
-        penv = self.environment(env, os.environ, step)
+        penv = {**self.environment(env, os.environ, step), **counters}
         if step.file is None and os.sep not in argv[0]:
             # Look the program up on the probe's PATH (the venv first), not envbisect's.
             found = shutil.which(argv[0], path=penv["PATH"])

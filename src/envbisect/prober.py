@@ -22,6 +22,7 @@ from .model import EnvSpec, InstalledDist, Outcome, OutcomeKind, installed_hash
 from .outcome import classify
 from .probe import Repro
 from .reporter import Reporter
+from .runner import interrupted
 from .store import ProbeRecord, Store
 from .target import Target
 
@@ -56,39 +57,68 @@ class Prober:
     def python_label(self) -> str:
         return f"{self.python} ({self.target.python_version})"
 
-    def probe(self, store: Store, spec: EnvSpec) -> tuple[ProbeRecord, bool]:
-        """The record for ``spec`` with this repro, and whether it came from the store."""
+    def probe(self, store: Store, spec: EnvSpec, runs: int = 1) -> tuple[ProbeRecord, bool]:
+        """The record for ``spec`` with this repro, and whether it came from the store.
+
+        ``runs`` (``--repeat``): run the repro that many times in the environment; a stored
+        record with fewer runs gets the missing ones (the environment is built again), and
+        the point's outcome is its first failure, if any run failed. An untestable first
+        run is not repeated.
+        """
         repro_id = self.repro.repro_id
         rec = store.get(spec.env_id, repro_id)
-        if rec is not None and not _stale(rec, self.timeout):
+        if rec is not None and _stale(rec, self.timeout):
+            rec = None
+        if rec is not None and (len(rec.all_runs) >= runs or _untestable(rec)):
             return rec, True
-        started = datetime.now(timezone.utc).isoformat(timespec="seconds")
+        earlier = rec.all_runs if rec is not None else ()
+        started = rec.started_at if rec is not None else _now()
         materializer = Materializer(self.uv, self.results / ".envs")
         built = materializer.build(spec, self.python)
         installed: tuple[InstalledDist, ...] = ()
-        report: dict[str, Any] | None = None
+        report: dict[str, Any] | None = rec.env_report if rec is not None else None
         if isinstance(built, BuildFailed):
+            if earlier:  # it built before: say so rather than overwrite what was seen
+                return rec, True  # type: ignore[return-value]
             outcome, probe_s, build_s = built.outcome, 0.0, built.seconds
             out_tail = err_tail = ""
+            seen: list[Outcome] = [outcome]
         else:
+            seen = list(earlier)
+            probe_s = rec.probe_seconds if rec is not None else 0.0
+            tails = (rec.stdout_tail, rec.stderr_tail) if rec is not None else ("", "")
             try:
-                workdir = built.path / "envbisect-work"
-                raw = self.repro.run(built, workdir=workdir, timeout=self.timeout)
-                outcome = classify(raw)
-                if outcome.kind is OutcomeKind.CRASH:
-                    outcome = self._forensics(built, outcome, workdir)
-                # The environment's own path says nothing and differs every time.
-                outcome = replace(
-                    outcome,
-                    signature=outcome.signature.replace(str(built.path), "<env>"),
-                    detail=outcome.detail.replace(str(built.path), "<env>"),
-                )
-                report = self._report(built)
+                for r in range(len(earlier), runs):
+                    workdir = built.path / ("envbisect-work" if r == 0 else f"envbisect-work-{r}")
+                    raw = self.repro.run(
+                        built, workdir=workdir, timeout=self.timeout, run=r, repeat=runs
+                    )
+                    outcome = classify(raw)
+                    first_failure = not any(_failed(o) for o in seen)
+                    if outcome.kind is OutcomeKind.CRASH and first_failure:
+                        outcome = self._forensics(built, outcome, workdir)
+                    # The environment's own path says nothing and differs every time.
+                    outcome = replace(
+                        outcome,
+                        signature=outcome.signature.replace(str(built.path), "<env>"),
+                        detail=outcome.detail.replace(str(built.path), "<env>"),
+                    )
+                    seen.append(outcome)
+                    probe_s += raw.seconds
+                    if (not tails[0] and not tails[1]) or (_failed(outcome) and first_failure):
+                        tails = (raw.stdout_tail, raw.stderr_tail)
+                    if outcome.kind is OutcomeKind.UNTESTABLE:
+                        break
+                if report is None:
+                    report = self._report(built)
             finally:
                 if not self.keep_envs:
                     materializer.remove(built.path)
-            installed, probe_s, build_s = built.installed, raw.seconds, built.seconds
-            out_tail, err_tail = raw.stdout_tail, raw.stderr_tail
+            installed, build_s = built.installed, built.seconds
+            out_tail, err_tail = tails
+            outcome = _representative(seen)
+        if interrupted():
+            raise KeyboardInterrupt  # a run cut short by Ctrl-C says nothing: keep nothing
         rec = ProbeRecord(
             env_id=spec.env_id,
             repro_id=repro_id,
@@ -104,6 +134,7 @@ class Prober:
             started_at=started,
             envbisect_version=__version__,
             env_report=report,
+            runs=tuple(seen) if len(seen) > 1 else (),
         )
         store.put(rec)
         return rec, False
@@ -152,6 +183,23 @@ def _is_elf(path: str) -> bool:
             return fh.read(4) == b"\x7fELF"
     except OSError:
         return False
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def _failed(o: Outcome) -> bool:
+    return o.kind not in (OutcomeKind.PASS, OutcomeKind.UNTESTABLE)
+
+
+def _untestable(rec: ProbeRecord) -> bool:
+    return rec.outcome.kind is OutcomeKind.UNTESTABLE
+
+
+def _representative(runs: list[Outcome]) -> Outcome:
+    """The first failure, if any run failed; else the first run."""
+    return next((o for o in runs if _failed(o)), runs[0])
 
 
 def _stale(rec: ProbeRecord, timeout: float) -> bool:

@@ -33,6 +33,10 @@ class ProbeRow:
     installed: tuple[InstalledDist, ...] = ()
     note: str = ""
     moved: tuple[tuple[str, str | None, str | None], ...] = ()  # (name, baseline, planned)
+    runs: int = 1  # --repeat: runs made in this environment (all of them, stored ones too)
+    fails: int = 0  # of which did not pass
+    round: int = 0  # --jobs: the round it was probed in (1-based; 0 outside a search)
+    run_outcomes: tuple[Outcome, ...] = ()  # every run's outcome, when there were several
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -44,6 +48,8 @@ class ProbeRow:
             "env_id": self.env_id,
             "installed": [d.to_dict() for d in self.installed],
             **({"note": self.note} if self.note else {}),
+            **({"runs": self.runs, "fails": self.fails} if self.runs > 1 else {}),
+            **({"round": self.round} if self.round else {}),
             **(
                 {"moved": [{"package": n, "from": b, "to": v} for n, b, v in self.moved]}
                 if self.moved
@@ -73,9 +79,12 @@ class RunResult:
     pylock_path: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)  # mode-specific JSON (--by-date, diff)
     sections: list[str] = field(default_factory=list)  # mode-specific report.md sections
+    search: dict[str, Any] = field(default_factory=dict)  # mode, rounds, jobs, repeat, ...
+    probability: float | None = None  # probabilistic mode: P(first_new is the boundary)
 
     def row(self, version: str | None) -> ProbeRow | None:
-        for r in self.rows:
+        """The latest row for ``version`` (a point probed again has more runs)."""
+        for r in reversed(self.rows):
             if r.version == version:
                 return r
         return None
@@ -99,9 +108,10 @@ def verdict_line(res: RunResult) -> str:
         )
     outcome = res.first_new_outcome
     how = f": {outcome.describe()}" if outcome and res.direction == "regression" else ""
+    sure = f" (probability {res.probability:.2f})" if res.probability is not None else ""
     return (
         f"{new_word} version of {res.package}: {res.first_new}{how}{what}; "
-        f"{old_word}: {res.last_old}"
+        f"{old_word}: {res.last_old}{sure}"
     )
 
 
@@ -157,6 +167,8 @@ def to_json(res: RunResult) -> dict[str, Any]:
     out["report"] = res.report_path
     out["target"] = res.target
     out["run_id"] = res.run_id
+    if res.search:
+        out["search"] = res.search
     out.update(res.extra)
     return out
 
@@ -189,6 +201,10 @@ def report_markdown(res: RunResult, *, when: datetime | None = None) -> str:
     ]
     for i, r in enumerate(res.rows, 1):
         notes = ["reused"] if r.reused else []
+        if r.runs > 1:
+            notes.append(f"{r.fails} of {r.runs} runs failed")
+        if r.round and res.search.get("jobs", 1) > 1:
+            notes.append(f"round {r.round}")
         if r.moved:
             notes.append("moved with it: " + ", ".join(_move(n, b, v) for n, b, v in r.moved))
         if r.note:
@@ -198,6 +214,7 @@ def report_markdown(res: RunResult, *, when: datetime | None = None) -> str:
             f"| {i} | {r.version} | {_md(r.outcome.describe())} | {r.verdict} | "
             f"{r.build_seconds:.1f} | {r.probe_seconds:.1f} | {_md(extra)} |"
         )
+    lines += _search_section(res)
     if res.skipped:
         lines += ["", "## Untestable without building", ""]
         lines += [f"- {v}: {why}" for v, why in res.skipped]
@@ -229,6 +246,36 @@ def report_markdown(res: RunResult, *, when: datetime | None = None) -> str:
         if res.pylock_path:
             lines.append(f"- `{res.pylock_path}` (PEP 751)")
     return "\n".join(lines) + "\n"
+
+
+def _search_section(res: RunResult) -> list[str]:
+    """How the search went: rounds with --jobs, and for a flaky repro each point's fail rate
+    and the probability of the answer."""
+    s = res.search
+    if not s or (s.get("mode") == "plain" and s.get("repeat", 1) == 1 and s.get("jobs", 1) == 1):
+        return []
+    lines = ["", "## Search", ""]
+    lines.append(
+        f"- {s.get('rounds', 0)} round(s) of up to {s.get('jobs', 1)} probe(s); "
+        f"{s.get('repeat', 1)} run(s) per probe"
+    )
+    if s.get("mode") == "probabilistic":
+        lines.append(f"- probabilistic search: {s.get('switch_reason', '')}")
+        if res.probability is not None:
+            lines.append(
+                f"- P(first {'bad' if res.direction != 'fix' else 'fixed'} is "
+                f"{res.first_new}) = {res.probability:.3f} (confidence asked: "
+                f"{s.get('confidence')})"
+            )
+    rates = s.get("fail_rates") or []
+    if rates:
+        lines += ["", "| version | runs | failed | fail rate |", "|---|---|---|---|"]
+        lines += [
+            f"| {r['version']} | {r['runs']} | {r['fails']} | {r['fails'] / r['runs']:.2f} |"
+            for r in rates
+            if r["runs"]
+        ]
+    return lines
 
 
 def _move(name: str, before: str | None, after: str | None) -> str:

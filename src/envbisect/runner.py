@@ -3,6 +3,11 @@
 No policy lives here (which interpreter, which flags, which environment variables: see
 ``probe``). The contract: whatever happens (exit, crash, timeout, Ctrl-C in the parent), the
 whole process group is gone when ``run_process`` returns or raises.
+
+Probes may run in worker threads (``--jobs``). Their process groups are not in the terminal's
+foreground group, so Ctrl-C reaches only envbisect: the main thread then calls
+``interrupt_all()``, which kills every live group and makes every ``run_process`` in flight or
+about to start raise ``KeyboardInterrupt`` (nothing half-seen is classified or stored).
 """
 
 from __future__ import annotations
@@ -12,6 +17,7 @@ import os
 import signal
 import subprocess
 import tempfile
+import threading
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -20,6 +26,27 @@ from typing import IO
 from .model import RawProbe
 
 TAIL_BYTES = 32 * 1024
+
+_live: set[int] = set()
+_live_lock = threading.Lock()
+_stopping = threading.Event()
+
+
+def interrupt_all() -> None:
+    """Kill every live probe group; every run in flight or starting raises KeyboardInterrupt."""
+    _stopping.set()
+    with _live_lock:
+        for pgid in list(_live):
+            _signal_group(pgid, signal.SIGKILL)
+
+
+def clear_interrupt() -> None:
+    """After an interrupted search has wound down (the next one in this process may run)."""
+    _stopping.clear()
+
+
+def interrupted() -> bool:
+    return _stopping.is_set()
 
 
 def run_process(
@@ -41,6 +68,8 @@ def run_process(
     Raises ``FileNotFoundError``/``PermissionError`` when ``argv[0]`` cannot be started;
     ``KeyboardInterrupt`` is re-raised after the group is killed.
     """
+    if _stopping.is_set():
+        raise KeyboardInterrupt
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         start = time.monotonic()
         proc = subprocess.Popen(
@@ -53,6 +82,8 @@ def run_process(
             start_new_session=True,
         )
         timed_out = False
+        with _live_lock:
+            _live.add(proc.pid)
         try:
             try:
                 proc.wait(timeout=timeout)
@@ -72,6 +103,10 @@ def run_process(
         finally:
             # Children the leader left behind (worker pools, daemons) go with it.
             _signal_group(proc.pid, signal.SIGKILL)
+            with _live_lock:
+                _live.discard(proc.pid)
+        if _stopping.is_set():
+            raise KeyboardInterrupt  # killed by interrupt_all: not an outcome
         seconds = time.monotonic() - start
         return RawProbe(
             returncode=proc.returncode,

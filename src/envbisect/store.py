@@ -1,9 +1,10 @@
 """The results store: one SQLite row per probed (environment, repro).
 
 Resume and reuse come from here: a probe whose (env_id, repro_id) is in the store is not run
-again. Every write is one transaction, so Ctrl-C at any moment leaves either the whole row or
-none of it. The schema carries a version; opening a newer database than this code knows is an
-error, an older one is migrated.
+again (with ``--repeat``, only the runs it lacks are made, and the row grows). Every write is
+one transaction, so Ctrl-C at any moment leaves either the whole row or none of it. The schema
+carries a version; opening a newer database than this code knows is an error, an older one is
+migrated.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from typing import Any
 from .errors import DiskFull, StoreError
 from .model import InstalledDist, Outcome, OutcomeKind
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 DB_NAME = "envbisect.db"
 
 _SCHEMA = """
@@ -47,6 +48,7 @@ CREATE TABLE IF NOT EXISTS probes (
     library TEXT,
     step TEXT NOT NULL DEFAULT '',
     env_report TEXT,
+    runs TEXT,
     UNIQUE (env_id, repro_id)
 );
 CREATE TABLE IF NOT EXISTS matrix_cells (
@@ -71,6 +73,7 @@ _MIGRATIONS = {
         "ALTER TABLE probes ADD COLUMN env_report TEXT",
     ),
     2: (),  # matrix_cells: created by the schema script itself
+    3: ("ALTER TABLE probes ADD COLUMN runs TEXT",),  # every run of a --repeat probe
 }
 
 
@@ -90,6 +93,16 @@ class ProbeRecord:
     started_at: str
     envbisect_version: str
     env_report: dict[str, Any] | None = None
+    runs: tuple[Outcome, ...] = ()  # every run, oldest first; () for a single-run probe
+
+    @property
+    def all_runs(self) -> tuple[Outcome, ...]:
+        return self.runs or (self.outcome,)
+
+    @property
+    def fails(self) -> int:
+        """Runs that did not pass (untestable runs included: they are not passes)."""
+        return sum(1 for o in self.all_runs if o.kind is not OutcomeKind.PASS)
 
 
 class Store:
@@ -99,7 +112,9 @@ class Store:
         self.path = results_dir / DB_NAME
         try:
             results_dir.mkdir(parents=True, exist_ok=True)
-            self._db = sqlite3.connect(self.path, timeout=30.0)
+            # One connection per thread; check_same_thread=False only lets its owner close it
+            # from the thread that started the workers.
+            self._db = sqlite3.connect(self.path, timeout=30.0, check_same_thread=False)
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=NORMAL")
             with self._db:
@@ -169,6 +184,7 @@ class Store:
             "library": o.library,
             "step": o.step,
             "env_report": json.dumps(rec.env_report) if rec.env_report is not None else None,
+            "runs": json.dumps([_run_dict(r) for r in rec.runs]) if rec.runs else None,
         }
         cols = ", ".join(values)
         marks = ", ".join("?" for _ in values)
@@ -232,6 +248,23 @@ def _from_row(row: dict[str, Any]) -> ProbeRecord:
         started_at=row["started_at"],
         envbisect_version=row["envbisect_version"],
         env_report=json.loads(row["env_report"]) if row.get("env_report") else None,
+        runs=tuple(_run_outcome(d) for d in json.loads(row["runs"])) if row.get("runs") else (),
+    )
+
+
+def _run_dict(o: Outcome) -> dict[str, Any]:
+    return {**o.to_dict(), "exception": o.exception}
+
+
+def _run_outcome(d: dict[str, Any]) -> Outcome:
+    return Outcome(
+        kind=OutcomeKind(d["kind"]),
+        signal=d.get("signal"),
+        exit_code=d.get("exit_code"),
+        signature=d.get("signature") or "",
+        exception=d.get("exception"),
+        library=d.get("library"),
+        step=d.get("step") or "",
     )
 
 

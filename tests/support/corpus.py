@@ -190,6 +190,40 @@ def _pair_family(root: Path, index: LocalIndex) -> None:
             index.add(IndexFile(project=name, path=path, upload_time=when))
 
 
+FLAKY_FIRST_BAD = 7  # flakylib 1.7.0 and later crash on about half the runs
+
+
+def flaky_crashes(version: str, run: int, seed: str) -> bool:
+    """Whether flakylib ``version`` crashes on run ``run`` under FLAKY_SEED ``seed``: a fixed
+    coin per (seed, version, run), heads half the time, so a test is the same every time."""
+    import hashlib
+
+    digest = hashlib.sha256(f"{seed}-{version}-{run}".encode()).digest()
+    return digest[0] < 128
+
+
+def _flaky_family(root: Path, index: LocalIndex) -> None:
+    """flakylib 1.0 to 1.11: from 1.7.0 on, run() segfaults on about half the runs. The coin
+    is the sha256 of FLAKY_SEED, the version and ENVBISECT_RUN (the run's number, which
+    envbisect sets), so each test's outcomes are fixed but differ from seed to seed."""
+    for i in range(12):
+        version = f"1.{i}.0"
+        body = PASS
+        if i >= FLAKY_FIRST_BAD:
+            body = (
+                "import ctypes, hashlib, os\n\n"
+                "def run():\n"
+                "    seed = os.environ.get('FLAKY_SEED', '0')\n"
+                "    run = os.environ.get('ENVBISECT_RUN', '0')\n"
+                f"    coin = hashlib.sha256(f'{{seed}}-{version}-{{run}}'.encode()).digest()[0]\n"
+                "    if coin < 128:\n"
+                "        ctypes.string_at(0)  # SIGSEGV\n"
+                "    return 'ok'\n"
+            )
+        path = build_wheel(root, "flakylib", version, {"flakylib/__init__.py": body})
+        index.add(IndexFile(project="flakylib", path=path, upload_time=EPOCH + timedelta(days=i)))
+
+
 def build_index(root: Path) -> LocalIndex:
     root.mkdir(parents=True, exist_ok=True)
     for sub in ("pypi", "cpu", "cu121"):
@@ -200,6 +234,7 @@ def build_index(root: Path) -> LocalIndex:
     _bump_family(root, index)
     _date_family(root, index)
     _pair_family(root, index)
+    _flaky_family(root, index)
     for project, versions in corpus().items():
         for i, v in enumerate(versions):
             when = EPOCH + timedelta(days=30 * i, hours=len(project))
