@@ -70,7 +70,7 @@ class Prober:
         if rec is not None and _stale(rec, self.timeout):
             rec = None
         if rec is not None and (len(rec.all_runs) >= runs or _untestable(rec)):
-            return rec, True
+            return _first_runs(rec, runs), True
         earlier = rec.all_runs if rec is not None else ()
         started = rec.started_at if rec is not None else _now()
         materializer = Materializer(self.uv, self.results / ".envs")
@@ -200,6 +200,17 @@ def _untestable(rec: ProbeRecord) -> bool:
 def _representative(runs: list[Outcome]) -> Outcome:
     """The first failure, if any run failed; else the first run."""
     return next((o for o in runs if _failed(o)), runs[0])
+
+
+def _first_runs(rec: ProbeRecord, runs: int) -> ProbeRecord:
+    """The record as it was after ``runs`` runs: a rerun asks for what the first run asked
+    for at each step, so it sees the same evidence and retraces the same search."""
+    if len(rec.all_runs) <= runs:
+        return rec
+    kept = rec.all_runs[:runs]
+    first = next((i for i, o in enumerate(rec.all_runs) if _failed(o)), None)
+    outcome = rec.outcome if first is not None and first < runs else kept[0]
+    return replace(rec, runs=kept if runs > 1 else (), outcome=outcome)
 
 
 def _stale(rec: ProbeRecord, timeout: float) -> bool:

@@ -81,7 +81,8 @@ class _End:
     fixed: bool
     inward: int  # +1 for the old end, -1 for the new end
     outcome: Outcome | None = None
-    retry: bool = False  # probe it again (probabilistic mode: a flaky end not yet failing)
+    retry: bool = False  # probe it again (a flaky end not yet failing)
+    retries: int = 0
 
 
 @dataclass(slots=True)
@@ -104,6 +105,7 @@ class Bisector:
     confidence: float = 0.95
     probabilistic: bool = False
     max_probes: int | None = None
+    switch: bool = True  # False: never turn probabilistic (plain bisection, for comparisons)
     history: list[Step] = field(default_factory=list)
     skipped: set[int] = field(init=False)
     old: _End = field(init=False)
@@ -187,7 +189,10 @@ class Bisector:
         """How many runs the next probe of ``index`` should have in all (a point probed again
         in the probabilistic mode gets ``repeat`` more than it has)."""
         have = len(self.runs.get(index, ()))
-        return have + self.repeat if self.mode == "probabilistic" and have else self.repeat
+        again = self.mode == "probabilistic" or any(
+            e.retry and e.index == index for e in (self.old, self.new)
+        )
+        return have + self.repeat if again and have else self.repeat
 
     def _open(self, lo: int, hi: int) -> list[int]:
         return [i for i in range(lo + 1, hi) if i not in self.skipped]
@@ -312,7 +317,7 @@ class Bisector:
             self.hi = index
 
     def _switch(self, reason: str) -> None:
-        if self.mode == "plain":
+        if self.mode == "plain" and self.switch:
             self.mode = "probabilistic"
             self.switch_reason = reason
 
@@ -337,10 +342,12 @@ class Bisector:
         return None
 
     def _retry_bad_end(self) -> bool:
-        """Probabilistic mode, both ends passed so far: a flaky failure may just not have
-        shown yet at the end expected to fail (the new end, unless the user named the good
-        end newer than the bad). Probe it again, within the probe budget."""
-        if self.mode != "probabilistic":
+        """Both ends passed so far, and the repro is known or said to be flaky (probabilistic
+        mode, or --repeat): the failure may just not have shown yet at the end expected to
+        fail (the new end, unless the user named the good end newer than the bad). Probe it
+        again: within the probe budget in the probabilistic mode, up to four probes in all
+        with --repeat."""
+        if self.mode != "probabilistic" and self.repeat < 2:
             return False
         assert self.old.outcome is not None and self.new.outcome is not None
         if self.old.outcome.kind is not OutcomeKind.PASS:
@@ -348,9 +355,13 @@ class Bisector:
         if self.new.outcome.kind is not OutcomeKind.PASS:
             return False
         bad = self.old if self.expected_direction == "fix" else self.new
-        if self.probes_since_switch >= self.probe_budget():
+        if self.mode == "probabilistic":
+            if self.probes_since_switch >= self.probe_budget():
+                return False
+            self.probes_since_switch += 1
+        elif bad.retries >= 3:
             return False
-        self.probes_since_switch += 1
+        bad.retries += 1
         bad.outcome, bad.retry = None, True
         return True
 
