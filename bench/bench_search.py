@@ -26,6 +26,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -111,23 +112,22 @@ def flaky_table(seeds: int) -> None:
     print(f"{'rate':>4} | {'search':<40} | {'right':>6} | {'wrong':>6} | {'no answer':>9} | "
           f"{'runs median':>11} | {'p90':>4} | {'probes median':>13}")  # fmt: skip
     for rate in (0.5, 0.3):
-        kw = {"n": n, "rate": rate, "seeds": seeds}
+        ends = partial(Bisector, n=n, good=0, bad=n - 1)
         line, budget = flaky_row(
             "probabilistic, 1 run per probe",
-            lambda: Bisector(n=n, good=0, bad=n - 1, probabilistic=True),
-            seed_base=0, **kw,  # type: ignore[arg-type]
+            partial(ends, probabilistic=True),
+            n=n, rate=rate, seeds=seeds, seed_base=0,
         )  # fmt: skip
         print(line)
-        print(flaky_row("--repeat 3 (plain, turns probabilistic)",
-                        lambda: Bisector(n=n, good=0, bad=n - 1, repeat=3),
-                        seed_base=10_000, **kw)[0])  # type: ignore[arg-type]  # fmt: skip
         repeat = max(1, round(statistics.median(budget) / bits))
-        print(flaky_row(f"plain, same budget (--repeat {repeat})",
-                        lambda r=repeat: Bisector(n=n, good=0, bad=n - 1, repeat=r, switch=False),
-                        seed_base=20_000, **kw)[0])  # type: ignore[arg-type,misc]  # fmt: skip
-        print(flaky_row("plain, 1 run per probe",
-                        lambda: Bisector(n=n, good=0, bad=n - 1, switch=False),
-                        seed_base=30_000, **kw)[0])  # type: ignore[arg-type]  # fmt: skip
+        others = [
+            ("--repeat 3 (plain, turns probabilistic)", partial(ends, repeat=3)),
+            (f"plain, same budget (--repeat {repeat})",
+             partial(ends, repeat=repeat, switch=False)),
+            ("plain, 1 run per probe", partial(ends, switch=False)),
+        ]  # fmt: skip
+        for k, (label, make) in enumerate(others, 1):
+            print(flaky_row(label, make, n=n, rate=rate, seeds=seeds, seed_base=10_000 * k)[0])
 
 
 def real_jobs(rounds: int) -> None:
