@@ -117,6 +117,8 @@ class Prober:
             installed, build_s = built.installed, built.seconds
             out_tail, err_tail = tails
             outcome = _representative(seen)
+            if rec is not None and _failed(rec.outcome):
+                outcome = rec.outcome  # the stored first failure, with its detail and gdb frames
         if interrupted():
             raise KeyboardInterrupt  # a run cut short by Ctrl-C says nothing: keep nothing
         rec = ProbeRecord(

@@ -31,6 +31,7 @@ CachedFn = Callable[[Store, int, int], bool]
 @dataclass(slots=True, kw_only=True)
 class SearchLog:
     rows: list[ProbeRow] = field(default_factory=list)
+    indices: list[int] = field(default_factory=list)  # the point of each row
     rounds: int = 0  # rounds that built or ran anything (not those answered by the store)
 
     def summary(self, bis: Bisector, *, jobs: int, labels: Callable[[int], str]) -> dict[str, Any]:
@@ -114,6 +115,7 @@ def drive(
                         round=log.rounds,
                     )
                     log.rows.append(row)
+                    log.indices.append(i)
                     reporter.probe_finished(
                         row.version,
                         row.outcome,
@@ -121,6 +123,11 @@ def drive(
                         row.reused,
                         bis.drawing(),
                     )
+        # A guess made while the ends were still deciding was counted once they had.
+        log.rows = [
+            replace(r, verdict=_label(bis, i), note=_note(bis, i)) if r.verdict == "guess" else r
+            for r, i in zip(log.rows, log.indices, strict=True)
+        ]
     except KeyboardInterrupt:
         runner.interrupt_all()
         pool.shutdown(wait=True, cancel_futures=True)
@@ -155,7 +162,9 @@ def _runs_of(row: ProbeRow) -> tuple[Any, ...]:
 
 def _label(bis: Bisector, i: int) -> str:
     step = next((s for s in reversed(bis.history) if s.index == i), None)
-    if step is None or step.verdict is None:
+    if step is None:
+        return "guess"  # probed beside the ends, before they decided the direction
+    if step.verdict is None:
         return "end"
     if step.verdict is Verdict.SKIP:
         return "skip"

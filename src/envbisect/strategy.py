@@ -288,7 +288,7 @@ class Bisector:
             other = Verdict.OLD if failing is Verdict.NEW else Verdict.NEW
             verdict = failing if fails else other
             if fails and passes:
-                note = f"flaky: {fails} of {fails + passes} runs failed"
+                note = "flaky"
                 self._switch(f"the runs at one point disagree ({fails} of {fails + passes} failed)")
             if self.mode == "plain":
                 self._narrow(index, verdict)
