@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from dataclasses import replace
 from datetime import timedelta
 from pathlib import Path
 
@@ -15,6 +16,7 @@ from envbisect.bydate import DateOptions, run_by_date
 from envbisect.errors import NoAnswer, UsageError
 from envbisect.model import IndexConfig
 from envbisect.probe import Repro
+from envbisect.strategy import SearchOptions
 from support.corpus import EPOCH
 from support.index_server import LocalIndex
 
@@ -54,6 +56,22 @@ def test_transitive_break_found_by_date_and_confirmed(
     assert good is not None and {d.name: d.version for d in good.installed}["datelib"] == "1.2.0"
     assert "datelib==1.2.0" in Path(str(res.lock_path)).read_text()
     assert "## Culprit" in Path(str(res.report_path)).read_text()
+
+
+def test_by_date_with_jobs_2_same_culprit_fewer_rounds(
+    index: LocalIndex, python: str, tmp_path: Path
+) -> None:
+    for sub in ("one", "two"):
+        (tmp_path / sub).mkdir()
+    one = run_by_date(options(index, python, tmp_path / "one", good=2, bad=45))
+    two = run_by_date(
+        replace(
+            options(index, python, tmp_path / "two", good=2, bad=45), search=SearchOptions(jobs=2)
+        )
+    )
+    assert two.extra["culprits"] == one.extra["culprits"]
+    assert (two.first_new, two.last_old) == (one.first_new, one.last_old)
+    assert two.search["rounds"] < one.search["rounds"]
 
 
 def test_a_window_that_does_not_bracket_the_failure(
