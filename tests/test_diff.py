@@ -4,6 +4,7 @@ an interaction that needs two upgrades together), ddmin on scripted tests, bad i
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -111,3 +112,17 @@ def test_ends_that_do_not_verify(index: LocalIndex, python: str, tmp_path: Path)
                    repro=repro)  # fmt: skip
     with pytest.raises(UsageError, match="same versions"):
         run_diff(same)
+
+
+@pytest.mark.slow
+def test_two_locks_for_different_pythons(index: LocalIndex, python: str, tmp_path: Path) -> None:
+    """A pylock.toml for Python 3.99 cannot be compared with one for this interpreter."""
+    opts = options(index, python, tmp_path, good="datelib==1.0.0\n", bad="datelib==1.3.0\n",
+                   repro="import datelib\n")  # fmt: skip
+    (tmp_path / "pylock.toml").write_text(
+        'lock-version = "1.0"\nrequires-python = "==3.99.*"\n\n'
+        '[[packages]]\nname = "datelib"\nversion = "1.0.0"\n'
+    )
+    with pytest.raises(UsageError, match=r"is for Python ==3\.99\.\*") as err:
+        run_diff(replace(opts, good=str(tmp_path / "pylock.toml")))
+    assert "--python" in (err.value.hint or "")
