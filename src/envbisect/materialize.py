@@ -18,6 +18,7 @@ import errno
 import json
 import os
 import shutil
+import signal
 import subprocess
 import tempfile
 import time
@@ -29,6 +30,7 @@ from .errors import DiskFull, IndexUnreachable, UsageError, UvMissing
 from .model import EnvSpec, IndexConfig, InstalledDist, Outcome
 from .outcome import untestable
 from .redact import mask_text
+from .runner import interrupted
 from .target import FACTS_SCRIPT, Target
 from .torchindex import is_official
 
@@ -267,9 +269,14 @@ class Materializer:
 
     def _run(self, args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
         try:
-            return subprocess.run(args, capture_output=True, text=True, env=env)
+            proc = subprocess.run(args, capture_output=True, text=True, env=env)
         except FileNotFoundError as e:
             raise UvMissing(f"uv is not installed at {self.uv}", hint="pip install uv") from e
+        if proc.returncode in (-signal.SIGINT, 128 + signal.SIGINT) or interrupted():
+            # uv shares our process group: Ctrl-C reached it too (in a --jobs worker thread,
+            # before the main thread could say so). Not a failed build: an interruption.
+            raise KeyboardInterrupt
+        return proc
 
     def _failed(self, stderr: str, start: float, *, what: str) -> BuildFailed:
         text = mask_text(stderr.strip())
