@@ -77,3 +77,37 @@ def test_lora_step_on_cpu(tmp_path: Path) -> None:
     assert report["torch"].endswith("+cpu")
     installed = {d["name"] for d in data["installed"]}
     assert not any(n.startswith("nvidia-") for n in installed), "a CUDA torch was installed"
+
+
+@pytest.mark.skipif(
+    not any(WHEELS.glob("torch-*+cpu-*.whl")), reason=f"no CPU torch wheel in {WHEELS}"
+)
+def test_llamafactory_train_on_cpu(tmp_path: Path) -> None:
+    """A real llamafactory-cli train run, offline, with the local CPU torch.
+
+    LLaMA-Factory 0.9.3 is the newest release that runs on a CPU build of torch newer than
+    2.9: 0.9.4 and later import torchaudio unconditionally, whose last release (2.9.1) needs
+    torch==2.9.1 (a CUDA build of several GB from PyPI). pyarrow<20: a newer pyarrow needs
+    numpy 2, which 0.9.3's pins exclude (a real break in the environment of today).
+    """
+    wheel = sorted(WHEELS.glob("torch-*+cpu-*.whl"))[-1]
+    version = wheel.name.split("-")[1].split("+")[0]
+    if f"-cp{sys.version_info[0]}{sys.version_info[1]}-" not in wheel.name:
+        pytest.skip(f"the CPU torch wheel in {WHEELS} is not for this Python")
+    proc = envbisect("--find-links", str(WHEELS), "--with", f"torch=={version}",
+                     "--with", "llamafactory==0.9.3", "--with", "pyarrow<20",
+                     "--probe", "llamafactory-train", tmp_path=tmp_path)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr + proc.stdout
+    data = json.loads(proc.stdout)
+    assert data["outcome"]["kind"] == "pass", data["outcome"]
+    (report,) = data["reports"]
+    assert report["llamafactory"] == "0.9.3" and report["device"] == "cpu"
+    assert report["steps"] == 3 and report["adapter_saved"] is True
+    assert all(0 < x < 100 for x in report["losses"])
+
+
+def test_llamafactory_train_without_llamafactory_is_untestable(tmp_path: Path) -> None:
+    proc = envbisect("--with", "six", "--probe", "llamafactory-train", tmp_path=tmp_path)
+    data = json.loads(proc.stdout)
+    assert data["outcome"]["kind"] == "untestable"
+    assert "llamafactory" in data["outcome"]["signature"]

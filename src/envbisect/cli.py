@@ -189,7 +189,7 @@ def _add_probe_options(p: argparse.ArgumentParser) -> None:
         action="append",
         default=[],
         metavar="NAME[:ARGS]",
-        help="a built-in probe: import:PKG[,PKG], datasets-json, lora-step "
+        help="a built-in probe: import:PKG[,PKG], datasets-json, lora-step, llamafactory-train "
         "(repeatable; the environment fails if any fails)",
     )
     p.add_argument(

@@ -60,6 +60,11 @@ BUILTINS: dict[str, tuple[str, bool, str]] = {
         False,
         "a few LoRA steps on a tiny Llama (CUDA bf16 when available, else CPU)",
     ),
+    "llamafactory-train": (
+        "llamafactory_train.py",
+        False,
+        "a real llamafactory-cli train run: 3 LoRA SFT steps, tiny local model and data",
+    ),
 }
 # Environment variables for built-in probes: never reach a hub, keep caches per probe.
 _BUILTIN_ENV = {
