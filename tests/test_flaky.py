@@ -309,3 +309,26 @@ def test_cli_jobs_2_same_answer_fewer_rounds(
     assert {p["round"] for p in out["2"]["probes"]} == set(
         range(1, out["2"]["search"]["rounds"] + 1)
     )
+
+
+@pytest.mark.slow
+def test_cli_probe_repeat_measures_a_flake_rate(
+    index: LocalIndex, python: str, tmp_path: Path
+) -> None:
+    import os
+
+    repro = write_repro(tmp_path, "flakylib")
+    env = {**os.environ, "FLAKY_SEED": "7"}
+    proc = subprocess.run(
+        [sys.executable, "-m", "envbisect", "probe", "--with", "flakylib==1.8.0", "--repeat",
+         "8", "--index-url", index.url, "--python", python, "--results", str(tmp_path / "r"),
+         "--repro", str(repro), "--json"],
+        capture_output=True, text=True, timeout=300, env=env,
+    )  # fmt: skip
+    data = json.loads(proc.stdout)
+    expected = sum(flaky_crashes("1.8.0", k, "7") for k in range(8))
+    assert 0 < expected < 8  # this seed mixes passes and crashes
+    assert (data["runs"], data["fails"]) == (8, expected)
+    assert data["outcome"]["kind"] == "crash" and proc.returncode == 1
+    kinds = [r["kind"] for r in data["run_outcomes"]]
+    assert kinds == ["crash" if flaky_crashes("1.8.0", k, "7") else "pass" for k in range(8)]

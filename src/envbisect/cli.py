@@ -312,6 +312,13 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="FILE",
         help="a lockfile (requirements.txt with == pins, or pylock.toml): exactly that environment",
     )
+    probe.add_argument(
+        "--repeat",
+        type=_count,
+        default=1,
+        metavar="N",
+        help="run the probes N times in the environment and say how many runs failed",
+    )
     _add_env_options(probe)
     _add_probe_options(probe)
     pins = sub.add_parser(

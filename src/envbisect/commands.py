@@ -316,9 +316,11 @@ def cmd_probe(args: argparse.Namespace, tail: list[str], reporter: Reporter,
         keep_envs=args.keep_envs,
         native_backtrace=args.native_backtrace,
         reporter=reporter,
+        runs=args.repeat,
     )
     o = rec.outcome
     reports = probe_reports(rec.stdout_tail)
+    runs = rec.all_runs
     if args.json:
         print(json.dumps({
             "outcome": o.to_dict(),
@@ -328,6 +330,8 @@ def cmd_probe(args: argparse.Namespace, tail: list[str], reporter: Reporter,
             "probe_seconds": round(rec.probe_seconds, 3),
             "reports": reports,
             "env_id": rec.env_id,
+            **({"runs": len(runs), "fails": rec.fails,
+                "run_outcomes": [r.to_dict() for r in runs]} if len(runs) > 1 else {}),
         }, indent=2))  # fmt: skip
     else:
         style = STYLE[o.kind]
@@ -336,8 +340,9 @@ def cmd_probe(args: argparse.Namespace, tail: list[str], reporter: Reporter,
             if reused
             else f"built in {rec.build_seconds:.1f} s, probed in {rec.probe_seconds:.1f} s"
         )
+        rate = f"; {rec.fails} of {len(runs)} runs failed" if len(runs) > 1 else ""
         console.print(
-            f"{repro.describe()}: [{style}]{escape(o.describe())}[/{style}] ({how})",
+            f"{repro.describe()}: [{style}]{escape(o.describe())}[/{style}] ({how}{rate})",
             highlight=False,
         )
         for rep in reports:

@@ -265,8 +265,9 @@ def probe_one(
     keep_envs: bool = False,
     native_backtrace: str = "auto",
     reporter: Reporter | None = None,
+    runs: int = 1,
 ) -> tuple[ProbeRecord, bool]:
-    """Build one environment, run the repro, record it (``envbisect probe``).
+    """Build one environment, run the repro (``runs`` times), record it (``envbisect probe``).
 
     The environment is ``with_reqs`` plus the requirements of ``pins`` that apply to the
     target (uv resolves them) plus every pin of ``lock`` (exactly those versions).
@@ -313,7 +314,7 @@ def probe_one(
     )
     with Store(results) as store:
         try:
-            return prober.probe(store, spec)
+            return prober.probe(store, spec, runs)
         except KeyboardInterrupt as e:
             raise Interrupted(
                 "interrupted; the probe's process group was stopped",
