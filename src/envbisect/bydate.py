@@ -281,7 +281,7 @@ def _culprits(
             confirmations[package] = _confirm(
                 package, version, good_pins, roots=roots, source=source, ptarget=ptarget,
                 prober=prober, store=store, indexes=indexes, reporter=reporter,
-                reference=bis.reference,
+                reference=bis.reference, runs=bis.repeat,
             )  # fmt: skip
     result.extra = {
         "culprits": culprits,
@@ -321,9 +321,11 @@ def _confirm(
     indexes: IndexConfig,
     reporter: Reporter,
     reference: Outcome | None,
+    runs: int = 1,
 ) -> dict[str, Any]:
     """The last good environment with only ``package==version`` changed (plus what the planner
-    forces): does it fail the way the first bad environment did?"""
+    forces): does it fail the way the first bad environment did? (In any of ``runs`` runs,
+    for a flaky repro.)"""
     baseline = {str(k): v for k, v in good.pins.items()}
     toggled = plan([*roots, Requirement(f"{package}=={version}")], source, ptarget,
                    policy=Policy.BASELINE, baseline=baseline)  # fmt: skip
@@ -331,7 +333,7 @@ def _confirm(
         return {"package": package, "confirmed": None, "reason": f"unresolvable: {toggled.reason}"}
     reporter.message(f"envbisect: confirming {package} {version} alone on the last good one")
     spec = EnvSpec.build(toggled.requirements(), python=prober.python_label(), indexes=indexes)
-    rec, _ = prober.probe(store, spec)
+    rec, _ = prober.probe(store, spec, runs)
     confirmed = (
         rec.outcome.kind is not OutcomeKind.PASS
         and reference is not None

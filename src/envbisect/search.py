@@ -3,8 +3,9 @@ points, probe them (K at a time with ``--jobs K``), tell it what happened, until
 
 Who does what: ``strategy.Bisector`` chooses the points and decides; the caller's ``probe``
 builds and runs one point (it is called from worker threads, each with its own store
-connection); this loop owns the threads, the progress lines, the round numbers, and Ctrl-C
-(every live probe group is killed, nothing half-seen is stored, finished probes stay).
+connection); this loop owns the threads, the progress lines, the round numbers, and Ctrl-C or
+a worker's error (every live probe group is killed, nothing half-seen is stored, finished
+probes stay).
 """
 
 from __future__ import annotations
@@ -128,7 +129,9 @@ def drive(
             replace(r, verdict=_label(bis, i), note=_note(bis, i)) if r.verdict == "guess" else r
             for r, i in zip(log.rows, log.indices, strict=True)
         ]
-    except KeyboardInterrupt:
+    except BaseException:
+        # Ctrl-C, or a worker's infrastructure error (disk full, index gone): stop the other
+        # workers' probes now rather than wait out their timeouts; none of them is stored.
         runner.interrupt_all()
         pool.shutdown(wait=True, cancel_futures=True)
         runner.clear_interrupt()
