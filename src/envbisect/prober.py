@@ -78,8 +78,8 @@ class Prober:
         installed: tuple[InstalledDist, ...] = ()
         report: dict[str, Any] | None = rec.env_report if rec is not None else None
         if isinstance(built, BuildFailed):
-            if earlier:  # it built before: say so rather than overwrite what was seen
-                return rec, True  # type: ignore[return-value]
+            if rec is not None:  # it built before: keep what was seen, do not overwrite it
+                return rec, True
             outcome, probe_s, build_s = built.outcome, 0.0, built.seconds
             out_tail = err_tail = ""
             seen: list[Outcome] = [outcome]
