@@ -13,6 +13,7 @@ from envbisect.diff import Change, DiffOptions, Result, ddmin, run_diff
 from envbisect.errors import NoAnswer, UsageError
 from envbisect.model import IndexConfig
 from envbisect.probe import Repro
+from support.corpus import flaky_crashes
 from support.index_server import LocalIndex
 
 
@@ -126,3 +127,22 @@ def test_two_locks_for_different_pythons(index: LocalIndex, python: str, tmp_pat
     with pytest.raises(UsageError, match=r"is for Python ==3\.99\.\*") as err:
         run_diff(replace(opts, good=str(tmp_path / "pylock.toml")))
     assert "--python" in (err.value.hint or "")
+
+
+@pytest.mark.slow
+def test_repeat_lets_a_flaky_bad_environment_verify(
+    index: LocalIndex, python: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """flakylib 1.8.0 crashes on about half the runs: with a seed whose first run passes,
+    one run says BAD does not fail; --repeat 6 sees the crash and names the package."""
+    seed = next(s for s in map(str, range(100))
+                if not flaky_crashes("1.8.0", 0, s) and flaky_crashes("1.8.0", 1, s))  # fmt: skip
+    monkeypatch.setenv("FLAKY_SEED", seed)
+    opts = options(index, python, tmp_path, good="flakylib==1.0.0\n", bad="flakylib==1.8.0\n",
+                   repro="import flakylib\nflakylib.run()\n")  # fmt: skip
+    with pytest.raises(NoAnswer, match="BAD environment does not fail"):
+        run_diff(opts)
+    res = run_diff(replace(opts, repeat=6))
+    assert [c["package"] for c in res.extra["culprits"]] == ["flakylib"]
+    bad = res.row("BAD")
+    assert bad is not None and bad.runs == 6 and 0 < bad.fails < 6

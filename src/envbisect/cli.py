@@ -357,6 +357,9 @@ def build_parser() -> argparse.ArgumentParser:
     diff.add_argument("bad", metavar="BAD")
     diff.add_argument("--any-failure", action="store_true",
                       help="count any failure as the failure, not only one like BAD's")  # fmt: skip
+    diff.add_argument("--repeat", type=_count, default=1, metavar="N",
+                      help="run the repro N times in each environment; a failure in any run "
+                      "marks it")  # fmt: skip
     _add_index_options(diff)
     diff.add_argument("--python", metavar="VERSION", help="the interpreter of the environments")
     _add_probe_options(diff)

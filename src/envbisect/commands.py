@@ -262,6 +262,7 @@ def cmd_diff(args: argparse.Namespace, tail: list[str], command: str, reporter: 
             good=args.good,
             bad=args.bad,
             repro=repro,
+            repeat=args.repeat,
             **_settings(args, command),
         ),
         reporter,

@@ -26,7 +26,7 @@ from packaging.utils import canonicalize_name
 from packaging.version import Version
 
 from .candidates import build_candidates
-from .engine import write_outputs
+from .engine import record_row, write_outputs
 from .errors import Interrupted, NoAnswer, UsageError
 from .index import IndexClient, default_cache_dir
 from .materialize import find_python, find_uv, inspect_target
@@ -102,6 +102,7 @@ class DiffOptions:
     command: str = ""
     offline: bool = False
     cache_dir: Path | None = None
+    repeat: int = 1  # runs per environment; a failure in any run marks it
 
 
 def run_diff(
@@ -148,7 +149,8 @@ def run_diff(
         )  # fmt: skip
         session = _Session(good=good, source=source, ptarget=ptarget, cache=cache,
                            prober=prober, indexes=opts.indexes, reporter=reporter,
-                           result=result, any_failure=opts.any_failure)  # fmt: skip
+                           result=result, any_failure=opts.any_failure,
+                           repeat=opts.repeat)  # fmt: skip
         with Store(opts.results) as store:
             session.store = store
             try:
@@ -189,6 +191,7 @@ class _Session:
     reporter: Reporter
     result: RunResult
     any_failure: bool
+    repeat: int = 1
     store: Store | None = None
     reference: Outcome | None = None
 
@@ -215,12 +218,10 @@ class _Session:
         else:
             spec = EnvSpec.build(planned.requirements(), python=self.prober.python_label(),
                                  indexes=self.indexes)  # fmt: skip
-            rec, reused = self.prober.probe(self.store, spec)
+            rec, reused = self.prober.probe(self.store, spec, self.repeat)
             moved = tuple((n, str(b) if b else None, str(v) if v else None)
                           for n, b, v in planned.moved)  # fmt: skip
-            row = ProbeRow(version=label, outcome=rec.outcome, verdict="", reused=reused,
-                           build_seconds=rec.build_seconds, probe_seconds=rec.probe_seconds,
-                           env_id=spec.env_id, installed=rec.installed, moved=moved)  # fmt: skip
+            row = record_row(label, rec, reused, env_id=spec.env_id, moved=moved)
         self.reporter.probe_finished(label, row.outcome, row.build_seconds + row.probe_seconds,
                                      row.reused, "")  # fmt: skip
         self.result.rows.append(row)
@@ -318,5 +319,7 @@ def _same_python(good: PinSet, bad: PinSet, target: Target) -> None:
 
 def _run_id(opts: DiffOptions, target: Target) -> str:
     blob = json.dumps({"good": opts.good, "bad": opts.bad, "repro": opts.repro.repro_id,
-                       "python": target.executable}, sort_keys=True)  # fmt: skip
+                       "python": target.executable,
+                       **({"repeat": opts.repeat} if opts.repeat != 1 else {})},
+                      sort_keys=True)  # fmt: skip
     return f"diff-{hashlib.sha256(blob.encode()).hexdigest()[:8]}"
