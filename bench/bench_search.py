@@ -9,8 +9,10 @@ Run from the repository root: python bench/bench_search.py [--seeds 200] [--real
    side: the probabilistic search (one run per probe, --confidence 0.95), --repeat 3 starting
    plain (it turns probabilistic when runs disagree), and plain bisection with the same budget
    (--repeat R with R x (log2 n + 2) = the probabilistic search's median runs; a crash in any
-   run marks a point). right / wrong: a first bad version named, and whether it is the true
-   one; no answer: the ends did not verify, or the search stopped below its confidence.
+   run marks a point). 2b: the same with a 2% false-failure rate on good versions, for the
+   clean side's prior in flaky.py against tighter ones. right / wrong: a first bad version
+   named, and whether it is the true one; no answer: the ends did not verify, or the search
+   stopped below its confidence.
 3. With --real: wall time of ``envbisect run`` on the tests' local index (crashy, 12
    candidates, a repro that takes 1 s like a small real one) with --jobs 1, 2 and 4, fresh
    stores, median of --rounds runs each, side by side.
@@ -32,6 +34,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
+from envbisect import flaky  # noqa: E402
 from envbisect.model import Outcome, OutcomeKind  # noqa: E402
 from envbisect.strategy import Bisector  # noqa: E402
 
@@ -40,9 +43,15 @@ SEGV = Outcome(kind=OutcomeKind.CRASH, signal="SIGSEGV", signature="SIGSEGV")
 
 
 def simulate(
-    bis: Bisector, first_bad: int, rate: float, rng: random.Random, jobs: int = 1
+    bis: Bisector,
+    first_bad: int,
+    rate: float,
+    rng: random.Random,
+    jobs: int = 1,
+    false_rate: float = 0.0,
 ) -> tuple[int, int, int]:
-    """(runs, probes, rounds) to the end of the search."""
+    """(runs, probes, rounds) to the end of the search. Good points fail like the bad ones
+    with ``false_rate`` per run (0: never)."""
     seen: dict[int, list[Outcome]] = {}
     runs = probes = rounds = 0
     while batch := bis.next_batch(jobs):
@@ -51,7 +60,10 @@ def simulate(
             probes += 1
             have = seen.setdefault(i, [])
             while len(have) < bis.runs_wanted(i):
-                have.append(SEGV if i >= first_bad and rng.random() < rate else PASS)
+                if i >= first_bad:
+                    have.append(SEGV if rng.random() < rate else PASS)
+                else:
+                    have.append(SEGV if false_rate and rng.random() < false_rate else PASS)
                 runs += 1
             bis.record(i, next((o for o in have if o is SEGV), PASS), have)
     return runs, probes, rounds
@@ -80,7 +92,14 @@ def rounds_table() -> None:
 
 
 def flaky_row(
-    label: str, make: Callable[[], Bisector], *, n: int, rate: float, seeds: int, seed_base: int
+    label: str,
+    make: Callable[[], Bisector],
+    *,
+    n: int,
+    rate: float,
+    seeds: int,
+    seed_base: int,
+    false_rate: float = 0.0,
 ) -> tuple[str, list[int]]:
     right = wrong = 0
     runs, probes = [], []
@@ -88,7 +107,7 @@ def flaky_row(
         rng = random.Random(seed_base + seed)
         first_bad = rng.randrange(1, n)
         bis = make()
-        r, p, _ = simulate(bis, first_bad, rate, rng)
+        r, p, _ = simulate(bis, first_bad, rate, rng, false_rate=false_rate)
         res = bis.result
         if res is not None and res.status == "found":
             right += res.first_new == first_bad
@@ -128,6 +147,17 @@ def flaky_table(seeds: int) -> None:
         ]  # fmt: skip
         for k, (label, make) in enumerate(others, 1):
             print(flaky_row(label, make, n=n, rate=rate, seeds=seeds, seed_base=10_000 * k)[0])
+    print("\n2b. the same, but good versions also fail like the bad ones on 2% of runs")
+    print("    (the clean side's prior, flaky.CLEAN_PRIOR, against tighter ones)")
+    default = flaky.CLEAN_PRIOR
+    for prior in (default, (0.2, 50.0), (0.1, 100.0)):
+        flaky.CLEAN_PRIOR = prior
+        for rate in (0.5, 0.3):
+            make = partial(Bisector, n=n, good=0, bad=n - 1, probabilistic=True)
+            label = f"probabilistic, clean Beta({prior[0]:g}, {prior[1]:g})"
+            print(flaky_row(label, make, n=n, rate=rate, seeds=seeds, seed_base=40_000,
+                            false_rate=0.02)[0])  # fmt: skip
+    flaky.CLEAN_PRIOR = default
 
 
 def real_jobs(rounds: int) -> None:
