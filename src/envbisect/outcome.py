@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 import signal as _signal
+from collections.abc import Sequence
 from dataclasses import replace
 
 from .model import Outcome, OutcomeKind, RawProbe
@@ -82,6 +83,21 @@ def classify(raw: RawProbe) -> Outcome:
 def untestable(reason: str, detail: str = "") -> Outcome:
     """The outcome of an environment that could not be built or probed. Never bad."""
     return Outcome(kind=OutcomeKind.UNTESTABLE, signature=reason, detail=detail)
+
+
+def failed(o: Outcome) -> bool:
+    """A failure of the repro: a fail, a crash or a timeout (not a pass, not untestable)."""
+    return o.kind not in (OutcomeKind.PASS, OutcomeKind.UNTESTABLE)
+
+
+def representative(runs: Sequence[Outcome]) -> Outcome:
+    """The outcome that speaks for several runs in one environment (``--repeat``): the first
+    failure, if any run failed (a crash in any run marks it); else the first pass; else the
+    first run."""
+    return next(
+        (o for o in runs if failed(o)),
+        next((o for o in runs if o.kind is OutcomeKind.PASS), runs[0]),
+    )
 
 
 def same_failure(a: Outcome, b: Outcome) -> bool:

@@ -19,7 +19,7 @@ from . import __version__, envreport, forensics
 from .errors import UsageError
 from .materialize import BuildFailed, BuiltEnv, Materializer
 from .model import EnvSpec, InstalledDist, Outcome, OutcomeKind, installed_hash
-from .outcome import classify
+from .outcome import classify, failed, representative
 from .probe import Repro
 from .reporter import Reporter
 from .runner import interrupted
@@ -94,7 +94,7 @@ class Prober:
                         built, workdir=workdir, timeout=self.timeout, run=r, repeat=runs
                     )
                     outcome = classify(raw)
-                    first_failure = not any(_failed(o) for o in seen)
+                    first_failure = not any(failed(o) for o in seen)
                     if outcome.kind is OutcomeKind.CRASH and first_failure:
                         outcome = self._forensics(built, outcome, workdir)
                     # The environment's own path says nothing and differs every time.
@@ -105,7 +105,7 @@ class Prober:
                     )
                     seen.append(outcome)
                     probe_s += raw.seconds
-                    if (not tails[0] and not tails[1]) or (_failed(outcome) and first_failure):
+                    if (not tails[0] and not tails[1]) or (failed(outcome) and first_failure):
                         tails = (raw.stdout_tail, raw.stderr_tail)
                     if outcome.kind is OutcomeKind.UNTESTABLE:
                         break
@@ -116,8 +116,8 @@ class Prober:
                     materializer.remove(built.path)
             installed, build_s = built.installed, built.seconds
             out_tail, err_tail = tails
-            outcome = _representative(seen)
-            if rec is not None and _failed(rec.outcome):
+            outcome = representative(seen)
+            if rec is not None and failed(rec.outcome):
                 outcome = rec.outcome  # the stored first failure, with its detail and gdb frames
         if interrupted():
             raise KeyboardInterrupt  # a run cut short by Ctrl-C says nothing: keep nothing
@@ -191,17 +191,8 @@ def _now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
-def _failed(o: Outcome) -> bool:
-    return o.kind not in (OutcomeKind.PASS, OutcomeKind.UNTESTABLE)
-
-
 def _untestable(rec: ProbeRecord) -> bool:
     return rec.outcome.kind is OutcomeKind.UNTESTABLE
-
-
-def _representative(runs: list[Outcome]) -> Outcome:
-    """The first failure, if any run failed; else the first run."""
-    return next((o for o in runs if _failed(o)), runs[0])
 
 
 def _first_runs(rec: ProbeRecord, runs: int) -> ProbeRecord:
@@ -210,7 +201,7 @@ def _first_runs(rec: ProbeRecord, runs: int) -> ProbeRecord:
     if len(rec.all_runs) <= runs:
         return rec
     kept = rec.all_runs[:runs]
-    first = next((i for i, o in enumerate(rec.all_runs) if _failed(o)), None)
+    first = next((i for i, o in enumerate(rec.all_runs) if failed(o)), None)
     outcome = rec.outcome if first is not None and first < runs else kept[0]
     return replace(rec, runs=kept if runs > 1 else (), outcome=outcome)
 

@@ -43,7 +43,7 @@ from typing import Literal
 
 from . import flaky
 from .model import Outcome, OutcomeKind
-from .outcome import same_failure
+from .outcome import representative, same_failure
 
 Direction = Literal["regression", "fix"]
 
@@ -296,7 +296,7 @@ class Bisector:
         self.history.append(
             Step(
                 index=index,
-                outcome=runs[0] if len(runs) == 1 else _representative(runs),
+                outcome=representative(runs),
                 verdict=verdict,
                 note=note,
                 runs=len(runs),
@@ -323,7 +323,7 @@ class Bisector:
 
     def _record_end(self, end: _End, runs: tuple[Outcome, ...]) -> None:
         end.retry = False
-        outcome = _representative(runs)
+        outcome = representative(runs)
         self.history.append(Step(index=end.index, outcome=outcome, verdict=None, runs=len(runs)))
         if outcome.kind is OutcomeKind.UNTESTABLE:
             self.skipped.add(end.index)
@@ -597,18 +597,6 @@ def default_max_probes(n: int, repeat: int = 1) -> int:
     so a repro that almost never fails cannot keep a search going for ever."""
     bits = math.ceil(math.log2(max(n, 2))) + 2
     return max(20, math.ceil(20 * bits / max(1, repeat)))
-
-
-def _representative(runs: Sequence[Outcome]) -> Outcome:
-    """The outcome that speaks for a point: its first failure, if any run failed (a crash in
-    any run marks it); else its first testable run; else its first run."""
-    for o in runs:
-        if o.kind not in (OutcomeKind.PASS, OutcomeKind.UNTESTABLE):
-            return o
-    for o in runs:
-        if o.kind is OutcomeKind.PASS:
-            return o
-    return runs[0]
 
 
 def _split(candidates: list[int], lo: int, hi: int, k: int) -> list[int]:
