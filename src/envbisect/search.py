@@ -87,9 +87,10 @@ def drive(
         with Store(results) as main_store:
 
             def free(i: int) -> bool:
-                return cached is not None and cached(main_store, i, bis.runs_wanted(i))
+                assert cached is not None
+                return cached(main_store, i, bis.runs_wanted(i))
 
-            while batch := bis.next_batch(jobs, cached=_Lazy(free)):
+            while batch := bis.next_batch(jobs, cached=free if cached is not None else None):
                 left, steps = bis.remaining()
                 wanted = {i: bis.runs_wanted(i) for i in batch}
                 for i in batch:
@@ -141,22 +142,6 @@ def drive(
         for st in opened:
             st.close()
     return log
-
-
-class _Lazy:
-    """A membership test computed on demand (the store is asked only about open points)."""
-
-    def __init__(self, test: Callable[[int], bool]) -> None:
-        self._test = test
-
-    def __contains__(self, i: object) -> bool:
-        return isinstance(i, int) and self._test(i)
-
-    def __iter__(self):  # type: ignore[no-untyped-def]
-        return iter(())
-
-    def __len__(self) -> int:
-        return 0
 
 
 def _runs_of(row: ProbeRow) -> tuple[Any, ...]:

@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import enum
 import math
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -157,10 +157,10 @@ class Bisector:
         batch = self.next_batch(1)
         return batch[0] if batch else None
 
-    def next_batch(self, k: int = 1, cached: Collection[int] = ()) -> list[int]:
+    def next_batch(self, k: int = 1, cached: Callable[[int], bool] | None = None) -> list[int]:
         """Up to ``k`` indices to probe next, all at once (empty when a result is ready).
 
-        ``cached``: indices whose outcome the caller already has (stored probes); while any
+        ``cached(i)``: whether the caller already has index i's outcome (stored); while any
         lies in the open range, the ones nearest the split points are asked for first, since
         they cost nothing (a rerun with the same bounds retraces its path; one with shifted
         bounds takes what it can from the store before it builds anything).
@@ -180,7 +180,7 @@ class Bisector:
         if not candidates:
             self._finish()
             return []
-        free = [i for i in candidates if i in cached]
+        free = [i for i in candidates if cached(i)] if cached is not None else []
         if free:  # the stored ones nearest where the search would look: no build, no run
             return _split(free, self.lo, self.hi, k)
         return _split(candidates, self.lo, self.hi, k)
