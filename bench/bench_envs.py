@@ -29,10 +29,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
-from envbisect.engine import RunOptions, run_bisect  # noqa: E402
-from envbisect.materialize import BuiltEnv, Materializer, find_python, find_uv  # noqa: E402
+from envbisect.env.repro import Repro  # noqa: E402
+from envbisect.env.uv import BuiltEnv, Materializer, find_python, find_uv  # noqa: E402
 from envbisect.model import EnvSpec, IndexConfig  # noqa: E402
-from envbisect.probe import Repro  # noqa: E402
+from envbisect.modes.run import RunOptions, run_bisect  # noqa: E402
 from support.corpus import EPOCH, PASS, SEGFAULT  # noqa: E402
 from support.index_server import IndexFile, LocalIndex  # noqa: E402
 from support.wheels import build_wheel  # noqa: E402

@@ -28,9 +28,9 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 from packaging.version import Version  # noqa: E402
 
-from envbisect.matrix import load_matrix  # noqa: E402
-from envbisect.matrixrun import run_matrix  # noqa: E402
+from envbisect.core.matrixspec import load_matrix  # noqa: E402
 from envbisect.model import IndexConfig  # noqa: E402
+from envbisect.modes.matrix import run_matrix  # noqa: E402
 from envbisect.reporter import Reporter  # noqa: E402
 from support.corpus import build_index  # noqa: E402
 
@@ -81,8 +81,8 @@ def replay(results_json: Path) -> tuple[int, int, int, int]:
     """(cells, testable, probed by the default strategy, mis-inferred) against a full sweep."""
     import json
 
-    from envbisect.matrixrun import Cell, _RowWalker
     from envbisect.model import EnvSpec, Outcome, OutcomeKind
+    from envbisect.modes.matrix import Cell, _RowWalker
 
     data = json.loads(results_json.read_text())
     truth = {json.dumps(c["versions"]): c for c in data["cells"]}

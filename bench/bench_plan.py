@@ -21,13 +21,13 @@ from pathlib import Path
 
 from packaging.requirements import Requirement
 
-from envbisect.candidates import build_candidates
-from envbisect.index import IndexClient
-from envbisect.materialize import find_python, find_uv, inspect_target
-from envbisect.metadata import IndexMetadataSource
+from envbisect.core.candidates import build_candidates
+from envbisect.core.pins import load_pins
+from envbisect.core.plan import MatchCache, Plan, PlanTarget, Policy, plan
+from envbisect.env.uv import find_python, find_uv, inspect_target
+from envbisect.index.client import IndexClient
+from envbisect.index.source import IndexMetadataSource
 from envbisect.model import IndexConfig
-from envbisect.pins import load_pins
-from envbisect.plan import MatchCache, Plan, PlanTarget, Policy, plan
 
 
 def plan_all(

@@ -34,9 +34,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
-from envbisect import flaky  # noqa: E402
 from envbisect.model import Outcome, OutcomeKind  # noqa: E402
-from envbisect.strategy import Bisector  # noqa: E402
+from envbisect.strategy import flaky  # noqa: E402
+from envbisect.strategy.bisect import Bisector  # noqa: E402
 
 PASS = Outcome(kind=OutcomeKind.PASS, exit_code=0)
 SEGV = Outcome(kind=OutcomeKind.CRASH, signal="SIGSEGV", signature="SIGSEGV")
@@ -161,12 +161,12 @@ def flaky_table(seeds: int) -> None:
 
 
 def real_jobs(rounds: int) -> None:
-    from envbisect.engine import RunOptions, run_bisect
-    from envbisect.materialize import find_python, find_uv
+    from envbisect.env.repro import Repro
+    from envbisect.env.uv import find_python, find_uv
     from envbisect.model import IndexConfig
-    from envbisect.probe import Repro
+    from envbisect.modes.run import RunOptions, run_bisect
     from envbisect.reporter import Reporter
-    from envbisect.strategy import SearchOptions
+    from envbisect.strategy.bisect import SearchOptions
     from support.corpus import build_index
 
     print("\n3. envbisect run on the local index (crashy, 12 candidates, a 1 s repro)")

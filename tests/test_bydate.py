@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from envbisect.bydate import DateOptions, run_by_date
+from envbisect.env.repro import Repro
 from envbisect.errors import NoAnswer, UsageError
 from envbisect.model import IndexConfig
-from envbisect.probe import Repro
-from envbisect.strategy import SearchOptions
+from envbisect.modes.bydate import DateOptions, run_by_date
+from envbisect.strategy.bisect import SearchOptions
 from support.corpus import EPOCH
 from support.index_server import LocalIndex
 

@@ -6,9 +6,9 @@ from datetime import datetime, timezone
 
 from packaging.version import Version
 
-from envbisect.candidates import build_candidates
+from envbisect.core.candidates import build_candidates
+from envbisect.core.target import Target
 from envbisect.model import DistFile
-from envbisect.target import Target
 
 
 def target(

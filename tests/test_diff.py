@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from envbisect.diff import Change, DiffOptions, Result, ddmin, run_diff
+from envbisect.env.repro import Repro
 from envbisect.errors import NoAnswer, UsageError
 from envbisect.model import IndexConfig
-from envbisect.probe import Repro
+from envbisect.modes.diff import Change, DiffOptions, Result, ddmin, run_diff
 from support.corpus import flaky_crashes
 from support.index_server import LocalIndex
 

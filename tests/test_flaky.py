@@ -20,12 +20,12 @@ import pytest
 from packaging.version import Version
 
 from conftest import RecordingReporter, write_repro
-from envbisect import flaky
-from envbisect.engine import RunOptions, run_bisect
+from envbisect.env.repro import Repro
 from envbisect.model import IndexConfig, Outcome, OutcomeKind
-from envbisect.probe import Repro
+from envbisect.modes.run import RunOptions, run_bisect
 from envbisect.store import Store
-from envbisect.strategy import Bisector, SearchOptions
+from envbisect.strategy import flaky
+from envbisect.strategy.bisect import Bisector, SearchOptions
 from support.corpus import FLAKY_FIRST_BAD, flaky_crashes
 from support.index_server import LocalIndex
 
@@ -272,9 +272,9 @@ def test_probabilistic_mode_on_real_environments(
 def test_a_stored_probe_gets_only_the_runs_it_lacks(
     index: LocalIndex, python: str, tmp_path: Path
 ) -> None:
-    from envbisect.materialize import find_uv, inspect_target
+    from envbisect.env.prober import Prober
+    from envbisect.env.uv import find_uv, inspect_target
     from envbisect.model import EnvSpec
-    from envbisect.prober import Prober
 
     log = tmp_path / "runs.log"
     script = tmp_path / "count.py"

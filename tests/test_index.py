@@ -21,7 +21,7 @@ from envbisect.errors import (
     UnknownVersion,
     UsageError,
 )
-from envbisect.index import (
+from envbisect.index.client import (
     IndexClient,
     ProjectFiles,
     default_cache_dir,
@@ -589,7 +589,7 @@ def test_a_broken_wheel_is_a_clear_error(tmp_path: Path) -> None:
 
 
 def test_heuristic_freshness_when_a_proxy_strips_cache_headers() -> None:
-    from envbisect.index_cache import HEURISTIC_MAX_AGE, freshness
+    from envbisect.index.cache import HEURISTIC_MAX_AGE, freshness
 
     # Nothing said at all: fresh for PyPI's own max-age rather than refetched every time.
     assert freshness(httpx.Headers({}), 1000.0) == (1000.0, HEURISTIC_MAX_AGE, True)

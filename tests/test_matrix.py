@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 from packaging.version import Version
 
+from envbisect.core.matrixspec import load_matrix, select_versions
 from envbisect.errors import UsageError
-from envbisect.matrix import load_matrix, select_versions
-from envbisect.matrixrun import run_matrix
+from envbisect.modes.matrix import run_matrix
 from envbisect.reporter import Reporter
 from support.corpus import grid_truth
 from support.index_server import LocalIndex
@@ -203,7 +203,7 @@ def test_selection_rules() -> None:
 
 
 def test_repeats_run_the_probes_again_and_change_the_repro_id(tmp_path: Path) -> None:
-    from envbisect.matrixrun import matrix_repro
+    from envbisect.modes.matrix import matrix_repro
 
     base = "[matrix]\nprobes = ['import:x']\n{extra}[[axis]]\npackage = 'a'\n"
     path = tmp_path / "m.toml"

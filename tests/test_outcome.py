@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
+from envbisect.core.outcome import classify, same_failure
+from envbisect.env.runner import run_process
 from envbisect.model import OutcomeKind, RawProbe
-from envbisect.outcome import classify, same_failure
-from envbisect.runner import run_process
 
 ENV = {**os.environ, "PYTHONFAULTHANDLER": "1"}
 
@@ -182,7 +182,7 @@ def test_ctrl_c_in_the_parent_kills_the_group(tmp_path: Path) -> None:
     driver.write_text(
         "import os, sys\n"
         "from pathlib import Path\n"
-        "from envbisect.runner import run_process\n"
+        "from envbisect.env.runner import run_process\n"
         "try:\n"
         f"    run_process([sys.executable, {str(child_py)!r}], cwd=Path('.'),\n"
         "                env=dict(os.environ), timeout=100)\n"

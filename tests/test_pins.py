@@ -21,8 +21,7 @@ from packaging.requirements import Requirement
 from packaging.specifiers import Specifier, SpecifierSet
 from packaging.version import Version
 
-from envbisect.errors import EnvbisectError, UsageError
-from envbisect.pins import (
+from envbisect.core.pins import (
     Pin,
     PinSet,
     load_pins,
@@ -31,6 +30,7 @@ from envbisect.pins import (
     parse_pyproject,
     parse_requirements,
 )
+from envbisect.errors import EnvbisectError, UsageError
 
 DATA = Path(__file__).parent / "data" / "pins"
 LLAMAFACTORY = DATA / "llamafactory" / "pyproject.toml"

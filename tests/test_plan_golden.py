@@ -17,7 +17,7 @@ import pytest
 from packaging.requirements import Requirement
 from packaging.version import Version
 
-from envbisect.plan import Plan, PlanTarget, Policy, plan
+from envbisect.core.plan import Plan, PlanTarget, Policy, plan
 from support.snapshot import SnapshotSource
 
 CASES = sorted((Path(__file__).parent / "data" / "plan").glob("*.json"))

@@ -15,12 +15,12 @@ from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 from packaging.version import Version
 
-from envbisect.index import IndexClient
-from envbisect.materialize import find_uv, inspect_target, uv_env
-from envbisect.metadata import IndexMetadataSource
+from envbisect.core.plan import Plan, PlanTarget, Policy, plan
+from envbisect.env.uv import find_uv, inspect_target, uv_env
+from envbisect.env.uvplan import UvFallback
+from envbisect.index.client import IndexClient
+from envbisect.index.source import IndexMetadataSource
 from envbisect.model import IndexConfig
-from envbisect.plan import Plan, PlanTarget, Policy, plan
-from envbisect.uvplan import UvFallback
 from support.index_server import LocalIndex
 
 CASES = [

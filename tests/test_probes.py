@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from envbisect import envreport
-from envbisect.forensics import parse_gdb
+from envbisect.env import envreport
+from envbisect.env.forensics import parse_gdb
 from envbisect.store import SCHEMA_VERSION, Store
 from support.index_server import LocalIndex
 from support.wheels import build_c_extension_wheel

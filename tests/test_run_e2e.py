@@ -18,11 +18,11 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib
 from conftest import RecordingReporter, write_repro
-from envbisect.engine import RunOptions, run_bisect
-from envbisect.materialize import find_uv
+from envbisect.core.report import other_failures_hint, to_json
+from envbisect.env.repro import Repro
+from envbisect.env.uv import find_uv
 from envbisect.model import IndexConfig
-from envbisect.probe import Repro
-from envbisect.report import other_failures_hint, to_json
+from envbisect.modes.run import RunOptions, run_bisect
 from envbisect.store import Store
 from support.index_server import LocalIndex
 

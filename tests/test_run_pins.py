@@ -11,10 +11,10 @@ import sys
 from pathlib import Path
 
 from conftest import RecordingReporter
-from envbisect.engine import RunOptions, run_bisect
+from envbisect.core.report import to_json
+from envbisect.env.repro import Repro
 from envbisect.model import IndexConfig
-from envbisect.probe import Repro
-from envbisect.report import to_json
+from envbisect.modes.run import RunOptions, run_bisect
 from support.index_server import LocalIndex
 
 

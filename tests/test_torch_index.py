@@ -9,11 +9,11 @@ import subprocess
 import sys
 from pathlib import Path
 
-from envbisect.engine import RunOptions, run_bisect
-from envbisect.index import IndexClient
+from envbisect.env.repro import Repro
+from envbisect.index.client import IndexClient
+from envbisect.index.pytorch import resolve_backend, variant_url
 from envbisect.model import IndexConfig
-from envbisect.probe import Repro
-from envbisect.torchindex import resolve_backend, variant_url
+from envbisect.modes.run import RunOptions, run_bisect
 from support.index_server import LocalIndex
 
 

@@ -1,3 +1,3 @@
-from envbisect.cli import main
+from envbisect.cli.main import main
 
 raise SystemExit(main())

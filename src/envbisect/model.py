@@ -205,6 +205,36 @@ class EnvSpec:
         return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ProbeRecord:
+    """What one environment did under one repro: the unit the store keeps and a worker returns."""
+
+    env_id: str
+    repro_id: str
+    spec: dict[str, Any]
+    installed: tuple[InstalledDist, ...]
+    installed_hash: str
+    outcome: Outcome
+    stdout_tail: str
+    stderr_tail: str
+    build_seconds: float
+    probe_seconds: float
+    timeout: float | None
+    started_at: str
+    envbisect_version: str
+    env_report: dict[str, Any] | None = None
+    runs: tuple[Outcome, ...] = ()  # every run, oldest first; () for a single-run probe
+
+    @property
+    def all_runs(self) -> tuple[Outcome, ...]:
+        return self.runs or (self.outcome,)
+
+    @property
+    def fails(self) -> int:
+        """Runs that did not pass (untestable runs included: they are not passes)."""
+        return sum(1 for o in self.all_runs if o.kind is not OutcomeKind.PASS)
+
+
 def _req_sort_key(req: str) -> tuple[str, str]:
     head = req
     for sep in "=<>!~;[ @":

@@ -6,7 +6,7 @@ another. Nothing here may change what the engine decides.
 
 from __future__ import annotations
 
-from .model import Outcome
+from envbisect.model import Outcome
 
 
 class Reporter:

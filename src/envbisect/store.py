@@ -13,15 +13,15 @@ import errno
 import json
 import sqlite3
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .errors import DiskFull, StoreError
-from .model import InstalledDist, Outcome, OutcomeKind
+from envbisect.errors import DiskFull, StoreError
+from envbisect.model import InstalledDist, Outcome, OutcomeKind, ProbeRecord
 
 SCHEMA_VERSION = 4
 DB_NAME = "envbisect.db"
+__all__ = ["DB_NAME", "SCHEMA_VERSION", "ProbeRecord", "Store"]
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -75,34 +75,6 @@ _MIGRATIONS = {
     2: (),  # matrix_cells: created by the schema script itself
     3: ("ALTER TABLE probes ADD COLUMN runs TEXT",),  # every run of a --repeat probe
 }
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ProbeRecord:
-    env_id: str
-    repro_id: str
-    spec: dict[str, Any]
-    installed: tuple[InstalledDist, ...]
-    installed_hash: str
-    outcome: Outcome
-    stdout_tail: str
-    stderr_tail: str
-    build_seconds: float
-    probe_seconds: float
-    timeout: float | None
-    started_at: str
-    envbisect_version: str
-    env_report: dict[str, Any] | None = None
-    runs: tuple[Outcome, ...] = ()  # every run, oldest first; () for a single-run probe
-
-    @property
-    def all_runs(self) -> tuple[Outcome, ...]:
-        return self.runs or (self.outcome,)
-
-    @property
-    def fails(self) -> int:
-        """Runs that did not pass (untestable runs included: they are not passes)."""
-        return sum(1 for o in self.all_runs if o.kind is not OutcomeKind.PASS)
 
 
 class Store:

@@ -14,7 +14,7 @@ from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 from packaging.version import Version
 
-from envbisect.plan import PackageVersion
+from envbisect.core.plan import PackageVersion
 
 
 class SnapshotSource:

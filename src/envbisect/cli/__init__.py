@@ -1,0 +1,1 @@
+"""The command line: options declared once, the command table, the terminal display."""

@@ -1,0 +1,235 @@
+"""Compatibility matrices: the ``matrices/*.toml`` schema, validated, and axis selection.
+
+Pure: TOML text in, a ``MatrixSpec`` out (or a ``UsageError`` naming the file, the key and
+what was expected); version lists in, the versions an axis selects out.
+
+    [matrix]
+    name = "datasets-x-pyarrow"        # results/<name>/ (default: the file's stem)
+    description = "..."
+    python = ["3.11"]                  # target interpreters: one grid each
+    range_from = ["llamafactory==0.9.5"]  # pin sources that bound the axes (not installed)
+    pins = []                          # pin sources installed in every cell
+    with = ["numpy<2"]                 # more requirements of every cell
+    probes = ["datasets-json"]         # built-in probes (and/or repro = "file.py")
+    rest = "latest"                    # baseline | contemporary | latest
+    timeout = 600                      # seconds per cell
+    repeats = 1                        # run the probes N times; a failure in any run counts
+    index_url / extra_index_urls / find_links / torch_backend / torch_index_url / extras
+
+    [[axis]]                           # rows: the first axis; columns: the second;
+    package = "datasets"               # any further axes split the table into sections
+    select = "minor-latest"            # all | minor-latest | major-latest, or:
+    versions = ["2.16.1", "3.0.2"]     # an explicit list instead of select
+    range = ">=2.16"                   # narrows the candidates (with range_from's pins)
+    use_pins = true                    # false: the pins do not bound this axis (a range of
+                                       # your own beyond what the project allows)
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from packaging.version import InvalidVersion, Version
+
+from envbisect.errors import UsageError
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+SELECT_RULES = ("all", "minor-latest", "major-latest")
+POLICIES = ("baseline", "contemporary", "latest")
+_MATRIX_KEYS = {
+    "name", "description", "python", "range_from", "pins", "extras", "with", "probes", "repro",
+    "rest", "timeout", "repeats", "index_url", "extra_index_urls", "find_links",
+    "torch_backend", "torch_index_url",
+}  # fmt: skip
+_AXIS_KEYS = {"package", "select", "versions", "range", "use_pins"}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Axis:
+    package: str
+    select: str = "all"
+    versions: tuple[str, ...] = ()
+    range: str | None = None
+    use_pins: bool = True
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MatrixSpec:
+    name: str
+    path: Path
+    description: str = ""
+    python: tuple[str, ...] = ()
+    range_from: tuple[str, ...] = ()
+    pins: tuple[str, ...] = ()
+    extras: tuple[str, ...] = ()
+    with_reqs: tuple[str, ...] = ()
+    probes: tuple[str, ...] = ()
+    repro: str | None = None
+    rest: str = "latest"
+    timeout: float = 600.0
+    repeats: int = 1
+    index_url: str = "https://pypi.org/simple"
+    extra_index_urls: tuple[str, ...] = ()
+    find_links: tuple[str, ...] = ()
+    torch_backend: str | None = None
+    torch_index_url: str | None = None
+    axes: tuple[Axis, ...] = field(default=())
+
+
+def load_matrix(path: Path) -> MatrixSpec:
+    """Read and validate a matrix file; every error names the file and the key."""
+    shown = str(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as e:
+        raise UsageError(
+            f"cannot read the matrix file {shown}: {e.strerror}",
+            hint="pass the path of a matrices/*.toml file",
+            ref="matrix-missing",
+        ) from e
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        raise UsageError(f"{shown}: not valid TOML ({e})", hint=_HINT, ref="matrix-schema") from e
+    return parse_matrix(data, path=path)
+
+
+_HINT = "see the schema at the top of src/envbisect/matrix.py, or matrices/*.toml for examples"
+
+
+def parse_matrix(data: Mapping[str, Any], *, path: Path) -> MatrixSpec:
+    shown = str(path)
+
+    def bad(key: str, expected: str, got: object = None) -> UsageError:
+        tail = f", got {got!r}" if got is not None else ""
+        return UsageError(f"{shown}: {key}: expected {expected}{tail}", hint=_HINT,
+                          ref="matrix-schema")  # fmt: skip
+
+    unknown = set(data) - {"matrix", "axis"}
+    if unknown:
+        raise bad(sorted(unknown)[0], "only a [matrix] table and [[axis]] tables")
+    m = data.get("matrix", {})
+    if not isinstance(m, dict):
+        raise bad("[matrix]", "a table")
+    extra = set(m) - _MATRIX_KEYS
+    if extra:
+        raise bad(f"[matrix] {sorted(extra)[0]}", f"one of {', '.join(sorted(_MATRIX_KEYS))}")
+
+    def strings(key: str) -> tuple[str, ...]:
+        value = m.get(key, [])
+        if isinstance(value, str):
+            value = [value]
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise bad(f"[matrix] {key}", "a list of strings", value)
+        return tuple(value)
+
+    def string(key: str, default: str | None) -> str | None:
+        value = m.get(key, default)
+        if value is not None and not isinstance(value, str):
+            raise bad(f"[matrix] {key}", "a string", value)
+        return value
+
+    rest = string("rest", "latest") or "latest"
+    if rest not in POLICIES:
+        raise bad("[matrix] rest", " | ".join(POLICIES), rest)
+    timeout = m.get("timeout", 600)
+    if not isinstance(timeout, int | float) or isinstance(timeout, bool) or timeout <= 0:
+        raise bad("[matrix] timeout", "a number of seconds above 0", timeout)
+    repeats = m.get("repeats", 1)
+    if not isinstance(repeats, int) or isinstance(repeats, bool) or not 1 <= repeats <= 100:
+        raise bad("[matrix] repeats", "an integer from 1 to 100", repeats)
+    probes, repro = strings("probes"), string("repro", None)
+    if not probes and not repro:
+        raise bad("[matrix] probes", "at least one probe (or a repro file)")
+
+    raw_axes = data.get("axis", [])
+    if not isinstance(raw_axes, list) or not raw_axes:
+        raise bad("[[axis]]", "one or more [[axis]] tables")
+    axes = []
+    for i, a in enumerate(raw_axes, 1):
+        where = f"[[axis]] {i}"
+        if not isinstance(a, dict):
+            raise bad(where, "a table")
+        extra = set(a) - _AXIS_KEYS
+        if extra:
+            raise bad(f"{where} {sorted(extra)[0]}", f"one of {', '.join(sorted(_AXIS_KEYS))}")
+        package = a.get("package")
+        if not isinstance(package, str) or not package:
+            raise bad(f"{where} package", "a package name", package)
+        versions = a.get("versions", [])
+        if not isinstance(versions, list) or not all(isinstance(v, str) for v in versions):
+            raise bad(f"{where} versions", "a list of version strings", versions)
+        for v in versions:
+            try:
+                Version(v)
+            except InvalidVersion:
+                raise bad(f"{where} versions", "versions such as 2.14.6", v) from None
+        select = a.get("select", "all" if not versions else "list")
+        if versions and "select" in a:
+            raise bad(f"{where}", "either select or versions, not both")
+        if not versions and select not in SELECT_RULES:
+            raise bad(f"{where} select", " | ".join(SELECT_RULES), select)
+        rng = a.get("range")
+        if rng is not None:
+            try:
+                SpecifierSet(str(rng))
+            except InvalidSpecifier:
+                raise bad(f"{where} range", "a specifier such as >=2.16,<5", rng) from None
+        use_pins = a.get("use_pins", True)
+        if not isinstance(use_pins, bool):
+            raise bad(f"{where} use_pins", "true or false", use_pins)
+        axes.append(
+            Axis(
+                package=package,
+                select=select,
+                versions=tuple(versions),
+                range=str(rng) if rng is not None else None,
+                use_pins=use_pins,
+            )
+        )
+    names = [a.package.lower() for a in axes]
+    if len(set(names)) != len(names):
+        raise bad("[[axis]] package", "each package on one axis only")
+    return MatrixSpec(
+        name=string("name", None) or path.stem,
+        path=path,
+        description=string("description", "") or "",
+        python=strings("python"),
+        range_from=strings("range_from"),
+        pins=strings("pins"),
+        extras=strings("extras"),
+        with_reqs=strings("with"),
+        probes=probes,
+        repro=repro,
+        rest=rest,
+        timeout=float(timeout),
+        repeats=repeats,
+        index_url=string("index_url", "https://pypi.org/simple") or "https://pypi.org/simple",
+        extra_index_urls=strings("extra_index_urls"),
+        find_links=strings("find_links"),
+        torch_backend=string("torch_backend", None),
+        torch_index_url=string("torch_index_url", None),
+        axes=tuple(axes),
+    )
+
+
+def select_versions(rule: str, versions: Sequence[Version]) -> list[Version]:
+    """The versions a rule keeps, oldest first: every one, the newest of each minor
+    (``2.19.2`` for 2.19), or the newest of each major."""
+    ordered = sorted(set(versions))
+    if rule == "all":
+        return ordered
+    group: dict[tuple[int, ...], Version] = {}
+    for v in ordered:
+        key = v.release[:2] if rule == "minor-latest" else v.release[:1]
+        group[key] = v  # ascending order: the last one seen is the newest
+    return sorted(group.values())

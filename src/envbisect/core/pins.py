@@ -1,0 +1,655 @@
+"""Pin sources: what the project the user runs asks for, read into packaging requirements.
+
+Who does what: the ``parse_*`` functions are pure (text and an origin label in, a ``PinSet``
+out); pip's requirements format itself is read by reqfile.py. ``load_pins`` is the one function
+with IO: it decides what kind of source the user named, reads files and runs an interpreter for
+``installed:PYTHON`` through pinsource.py, and calls the injected ``fetch_metadata`` for a
+released distribution (``name==version``); it never opens a socket.
+
+    load_pins(spec)
+    ├── a folder              its pyproject.toml with a static [project], else requirements.txt
+    ├── pylock*.toml          parse_pylock        PEP 751
+    ├── *.toml                parse_pyproject     PEP 621 [project]
+    ├── METADATA, *.metadata  parse_metadata      core metadata (Requires-Dist, Provides-Extra)
+    ├── any other file        parse_requirements  pip's format, -r/-c includes through read()
+    ├── installed:PYTHON      every distribution that interpreter sees, pinned with ==
+    └── name==version         parse_metadata(fetch_metadata(name, version))
+
+Markers are evaluated against an environment passed in (``Target.marker_environment()``), never
+silently against the running process; ``env=None`` means packaging's default environment.
+Extras are compared normalized (PEP 685). A project's references to its own extras
+(``llamafactory[torch,metrics]`` inside its optional dependencies) are kept apart as
+``self_references`` and expanded when extras are selected, never treated as a dependency.
+Every error is a ``UsageError`` with a stable ``pins-*`` reference, a message naming the file
+(and line, where there is one) and a hint.
+"""
+
+from __future__ import annotations
+
+import email.parser
+import os
+import re
+import sys
+from collections.abc import Callable, Collection, Mapping
+from collections.abc import Set as AbstractSet
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from packaging.markers import Marker, UndefinedComparison, UndefinedEnvironmentName
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.specifiers import InvalidSpecifier, Specifier, SpecifierSet
+from packaging.utils import canonicalize_name
+from packaging.version import InvalidVersion, Version
+
+from envbisect.core.reqfile import Collected, Reader, requirement_lines
+from envbisect.env.pinsource import file_reader, installed_distributions, read_text, resolve
+from envbisect.errors import UsageError
+from envbisect.redact import mask_text, mask_url
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+__all__ = [
+    "FORMS_HINT",
+    "FetchMetadata",
+    "Pin",
+    "PinSet",
+    "Reader",
+    "load_pins",
+    "parse_metadata",
+    "parse_pylock",
+    "parse_pyproject",
+    "parse_requirements",
+    "select_extras",
+]
+
+FetchMetadata = Callable[[str, str], str]
+
+FORMS_HINT = (
+    "--pins takes a project folder, a pyproject.toml, a requirements file, a pylock.toml, "
+    "installed:PYTHON, or a released distribution as name==version"
+)
+_PYPI_SIMPLE = ("https://pypi.org/simple", "https://pypi.org/simple/")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Pin:
+    """One requirement and where it was written.
+
+    ``extra`` names the optional-dependency group (or the ``extra == "x"`` marker) the pin is
+    gated on. ``text`` is the requirement as written, so that specifiers are reported in the
+    order the author wrote them (packaging sorts them).
+    """
+
+    requirement: Requirement
+    origin: str
+    hashes: tuple[str, ...] = ()
+    extra: str | None = None
+    text: str = ""
+
+    @property
+    def name(self) -> str:
+        """The canonical (PEP 503) name."""
+        return canonicalize_name(self.requirement.name)
+
+    @property
+    def specifier_text(self) -> str:
+        """The specifier in the order written, e.g. ``>=2.16.0,<=4.0.0``."""
+        return _written_specifier(self.text, self.requirement)
+
+    @property
+    def exact_version(self) -> Version | None:
+        """The version of an ``==X`` clause (no wildcard), if the pin has one."""
+        for spec in self.requirement.specifier:
+            if spec.operator == "==" and not spec.version.endswith(".*"):
+                try:
+                    return Version(spec.version)
+                except InvalidVersion:
+                    return None
+        return None
+
+    def applies(self, env: Mapping[str, str] | None = None, extras: Collection[str] = ()) -> bool:
+        """Whether the pin holds for ``env`` (None: the running process) with ``extras``."""
+        chosen = _canon_all(extras)
+        marker = self.requirement.marker
+        gated_by_marker = marker is not None and "extra" in _marker_words(marker)
+        if self.extra is not None and not gated_by_marker and self.extra not in chosen:
+            return False
+        return _holds(marker, env, chosen, self.origin)
+
+    def to_dict(
+        self, env: Mapping[str, str] | None = None, extras: Collection[str] = ()
+    ) -> dict[str, Any]:
+        req = self.requirement
+        return {
+            "name": req.name,
+            "specifier": self.specifier_text,
+            "marker": str(req.marker) if req.marker is not None else None,
+            "extras": sorted(req.extras),
+            "extra": self.extra,
+            "origin": self.origin,
+            "hashes": list(self.hashes),
+            "applies": self.applies(env, extras),
+        }
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PinSet:
+    """Everything one pin source says: requirements, constraints, indexes, extras.
+
+    ``extras`` are the extras selected when the source was loaded; they are always in effect,
+    and the ``extras`` passed to the methods add to them. ``skipped`` records lines that name
+    no index requirement (editables, local paths, bare URLs) so that callers can warn.
+    ``index_url`` keeps its credentials (uv needs them); ``to_dict`` masks them.
+    """
+
+    source: str
+    requirements: tuple[Pin, ...]
+    constraints: tuple[Pin, ...] = ()
+    index_url: str | None = None
+    extra_index_urls: tuple[str, ...] = ()
+    find_links: tuple[str, ...] = ()
+    is_lock: bool = False
+    skipped: tuple[str, ...] = ()
+    project: str | None = None
+    provides_extras: tuple[str, ...] = ()
+    extras: tuple[str, ...] = ()
+    self_references: tuple[Pin, ...] = ()
+    requires_python: str | None = None
+
+    def selected_extras(
+        self, env: Mapping[str, str] | None = None, extras: Collection[str] = ()
+    ) -> frozenset[str]:
+        """The selected extras, closed over the project's references to its own extras."""
+        chosen = set(_canon_all(self.extras)) | _canon_all(extras)
+        grown = True
+        while grown:
+            grown = False
+            for ref in self.self_references:
+                more = _canon_all(ref.requirement.extras) - chosen
+                if more and ref.applies(env, chosen):
+                    chosen |= more
+                    grown = True
+        return frozenset(chosen)
+
+    def applicable(self, env: Mapping[str, str], extras: Collection[str] = ()) -> list[Pin]:
+        """The requirements whose marker (and extra group) holds for ``env`` and ``extras``."""
+        chosen = self.selected_extras(env, extras)
+        return [pin for pin in self.requirements if pin.applies(env, chosen)]
+
+    def baseline(
+        self, env: Mapping[str, str] | None = None, extras: Collection[str] = ()
+    ) -> dict[str, Version]:
+        """Canonical name -> version of every ``==X`` pin (requirements, then constraints).
+
+        With no ``env`` every pin counts, whatever its marker; with one, only those that apply.
+        Where a name is pinned twice, the first pin wins.
+        """
+        chosen = self.selected_extras(env, extras)
+        found: dict[str, Version] = {}
+        for pin in (*self.requirements, *self.constraints):
+            version = pin.exact_version
+            if version is None or pin.name in found:
+                continue
+            if env is None or pin.applies(env, chosen):
+                found[pin.name] = version
+        return found
+
+    def specifier_for(
+        self, name: str, env: Mapping[str, str] | None = None, extras: Collection[str] = ()
+    ) -> SpecifierSet:
+        """The intersection of the specifiers of every applicable requirement and constraint."""
+        key = canonicalize_name(name)
+        chosen = self.selected_extras(env, extras)
+        spec = SpecifierSet()
+        for pin in (*self.requirements, *self.constraints):
+            if pin.name == key and pin.applies(env, chosen):
+                spec &= pin.requirement.specifier
+        return spec
+
+    def to_dict(
+        self, env: Mapping[str, str] | None = None, extras: Collection[str] = ()
+    ) -> dict[str, Any]:
+        chosen = self.selected_extras(env, extras)
+        return {
+            "source": self.source,
+            "requirements": [pin.to_dict(env, chosen) for pin in self.requirements],
+            "constraints": [pin.to_dict(env, chosen) for pin in self.constraints],
+            "index_url": mask_url(self.index_url) if self.index_url else None,
+            "extra_index_urls": [mask_url(u) for u in self.extra_index_urls],
+            "find_links": [mask_url(u) for u in self.find_links],
+            "is_lock": self.is_lock,
+            "extras": sorted(chosen),
+            "skipped": list(self.skipped),
+        }
+
+
+# -- pyproject.toml (PEP 621) ------------------------------------------------------------------
+
+
+def parse_pyproject(text: str, *, origin: str, extras: Collection[str] = ()) -> PinSet:
+    """``[project] dependencies`` and ``[project.optional-dependencies]``.
+
+    Optional pins carry ``extra=<group>`` (normalized). ``extras`` selects groups; an unknown
+    one is an error.
+    """
+    origin = mask_text(origin)
+    data = _load_toml(text, origin)
+    project = data.get("project")
+    if not isinstance(project, dict):
+        raise UsageError(
+            f"{origin} has no [project] table",
+            hint="is this a setup.py-era project? point --pins at its requirements.txt",
+            ref="pins-no-project",
+        )
+    dynamic = project.get("dynamic", [])
+    if isinstance(dynamic, list) and "dependencies" in dynamic:
+        raise UsageError(
+            f"{origin} declares its dependencies dynamic (computed when it is built)",
+            hint="point --pins at the requirements file its build reads, "
+            "or at a released distribution as name==version",
+            ref="pins-dynamic",
+        )
+    name = project.get("name")
+    self_name = canonicalize_name(name) if isinstance(name, str) else None
+    pins: list[Pin] = []
+    self_refs: list[Pin] = []
+
+    def add(entries: object, table: str, extra: str | None) -> None:
+        where = f"{origin} [{table}]"
+        if not isinstance(entries, list) or not all(isinstance(e, str) for e in entries):
+            raise UsageError(
+                f"{where} is not a list of strings",
+                hint='write each requirement as a quoted string, e.g. ["torch>=2.4"]',
+                ref="pins-syntax",
+            )
+        for entry in entries:
+            req = _requirement(entry, where=_line_of(text, entry, origin, table))
+            pin = Pin(requirement=req, origin=where, extra=extra, text=entry.strip())
+            if self_name is not None and canonicalize_name(req.name) == self_name:
+                self_refs.append(pin)
+            else:
+                pins.append(pin)
+
+    add(project.get("dependencies", []), "project.dependencies", None)
+    groups = project.get("optional-dependencies", {})
+    if not isinstance(groups, dict):
+        raise UsageError(
+            f"{origin} [project.optional-dependencies] is not a table",
+            hint="write one list of requirements per extra, e.g. metrics = ['nltk']",
+            ref="pins-syntax",
+        )
+    for group, entries in groups.items():
+        add(entries, f"project.optional-dependencies.{group}", canonicalize_name(group))
+    requires_python = project.get("requires-python")
+    pinset = PinSet(
+        source=mask_text(origin),
+        requirements=tuple(pins),
+        is_lock=_all_exact(pins),
+        project=self_name,
+        provides_extras=tuple(canonicalize_name(g) for g in groups),
+        self_references=tuple(self_refs),
+        requires_python=requires_python if isinstance(requires_python, str) else None,
+    )
+    return select_extras(pinset, extras, label=origin)
+
+
+# -- requirements files (pip's format, read by reqfile.py) -------------------------------------
+
+
+def parse_requirements(text: str, *, origin: str, read: Reader | None = None) -> PinSet:
+    """pip's requirements format; pins are labelled ``origin:line``.
+
+    ``read`` maps the location of an included file (``-r``/``-c``, joined onto the directory
+    of the including file's location; the top file's location is ``origin``) to its text and
+    label; it may raise ``OSError``. Without ``read``, an include is an error.
+    """
+    found = Collected()
+    reqs: list[Pin] = []
+    constraints: list[Pin] = []
+    for line in requirement_lines(text, origin=origin, read=read, found=found):
+        req = _requirement(line.text, where=line.where)
+        pin = Pin(requirement=req, origin=line.where, hashes=line.hashes, text=line.text)
+        (constraints if line.constraint else reqs).append(pin)
+    return PinSet(
+        source=mask_text(origin),
+        requirements=tuple(reqs),
+        constraints=tuple(constraints),
+        index_url=found.index_url,
+        extra_index_urls=tuple(dict.fromkeys(found.extra_index_urls)),
+        find_links=tuple(dict.fromkeys(found.find_links)),
+        is_lock=_all_exact(reqs),
+        skipped=tuple(found.skipped),
+    )
+
+
+# -- pylock.toml (PEP 751) ---------------------------------------------------------------------
+
+
+def parse_pylock(text: str, *, origin: str) -> PinSet:
+    """``[[packages]]`` as ``name==version`` pins with their markers and file hashes."""
+    origin = mask_text(origin)
+    data = _load_toml(text, origin)
+    version = data.get("lock-version")
+    if not isinstance(version, str) or version.split(".")[0] != "1":
+        raise UsageError(
+            f"{origin}: unsupported lock-version {version!r}",
+            hint="envbisect reads PEP 751 lock files (lock-version 1.x)",
+            ref="pins-lock-version",
+        )
+    packages = data.get("packages", [])
+    if not isinstance(packages, list) or not all(isinstance(p, dict) for p in packages):
+        raise _syntax(origin, "[[packages]] is not an array of tables", "see PEP 751")
+    pins: list[Pin] = []
+    skipped: list[str] = []
+    indexes: list[str] = []
+    for number, package in enumerate(packages, 1):
+        name, pinned = package.get("name"), package.get("version")
+        where = f"{origin} [[packages]] #{number} {name}"
+        if not isinstance(name, str):
+            raise _syntax(where, "a package without a name", "every [[packages]] needs a name")
+        if not isinstance(pinned, str):
+            skipped.append(f"{where}: no version (a directory, archive or VCS package)")
+            continue
+        marker = package.get("marker")
+        text_req = f"{name}=={pinned}" + (f"; {marker}" if isinstance(marker, str) else "")
+        try:
+            Version(pinned)
+        except InvalidVersion as e:
+            raise _syntax(where, f"invalid version {pinned!r}", "versions follow PEP 440") from e
+        req = _requirement(text_req, where=where)
+        index = package.get("index")
+        if isinstance(index, str) and index not in _PYPI_SIMPLE:
+            indexes.append(index)
+        hashes = _pylock_hashes(package)
+        pins.append(Pin(requirement=req, origin=where, hashes=hashes, text=text_req))
+    extras = data.get("extras", [])
+    return PinSet(
+        source=mask_text(origin),
+        requirements=tuple(pins),
+        extra_index_urls=tuple(dict.fromkeys(indexes)),
+        is_lock=_all_exact(pins),
+        skipped=tuple(skipped),
+        provides_extras=tuple(canonicalize_name(e) for e in extras if isinstance(e, str)),
+        requires_python=_str_or_none(data.get("requires-python")),
+    )
+
+
+def _pylock_hashes(package: dict[str, Any]) -> tuple[str, ...]:
+    files: list[object] = [package.get("sdist"), package.get("archive")]
+    wheels = package.get("wheels")
+    if isinstance(wheels, list):
+        files.extend(wheels)
+    found: list[str] = []
+    for entry in files:
+        hashes = entry.get("hashes") if isinstance(entry, dict) else None
+        if isinstance(hashes, dict):
+            found.extend(f"{algo}:{value}" for algo, value in hashes.items())
+    return tuple(dict.fromkeys(found))
+
+
+# -- core metadata -----------------------------------------------------------------------------
+
+
+def parse_metadata(text: str, *, origin: str) -> PinSet:
+    """``Requires-Dist`` (``extra == "x"`` markers set ``Pin.extra``) and ``Provides-Extra``."""
+    origin = mask_text(origin)
+    message = email.parser.HeaderParser().parsestr(text)
+    if message.get("Metadata-Version") is None and message.get("Name") is None:
+        raise UsageError(
+            f"{origin} is not core metadata (no Metadata-Version or Name header)",
+            hint="expected a METADATA file as a wheel or PEP 658 serves it",
+            ref="pins-syntax",
+        )
+    name = message.get("Name")
+    project = canonicalize_name(" ".join(str(name).split())) if name else None
+    declared = message.get_all("Provides-Extra") or []
+    provides: list[str] = [canonicalize_name(" ".join(str(v).split())) for v in declared]
+    pins: list[Pin] = []
+    self_refs: list[Pin] = []
+    where = f"{origin} Requires-Dist"
+    for value in message.get_all("Requires-Dist") or []:
+        entry = " ".join(str(value).split())
+        req = _requirement(entry, where=where)
+        gates = _marker_extras(req.marker) if req.marker is not None else []
+        provides.extend(gates)
+        pin = Pin(requirement=req, origin=where, extra=gates[0] if gates else None, text=entry)
+        if project is not None and canonicalize_name(req.name) == project:
+            self_refs.append(pin)
+        else:
+            pins.append(pin)
+    return PinSet(
+        source=mask_text(origin),
+        requirements=tuple(pins),
+        is_lock=_all_exact(pins),
+        project=project,
+        provides_extras=tuple(dict.fromkeys(provides)),
+        self_references=tuple(self_refs),
+        requires_python=_str_or_none(message.get("Requires-Python")),
+    )
+
+
+# -- load_pins: the IO edge --------------------------------------------------------------------
+
+
+def load_pins(
+    spec: str,
+    *,
+    cwd: Path,
+    extras: Collection[str] = (),
+    fetch_metadata: FetchMetadata | None = None,
+) -> PinSet:
+    """Read the pin source the user named (see the module docstring for the forms)."""
+    source = mask_text(spec)
+    if spec.startswith("installed:"):
+        pins = _load_installed(spec.removeprefix("installed:"), cwd=cwd)
+    else:
+        path = resolve(cwd, spec)
+        if path.is_dir():
+            pins = _load_folder(spec, path, cwd)
+        elif path.is_file():
+            pins = _load_file(spec, path, cwd)
+        else:
+            pins, extras = _load_distribution(spec, source, fetch_metadata, extras)
+    return select_extras(replace(pins, source=source), extras, label=source)
+
+
+def select_extras(pins: PinSet, extras: Collection[str], *, label: str) -> PinSet:
+    """``pins`` with ``extras`` selected; an extra the source does not provide is an error."""
+    chosen = tuple(dict.fromkeys(canonicalize_name(e) for e in extras))
+    for extra in chosen:
+        if extra not in pins.provides_extras:
+            provided = ", ".join(pins.provides_extras)
+            raise UsageError(
+                f"{label} has no extra named {extra!r}",
+                hint=f"it provides: {provided}" if provided else "it provides no extras",
+                ref="pins-unknown-extra",
+            )
+    return replace(pins, extras=tuple(dict.fromkeys((*pins.extras, *chosen))))
+
+
+def _load_folder(label: str, folder: Path, cwd: Path) -> PinSet:
+    pyproject, requirements = folder / "pyproject.toml", folder / "requirements.txt"
+    if pyproject.is_file():
+        pyproject_label = os.path.join(label, "pyproject.toml")
+        try:
+            return parse_pyproject(read_text(pyproject, pyproject_label), origin=pyproject_label)
+        except UsageError as e:
+            # A setup.py-era project: only its requirements.txt says what it needs.
+            if e.ref not in ("pins-no-project", "pins-dynamic") or not requirements.is_file():
+                raise
+    if requirements.is_file():
+        return _load_file(os.path.join(label, "requirements.txt"), requirements, cwd)
+    raise UsageError(
+        f"{label} has neither a pyproject.toml with a [project] table nor a requirements.txt",
+        hint=FORMS_HINT,
+        ref="pins-not-found",
+    )
+
+
+def _load_file(label: str, path: Path, cwd: Path) -> PinSet:
+    text = read_text(path, label)
+    name = path.name
+    if name == "pylock.toml" or re.fullmatch(r"pylock\.[^.]+\.toml", name):
+        return parse_pylock(text, origin=label)
+    if name.endswith(".toml"):
+        return parse_pyproject(text, origin=label)
+    if name == "METADATA" or name.endswith(".metadata"):
+        return parse_metadata(text, origin=label)
+    return parse_requirements(text, origin=label, read=file_reader(cwd))
+
+
+def _load_distribution(
+    spec: str, source: str, fetch: FetchMetadata | None, extras: Collection[str]
+) -> tuple[PinSet, Collection[str]]:
+    try:
+        req: Requirement | None = Requirement(spec)
+    except InvalidRequirement:
+        req = None
+    specs = list(req.specifier) if req is not None and not req.url and not req.marker else []
+    if req is None or len(specs) != 1 or specs[0].operator != "==" or "*" in specs[0].version:
+        raise UsageError(f"no such pin source: {source}", hint=FORMS_HINT, ref="pins-not-found")
+    version = specs[0].version
+    if fetch is None:
+        raise UsageError(
+            f"cannot read the metadata of {req.name}=={version}: no index to ask",
+            hint="point --pins at a local file, or allow envbisect to read the index",
+            ref="pins-no-index",
+        )
+    text = fetch(req.name, version)
+    pins = parse_metadata(text, origin=f"{req.name}=={version} METADATA")
+    return pins, (*extras, *sorted(req.extras))
+
+
+def _load_installed(python: str, *, cwd: Path) -> PinSet:
+    pins: dict[str, Pin] = {}
+    skipped: list[str] = []
+    for name, version in installed_distributions(python, cwd=cwd):
+        text = f"{name}=={version}"
+        try:
+            Version(version)
+            req = Requirement(text)
+        except (InvalidVersion, InvalidRequirement):
+            skipped.append(f"installed:{python}: {name} {version} (not a PEP 440 version)")
+            continue
+        pins.setdefault(
+            canonicalize_name(name), Pin(requirement=req, origin=f"installed:{python}", text=text)
+        )
+    found = tuple(pins[key] for key in sorted(pins))
+    return PinSet(source="", requirements=found, is_lock=bool(found), skipped=tuple(skipped))
+
+
+# -- helpers -----------------------------------------------------------------------------------
+
+_QUOTED = re.compile(r"'[^']*'|\"[^\"]*\"")
+_EXTRA_CLAUSE = re.compile(
+    r"""\bextra\s*==\s*(['"])(?P<a>.*?)\1|(['"])(?P<b>.*?)\3\s*==\s*extra\b"""
+)
+
+
+def _requirement(text: str, *, where: str) -> Requirement:
+    try:
+        return Requirement(text)
+    except InvalidRequirement as e:
+        reason = (str(e).splitlines() or ["invalid"])[0]
+        raise UsageError(
+            f"{where}: invalid requirement {text!r}",
+            hint=f"{reason}; write PEP 508 requirements, e.g. 'transformers>=4.41,<5'",
+            ref="pins-syntax",
+        ) from e
+
+
+def _syntax(where: str, message: str, hint: str) -> UsageError:
+    return UsageError(f"{where}: {message}", hint=hint, ref="pins-syntax")
+
+
+def _load_toml(text: str, origin: str) -> dict[str, Any]:
+    try:
+        data: dict[str, Any] = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        found = re.search(r"at line (\d+)", str(e))
+        line = getattr(e, "lineno", None) or (int(found.group(1)) if found else None)
+        reason = str(e).split(" (at ", 1)[0]
+        raise UsageError(
+            f"{origin}:{line}: invalid TOML: {reason}" if line else f"{origin}: invalid TOML",
+            hint="fix the TOML syntax: one quoted string per requirement, commas between them",
+            ref="pins-syntax",
+        ) from e
+    return data
+
+
+def _line_of(text: str, entry: str, origin: str, table: str) -> str:
+    """``origin:line [table]`` for the first line holding ``entry`` as a TOML string."""
+    for number, line in enumerate(text.splitlines(), 1):
+        if f'"{entry}"' in line or f"'{entry}'" in line:
+            return f"{origin}:{number} [{table}]"
+    return f"{origin} [{table}]"
+
+
+def _written_specifier(text: str, req: Requirement) -> str:
+    """The specifier clauses in the order written, or packaging's (sorted) form."""
+    fallback = str(req.specifier)
+    head = re.match(r"\s*[A-Za-z0-9][A-Za-z0-9._-]*\s*(\[[^\]]*\])?\s*", text)
+    if not text or req.url or head is None:
+        return fallback
+    rest = text[head.end() :].split(";", 1)[0].strip()
+    if rest.startswith("(") and rest.endswith(")"):
+        rest = rest[1:-1]
+    try:
+        clauses = [str(Specifier(c.strip())) for c in rest.split(",") if c.strip()]
+    except InvalidSpecifier:
+        return fallback
+    written = ",".join(clauses)
+    return written if SpecifierSet(written) == req.specifier else fallback
+
+
+def _marker_words(marker: Marker) -> set[str]:
+    """The names a marker mentions outside its quoted values."""
+    return set(re.findall(r"[A-Za-z_]+", _QUOTED.sub("", str(marker))))
+
+
+def _marker_extras(marker: Marker) -> list[str]:
+    found = (m.group("a") or m.group("b") for m in _EXTRA_CLAUSE.finditer(str(marker)))
+    return list(dict.fromkeys(canonicalize_name(e) for e in found))
+
+
+def _holds(
+    marker: Marker | None, env: Mapping[str, str] | None, extras: frozenset[str], origin: str
+) -> bool:
+    if marker is None:
+        return True
+    environment: dict[str, str | AbstractSet[str]] = dict(env) if env is not None else {}
+    words = _marker_words(marker)
+    try:
+        if words & {"extras", "dependency_groups"}:
+            # PEP 751 lock-file markers test membership in the selected sets.
+            environment["extras"] = extras
+            environment["dependency_groups"] = frozenset()
+            return marker.evaluate(environment, context="lock_file")
+        if "extra" in words:
+            # One evaluation per selected extra, as pip and uv do.
+            return any(
+                marker.evaluate({**environment, "extra": extra}) for extra in sorted(extras) or [""]
+            )
+        return marker.evaluate(environment)
+    except (UndefinedComparison, UndefinedEnvironmentName) as e:
+        raise UsageError(
+            f"{origin}: cannot evaluate the marker {str(marker)!r}: {e}",
+            hint="check the marker's variable names and compared values (PEP 508)",
+            ref="pins-marker",
+        ) from e
+
+
+def _canon_all(extras: Collection[str]) -> frozenset[str]:
+    return frozenset(canonicalize_name(e) for e in extras)
+
+
+def _all_exact(pins: Collection[Pin]) -> bool:
+    return bool(pins) and all(pin.exact_version is not None for pin in pins)
+
+
+def _str_or_none(value: object) -> str | None:
+    return value if isinstance(value, str) else None

@@ -1,0 +1,366 @@
+"""Turning a finished run into text: the verdict, report.md, the JSON object, lockfiles.
+
+Pure: everything here takes data and returns strings or dicts; the engine writes the files.
+Lockfiles come in two forms, both pinned with hashes:
+    requirements.txt   ``name==version --hash=sha256:...`` (pip and uv, ``--require-hashes``)
+    pylock.toml        PEP 751, one ``[[packages]]`` entry per installed distribution
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any
+
+from packaging.utils import canonicalize_name
+from packaging.version import InvalidVersion, Version
+
+from envbisect import __version__
+from envbisect.model import DistFile, InstalledDist, Outcome
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ProbeRow:
+    """One point of the search, in the order it was visited."""
+
+    version: str
+    outcome: Outcome
+    verdict: str  # "good" / "bad" / "skip" / "end"
+    reused: bool
+    build_seconds: float
+    probe_seconds: float
+    env_id: str
+    installed: tuple[InstalledDist, ...] = ()
+    note: str = ""
+    moved: tuple[tuple[str, str | None, str | None], ...] = ()  # (name, baseline, planned)
+    runs: int = 1  # --repeat: runs made in this environment (all of them, stored ones too)
+    fails: int = 0  # of which did not pass
+    round: int = 0  # --jobs: the round it was probed in (1-based; 0 outside a search)
+    run_outcomes: tuple[Outcome, ...] = ()  # every run's outcome, when there were several
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "version": self.version,
+            "outcome": self.outcome.to_dict(),
+            "verdict": self.verdict,
+            "build_seconds": round(self.build_seconds, 3),
+            "probe_seconds": round(self.probe_seconds, 3),
+            "env_id": self.env_id,
+            "installed": [d.to_dict() for d in self.installed],
+            **({"note": self.note} if self.note else {}),
+            **({"runs": self.runs, "fails": self.fails} if self.runs > 1 else {}),
+            **({"round": self.round} if self.round else {}),
+            **(
+                {"moved": [{"package": n, "from": b, "to": v} for n, b, v in self.moved]}
+                if self.moved
+                else {}
+            ),
+        }
+
+
+@dataclass(slots=True, kw_only=True)
+class RunResult:
+    package: str
+    status: str  # "found" | "ambiguous" | "no-answer"
+    direction: str | None
+    first_new: str | None  # first bad (regression) or first fixed (fix)
+    last_old: str | None  # last good (regression) or last broken (fix)
+    possible: list[str] = field(default_factory=list)
+    reason: str = ""
+    rows: list[ProbeRow] = field(default_factory=list)
+    skipped: list[tuple[str, str]] = field(default_factory=list)
+    candidates: int = 0
+    target: str = ""
+    command: str = ""
+    repro: str = ""
+    run_id: str = ""
+    report_path: str | None = None
+    lock_path: str | None = None
+    pylock_path: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)  # mode-specific JSON (--by-date, diff)
+    sections: list[str] = field(default_factory=list)  # mode-specific report.md sections
+    search: dict[str, Any] = field(default_factory=dict)  # mode, rounds, jobs, repeat, ...
+    probability: float | None = None  # probabilistic mode: P(first_new is the boundary)
+
+    def row(self, version: str | None) -> ProbeRow | None:
+        """The latest row for ``version`` (a point probed again has more runs)."""
+        for r in reversed(self.rows):
+            if r.version == version:
+                return r
+        return None
+
+    @property
+    def first_new_outcome(self) -> Outcome | None:
+        r = self.row(self.first_new)
+        return r.outcome if r else None
+
+
+def verdict_line(res: RunResult) -> str:
+    if res.status == "no-answer":
+        return f"no answer for {res.package}: {res.reason}"
+    new_word = "first bad" if res.direction == "regression" else "first fixed"
+    old_word = "last good" if res.direction == "regression" else "last broken"
+    what = "" if res.direction == "regression" else " (searching for the fix)"
+    if res.status == "ambiguous":
+        return (
+            f"the {new_word} version of {res.package} is one of {', '.join(res.possible)}"
+            f"{what}; {old_word} is {res.last_old} ({res.reason})"
+        )
+    outcome = res.first_new_outcome
+    how = f": {outcome.describe()}" if outcome and res.direction == "regression" else ""
+    sure = f" (probability {res.probability:.2f})" if res.probability is not None else ""
+    return (
+        f"{new_word} version of {res.package}: {res.first_new}{how}{what}; "
+        f"{old_word}: {res.last_old}{sure}"
+    )
+
+
+def other_failures_hint(res: RunResult) -> str | None:
+    """When failures unlike the reference hid the boundary, say how to chase either bug."""
+    other = [r for r in res.rows if r.verdict == "skip" and r.outcome.kind.value != "untestable"]
+    if not other or res.status == "found":
+        return None
+    first = min(other, key=lambda r: _version_key(r.version))
+    return (
+        f"{len(other)} probe(s) failed differently from the reference "
+        f"({first.outcome.describe()} at {first.version}); to bisect that failure pass "
+        f"--bad {first.version} (or --good/--bad around it), or --any-failure to count "
+        "every failure as bad; finished probes are reused"
+    )
+
+
+def _version_key(text: str) -> tuple[int, Any]:
+    try:
+        return (0, Version(text))
+    except InvalidVersion:
+        return (1, text)
+
+
+def to_json(res: RunResult) -> dict[str, Any]:
+    """The object ``--json`` prints (README: JSON output)."""
+    fix = res.direction == "fix"
+    new_key, old_key = ("first_fixed", "last_broken") if fix else ("first_bad", "last_good")
+    bad_outcome: Outcome | None = None
+    if res.status != "no-answer":
+        bad_row = res.row(res.last_old if fix else res.first_new)
+        bad_outcome = bad_row.outcome if bad_row else None
+    out: dict[str, Any] = {
+        "package": res.package,
+        "status": res.status,
+        "direction": res.direction,
+        new_key: res.first_new if res.status != "no-answer" else None,
+        old_key: res.last_old if res.status != "no-answer" else None,
+    }
+    if res.status == "ambiguous":
+        out[f"{new_key}_candidates"] = res.possible
+    if res.status == "no-answer":
+        out["reason"] = res.reason
+    out["probes"] = [r.to_dict() for r in res.rows if not r.reused]
+    out["reused"] = [r.to_dict() for r in res.rows if r.reused]
+    out["skipped"] = [{"version": v, "reason": why} for v, why in res.skipped]
+    out["first_bad_outcome"] = bad_outcome.to_dict() if bad_outcome else None
+    lock_key = "first_fixed_lock" if fix else "last_good_lock"
+    out[lock_key] = res.lock_path
+    if fix:
+        out["last_good_lock"] = res.lock_path  # the environment that works, whichever search
+    out["pylock"] = res.pylock_path
+    out["report"] = res.report_path
+    out["target"] = res.target
+    out["run_id"] = res.run_id
+    if res.search:
+        out["search"] = res.search
+    out.update(res.extra)
+    return out
+
+
+def env_diff(
+    good: tuple[InstalledDist, ...], bad: tuple[InstalledDist, ...]
+) -> list[tuple[str, str | None, str | None]]:
+    """(name, version in good, version in bad) for every distribution that differs."""
+    a = {canonicalize_name(d.name): d.version for d in good}
+    b = {canonicalize_name(d.name): d.version for d in bad}
+    return [(n, a.get(n), b.get(n)) for n in sorted(a.keys() | b.keys()) if a.get(n) != b.get(n)]
+
+
+def report_markdown(res: RunResult, *, when: datetime | None = None) -> str:
+    when = when or datetime.now(timezone.utc)
+    lines = [f"# envbisect: {res.package}", "", f"**{verdict_line(res)}**", ""]
+    lines += [
+        f"- command: `{res.command}`",
+        f"- repro: `{res.repro}`",
+        f"- target: {res.target}",
+        f"- candidates in range: {res.candidates}; environments built this run: "
+        f"{sum(1 for r in res.rows if not r.reused and r.build_seconds > 0)}; "
+        f"outcomes reused from the store: {sum(1 for r in res.rows if r.reused)}",
+        f"- written {when:%Y-%m-%d %H:%M:%S %Z} by envbisect {__version__}",
+        "",
+        "## Probes, in order",
+        "",
+        "| # | version | outcome | counted as | build s | probe s | |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for i, r in enumerate(res.rows, 1):
+        notes = ["reused"] if r.reused else []
+        if r.runs > 1:
+            notes.append(f"{r.fails} of {r.runs} runs failed")
+        if r.round and res.search.get("jobs", 1) > 1:
+            notes.append(f"round {r.round}")
+        if r.moved:
+            notes.append("moved with it: " + ", ".join(_move(n, b, v) for n, b, v in r.moved))
+        if r.note:
+            notes.append(r.note)
+        extra = "; ".join(notes)
+        lines.append(
+            f"| {i} | {r.version} | {_md(r.outcome.describe())} | {r.verdict} | "
+            f"{r.build_seconds:.1f} | {r.probe_seconds:.1f} | {_md(extra)} |"
+        )
+    lines += _search_section(res)
+    if res.skipped:
+        lines += ["", "## Untestable without building", ""]
+        lines += [f"- {v}: {why}" for v, why in res.skipped]
+    good = res.row(res.last_old if res.direction == "regression" else res.first_new)
+    bad = res.row(res.first_new if res.direction == "regression" else res.last_old)
+    if res.status != "no-answer" and good and bad:
+        lines += ["", "## The boundary", ""]
+        lines += [
+            f"### {bad.version}: {bad.outcome.describe()}",
+            "",
+            "```",
+            bad.outcome.detail or "(no output)",
+            "```",
+            "",
+        ]
+        lines += [f"### {good.version}: {good.outcome.describe()}", ""]
+        lines += ["## What differs between the two environments", ""]
+        diff = env_diff(good.installed, bad.installed)
+        if diff:
+            lines += ["| package | working | failing |", "|---|---|---|"]
+            lines += [f"| {n} | {a or '-'} | {b or '-'} |" for n, a, b in diff]
+        else:
+            lines.append("(nothing but the package under test, or the lists were not recorded)")
+    for section in res.sections:
+        lines += ["", section.rstrip()]
+    if res.lock_path:
+        lines += ["", "## Known-good lockfile", ""]
+        lines.append(f"- `{res.lock_path}` (`uv pip install --require-hashes -r {res.lock_path}`)")
+        if res.pylock_path:
+            lines.append(f"- `{res.pylock_path}` (PEP 751)")
+    return "\n".join(lines) + "\n"
+
+
+def _search_section(res: RunResult) -> list[str]:
+    """How the search went: rounds with --jobs, and for a flaky repro each point's fail rate
+    and the probability of the answer."""
+    s = res.search
+    if not s or (s.get("mode") == "plain" and s.get("repeat", 1) == 1 and s.get("jobs", 1) == 1):
+        return []
+    lines = ["", "## Search", ""]
+    lines.append(
+        f"- {s.get('rounds', 0)} round(s) of up to {s.get('jobs', 1)} probe(s); "
+        f"{s.get('repeat', 1)} run(s) per probe"
+    )
+    if s.get("mode") == "probabilistic":
+        lines.append(f"- probabilistic search: {s.get('switch_reason', '')}")
+        if res.probability is not None:
+            lines.append(
+                f"- P(first {'bad' if res.direction != 'fix' else 'fixed'} is "
+                f"{res.first_new}) = {res.probability:.3f} (confidence asked: "
+                f"{s.get('confidence')})"
+            )
+    rates = s.get("fail_rates") or []
+    if rates:
+        lines += ["", "| version | runs | failed | fail rate |", "|---|---|---|---|"]
+        lines += [
+            f"| {r['version']} | {r['runs']} | {r['fails']} | {r['fails'] / r['runs']:.2f} |"
+            for r in rates
+            if r["runs"]
+        ]
+    return lines
+
+
+def _move(name: str, before: str | None, after: str | None) -> str:
+    if before is None:
+        return f"{name} +{after}"
+    if after is None:
+        return f"{name} {before} dropped"
+    return f"{name} {before}→{after}"
+
+
+def _md(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+# -- lockfiles --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LockEntry:
+    name: str
+    version: str
+    index: str | None
+    files: tuple[DistFile, ...]  # the files of this version usable on the target, with hashes
+
+
+def requirements_lock(entries: list[LockEntry], *, header: list[str]) -> str:
+    out = [f"# {h}" for h in header]
+    for e in sorted(entries, key=lambda e: canonicalize_name(e.name)):
+        hashes = sorted({h for f in e.files if (h := f.hash("sha256"))})
+        line = f"{e.name}=={e.version}"
+        if not hashes:
+            out.append(f"{line}  # no hash known for this file")
+            continue
+        out.append(line + " \\")
+        out += [
+            f"    --hash=sha256:{h}" + (" \\" if i < len(hashes) - 1 else "")
+            for i, h in enumerate(hashes)
+        ]
+    return "\n".join(out) + "\n"
+
+
+def pylock(
+    entries: list[LockEntry], *, requires_python: str, environment: str, when: datetime
+) -> str:
+    """A PEP 751 lockfile (``lock-version = "1.0"``)."""
+    out = [
+        'lock-version = "1.0"',
+        f"environments = [{_toml_str(environment)}]",
+        f"requires-python = {_toml_str(requires_python)}",
+        f'created-by = "envbisect {__version__}"',
+        "",
+    ]
+    for e in sorted(entries, key=lambda e: canonicalize_name(e.name)):
+        out += [
+            "[[packages]]",
+            f"name = {_toml_str(canonicalize_name(e.name))}",
+            f"version = {_toml_str(e.version)}",
+        ]
+        if e.index:
+            out.append(f"index = {_toml_str(e.index)}")
+        sdists = [f for f in e.files if not f.is_wheel and f.hash("sha256")]
+        wheels = [f for f in e.files if f.is_wheel and f.hash("sha256")]
+        if sdists:
+            out.append(f"sdist = {_file_table(sdists[0])}")
+        if wheels:
+            out.append("wheels = [")
+            out += [f"    {_file_table(w)}," for w in wheels]
+            out.append("]")
+        out.append("")
+    out.append("[tool.envbisect]")
+    out.append(f"generated = {when.strftime('%Y-%m-%dT%H:%M:%SZ')}")
+    return "\n".join(out) + "\n"
+
+
+def _file_table(f: DistFile) -> str:
+    parts = [f"name = {_toml_str(f.filename)}", f"url = {_toml_str(f.url)}"]
+    if f.upload_time is not None:
+        parts.append(
+            f"upload-time = {f.upload_time.astimezone(timezone.utc).strftime('%Y-%m-%dT%H:%M:%SZ')}"
+        )
+    if f.size is not None:
+        parts.append(f"size = {f.size}")
+    parts.append(f"hashes = {{sha256 = {_toml_str(f.hash('sha256') or '')}}}")
+    return "{" + ", ".join(parts) + "}"
+
+
+def _toml_str(s: str) -> str:
+    return '"' + s.replace("\\", "\\\\").replace('"', '\\"') + '"'

@@ -1,0 +1,339 @@
+"""Probe *policy*: what runs in a candidate environment, with which interpreter flags and
+environment variables, in which working directory. The mechanism is ``runner.run_process``.
+
+A ``Repro`` is one or more steps, run in order in one fresh working directory; the first step
+that does not pass decides the environment's outcome (the environment fails if any fails):
+    --repro FILE          ``<env python> -X faulthandler FILE``
+    -- CMD ARGS...        the command, with the environment's bin directory first on PATH and
+                          ``ENVBISECT_PYTHON`` set to its interpreter
+    --probe NAME[:ARGS]   a built-in probe (``envbisect/probes/``), copied into the working
+                          directory and run like a repro file
+
+Every step runs with faulthandler on (every thread's Python stack on a fatal signal, and on
+the SIGABRT sent at the timeout), without the user's PYTHONPATH/PYTHONHOME/user site, so that
+only the candidate environment is tested.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shlex
+import shutil
+import signal
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+
+from envbisect.env.runner import run_process
+from envbisect.env.uv import BuiltEnv
+from envbisect.errors import UsageError
+from envbisect.model import RawProbe
+
+# Bump when the way probes are run changes enough that stored outcomes should not be reused.
+POLICY_VERSION = 2
+
+_ENV_DROP = (
+    "PYTHONPATH",
+    "PYTHONHOME",
+    "PYTHONSTARTUP",
+    "PYTHONUSERBASE",
+    "VIRTUAL_ENV",
+    "CONDA_PREFIX",
+    "PYTHONEXECUTABLE",
+    "__PYVENV_LAUNCHER__",
+)
+
+# name -> (script, needs an argument, what it does)
+BUILTINS: dict[str, tuple[str, bool, str]] = {
+    "import": ("import_probe.py", True, "import the packages: import:PKG[,PKG...]"),
+    "datasets-json": (
+        "datasets_json.py",
+        False,
+        "load_dataset('json') on alpaca/sharegpt data, index, map with num_proc 1 and 2",
+    ),
+    "lora-step": (
+        "lora_step.py",
+        False,
+        "a few LoRA steps on a tiny Llama (CUDA bf16 when available, else CPU)",
+    ),
+    "llamafactory-train": (
+        "llamafactory_train.py",
+        False,
+        "a real llamafactory-cli train run: 3 LoRA SFT steps, tiny local model and data",
+    ),
+}
+# Environment variables for built-in probes: never reach a hub, keep caches per probe.
+_BUILTIN_ENV = {
+    "HF_HUB_OFFLINE": "1",
+    "HF_DATASETS_OFFLINE": "1",
+    "TRANSFORMERS_OFFLINE": "1",
+    "HF_HUB_DISABLE_TELEMETRY": "1",
+    "TOKENIZERS_PARALLELISM": "false",
+}
+_DATASETS_PACKAGES = {"datasets", "pyarrow"}
+_TRAINING_PACKAGES = {"torch", "transformers", "peft", "accelerate", "trl"}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Step:
+    """One thing to run: a Python file (with arguments) or a command line."""
+
+    label: str
+    file: Path | None = None
+    args: tuple[str, ...] = ()
+    argv: tuple[str, ...] = ()
+    support: tuple[Path, ...] = ()  # files copied into the working directory first
+    builtin: bool = False
+    digest: str = ""  # changes when what runs changes
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Repro:
+    """The user's minimal repro and/or built-in probes, as ordered steps."""
+
+    steps: tuple[Step, ...]
+    origin: Path = Path(".")  # the directory envbisect was started from
+    extra_env: tuple[tuple[str, str], ...] = field(default=())
+
+    # -- building ------------------------------------------------------------------------------
+
+    @classmethod
+    def from_file(cls, path: str, origin: Path) -> Repro:
+        return cls(steps=(file_step(path, origin),), origin=origin)
+
+    @classmethod
+    def from_command(cls, argv: list[str], origin: Path) -> Repro:
+        return cls(steps=(command_step(argv, origin),), origin=origin)
+
+    @classmethod
+    def build(
+        cls,
+        *,
+        origin: Path,
+        repro_file: str | None = None,
+        command: Sequence[str] = (),
+        probes: Sequence[str] = (),
+        default_for: str | None = None,
+        extra_env: Mapping[str, str] | None = None,
+    ) -> Repro:
+        """Steps from the CLI's flags; with none given, the default probes for a package."""
+        if repro_file and command:
+            raise UsageError(
+                "both --repro and a command after -- were given",
+                hint="use one: --repro FILE, or -- CMD ARGS... (--probe may go with either)",
+                ref="repro-twice",
+            )
+        steps = [builtin_step(p) for p in probes]
+        if repro_file:
+            steps.append(file_step(repro_file, origin))
+        if command:
+            steps.append(command_step(list(command), origin))
+        if not steps and default_for:
+            steps = [builtin_step(p) for p in default_probes(default_for)]
+        if not steps:
+            raise UsageError(
+                "no repro given",
+                hint="pass --repro FILE, --probe NAME, or a command after -- "
+                "(e.g. -- python -c 'import datasets')",
+                ref="repro-missing",
+            )
+        return cls(
+            steps=tuple(steps), origin=origin, extra_env=tuple(sorted((extra_env or {}).items()))
+        )
+
+    # -- identity ------------------------------------------------------------------------------
+
+    @property
+    def repro_id(self) -> str:
+        """Changes when what runs changes, so an edited repro is probed afresh."""
+        blob = {
+            "policy": POLICY_VERSION,
+            "steps": [[s.label, s.digest, list(s.args), list(s.argv)] for s in self.steps],
+            "env": list(self.extra_env),
+        }
+        return hashlib.sha256(json.dumps(blob, sort_keys=True).encode()).hexdigest()[:16]
+
+    def describe(self) -> str:
+        return " && ".join(s.label for s in self.steps)
+
+    # -- running -------------------------------------------------------------------------------
+
+    def environment(self, env: BuiltEnv, base: Mapping[str, str], step: Step) -> dict[str, str]:
+        out = {k: v for k, v in base.items() if k not in _ENV_DROP}
+        out["PATH"] = os.pathsep.join([str(env.bin_dir), base.get("PATH", os.defpath)])
+        out["VIRTUAL_ENV"] = str(env.path)
+        out["ENVBISECT_PYTHON"] = str(env.python)
+        out["ENVBISECT_ORIGIN"] = str(self.origin)
+        out["PYTHONFAULTHANDLER"] = "1"
+        out["PYTHONNOUSERSITE"] = "1"
+        out["PYTHONUNBUFFERED"] = "1"
+        if step.builtin:
+            out.update(_BUILTIN_ENV)
+        out.update(dict(self.extra_env))
+        return out
+
+    def command(self, env: BuiltEnv, step: Step, workdir: Path) -> list[str]:
+        if step.file is not None:
+            return [str(env.python), "-X", "faulthandler", str(step.file), *step.args]
+        return list(step.argv)
+
+    def run(
+        self, env: BuiltEnv, *, workdir: Path, timeout: float, run: int = 0, repeat: int = 1
+    ) -> RawProbe:
+        """Run every step (one deadline for all); the first one that does not pass is
+        returned, else the last one, with every step's stdout tail kept. ``run`` of
+        ``repeat`` (``--repeat``) reaches the steps as ENVBISECT_RUN and ENVBISECT_REPEAT."""
+        counters = {"ENVBISECT_RUN": str(run), "ENVBISECT_REPEAT": str(repeat)}
+        workdir.mkdir(parents=True, exist_ok=True)
+        deadline = time.monotonic() + timeout
+        outputs: list[str] = []
+        raw = RawProbe(returncode=0, timed_out=False, seconds=0.0)
+        total = 0.0
+        for step in self.steps:
+            raw = self._run_step(
+                env, step, workdir, max(0.1, deadline - time.monotonic()), counters
+            )
+            total += raw.seconds
+            if len(self.steps) > 1:
+                outputs.append(f"== {step.label} ==\n{raw.stdout_tail}")
+            else:
+                outputs.append(raw.stdout_tail)
+            if raw.returncode != 0 or raw.timed_out:
+                break
+        return RawProbe(
+            returncode=raw.returncode,
+            timed_out=raw.timed_out,
+            seconds=total,
+            stdout_tail="\n".join(outputs),
+            stderr_tail=raw.stderr_tail,
+            step=raw.step,
+        )
+
+    def _run_step(
+        self,
+        env: BuiltEnv,
+        step: Step,
+        workdir: Path,
+        timeout: float,
+        counters: Mapping[str, str],
+    ) -> RawProbe:
+        for src in step.support:
+            shutil.copyfile(src, workdir / src.name)
+        argv = self.command(env, step, workdir)
+        penv = {**self.environment(env, os.environ, step), **counters}
+        if step.file is None and os.sep not in argv[0]:
+            # Look the program up on the probe's PATH (the venv first), not envbisect's.
+            found = shutil.which(argv[0], path=penv["PATH"])
+            if found is None:
+                return RawProbe(
+                    returncode=127,
+                    timed_out=False,
+                    seconds=0.0,
+                    stderr_tail=f"envbisect: command not found: {argv[0]}",
+                    step=step.label,
+                )
+            argv[0] = found
+        raw = run_process(argv, cwd=workdir, env=penv, timeout=timeout, stop_signal=signal.SIGABRT)
+        return RawProbe(
+            returncode=raw.returncode,
+            timed_out=raw.timed_out,
+            seconds=raw.seconds,
+            stdout_tail=raw.stdout_tail,
+            stderr_tail=raw.stderr_tail,
+            step=step.label,
+        )
+
+    def steps_for_rerun(self, failing: str) -> Step | None:
+        """The step with that label (forensics re-runs only the step that crashed)."""
+        for s in self.steps:
+            if s.label == failing:
+                return s
+        return None
+
+
+# -- steps ------------------------------------------------------------------------------------
+
+
+def file_step(path: str, origin: Path) -> Step:
+    p = (origin / path).resolve()
+    if not p.is_file():
+        raise UsageError(
+            f"the repro file {path} does not exist",
+            hint="pass --repro PATH to a Python file, or give a command after --",
+            ref="repro-missing",
+        )
+    return Step(label=f"python -X faulthandler {p}", file=p, digest=_digest(p))
+
+
+def command_step(argv: list[str], origin: Path) -> Step:
+    if not argv:
+        raise UsageError(
+            "no repro given",
+            hint="pass --repro FILE, or a command after -- (e.g. -- python -c 'import datasets')",
+            ref="repro-missing",
+        )
+    # Each probe runs in its own directory: file arguments relative to where envbisect was
+    # started are made absolute, so that "-- python repro.py" still finds repro.py; their
+    # content is part of the repro's identity.
+    files: dict[int, Path] = {}
+    for i, arg in enumerate(argv[1:], 1):
+        if arg.startswith("-") or os.path.isabs(arg):
+            continue
+        p = origin / arg
+        if p.is_file():
+            files[i] = p.resolve()
+    resolved = tuple(str(files[i]) if i in files else a for i, a in enumerate(argv))
+    digest = hashlib.sha256(
+        json.dumps({a: _digest(p) for a, p in files.items()}, sort_keys=True).encode()
+    ).hexdigest()
+    return Step(label=shlex.join(argv), argv=resolved, digest=digest)
+
+
+def builtin_step(spec: str) -> Step:
+    name, _, arg = spec.partition(":")
+    if name not in BUILTINS:
+        known = ", ".join(f"{n}:ARGS" if BUILTINS[n][1] else n for n in sorted(BUILTINS))
+        raise UsageError(
+            f"no built-in probe named {name!r}",
+            hint=f"the probes are: {known}",
+            ref="unknown-probe",
+        )
+    script, needs_arg, _ = BUILTINS[name]
+    if needs_arg and not arg:
+        raise UsageError(
+            f"--probe {name} needs an argument",
+            hint=f"e.g. --probe {name}:datasets,pyarrow",
+            ref="unknown-probe",
+        )
+    folder = resources.files("envbisect.env.probes")
+    paths = tuple(Path(str(folder / f)) for f in (script, "_common.py"))
+    digest = hashlib.sha256(b"".join(p.read_bytes() for p in paths)).hexdigest()
+    return Step(
+        label=spec,
+        file=Path(script),  # relative: copied into the working directory, run from there
+        args=(arg,) if arg else (),
+        support=paths,
+        builtin=True,
+        digest=digest,
+    )
+
+
+def default_probes(package: str) -> list[str]:
+    """What ``envbisect run --package P`` probes when no repro is given."""
+    from packaging.utils import canonicalize_name
+
+    key = canonicalize_name(package)
+    probes = [f"import:{key}"]
+    if key in _DATASETS_PACKAGES:
+        probes.append("datasets-json")
+    if key in _TRAINING_PACKAGES:
+        probes.append("lora-step")
+    return probes
+
+
+def _digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()

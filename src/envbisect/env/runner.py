@@ -1,0 +1,133 @@
+"""Subprocess *mechanism*: own process group, timeout, escalating stop, capped output.
+
+No policy lives here (which interpreter, which flags, which environment variables: see
+``probe``). The contract: whatever happens (exit, crash, timeout, Ctrl-C in the parent), the
+whole process group is gone when ``run_process`` returns or raises.
+
+Probes may run in worker threads (``--jobs``). Their process groups are not in the terminal's
+foreground group, so Ctrl-C reaches only envbisect: the main thread then calls
+``interrupt_all()``, which kills every live group and makes every ``run_process`` in flight or
+about to start raise ``KeyboardInterrupt`` (nothing half-seen is classified or stored).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import tempfile
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import IO
+
+from envbisect.model import RawProbe
+
+TAIL_BYTES = 32 * 1024
+
+_live: set[int] = set()
+_live_lock = threading.Lock()
+_stopping = threading.Event()
+
+
+def interrupt_all() -> None:
+    """Kill every live probe group; every run in flight or starting raises KeyboardInterrupt."""
+    _stopping.set()
+    with _live_lock:
+        for pgid in list(_live):
+            _signal_group(pgid, signal.SIGKILL)
+
+
+def clear_interrupt() -> None:
+    """After an interrupted search has wound down (the next one in this process may run)."""
+    _stopping.clear()
+
+
+def interrupted() -> bool:
+    return _stopping.is_set()
+
+
+def run_process(
+    argv: Sequence[str],
+    *,
+    cwd: Path,
+    env: Mapping[str, str],
+    timeout: float,
+    stop_signal: int = signal.SIGTERM,
+    grace: float = 3.0,
+    tail_bytes: int = TAIL_BYTES,
+) -> RawProbe:
+    """Run ``argv`` in a new process group and wait at most ``timeout`` seconds.
+
+    On timeout the group gets ``stop_signal`` (SIGABRT makes faulthandler print every thread's
+    stack), then SIGKILL after ``grace`` seconds. stdout and stderr go to unlinked temporary
+    files (no pipe can fill up and block the child) and only their tails are kept.
+
+    Raises ``FileNotFoundError``/``PermissionError`` when ``argv[0]`` cannot be started;
+    ``KeyboardInterrupt`` is re-raised after the group is killed.
+    """
+    if _stopping.is_set():
+        raise KeyboardInterrupt
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        start = time.monotonic()
+        proc = subprocess.Popen(
+            list(argv),
+            cwd=cwd,
+            env=dict(env),
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=err,
+            start_new_session=True,
+        )
+        timed_out = False
+        with _live_lock:
+            _live.add(proc.pid)
+        try:
+            try:
+                proc.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                timed_out = True
+                _signal_group(proc.pid, stop_signal)
+                try:
+                    proc.wait(timeout=grace)
+                except subprocess.TimeoutExpired:
+                    _signal_group(proc.pid, signal.SIGKILL)
+                    proc.wait()
+        except BaseException:
+            # Ctrl-C (or anything else) in the parent: leave nothing running behind us.
+            _signal_group(proc.pid, signal.SIGKILL)
+            proc.wait()
+            raise
+        finally:
+            # Children the leader left behind (worker pools, daemons) go with it.
+            _signal_group(proc.pid, signal.SIGKILL)
+            with _live_lock:
+                _live.discard(proc.pid)
+        if _stopping.is_set():
+            raise KeyboardInterrupt  # killed by interrupt_all: not an outcome
+        seconds = time.monotonic() - start
+        return RawProbe(
+            returncode=proc.returncode,
+            timed_out=timed_out,
+            seconds=seconds,
+            stdout_tail=_tail(out, tail_bytes),
+            stderr_tail=_tail(err, tail_bytes),
+        )
+
+
+def _signal_group(pgid: int, sig: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, sig)
+
+
+def _tail(fh: IO[bytes], limit: int) -> str:
+    fh.flush()
+    size = fh.seek(0, os.SEEK_END)
+    fh.seek(max(0, size - limit))
+    data = fh.read()
+    text = data.decode("utf-8", errors="replace")
+    if size > limit:
+        text = f"[... {size - limit} bytes cut ...]\n" + text.split("\n", 1)[-1]
+    return text

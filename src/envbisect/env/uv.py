@@ -1,0 +1,352 @@
+"""Building candidate environments with uv.
+
+Who does what: ``find_uv`` locates the binary (the ``uv`` package's own API first, then PATH);
+``find_python`` asks uv for the interpreter the user named and ``inspect_target`` reads its
+facts; ``Materializer.build`` creates one fresh venv and installs one ``EnvSpec`` into it,
+then reads back what was actually installed from the venv's metadata (no subprocess).
+
+All environments share uv's cache (``UV_CACHE_DIR`` when set), so a warm environment is hard
+links, not copies. uv runs with ``--no-config`` and without the index environment variables:
+the indexes come from the ``EnvSpec`` only, so uv installs from exactly the indexes envbisect
+read its candidates from.
+"""
+
+from __future__ import annotations
+
+import email.parser
+import errno
+import json
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from envbisect.core.outcome import untestable
+from envbisect.core.target import FACTS_SCRIPT, Target
+from envbisect.env.runner import interrupted
+from envbisect.errors import DiskFull, IndexUnreachable, UsageError, UvMissing
+from envbisect.index.pytorch import is_official
+from envbisect.model import EnvSpec, IndexConfig, InstalledDist, Outcome
+from envbisect.redact import mask_text
+
+# Variables that would make uv read other indexes or policies than the EnvSpec says.
+_UV_ENV_DROP = (
+    "UV_INDEX_URL",
+    "UV_EXTRA_INDEX_URL",
+    "UV_DEFAULT_INDEX",
+    "UV_INDEX",
+    "UV_FIND_LINKS",
+    "UV_NO_INDEX",
+    "UV_INDEX_STRATEGY",
+    "UV_EXCLUDE_NEWER",
+    "UV_PRERELEASE",
+    "UV_NO_BINARY",
+    "UV_ONLY_BINARY",
+    "UV_NO_BUILD",
+    "UV_CONSTRAINT",
+    "UV_OVERRIDE",
+    "UV_BUILD_CONSTRAINT",
+    "UV_TORCH_BACKEND",
+    "UV_RESOLUTION",
+    "UV_PYTHON",
+    "UV_SYSTEM_PYTHON",
+    "VIRTUAL_ENV",
+    "CONDA_PREFIX",
+)
+_UNRESOLVABLE = (
+    "No solution found",
+    "not found in the package registry",
+    "not found in the provided package locations",
+    "Failed to build",
+    "has no wheels",
+    "no wheels with a matching",
+    "only-binary",
+    "--no-build",
+    "is not available for",
+    "requires-python",
+    "Failed to parse",
+)
+_NETWORK = (
+    "error sending request",
+    "dns error",
+    "Connection refused",
+    "connection closed",
+    "operation timed out",
+    "tcp connect error",
+    "Could not connect",
+    "Request failed after",
+)
+
+
+def index_args(indexes: IndexConfig, *, only_binary: bool) -> list[str]:
+    """uv's flags for exactly the indexes envbisect reads (install and compile alike)."""
+    args = ["--index-url", indexes.index_url]
+    for url in indexes.extra_index_urls:
+        args += ["--extra-index-url", url]
+    for link in indexes.find_links:
+        args += ["--find-links", link]
+    torch = indexes.torch_index
+    if torch and is_official(torch):
+        # uv knows PyTorch's layout: torch packages from that folder, the rest elsewhere.
+        args += ["--torch-backend", torch.rstrip("/").rsplit("/", 1)[1]]
+    elif torch:
+        # A mirror: consulted first (uv's first-index rule), as envbisect reads it.
+        args += ["--extra-index-url", torch]
+    if only_binary:
+        args += ["--only-binary", ":all:"]
+    return args
+
+
+def find_uv() -> str:
+    """The uv binary: from the installed ``uv`` package, else from PATH."""
+    try:
+        import uv
+
+        path = str(uv.find_uv_bin())
+        if os.path.isfile(path):
+            return path
+    except (ImportError, AttributeError, FileNotFoundError):
+        pass
+    found = shutil.which("uv")
+    if found:
+        return found
+    raise UvMissing(
+        "uv is not installed",
+        hint="pip install uv (envbisect depends on it; reinstalling envbisect brings it back)",
+    )
+
+
+def uv_env(cache_dir: str | None = None) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in _UV_ENV_DROP}
+    env["UV_NO_PROGRESS"] = "1"
+    env.setdefault("NO_COLOR", "1")
+    if cache_dir:
+        env["UV_CACHE_DIR"] = cache_dir
+    return env
+
+
+def find_python(uv: str, request: str | None) -> str:
+    """The interpreter uv finds for ``request`` (a version such as 3.11, or a path).
+
+    With no request, uv's default: the first Python on PATH (a virtualenv's when one is active).
+    """
+    if request and os.sep in request and os.path.exists(request):
+        return request
+    proc = subprocess.run(
+        [uv, "python", "find", "--no-config", "--no-project", *([request] if request else [])],
+        capture_output=True,
+        text=True,
+        env=uv_env(),
+    )
+    if proc.returncode != 0 or not proc.stdout.strip():
+        raise UsageError(
+            f"no Python interpreter matches --python {request}"
+            if request
+            else "uv finds no Python interpreter on this machine",
+            hint=f"install one (uv python install {request or '3.12'}) "
+            "or pass --python with the path of an interpreter",
+            ref="python-not-found",
+        )
+    return proc.stdout.strip().splitlines()[-1]
+
+
+def run_python_json(
+    python: str, script: str, *args: str, timeout: float = 60.0, doing: str = "starting"
+) -> Any:
+    """Run ``script`` with ``python -I`` and return the JSON object it prints.
+
+    An interpreter that cannot run, or a script that fails, is a ``UsageError``: the user
+    named that interpreter."""
+    hint = "pass --python with a version uv can find, or the path of a working interpreter"
+    try:
+        proc = subprocess.run(
+            [python, "-I", "-c", script, *args], capture_output=True, text=True, timeout=timeout
+        )
+    except (OSError, subprocess.TimeoutExpired) as e:
+        raise UsageError(f"cannot run {python}: {e}", hint=hint, ref="python-broken") from e
+    if proc.returncode != 0:
+        last = (proc.stderr.strip().splitlines() or [f"exit {proc.returncode}"])[-1]
+        raise UsageError(f"{python} failed while {doing}: {last}", hint=hint, ref="python-broken")
+    return json.loads(proc.stdout)
+
+
+def inspect_target(python: str) -> Target:
+    """Read the facts wheel selection needs off the target interpreter itself."""
+    return Target.from_facts(run_python_json(python, FACTS_SCRIPT))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BuiltEnv:
+    path: Path
+    python: Path
+    bin_dir: Path
+    installed: tuple[InstalledDist, ...]
+    seconds: float
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BuildFailed:
+    outcome: Outcome  # always UNTESTABLE
+    seconds: float
+
+
+class Materializer:
+    """Creates fresh uv virtualenvs under ``envs_dir``, one per ``build`` call."""
+
+    def __init__(self, uv: str, envs_dir: Path, *, cache_dir: str | None = None) -> None:
+        self.uv = uv
+        self.envs_dir = envs_dir
+        self.cache_dir = cache_dir
+
+    def build(self, spec: EnvSpec, python: str) -> BuiltEnv | BuildFailed:
+        """Create a venv for ``python`` and install ``spec`` into it.
+
+        An environment that cannot be resolved or installed is a ``BuildFailed`` (untestable);
+        a network failure raises ``IndexUnreachable`` and a full disk ``DiskFull``, because
+        those say nothing about the candidate.
+        """
+        start = time.monotonic()
+        try:
+            self.envs_dir.mkdir(parents=True, exist_ok=True)
+            path = Path(tempfile.mkdtemp(prefix=f"{spec.env_id}-", dir=self.envs_dir))
+        except OSError as e:
+            raise _os_error(e, self.envs_dir) from e
+        try:
+            return self._build(spec, python, path, start)
+        except BaseException:
+            # Ctrl-C or an infrastructure error mid-build: no half-built environment stays.
+            self.remove(path)
+            raise
+
+    def _build(
+        self, spec: EnvSpec, python: str, path: Path, start: float
+    ) -> BuiltEnv | BuildFailed:
+        env = uv_env(self.cache_dir)
+        venv = self._run(
+            [
+                self.uv,
+                "venv",
+                str(path),
+                "--python",
+                python,
+                "--no-project",
+                "--no-config",
+                "--quiet",
+                "--allow-existing",
+            ],
+            env,
+        )
+        if venv.returncode != 0:
+            self.remove(path)
+            return self._failed(venv.stderr, start, what="creating the virtualenv")
+        vpython = _venv_python(path)
+        args = [self.uv, "pip", "install", "--python", str(vpython), "--no-config", "--quiet"]
+        args += index_args(spec.indexes, only_binary=spec.only_binary)
+        if spec.exclude_newer:
+            args += ["--exclude-newer", spec.exclude_newer]
+        if spec.prerelease:
+            args += ["--prerelease", "allow"]
+        args += ["--", *spec.requirements]
+        install = self._run(args, env)
+        if install.returncode != 0:
+            self.remove(path)
+            return self._failed(install.stderr, start, what="installing")
+        return BuiltEnv(
+            path=path,
+            python=vpython,
+            bin_dir=vpython.parent,
+            installed=read_installed(path),
+            seconds=time.monotonic() - start,
+        )
+
+    def remove(self, path: Path) -> None:
+        shutil.rmtree(path, ignore_errors=True)
+
+    def _run(self, args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+        try:
+            proc = subprocess.run(args, capture_output=True, text=True, env=env)
+        except FileNotFoundError as e:
+            raise UvMissing(f"uv is not installed at {self.uv}", hint="pip install uv") from e
+        if proc.returncode in (-signal.SIGINT, 128 + signal.SIGINT) or interrupted():
+            # uv shares our process group: Ctrl-C reached it too (in a --jobs worker thread,
+            # before the main thread could say so). Not a failed build: an interruption.
+            raise KeyboardInterrupt
+        return proc
+
+    def _failed(self, stderr: str, start: float, *, what: str) -> BuildFailed:
+        text = mask_text(stderr.strip())
+        if "No space left on device" in text or "os error 28" in text:
+            raise DiskFull(
+                f"the disk is full while {what} an environment in {self.envs_dir}",
+                hint="free some space or pass --results on another disk; finished probes are kept",
+            )
+        if not any(p in text for p in _UNRESOLVABLE) and any(p in text for p in _NETWORK):
+            raise IndexUnreachable(
+                f"uv could not reach the index while {what}: {_first_error_line(text)}",
+                hint="check the network and the index URL; a rerun reuses finished probes",
+            )
+        return BuildFailed(
+            outcome=untestable(f"uv failed {what}: {_first_error_line(text)}", detail=text),
+            seconds=time.monotonic() - start,
+        )
+
+
+def _first_error_line(text: str) -> str:
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    for ln in lines:
+        if ln.startswith("╰─▶") or ln.startswith("Because"):
+            return ln.lstrip("╰─▶ ").strip()
+    for ln in lines:
+        low = ln.lower()
+        if low.startswith(("error", "×", "x ")):
+            return ln.lstrip("×x ").strip()
+    return lines[0] if lines else "no output"
+
+
+def _os_error(e: OSError, where: Path) -> Exception:
+    if e.errno == errno.ENOSPC:
+        return DiskFull(
+            f"the disk holding {where} is full",
+            hint="free some space or pass --results on another disk; finished probes are kept",
+        )
+    return UsageError(
+        f"cannot create environments in {where}: {e.strerror}",
+        hint="pass a writable --results directory",
+        ref="results-not-writable",
+    )
+
+
+def _venv_python(path: Path) -> Path:
+    if os.name == "nt":
+        return path / "Scripts" / "python.exe"
+    return path / "bin" / "python"
+
+
+def read_installed(venv: Path) -> tuple[InstalledDist, ...]:
+    """What a venv holds, from its ``*.dist-info/METADATA`` files."""
+    found: dict[str, InstalledDist] = {}
+    parser = email.parser.HeaderParser()
+    for site in _site_packages(venv):
+        for info in sorted(site.glob("*.dist-info")):
+            meta = info / "METADATA"
+            if not meta.is_file():
+                continue
+            with meta.open(encoding="utf-8", errors="replace") as fh:
+                headers = parser.parse(fh)
+            name, version = headers.get("Name"), headers.get("Version")
+            if name and version:
+                found[name.lower()] = InstalledDist(name=str(name), version=str(version))
+    return tuple(sorted(found.values(), key=lambda d: d.name.lower()))
+
+
+def _site_packages(venv: Path) -> list[Path]:
+    if os.name == "nt":
+        return [venv / "Lib" / "site-packages"]
+    return sorted(venv.glob("lib/python*/site-packages")) + sorted(
+        venv.glob("lib64/python*/site-packages")
+    )

@@ -1,0 +1,104 @@
+"""uv as the planner's second opinion: the same question, answered by ``uv pip compile``.
+
+resolvelib backtracks one pin at a time; on a large pin set with a conflict deep down it can
+run for minutes where uv's PubGrub answers in seconds. ``plan()`` hands such a question here
+(``Fallback``) after ``MAX_ROUNDS``. The inputs are the same: requirements, constraints, the
+target interpreter, the indexes, wheels only; the policy is translated: ``contemporary`` is
+``--exclude-newer``, ``baseline`` seeds the output file, whose versions uv prefers.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import tempfile
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+
+from packaging.requirements import Requirement
+from packaging.specifiers import SpecifierSet
+from packaging.utils import NormalizedName, canonicalize_name
+from packaging.version import InvalidVersion, Version
+
+from envbisect.core.plan import Plan, Policy, Unresolvable, moved
+from envbisect.env.uv import index_args, uv_env
+from envbisect.errors import IndexUnreachable
+from envbisect.model import IndexConfig
+from envbisect.redact import mask_text
+
+_PIN = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)(?:\[[^\]]*\])?==([^\s;\\]+)")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class UvFallback:
+    uv: str
+    python: str
+    indexes: IndexConfig
+    only_binary: bool = True
+
+    def __call__(
+        self,
+        requirements: Sequence[Requirement],
+        *,
+        policy: Policy,
+        baseline: Mapping[NormalizedName, Version],
+        cutoff: datetime | None,
+        constraints: Mapping[NormalizedName, SpecifierSet],
+        pre: bool,
+        user_names: frozenset[NormalizedName],
+    ) -> Plan | Unresolvable:
+        with tempfile.TemporaryDirectory(prefix="envbisect-uvplan-") as tmp:
+            folder = Path(tmp)
+            reqs = folder / "requirements.in"
+            reqs.write_text("".join(f"{r}\n" for r in requirements))
+            cons = folder / "constraints.txt"
+            cons.write_text("".join(f"{n}{s}\n" for n, s in constraints.items() if str(s)))
+            out = folder / "requirements.txt"
+            if policy is Policy.BASELINE:
+                out.write_text("".join(f"{n}=={v}\n" for n, v in baseline.items()))
+            args = [self.uv, "pip", "compile", "--no-config", "-q", "--python", self.python,
+                    "--no-header", "--no-annotate", "-c", str(cons), "-o", str(out)]  # fmt: skip
+            args += index_args(self.indexes, only_binary=self.only_binary)
+            if policy is Policy.CONTEMPORARY and cutoff is not None:
+                args += ["--exclude-newer", cutoff.isoformat()]
+                for name in user_names:  # what the user pinned exactly, whatever its date
+                    args += ["--exclude-newer-package", f"{name}=2999-01-01T00:00:00Z"]
+            if pre:
+                args += ["--prerelease", "allow"]
+            proc = subprocess.run([*args, str(reqs)], capture_output=True, text=True,
+                                  env=uv_env())  # fmt: skip
+            if proc.returncode != 0:
+                text = mask_text(proc.stderr.strip())
+                if "No solution found" not in text and "unsatisfiable" not in text:
+                    last = text.splitlines()[-1] if text else "no output"
+                    raise IndexUnreachable(
+                        f"uv could not plan the environment: {last}",
+                        hint="check the network and the indexes; finished probes are kept",
+                    )
+                return Unresolvable(
+                    reason="uv: " + _explanation(text), visited=(("uv", "pip compile"),)
+                )
+            pins = parse_pins(out.read_text())
+        return Plan(pins=pins, moved=moved(baseline, pins, user_names),
+                    visited=(("uv", "pip compile"),))  # fmt: skip
+
+
+def parse_pins(text: str) -> dict[NormalizedName, Version]:
+    pins: dict[NormalizedName, Version] = {}
+    for line in text.splitlines():
+        m = _PIN.match(line.strip())
+        if m:
+            try:
+                pins[canonicalize_name(m.group(1))] = Version(m.group(2))
+            except InvalidVersion:
+                continue
+    return pins
+
+
+def _explanation(stderr: str) -> str:
+    """uv's PubGrub explanation on one line."""
+    lines = [ln.strip() for ln in stderr.splitlines() if ln.strip()]
+    body = [ln.removeprefix("╰─▶").strip() for ln in lines if not ln.startswith(("×", "error"))]
+    return " ".join(body) or (lines[-1] if lines else "no solution")

@@ -1,0 +1,225 @@
+"""The unit of work an executor ships: build one environment, run the repro in it, classify.
+
+Who does what: ``uv.Materializer`` builds the venv; the ``Repro`` runs its steps in it (through
+the runner: own process group, timeout with SIGABRT first so faulthandler speaks, then
+SIGKILL); ``outcome.classify`` decides each run; on a crash ``forensics`` re-runs the crashing
+step under gdb for the native side; ``envreport`` records what the environment was. The
+worker touches no store: the controller looked the environment up before it made the task
+(``earlier`` is what the store already had) and records what comes back.
+
+A ``ProbeTask`` is frozen and picklable, so the same function runs in a thread, in another
+process, or on another machine; what it needs of the machine (uv, the interpreter, gdb,
+nvidia-smi) it finds there, once per process.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import shutil
+from dataclasses import dataclass, replace
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from envbisect import __version__
+from envbisect.core.outcome import classify, failed, representative
+from envbisect.env import envreport, forensics
+from envbisect.env.repro import Repro
+from envbisect.env.runner import interrupted
+from envbisect.env.uv import BuildFailed, BuiltEnv, Materializer, find_python, find_uv
+from envbisect.errors import UsageError
+from envbisect.model import (
+    EnvSpec,
+    InstalledDist,
+    Outcome,
+    OutcomeKind,
+    ProbeRecord,
+    installed_hash,
+)
+
+NATIVE_BACKTRACE = ("auto", "always", "never")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ProbeTask:
+    """Everything one probe needs, as data.
+
+    ``runs`` is how many runs the environment should have in all; ``earlier`` is the stored
+    record of the runs it already has (its missing runs are made, numbered after them).
+    ``python`` is an interpreter request: the controller's path, which a node that lacks it
+    replaces with the version (``spec.python`` says what the interpreter must be).
+    """
+
+    spec: EnvSpec
+    repro: Repro
+    python: str
+    python_version: str
+    envs_dir: Path
+    runs: int = 1
+    earlier: ProbeRecord | None = None
+    timeout: float = 600.0
+    keep_envs: bool = False
+    native_backtrace: str = "auto"
+    uv: str | None = None
+
+
+def run_task(task: ProbeTask) -> ProbeRecord:
+    """Build, run and classify; the record of every run the environment now has.
+
+    A record equal to ``task.earlier`` means nothing new was seen (an environment that built
+    before and fails to build now keeps what was seen). Ctrl-C, or the executor cancelling,
+    raises ``KeyboardInterrupt``: a run cut short says nothing, and nothing is returned.
+    """
+    rec = task.earlier
+    earlier = rec.all_runs if rec is not None else ()
+    started = rec.started_at if rec is not None else _now()
+    uv = _uv(task.uv)
+    python = _python(uv, task.python, task.python_version)
+    materializer = Materializer(uv, task.envs_dir)
+    built = materializer.build(task.spec, python)
+    installed: tuple[InstalledDist, ...] = ()
+    report: dict[str, Any] | None = rec.env_report if rec is not None else None
+    if isinstance(built, BuildFailed):
+        if rec is not None:  # it built before: keep what was seen, do not overwrite it
+            return rec
+        outcome, probe_s, build_s = built.outcome, 0.0, built.seconds
+        out_tail = err_tail = ""
+        seen: list[Outcome] = [outcome]
+    else:
+        seen = list(earlier)
+        probe_s = rec.probe_seconds if rec is not None else 0.0
+        tails = (rec.stdout_tail, rec.stderr_tail) if rec is not None else ("", "")
+        try:
+            for r in range(len(earlier), task.runs):
+                workdir = built.path / ("envbisect-work" if r == 0 else f"envbisect-work-{r}")
+                raw = task.repro.run(
+                    built, workdir=workdir, timeout=task.timeout, run=r, repeat=task.runs
+                )
+                outcome = classify(raw)
+                first_failure = not any(failed(o) for o in seen)
+                if outcome.kind is OutcomeKind.CRASH and first_failure:
+                    outcome = _forensics(task, built, outcome, workdir)
+                # The environment's own path says nothing and differs every time.
+                outcome = replace(
+                    outcome,
+                    signature=outcome.signature.replace(str(built.path), "<env>"),
+                    detail=outcome.detail.replace(str(built.path), "<env>"),
+                )
+                seen.append(outcome)
+                probe_s += raw.seconds
+                if (not tails[0] and not tails[1]) or (failed(outcome) and first_failure):
+                    tails = (raw.stdout_tail, raw.stderr_tail)
+                if outcome.kind is OutcomeKind.UNTESTABLE:
+                    break
+            if report is None:
+                report = _report(built)
+        finally:
+            if not task.keep_envs:
+                materializer.remove(built.path)
+        installed, build_s = built.installed, built.seconds
+        out_tail, err_tail = tails
+        outcome = representative(seen)
+        if rec is not None and failed(rec.outcome):
+            outcome = rec.outcome  # the stored first failure, with its detail and gdb frames
+    if interrupted():
+        raise KeyboardInterrupt  # a run cut short by Ctrl-C says nothing: keep nothing
+    return ProbeRecord(
+        env_id=task.spec.env_id,
+        repro_id=task.repro.repro_id,
+        spec=task.spec.to_dict(),
+        installed=installed,
+        installed_hash=installed_hash(installed),
+        outcome=outcome,
+        stdout_tail=out_tail,
+        stderr_tail=err_tail,
+        build_seconds=build_s,
+        probe_seconds=probe_s,
+        timeout=task.timeout,
+        started_at=started,
+        envbisect_version=__version__,
+        env_report=report,
+        runs=tuple(seen) if len(seen) > 1 else (),
+    )
+
+
+def check_native_backtrace(mode: str) -> str | None:
+    """gdb's path for ``--native-backtrace mode`` (None: crashes get no native frames)."""
+    gdb = forensics.gdb_path() if mode != "never" else None
+    if mode == "always" and gdb is None:
+        raise UsageError(
+            "--native-backtrace always needs gdb, and gdb is not installed",
+            hint="install gdb (apt install gdb), or use --native-backtrace auto",
+            ref="gdb-missing",
+        )
+    return gdb
+
+
+# What a process finds once and keeps: uv, interpreters, gdb, the GPUs.
+
+
+@functools.cache
+def _uv(given: str | None) -> str:
+    return given if given and os.path.exists(given) else find_uv()
+
+
+@functools.cache
+def _python(uv: str, request: str, version: str) -> str:
+    if os.path.exists(request):
+        return request
+    return find_python(uv, version)
+
+
+@functools.cache
+def _gdb(mode: str) -> str | None:
+    return check_native_backtrace(mode)
+
+
+@functools.lru_cache(maxsize=1)
+def _nvidia() -> dict[str, Any] | None:
+    return envreport.read_nvidia_smi()
+
+
+def _forensics(task: ProbeTask, env: BuiltEnv, outcome: Outcome, workdir: Path) -> Outcome:
+    gdb = _gdb(task.native_backtrace)
+    if gdb is None:
+        return outcome
+    repro = task.repro
+    step = repro.steps_for_rerun(outcome.step)
+    if step is None:
+        return outcome
+    argv = repro.command(env, step, workdir)
+    if step.file is None:
+        exe = shutil.which(argv[0], path=repro.environment(env, os.environ, step)["PATH"])
+        if exe is None or not _is_elf(exe):
+            return outcome  # a shell script: gdb would follow the shell, not the crash
+        argv[0] = exe
+    trace = forensics.capture(
+        argv,
+        cwd=workdir,
+        env=repro.environment(env, os.environ, step),
+        timeout=min(task.timeout, 300.0),
+        gdb=gdb,
+    )
+    return forensics.enrich(outcome, trace) if trace is not None else outcome
+
+
+def _report(env: BuiltEnv) -> dict[str, Any] | None:
+    try:
+        report = envreport.collect(str(env.python), deep=False, timeout=60)
+    except UsageError:
+        return None
+    report["nvidia"] = _nvidia()
+    return report
+
+
+def _is_elf(path: str) -> bool:
+    try:
+        with open(os.path.realpath(path), "rb") as fh:
+            return fh.read(4) == b"\x7fELF"
+    except OSError:
+        return False
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")

@@ -1,0 +1,18 @@
+"""Executors: where probe tasks run. One interface; a local pool is the default.
+
+``Executor.submit(task)`` returns a ``concurrent.futures.Future`` of the task's
+``ProbeRecord``; ``cancel_all()`` stops every task in flight (their process groups are
+killed, nothing half-seen comes back) and drops the queued ones. A worker touches no store:
+the controller (the session) records what comes back.
+
+    local     threads in this process (the default): no pickling, live probe groups killed
+              directly on Ctrl-C
+    process   a pool of worker processes: every task and record crosses a pickle, as it
+              would to another machine (the seam a cluster executor plugs into)
+"""
+
+from __future__ import annotations
+
+from envbisect.exec.base import EXECUTORS, Executor, make_executor
+
+__all__ = ["EXECUTORS", "Executor", "make_executor"]

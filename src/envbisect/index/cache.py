@@ -1,0 +1,193 @@
+"""The index client's on-disk cache: entry formats, freshness, atomic writes.
+
+Who does what: ``IndexClient`` (index.py) decides when to read, revalidate and write; this module
+says where entries live, what they hold and how long a page stays fresh. It never makes a
+request.
+
+The cache is shared between runs and processes. Project pages are kept with their validators,
+served without a request while fresh (Cache-Control max-age, less the Age the answer already
+had), revalidated when stale (a 304 reuses the body). METADATA texts are kept by file URL,
+forever (an index's files never change). Whole wheels are never kept, only the METADATA read out
+of them. Entries are JSON, written to a temp file and renamed into place, so readers see the old
+entry or the new one, never half of one; an unreadable entry is a miss. File names hash the URL
+without its credentials, so no password reaches the disk.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import tempfile
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from envbisect.redact import strip_credentials
+
+# Folder names carry a format version: a new layout never misreads an old one.
+PAGES = "pages-v1"
+METADATA = "metadata-v1"
+
+
+def default_cache_dir(environ: Mapping[str, str] | None = None) -> Path:
+    """Where the on-disk cache lives unless told: ``$ENVBISECT_CACHE_DIR``, else
+    ``$XDG_CACHE_HOME/envbisect``, else ``~/.cache/envbisect``. ``environ`` defaults to
+    ``os.environ``."""
+    env = os.environ if environ is None else environ
+    if env.get("ENVBISECT_CACHE_DIR"):
+        return Path(env["ENVBISECT_CACHE_DIR"]).expanduser()
+    if env.get("XDG_CACHE_HOME"):
+        return Path(env["XDG_CACHE_HOME"]).expanduser() / "envbisect"
+    return Path.home() / ".cache" / "envbisect"
+
+
+@dataclass(slots=True)
+class IndexStats:
+    """What a client cost, for benchmarks. Mutable; ``add`` is safe under threads.
+
+    ``requests``: HTTP responses received (each retry counts); ``bytes_fetched``: body bytes
+    off the network, as sent (before decompression); ``cache_hits``: answers served from the
+    disk cache without a request; ``revalidated``: stale pages the index confirmed with a 304.
+    """
+
+    requests: int = 0
+    bytes_fetched: int = 0
+    cache_hits: int = 0
+    revalidated: int = 0
+    _lock: threading.Lock = field(
+        default_factory=threading.Lock, init=False, repr=False, compare=False
+    )
+
+    def add(
+        self,
+        *,
+        requests: int = 0,
+        bytes_fetched: int = 0,
+        cache_hits: int = 0,
+        revalidated: int = 0,
+    ) -> None:
+        with self._lock:
+            self.requests += requests
+            self.bytes_fetched += bytes_fetched
+            self.cache_hits += cache_hits
+            self.revalidated += revalidated
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Page:
+    """A project page as fetched or cached: enough to parse it and to revalidate it."""
+
+    url: str  # after redirects, without credentials: relative links resolve against it
+    status: int  # 200, or 404: this index does not have the project
+    content_type: str = ""
+    body: str = ""
+    etag: str | None = None
+    last_modified: str | None = None
+    fetched: float = 0.0  # clock time the answer was fresh from the origin (Age subtracted)
+    max_age: float = 0.0
+
+
+def page_from_entry(entry: object) -> Page | None:
+    """The page a ``PAGES`` entry holds, or None for anything that is not one."""
+    if not isinstance(entry, dict):
+        return None
+    try:
+        page = Page(**entry)
+    except TypeError:
+        return None
+    ok = (
+        isinstance(page.url, str)
+        and isinstance(page.status, int)
+        and isinstance(page.content_type, str)
+        and isinstance(page.body, str)
+        and isinstance(page.fetched, int | float)
+        and isinstance(page.max_age, int | float)
+    )
+    return page if ok else None
+
+
+def metadata_entry(url: str, text: str) -> dict[str, Any]:
+    """The ``METADATA`` entry for the METADATA ``text`` of the file at ``url``."""
+    return {"url": url, "sha256": _sha256(text.encode()), "metadata": text}
+
+
+def metadata_from_entry(entry: object, url: str) -> str | None:
+    """The METADATA text a ``METADATA`` entry holds for ``url``, or None (a miss)."""
+    if isinstance(entry, dict) and entry.get("url") == url:
+        text = entry.get("metadata")
+        if isinstance(text, str) and entry.get("sha256") == _sha256(text.encode()):
+            return text
+    return None
+
+
+# Freshness for a page that says nothing about it (no Cache-Control, no validators: some
+# proxies strip them). RFC 9111 4.2.2 lets a cache pick a heuristic; this is PyPI's own max-age.
+HEURISTIC_MAX_AGE = 600.0
+
+
+def freshness(headers: httpx.Headers, now: float) -> tuple[float, float, bool]:
+    """(fetched, max_age, storable) from Cache-Control and Age (RFC 9111, the parts we use)."""
+    silent = "cache-control" not in headers and not (
+        headers.get("etag") or headers.get("last-modified")
+    )
+    max_age, no_cache, store = (HEURISTIC_MAX_AGE if silent else 0.0), False, True
+    for part in headers.get("cache-control", "").lower().split(","):
+        name, _, value = part.strip().partition("=")
+        if name == "max-age":
+            with contextlib.suppress(ValueError):
+                max_age = max(0.0, float(value.strip('"')))
+        elif name == "no-cache":
+            no_cache = True
+        elif name == "no-store":
+            store = False
+    age = 0.0
+    with contextlib.suppress(ValueError):
+        age = max(0.0, float(headers.get("age", "0")))
+    return now - age, 0.0 if no_cache else max_age, store
+
+
+class DiskCache:
+    """JSON entries named by a hash of the URL without credentials; atomic writes."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+
+    def path(self, kind: str, url: str) -> Path:
+        digest = hashlib.sha256(strip_credentials(url).encode()).hexdigest()
+        return self.root / kind / digest[:2] / f"{digest}.json"
+
+    def read(self, kind: str, url: str) -> object:
+        try:
+            return json.loads(self.path(kind, url).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None  # missing, unreadable or damaged: a miss, refetched and rewritten
+
+    def write(self, kind: str, url: str, entry: dict[str, Any]) -> None:
+        path = self.path(kind, url)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".json")
+        except OSError:
+            return  # a cache that cannot be written only makes the next run slower
+        done = False
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                json.dump(entry, fh)
+            os.replace(tmp, path)
+            done = True
+        except OSError:
+            pass
+        finally:
+            if not done:  # also on Ctrl-C: never leave a temp file behind
+                with contextlib.suppress(OSError):
+                    os.unlink(tmp)
+
+
+def _sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()

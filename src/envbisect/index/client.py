@@ -1,0 +1,676 @@
+"""Reading package indexes: the Simple API (PEP 691 JSON, PEP 503 HTML), core metadata
+(PEP 658/714) and find-links folders.
+
+Index precedence follows uv's default ``first-index`` strategy, so that the versions envbisect
+plans over are the ones uv will install: the extra indexes in the order given, then the main
+index; the first index that knows the project supplies all of its files. Files found in
+``--find-links`` folders are added to those (uv merges flat indexes the same way).
+
+Network errors are retried with exponential backoff, then raised as ``IndexUnreachable`` naming
+the URL with any credentials masked. Tests swap the httpx *transport*, never the client.
+
+Two caches: in memory, per client, each project page and each metadata file is read once per
+run, also under threads (a lock per key: two threads never fetch the same page at once); on
+disk (``cache_dir``, see index_cache.py), pages while fresh and METADATA texts forever, shared
+between runs. ``offline=True`` answers from the disk cache only, whatever the age of the entries.
+
+Who does what: ``IndexClient`` makes the requests and decides when to use each cache;
+index_cache.py keeps the disk entries, wheelmeta.py reads METADATA out of wheels and checks
+hashes, redact.py masks credentials (re-exported here with the cache's public names).
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass, replace
+from datetime import datetime
+from html.parser import HTMLParser
+from pathlib import Path
+from typing import IO, Any, TypeVar
+from urllib.parse import unquote, urldefrag, urljoin, urlsplit
+from urllib.request import url2pathname
+
+import httpx
+from packaging.utils import canonicalize_name
+from packaging.version import InvalidVersion, Version
+
+from envbisect import __version__
+from envbisect.core.candidates import file_version
+from envbisect.errors import (
+    IndexUnreachable,
+    InfrastructureError,
+    UnknownPackage,
+    UnknownVersion,
+    UsageError,
+)
+from envbisect.index.cache import (
+    METADATA,
+    PAGES,
+    DiskCache,
+    IndexStats,
+    Page,
+    default_cache_dir,
+    freshness,
+    metadata_entry,
+    metadata_from_entry,
+    page_from_entry,
+)
+from envbisect.index.pytorch import TORCH_PACKAGES, fill_upload_times
+from envbisect.index.wheelmeta import (
+    RangeFile,
+    local_metadata,
+    read_wheel_metadata,
+    stream_sha256,
+    verified,
+)
+from envbisect.model import DistFile, IndexConfig
+from envbisect.redact import mask_text, mask_url, strip_credentials
+
+# Public names, including those defined elsewhere and kept importable from here.
+__all__ = [
+    "ACCEPT",
+    "IndexClient",
+    "IndexStats",
+    "ProjectFiles",
+    "default_cache_dir",
+    "local_sha256",
+    "mask_text",
+    "mask_url",
+    "parse_simple_html",
+    "parse_simple_json",
+    "strip_credentials",
+]
+
+ACCEPT = (
+    "application/vnd.pypi.simple.v1+json, "
+    "application/vnd.pypi.simple.v1+html;q=0.2, "
+    "text/html;q=0.01"
+)
+_JSON = "application/vnd.pypi.simple.v1+json"
+_HTML = ("text/html", "application/vnd.pypi.simple.v1+html", "")
+_FILE_HEADERS = {"Accept": "*/*"}
+_RETRY_STATUS = {429, 500, 502, 503, 504}
+_NOT_AN_INDEX = "is this URL a package index (PEP 503/691)? PyPI's is https://pypi.org/simple"
+
+_T = TypeVar("_T")
+_R = TypeVar("_R")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ProjectFiles:
+    name: str
+    files: tuple[DistFile, ...]
+    source: str  # the (masked) index URL or folder the files came from
+
+
+class _KeyedLocks:
+    """One lock per key, so that one thing is fetched once while other things go ahead."""
+
+    def __init__(self) -> None:
+        self._guard = threading.Lock()
+        self._locks: dict[str, threading.Lock] = {}
+
+    def __call__(self, key: str) -> threading.Lock:
+        with self._guard:
+            return self._locks.setdefault(key, threading.Lock())
+
+
+def _offline_miss(url: str) -> InfrastructureError:
+    return InfrastructureError(
+        f"offline, and {mask_url(url)} is not in the cache",
+        hint="run once online with the same cache directory to fill it",
+        ref="offline-miss",
+    )
+
+
+class IndexClient:
+    """Reads project file lists and core metadata from the configured indexes.
+
+    One instance per run; safe to share between threads. ``cache_dir`` turns on the disk
+    cache, ``offline`` answers from it alone, ``clock`` is the time the cache ages by.
+    """
+
+    def __init__(
+        self,
+        config: IndexConfig,
+        *,
+        transport: httpx.BaseTransport | None = None,
+        retries: int = 3,
+        backoff: float = 0.5,
+        timeout: float = 30.0,
+        cache_dir: Path | None = None,
+        offline: bool = False,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.config = config
+        self.retries = max(1, retries)
+        self.backoff = backoff
+        self.offline = offline
+        self.stats = IndexStats()
+        self._clock = clock
+        self._cache = DiskCache(Path(cache_dir)) if cache_dir is not None else None
+        self._client = httpx.Client(
+            transport=transport,
+            timeout=timeout,
+            follow_redirects=True,
+            headers={"User-Agent": f"envbisect/{__version__}", "Accept": ACCEPT},
+        )
+        self._memo: dict[str, ProjectFiles] = {}
+        self._metadata: dict[str, str] = {}
+        self._locks = _KeyedLocks()
+
+    def close(self) -> None:
+        self._client.close()
+
+    def __enter__(self) -> IndexClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def index_urls(self) -> list[str]:
+        """Indexes in the order uv consults them (extra indexes take priority)."""
+        return [*self.config.extra_index_urls, self.config.index_url]
+
+    def project_files(self, name: str) -> ProjectFiles:
+        """All files of ``name``: the first index that has it, plus find-links folders.
+
+        Raises ``UnknownPackage`` when no index and no folder has the project.
+        """
+        key = canonicalize_name(name)
+        with self._locks(f"project:{key}"):
+            if key not in self._memo:
+                self._memo[key] = self._project_files(name, key)
+            return self._memo[key]
+
+    def project_files_many(
+        self, names: Iterable[str], *, max_workers: int = 8
+    ) -> dict[str, ProjectFiles]:
+        """``project_files`` of each name (keys as given) on at most ``max_workers`` threads.
+
+        Each page is still fetched once; the first error, in the order given, is raised.
+        """
+        todo = list(dict.fromkeys(names))
+        return dict(zip(todo, self._pool(self.project_files, todo, max_workers), strict=True))
+
+    def core_metadata(self, f: DistFile) -> str:
+        """The METADATA text of a wheel: the index's metadata file (PEP 658/714) when it
+        advertises one, else read out of the wheel itself (downloaded, never kept).
+
+        Raises ``UsageError`` for an sdist (its metadata needs a build), ``InfrastructureError``
+        with ref ``metadata-hash-mismatch`` when the metadata file does not match its hash.
+        """
+        if not f.is_wheel:
+            raise UsageError(
+                f"{f.filename} is an sdist: reading its metadata requires building it, "
+                "which envbisect does not do",
+                hint="pick a version that has a wheel",
+                ref="sdist-metadata",
+            )
+        with self._locks(f"metadata:{f.url}"):
+            if f.url not in self._metadata:
+                self._metadata[f.url] = self._load_metadata(f)
+            return self._metadata[f.url]
+
+    def metadata_for(self, name: str, version: str) -> str:
+        """The METADATA text of ``name`` at exactly ``version``.
+
+        Raises ``UnknownVersion`` (with the newest versions in its hint) when the indexes have
+        no file of that version, ``UsageError`` when it has only sdists.
+        """
+        pf = self.project_files(name)
+        try:
+            want: Version | None = Version(version)
+        except InvalidVersion:
+            want = None
+        matches = [f for f in pf.files if want is not None and file_version(f.filename) == want]
+        if not matches:
+            known = sorted({v for f in pf.files if (v := file_version(f.filename))}, reverse=True)
+            newest = ", ".join(str(v) for v in known[:5]) or "none"
+            raise UnknownVersion(
+                f"{pf.name} has no version {version!r} on {pf.source}",
+                hint=f"newest versions: {newest}",
+            )
+        # Cheapest first: a local wheel or one with a metadata file (one small read), then any
+        # wheel (a download), then an sdist (an error: that would need a build).
+        best = min(
+            matches,
+            key=lambda f: (
+                not f.is_wheel,
+                f.core_metadata is None and not f.url.startswith("file:"),
+                f.filename,
+            ),
+        )
+        return self.core_metadata(best)
+
+    def metadata_many(
+        self, pairs: Iterable[tuple[str, str]], *, max_workers: int = 8
+    ) -> dict[tuple[str, str], str]:
+        """``metadata_for`` of each (name, version) on at most ``max_workers`` threads."""
+        todo = list(dict.fromkeys(pairs))
+        texts = self._pool(lambda p: self.metadata_for(*p), todo, max_workers)
+        return dict(zip(todo, texts, strict=True))
+
+    def _pool(self, fn: Callable[[_T], _R], items: list[_T], max_workers: int) -> list[_R]:
+        if len(items) <= 1 or max_workers <= 1:
+            return [fn(x) for x in items]
+        pool = ThreadPoolExecutor(min(max_workers, len(items)), thread_name_prefix="envbisect")
+        try:
+            return list(pool.map(fn, items))
+        finally:
+            pool.shutdown(wait=True, cancel_futures=True)
+
+    def _project_files(self, name: str, key: str) -> ProjectFiles:
+        if self.config.torch_index and key in TORCH_PACKAGES:
+            return self._torch_project(key)
+        files: list[DistFile] = []
+        source = ""
+        for base in self.index_urls():
+            found = self._fetch_project(base, key)
+            if found is not None:
+                files.extend(found)
+                source = mask_url(base)
+                break
+        for link in self.config.find_links:
+            local = list(_find_links_files(link, key))
+            files.extend(local)
+            if local and not source:
+                source = link
+        if not files and not source:
+            where = ", ".join(mask_url(u) for u in self.index_urls())
+            if self.config.find_links:
+                where += ", " + ", ".join(self.config.find_links)
+            raise UnknownPackage(
+                f"no package named {name!r} on {where}",
+                hint="check the spelling, or point --index-url / --find-links "
+                "at the index that has it",
+            )
+        return ProjectFiles(name=key, files=tuple(files), source=source)
+
+    def _torch_project(self, key: str) -> ProjectFiles:
+        """A torch package: from the PyTorch variant folder only (uv's --torch-backend rule),
+        with PyPI's upload time for the same public version (the PyTorch index has none)."""
+        base = self.config.torch_index or ""
+        try:
+            found = self._fetch_project(base, key)
+        except IndexUnreachable as e:
+            raise IndexUnreachable(
+                f"cannot reach the PyTorch index {mask_url(base)} for {key}",
+                hint="--torch-backend reads download.pytorch.org; without it, point "
+                "--torch-index-url at a mirror, or use --find-links with local torch wheels",
+            ) from e
+        if found is None:
+            raise UnknownPackage(
+                f"the PyTorch index {mask_url(base)} has no {key}",
+                hint="check --torch-backend (cpu, cu118, cu121, ...) and --torch-index-url",
+            )
+        try:
+            public = [f for b in self.index_urls() if (p := self._fetch_project(b, key))
+                      for f in p]  # fmt: skip
+        except InfrastructureError:
+            public = []
+        return ProjectFiles(
+            name=key, files=tuple(fill_upload_times(found, public)), source=mask_url(base)
+        )
+
+    def _fetch_project(self, base: str, key: str) -> list[DistFile] | None:
+        url = f"{base.rstrip('/')}/{key}/"
+        if url.startswith("file:"):
+            return _file_index_project(url)
+        index, shown = mask_url(base), mask_url(url)
+        cached, files = self._cached_page(url, index, shown)
+        if cached is not None and (self.offline or self._clock() - cached.fetched < cached.max_age):
+            self.stats.add(cache_hits=1)
+            return files
+        if self.offline:
+            raise _offline_miss(url)
+        headers = {}
+        if cached is not None and cached.etag:
+            headers["If-None-Match"] = cached.etag
+        if cached is not None and cached.last_modified:
+            headers["If-Modified-Since"] = cached.last_modified
+        resp = self._request(url, headers=headers)
+        fetched, max_age, store = freshness(resp.headers, self._clock())
+        if resp.status_code == 304 and cached is not None:
+            self.stats.add(revalidated=1)
+            page = replace(
+                cached,
+                fetched=fetched,
+                max_age=max_age if "cache-control" in resp.headers else cached.max_age,
+                etag=resp.headers.get("etag", cached.etag),
+                last_modified=resp.headers.get("last-modified", cached.last_modified),
+            )
+        else:
+            if resp.status_code != 404 and not resp.is_success:
+                raise IndexUnreachable(
+                    f"{shown} answered HTTP {resp.status_code}",
+                    hint="check the index URL and any credentials it needs",
+                )
+            page = Page(
+                url=strip_credentials(str(resp.url)),
+                status=resp.status_code,
+                content_type=resp.headers.get("content-type", "").split(";")[0].strip().lower(),
+                body=resp.text if resp.status_code != 404 else "",
+                etag=resp.headers.get("etag"),
+                last_modified=resp.headers.get("last-modified"),
+                fetched=fetched,
+                max_age=max_age,
+            )
+            files = _parse_page(page, index, shown)  # garbage raises here, before caching
+        if store and self._cache is not None:
+            self._cache.write(PAGES, url, asdict(page))
+        return files
+
+    def _cached_page(
+        self, url: str, index: str, shown: str
+    ) -> tuple[Page | None, list[DistFile] | None]:
+        if self._cache is None:
+            return None, None
+        page = page_from_entry(self._cache.read(PAGES, url))
+        if page is None:
+            return None, None
+        try:
+            return page, _parse_page(page, index, shown)
+        except InfrastructureError:
+            return None, None  # a damaged entry is a miss
+
+    def _load_metadata(self, f: DistFile) -> str:
+        if f.url.startswith("file:"):
+            return local_metadata(f).decode("utf-8", errors="replace")
+        if self._cache is not None:
+            cached = metadata_from_entry(self._cache.read(METADATA, f.url), f.url)
+            if cached is not None:
+                self.stats.add(cache_hits=1)
+                return cached
+        if self.offline:
+            raise _offline_miss(f.url)
+        # PEP 658 metadata file first, even unadvertised: PyPI serves one for every wheel, and
+        # some proxies drop the attribute that says so. Then a lazy read of the wheel's
+        # central directory through range requests; the whole wheel only as a last resort.
+        data = self._fetch_metadata_file(f)
+        if data is None:
+            data = self._metadata_by_ranges(f)
+        if data is None:
+            data = self._metadata_from_wheel(f)
+        text = data.decode("utf-8", errors="replace")
+        if self._cache is not None:
+            self._cache.write(METADATA, f.url, metadata_entry(f.url, text))
+        return text
+
+    def _fetch_metadata_file(self, f: DistFile) -> bytes | None:
+        url = f.url + ".metadata"
+        resp = self._request(url, headers=_FILE_HEADERS, auth=self._auth_for(url))
+        if resp.status_code == 404 or (f.core_metadata is None and not resp.is_success):
+            return None  # not there (or never advertised): the wheel itself still has it
+        if not resp.is_success:
+            raise IndexUnreachable(
+                f"{mask_url(url)} answered HTTP {resp.status_code}",
+                hint="check the index URL and any credentials it needs",
+            )
+        return verified(resp.content, f.core_metadata or (), url, "metadata-hash-mismatch")
+
+    def _metadata_by_ranges(self, f: DistFile) -> bytes | None:
+        """METADATA read out of the remote wheel with HTTP range requests, or None when the
+        server does not do ranges. (The wheel's own hash cannot be checked on a partial
+        read; uv checks it when it installs.)"""
+        auth = self._auth_for(f.url)
+        size = f.size
+        if size is None:
+            head = self._request(f.url, headers={**_FILE_HEADERS, "Range": "bytes=0-0"}, auth=auth)
+            total = head.headers.get("content-range", "").rpartition("/")[2]
+            if head.status_code != 206 or not total.isdigit():
+                return None
+            size = int(total)
+
+        def fetch(start: int, end: int) -> bytes:
+            resp = self._request(
+                f.url, headers={**_FILE_HEADERS, "Range": f"bytes={start}-{end}"}, auth=auth
+            )
+            if resp.status_code != 206:
+                raise _NoRanges
+            return resp.content
+
+        try:
+            with RangeFile(fetch, size) as fh:
+                return read_wheel_metadata(fh, f.filename)  # type: ignore[arg-type]
+        except (_NoRanges, OSError):
+            return None
+
+    def _metadata_from_wheel(self, f: DistFile) -> bytes:
+        with tempfile.TemporaryFile() as tmp:  # wheels can be gigabytes: never in memory
+            resp = self._request(f.url, headers=_FILE_HEADERS, auth=self._auth_for(f.url), sink=tmp)
+            if resp.status_code != 200:
+                raise IndexUnreachable(
+                    f"{mask_url(f.url)} answered HTTP {resp.status_code}",
+                    hint="check the index URL and any credentials it needs",
+                )
+            want = f.hash("sha256")
+            if want:
+                tmp.seek(0)
+                if stream_sha256(tmp) != want.lower():
+                    raise InfrastructureError(
+                        f"{mask_url(f.url)} does not match the sha256 the index gives for it",
+                        hint="the index, or a proxy on the way, served a damaged file; "
+                        "retry, and report it to the index if it persists",
+                        ref="wheel-hash-mismatch",
+                    )
+            tmp.seek(0)
+            return read_wheel_metadata(tmp, f.filename)
+
+    def _auth_for(self, url: str) -> httpx.Auth | None:
+        """Credentials of a configured index on the same origin, as uv does: file URLs are
+        kept without them, yet a private index's files need them too."""
+        target = urlsplit(url)
+        for base in self.index_urls():
+            parts = urlsplit(base)
+            same = (parts.scheme, parts.hostname, parts.port) == (
+                target.scheme,
+                target.hostname,
+                target.port,
+            )
+            if same and parts.username is not None:
+                return httpx.BasicAuth(unquote(parts.username), unquote(parts.password or ""))
+        return None
+
+    def _request(
+        self,
+        url: str,
+        *,
+        headers: Mapping[str, str] | None = None,
+        auth: httpx.Auth | None = None,
+        sink: IO[bytes] | None = None,
+    ) -> httpx.Response:
+        """GET, retried on transport errors and 429/5xx. The body is read into the response,
+        or streamed into ``sink`` when the answer is 200."""
+        last: Exception | None = None
+        for attempt in range(self.retries):
+            if attempt:
+                time.sleep(self.backoff * (2 ** (attempt - 1)))
+            try:
+                with self._client.stream("GET", url, headers=headers, auth=auth) as resp:
+                    if sink is not None and resp.status_code == 200:
+                        sink.seek(0)
+                        sink.truncate()
+                        for chunk in resp.iter_bytes():
+                            sink.write(chunk)
+                    else:
+                        resp.read()
+            except httpx.RequestError as e:
+                last = e
+                continue
+            self.stats.add(requests=1, bytes_fetched=resp.num_bytes_downloaded)
+            if resp.status_code in _RETRY_STATUS:
+                last = None
+                continue
+            return resp
+        reason = f"{type(last).__name__}" if last is not None else "server errors"
+        raise IndexUnreachable(
+            f"cannot reach {mask_url(url)} ({reason}, {self.retries} attempts)",
+            hint="check the network and the index URL (--index-url); "
+            "a rerun reuses every probe already finished",
+        ) from last
+
+
+class _NoRanges(Exception):
+    """The server answered a range request with the whole file: read it the long way."""
+
+
+def _parse_time(value: object) -> datetime | None:
+    if not isinstance(value, str) or not value:
+        return None
+    try:
+        return datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+
+
+def _metadata_hashes(value: object) -> tuple[tuple[str, str], ...] | None:
+    """PEP 658/714 metadata flag, from JSON (bool or hash dict) or HTML ("true", "algo=hex")."""
+    if value is None or value is False or value == "false":
+        return None
+    if isinstance(value, dict):
+        return tuple(sorted((str(k), str(v)) for k, v in value.items()))
+    if isinstance(value, str) and "=" in value:
+        algo, digest = value.split("=", 1)
+        return ((algo.strip(), digest.strip()),)
+    return ()
+
+
+def _parse_page(page: Page, index: str, shown: str) -> list[DistFile] | None:
+    """Files of a fetched or cached page; None for a 404. ``shown`` is the URL for messages."""
+    if page.status == 404:
+        return None
+    try:
+        if page.content_type == _JSON:
+            return parse_simple_json(json.loads(page.body), page.url, index=index)
+        if page.content_type in _HTML:
+            return parse_simple_html(page.body, page.url, index=index)
+    except (ValueError, KeyError, TypeError, AttributeError) as e:
+        raise InfrastructureError(
+            f"{shown} did not answer a readable Simple API page ({e})",
+            hint=_NOT_AN_INDEX,
+            ref="index-garbage",
+        ) from e
+    raise InfrastructureError(
+        f"{shown} answered {page.content_type or 'no content type'}, not a Simple API page",
+        hint=_NOT_AN_INDEX,
+        ref="index-garbage",
+    )
+
+
+def parse_simple_json(data: dict[str, Any], page_url: str, *, index: str = "") -> list[DistFile]:
+    """Files of a PEP 691 project page (with PEP 700 upload times, PEP 658/714 metadata).
+
+    Raises ValueError, KeyError, TypeError or AttributeError for a body that is no such page.
+    """
+    api = str((data.get("meta") or {}).get("api-version", "1.0"))
+    if api.split(".")[0] != "1":
+        raise ValueError(f"Simple API version {api} is not supported")
+    out: list[DistFile] = []
+    for row in data["files"]:
+        yanked = row.get("yanked", False)
+        # PEP 714 renamed the key; older indexes still send only the PEP 658 one.
+        meta = row.get("core-metadata", row.get("dist-info-metadata"))
+        out.append(
+            DistFile(
+                filename=row["filename"],
+                url=strip_credentials(urljoin(page_url, row["url"])),
+                hashes=tuple(sorted((str(k), str(v)) for k, v in row.get("hashes", {}).items())),
+                requires_python=row.get("requires-python") or None,
+                upload_time=_parse_time(row.get("upload-time")),
+                yanked=bool(yanked),
+                yanked_reason=yanked if isinstance(yanked, str) and yanked else None,
+                size=row.get("size"),
+                index=index,
+                core_metadata=_metadata_hashes(meta),
+            )
+        )
+    return out
+
+
+class _AnchorParser(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__()
+        self.anchors: list[dict[str, str | None]] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag == "a":
+            self.anchors.append(dict(attrs))
+
+
+def parse_simple_html(text: str, page_url: str, *, index: str = "") -> list[DistFile]:
+    """Files of a PEP 503 project page. HTML carries no upload times."""
+    if "<" not in text:
+        raise ValueError("no HTML in the answer")
+    parser = _AnchorParser()
+    parser.feed(text)
+    out: list[DistFile] = []
+    for a in parser.anchors:
+        href = a.get("href")
+        if not href:
+            continue
+        url, frag = urldefrag(urljoin(page_url, href))
+        url = strip_credentials(url)
+        filename = unquote(urlsplit(url).path.rsplit("/", 1)[-1])
+        hashes: tuple[tuple[str, str], ...] = ()
+        if "=" in frag:
+            algo, value = frag.split("=", 1)
+            hashes = ((algo, value),)
+        yanked = "data-yanked" in a
+        core: tuple[tuple[str, str], ...] | None = None
+        for attr in ("data-core-metadata", "data-dist-info-metadata"):  # PEP 714, then 658
+            if attr in a:
+                # An attribute without a value still says the file exists.
+                core = _metadata_hashes(a[attr] if a[attr] is not None else "true")
+                break
+        out.append(
+            DistFile(
+                filename=filename,
+                url=url,
+                hashes=hashes,
+                requires_python=a.get("data-requires-python") or None,
+                yanked=yanked,
+                yanked_reason=a.get("data-yanked") or None,
+                index=index,
+                core_metadata=core,
+            )
+        )
+    return out
+
+
+def _file_index_project(url: str) -> list[DistFile] | None:
+    """A ``file://`` Simple index (a folder of project folders with index.html)."""
+    folder = Path(url2pathname(urlsplit(url).path))
+    page = folder / "index.html"
+    if not page.is_file():
+        return None
+    return parse_simple_html(page.read_text(encoding="utf-8"), page.as_uri(), index=url)
+
+
+def _find_links_files(link: str, key: str) -> Iterator[DistFile]:
+    """Files of project ``key`` in a find-links folder (a plain directory of dists)."""
+    folder = Path(url2pathname(urlsplit(link).path)) if link.startswith("file:") else Path(link)
+    if not folder.is_dir():
+        return
+    for path in sorted(folder.iterdir()):
+        version = file_version(path.name)
+        if version is None:
+            continue
+        stem = path.name.split("-", 1)[0]
+        if canonicalize_name(stem) != key:
+            continue
+        yield DistFile(filename=path.name, url=path.resolve().as_uri(), index=str(folder))
+
+
+def local_sha256(url: str) -> str | None:
+    """sha256 of a ``file://`` URL's file (find-links files carry no hash), else None."""
+    if not url.startswith("file:"):
+        return None
+    path = Path(url2pathname(urlsplit(url).path))
+    with path.open("rb") as fh:
+        return stream_sha256(fh)

@@ -1,0 +1,135 @@
+"""The planner's ``MetadataSource`` over the index client (the IO edge of planning).
+
+Versions come from the Simple API pages (with upload times and whether a file installs on the
+*target*); dependencies from each version's core metadata (PEP 658 file, else the wheel's
+METADATA). Both are fetched lazily, only for what the resolver asks about, and memoised.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import email.parser
+import threading
+from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.utils import canonicalize_name
+from packaging.version import Version
+
+from envbisect.core.candidates import build_candidates
+from envbisect.core.plan import PackageVersion
+from envbisect.core.target import Target
+from envbisect.errors import EnvbisectError, UnknownPackage
+from envbisect.index.client import IndexClient
+
+
+class IndexMetadataSource:
+    def __init__(
+        self,
+        client: IndexClient,
+        target: Target,
+        *,
+        allow_sdist: bool = False,
+        preferred: Mapping[str, Version] | None = None,
+    ) -> None:
+        self.client = client
+        self.target = target
+        self.allow_sdist = allow_sdist
+        # The versions fetched ahead: the baseline's where there is one, else the newest.
+        self.preferred = {canonicalize_name(k): v for k, v in (preferred or {}).items()}
+        self._versions: dict[str, list[PackageVersion]] = {}
+        self._deps: dict[tuple[str, Version], list[Requirement]] = {}
+        self._lock = threading.Lock()
+        # Project pages of dependencies are fetched ahead, while the resolver works on
+        # something else: a cold plan waits on the network far less.
+        self._ahead = ThreadPoolExecutor(max_workers=8, thread_name_prefix="envbisect-ahead")
+
+    def versions(self, name: str) -> Sequence[PackageVersion]:
+        key = canonicalize_name(name)
+        with self._lock:
+            if key in self._versions:
+                return self._versions[key]
+        try:
+            files = self.client.project_files(key).files
+        except UnknownPackage:
+            found: list[PackageVersion] = []
+        else:
+            cl = build_candidates(files, self.target, allow_sdist=self.allow_sdist, pre=True)
+            found = [
+                PackageVersion(
+                    name=key,
+                    version=c.version,
+                    upload_time=c.upload_time,
+                    # requires-python and wheel tags are already in ``installable``.
+                    installable=c.installable and not c.yanked,
+                )
+                for c in cl.candidates
+            ]
+        with self._lock:
+            self._versions[key] = found
+        return found
+
+    def dependencies(self, name: str, version: Version) -> Sequence[Requirement]:
+        key = (canonicalize_name(name), version)
+        with self._lock:
+            if key in self._deps:
+                return self._deps[key]
+        text = self.client.metadata_for(key[0], str(version))
+        deps = parse_requires_dist(text)
+        with self._lock:
+            self._deps[key] = deps
+            ahead = {canonicalize_name(d.name) for d in deps if self._applies(d)}
+            ahead -= self._versions.keys()
+        for name in ahead:
+            self._ahead.submit(self._warm, name)
+        return deps
+
+    def _applies(self, req: Requirement) -> bool:
+        """Whether a dependency applies on the target without extras (worth fetching ahead)."""
+        if req.marker is None:
+            return True
+        env = {**self.target.marker_environment(), "extra": ""}
+        try:
+            return req.marker.evaluate(env)
+        except Exception:  # an odd marker in someone's metadata: do not fetch ahead
+            return False
+
+    def _warm(self, name: str) -> None:
+        with contextlib.suppress(EnvbisectError):
+            versions = self.versions(name)
+            usable = [v.version for v in versions if v.installable and not v.version.is_prerelease]
+            likely = self.preferred.get(canonicalize_name(name))
+            if likely not in usable:
+                likely = max(usable, default=None)
+            if likely is not None:
+                self.dependencies(name, likely)
+
+    def close(self) -> None:
+        self._ahead.shutdown(wait=False, cancel_futures=True)
+
+    def prefetch_dependencies(self, pairs: Sequence[tuple[str, Version]]) -> None:
+        """Fetch the metadata of several versions at once (the client bounds concurrency)."""
+        todo = [(canonicalize_name(n), v) for n, v in pairs]
+        with self._lock:
+            todo = [p for p in todo if p not in self._deps]
+        if not todo:
+            return
+        try:
+            texts = self.client.metadata_many([(n, str(v)) for n, v in todo])
+        except EnvbisectError:
+            return  # each one is fetched again, and fails clearly, when it is asked for
+        with self._lock:
+            for (n, v), text in zip(todo, texts.values(), strict=True):
+                self._deps[(n, v)] = parse_requires_dist(text)
+
+
+def parse_requires_dist(text: str) -> list[Requirement]:
+    headers = email.parser.HeaderParser().parsestr(text)
+    out = []
+    for line in headers.get_all("Requires-Dist") or []:
+        try:
+            out.append(Requirement(line))
+        except InvalidRequirement:
+            continue  # a malformed line in someone's metadata: pip and uv skip it too
+    return out

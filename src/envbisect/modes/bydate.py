@@ -1,0 +1,379 @@
+"""Bisect by date: "it worked last month, a fresh install today fails".
+
+Who does what: the planner resolves the whole environment as of a moment (every release
+uploaded later hidden, the user's exact pins kept); ``timeline`` lists the moments inside the
+window at which a release of a package of either end's environment was uploaded, so the
+search walks releases, not calendar days, and ends on one; the ``Bisector`` walks those
+moments exactly as ``run`` walks versions; identical environments at neighbouring moments are
+one store entry. Then the culprit, the release uploaded at the first bad moment, is confirmed
+by adding that one package alone to the last good environment (the planner adds what it
+forces, and says so).
+
+Indexes without upload times (the PyTorch index) borrow PyPI's (``torchindex``); a package
+with no upload time at all is held at the version both ends agree on, with a warning.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any
+
+import httpx
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
+
+from envbisect.core.candidates import build_candidates
+from envbisect.core.outcome import same_failure, untestable
+from envbisect.core.plan import MatchCache, Plan, PlanTarget, Policy, Unresolvable, plan
+from envbisect.core.report import ProbeRow, RunResult
+from envbisect.core.target import Target
+from envbisect.env.prober import Prober
+from envbisect.env.repro import Repro
+from envbisect.env.uv import find_python, find_uv, inspect_target
+from envbisect.errors import Interrupted, NoAnswer, UsageError
+from envbisect.index.client import IndexClient, default_cache_dir
+from envbisect.index.source import IndexMetadataSource
+from envbisect.model import EnvSpec, IndexConfig, Outcome, OutcomeKind
+from envbisect.modes.drive import drive
+from envbisect.modes.planning import read_pins
+from envbisect.modes.run import check_requirements, parse_exclude_newer, record_row, write_outputs
+from envbisect.redact import mask_text
+from envbisect.reporter import Reporter
+from envbisect.store import Store
+from envbisect.strategy.bisect import Bisector, SearchOptions
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DateOptions:
+    good: str
+    bad: str
+    repro: Repro
+    with_reqs: tuple[str, ...] = ()
+    pins: tuple[str, ...] = ()
+    extras: tuple[str, ...] = ()
+    indexes: IndexConfig = field(default_factory=IndexConfig)
+    python: str | None = None
+    pre: bool = False
+    timeout: float = 600.0
+    results: Path = Path("results")
+    any_failure: bool = False
+    keep_envs: bool = False
+    native_backtrace: str = "auto"
+    command: str = ""
+    offline: bool = False
+    cache_dir: Path | None = None
+    now: datetime | None = None  # for tests; default: the clock
+    search: SearchOptions = field(default_factory=lambda: SearchOptions())
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Moment:
+    when: datetime
+    releases: tuple[tuple[str, str], ...]  # (package, version) uploaded at that second
+
+    def label(self) -> str:
+        what = ", ".join(f"{p} {v}" for p, v in self.releases) or "start of the window"
+        return f"{self.when:%Y-%m-%d %H:%M:%S} ({what})"
+
+
+def timeline(
+    names: Sequence[str],
+    client: IndexClient,
+    target: Target,
+    start: datetime,
+    end: datetime,
+    *,
+    pre: bool = False,
+) -> list[Moment]:
+    """Moments in (start, end] at which an installable release of one of ``names`` appeared."""
+    at: dict[datetime, list[tuple[str, str]]] = defaultdict(list)
+    latest: dict[datetime, datetime] = {}
+    for name in names:
+        for c in build_candidates(client.project_files(name).files, target, pre=True).candidates:
+            if not c.installable or c.upload_time is None or (c.prerelease and not pre):
+                continue
+            if start < c.upload_time <= end:
+                second = c.upload_time.replace(microsecond=0)
+                at[second].append((name, str(c.version)))
+                latest[second] = max(latest.get(second, c.upload_time), c.upload_time)
+    # A moment is the exact time of its last upload: the environment "as of" it includes
+    # every release of that second (a cut-off at the whole second would miss them).
+    return [Moment(when=latest[t], releases=tuple(sorted(r))) for t, r in sorted(at.items())]
+
+
+def run_by_date(
+    opts: DateOptions,
+    reporter: Reporter | None = None,
+    *,
+    transport: httpx.BaseTransport | None = None,
+) -> RunResult:
+    reporter = reporter or Reporter()
+    check_requirements("", opts.with_reqs)
+    good, bad = _dates(opts)
+    uv = find_uv()
+    python = find_python(uv, opts.python)
+    target = inspect_target(python)
+    client = IndexClient(opts.indexes, transport=transport, offline=opts.offline,
+                         cache_dir=opts.cache_dir or default_cache_dir())  # fmt: skip
+    with client:
+        env = target.marker_environment()
+        roots = [Requirement(r) for r in opts.with_reqs]
+        for ps in read_pins(opts.pins, client, cwd=opts.repro.origin, extras=opts.extras):
+            roots += [p.requirement for p in ps.applicable(env, opts.extras)]
+        if not roots:
+            raise UsageError(
+                "nothing to resolve: --by-date needs the environment's requirements",
+                hint="pass --with REQ (e.g. --with datasets==2.14.6) or --pins SOURCE",
+                ref="bydate-nothing",
+            )
+        source = IndexMetadataSource(client, target, allow_sdist=False)
+        ptarget = PlanTarget(markers=env, python_version=target.python_version)
+        cache: MatchCache = {}
+
+        def as_of(when: datetime) -> Plan | Unresolvable:
+            return plan(roots, source, ptarget, policy=Policy.CONTEMPORARY, cutoff=when,
+                        pre=opts.pre, cache=cache)  # fmt: skip
+
+        ends = as_of(good), as_of(bad)
+        for when, planned in zip((good, bad), ends, strict=True):
+            if not isinstance(planned, Plan):
+                raise UsageError(
+                    f"no environment exists as of {when:%Y-%m-%d}: {planned.reason}",
+                    hint="move the date, or loosen the requirements",
+                    ref="bydate-unresolvable",
+                )
+        assert isinstance(ends[0], Plan) and isinstance(ends[1], Plan)
+        names = sorted(set(ends[0].pins) | set(ends[1].pins))
+        moments = [Moment(when=good, releases=()), *timeline(names, client, target, good, bad,
+                                                              pre=opts.pre)]  # fmt: skip
+        if len(moments) < 2:
+            raise UsageError(
+                f"no release of any of the {len(names)} packages was uploaded between "
+                f"{good:%Y-%m-%d} and {bad:%Y-%m-%d}",
+                hint="widen the window: nothing changed inside it",
+                ref="bydate-empty",
+            )
+        reporter.message(
+            f"envbisect: {len(moments) - 1} release moment(s) of {len(names)} package(s) between "
+            f"{good:%Y-%m-%d} and {bad:%Y-%m-%d}"
+        )
+        prober = Prober(uv=uv, python=python, target=target, repro=opts.repro,
+                        results=opts.results, timeout=opts.timeout, keep_envs=opts.keep_envs,
+                        native_backtrace=opts.native_backtrace, reporter=reporter)  # fmt: skip
+        result = RunResult(
+            package="(by date)",
+            status="no-answer",
+            direction=None,
+            first_new=None,
+            last_old=None,
+            candidates=len(moments),
+            target=f"{target.short} ({python}, Python {target.python_version})",
+            command=mask_text(opts.command),
+            repro=opts.repro.describe(),
+            run_id=_run_id(opts, target),
+        )
+        plans: dict[int, Plan] = {}
+
+        lock = threading.Lock()
+
+        def probe_point(store: Store, i: int, runs: int) -> ProbeRow:
+            with lock:  # planning is one at a time; builds and probes run in parallel
+                planned = as_of(moments[i].when)
+            label = moments[i].label()
+            if not isinstance(planned, Plan):
+                return ProbeRow(
+                    version=label,
+                    outcome=untestable(f"unresolvable: {planned.reason}"),
+                    verdict="",
+                    reused=False,
+                    build_seconds=0.0,
+                    probe_seconds=0.0,
+                    env_id="",
+                )
+            plans[i] = planned
+            spec = EnvSpec.build(planned.requirements(), python=prober.python_label(),
+                                 indexes=opts.indexes)  # fmt: skip
+            rec, reused = prober.probe(store, spec, runs)
+            return record_row(label, rec, reused, env_id=spec.env_id)
+
+        bis = opts.search.bisector(n=len(moments), good=0, bad=len(moments) - 1,
+                                   any_failure=opts.any_failure)  # fmt: skip
+        with Store(opts.results) as store:
+            try:
+                log = drive(bis, jobs=opts.search.jobs, results=opts.results, probe=probe_point,
+                            labels=lambda i: moments[i].label(), reporter=reporter)  # fmt: skip
+                result.rows = log.rows
+                result.search = log.summary(bis, jobs=opts.search.jobs,
+                                            labels=lambda i: moments[i].label())  # fmt: skip
+                final = bis.result
+                assert final is not None
+                result.status, result.direction, result.reason = (
+                    final.status,
+                    final.direction,
+                    final.reason,
+                )
+                if final.status == "no-answer":
+                    raise NoAnswer(
+                        f"the window does not bracket the failure: {final.reason}",
+                        hint="--good must be a date whose environment passes, --bad one whose "
+                        "environment fails",
+                    )
+                assert final.first_new is not None and final.last_old is not None
+                result.first_new = moments[final.first_new].label()
+                result.last_old = moments[final.last_old].label()
+                result.possible = [moments[i].label() for i in final.possible]
+                result.probability = final.probability
+                _culprits(result, final.first_new, final.last_old, moments, plans, bis,
+                          roots=roots, source=source, ptarget=ptarget, prober=prober,
+                          store=store, indexes=opts.indexes, reporter=reporter)  # fmt: skip
+            except KeyboardInterrupt as e:
+                raise Interrupted(
+                    f"interrupted; finished probes are kept in {store.path}",
+                    hint="run the same command again to resume: finished probes are reused",
+                ) from e
+        write_outputs(result, results=opts.results, allow_sdist=False,
+                      label="environment as of", target=target, client=client)  # fmt: skip
+    return result
+
+
+def _culprits(
+    result: RunResult,
+    first_bad: int,
+    last_good: int,
+    moments: Sequence[Moment],
+    plans: dict[int, Plan],
+    bis: Bisector,
+    *,
+    roots: Sequence[Requirement],
+    source: IndexMetadataSource,
+    ptarget: PlanTarget,
+    prober: Prober,
+    store: Store,
+    indexes: IndexConfig,
+    reporter: Reporter,
+) -> None:
+    """Name the release(s) at the first bad moment, and confirm each alone on top of the last
+    good environment (what the planner forces with it is recorded)."""
+    good_pins = plans.get(last_good)
+    bad_pins = plans.get(first_bad)
+    culprits: list[dict[str, Any]] = []
+    confirmations: dict[str, dict[str, Any]] = {}
+    for package, version in moments[first_bad].releases:
+        before = good_pins.pins.get(canonicalize_name(package)) if good_pins else None
+        after = bad_pins.pins.get(canonicalize_name(package)) if bad_pins else None
+        if after is not None and str(after) != version:
+            continue  # uploaded then, but not what the environment took: not the change
+        culprits.append(
+            {
+                "package": package,
+                "good_version": str(before) if before else None,
+                "bad_version": version,
+            }
+        )
+        if good_pins is not None:
+            confirmations[package] = _confirm(
+                package, version, good_pins, roots=roots, source=source, ptarget=ptarget,
+                prober=prober, store=store, indexes=indexes, reporter=reporter,
+                reference=bis.reference, runs=bis.repeat,
+            )  # fmt: skip
+    result.extra = {
+        "culprits": culprits,
+        "first_bad_date": moments[first_bad].when.isoformat(),
+        "last_good_date": moments[last_good].when.isoformat(),
+        "confirmation": list(confirmations.values()),
+    }
+    when = f"{moments[first_bad].when:%Y-%m-%d %H:%M:%S} UTC"
+    lines = ["## Culprit", ""]
+    for c in culprits:
+        was = c["good_version"] or "absent"
+        lines.append(f"- **{c['package']} {c['bad_version']}** (was {was}), uploaded {when}")
+        conf = confirmations.get(c["package"])
+        if conf and conf["confirmed"]:
+            moved = ", ".join(
+                f"{m['package']} {m['from']}→{m['to']}" for m in conf["moved_with_it"]
+            )
+            tail = f" (moved with it: {moved})" if moved else ""
+            lines.append(
+                f"  - confirmed: the last good environment with only this change fails{tail}"
+            )
+        elif conf:
+            lines.append(f"  - not confirmed alone: {conf.get('reason') or conf.get('outcome')}")
+    result.sections = ["\n".join(lines)]
+
+
+def _confirm(
+    package: str,
+    version: str,
+    good: Plan,
+    *,
+    roots: Sequence[Requirement],
+    source: IndexMetadataSource,
+    ptarget: PlanTarget,
+    prober: Prober,
+    store: Store,
+    indexes: IndexConfig,
+    reporter: Reporter,
+    reference: Outcome | None,
+    runs: int = 1,
+) -> dict[str, Any]:
+    """The last good environment with only ``package==version`` changed (plus what the planner
+    forces): does it fail the way the first bad environment did? (In any of ``runs`` runs,
+    for a flaky repro.)"""
+    baseline = {str(k): v for k, v in good.pins.items()}
+    toggled = plan([*roots, Requirement(f"{package}=={version}")], source, ptarget,
+                   policy=Policy.BASELINE, baseline=baseline)  # fmt: skip
+    if not isinstance(toggled, Plan):
+        return {"package": package, "confirmed": None, "reason": f"unresolvable: {toggled.reason}"}
+    reporter.message(f"envbisect: confirming {package} {version} alone on the last good one")
+    spec = EnvSpec.build(toggled.requirements(), python=prober.python_label(), indexes=indexes)
+    rec, _ = prober.probe(store, spec, runs)
+    confirmed = (
+        rec.outcome.kind is not OutcomeKind.PASS
+        and reference is not None
+        and same_failure(rec.outcome, reference)
+    )
+    moved = [
+        {"package": n, "from": str(b) if b else None, "to": str(v) if v else None}
+        for n, b, v in toggled.moved
+        if n != canonicalize_name(package)
+    ]
+    return {
+        "package": package,
+        "confirmed": confirmed,
+        "outcome": rec.outcome.to_dict(),
+        "moved_with_it": moved,
+    }
+
+
+def _dates(opts: DateOptions) -> tuple[datetime, datetime]:
+    good, bad = parse_exclude_newer(opts.good), parse_exclude_newer(opts.bad)
+    assert good is not None and bad is not None
+    now = opts.now or datetime.now(timezone.utc)
+    for flag, value in (("--good", good), ("--bad", bad)):
+        if value > now + timedelta(minutes=5):
+            raise UsageError(f"{flag} {value:%Y-%m-%d} is in the future",
+                             hint="give dates up to today", ref="bad-date")  # fmt: skip
+    if good >= bad:
+        raise UsageError(
+            f"--good {good:%Y-%m-%d} is not before --bad {bad:%Y-%m-%d}",
+            hint="--by-date searches forward in time: the good date comes first",
+            ref="bad-date",
+        )
+    return good, bad
+
+
+def _run_id(opts: DateOptions, target: Target) -> str:
+    blob = json.dumps({"good": opts.good, "bad": opts.bad, "with": sorted(opts.with_reqs),
+                       "pins": list(opts.pins), "repro": opts.repro.repro_id,
+                       "python": target.executable, "indexes": opts.indexes.to_dict(),
+                       **({"repeat": opts.search.repeat} if opts.search.repeat != 1 else {}),
+                       **({"probabilistic": True} if opts.search.probabilistic else {})},
+                      sort_keys=True)  # fmt: skip
+    return f"by-date-{hashlib.sha256(blob.encode()).hexdigest()[:8]}"

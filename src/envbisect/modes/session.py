@@ -1,0 +1,382 @@
+"""One session per invocation: the one place that wires the core to the edges.
+
+Who does what: the session finds uv and the interpreter (``target_for``, once per request),
+opens the index client, the store and the executor on first use and closes them on exit;
+makes environment specs for its target (``env_spec``: the id says what the interpreter *is*,
+never where it lives), the run id and the result header; and probes: it looks each
+environment up in the store, ships the ones it lacks as ``ProbeTask``s to the executor, and
+records what comes back (only the controller writes the store). Every mode opens one;
+nothing else opens a store or inspects an interpreter.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, wait
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+import httpx
+from packaging.utils import canonicalize_name
+
+from envbisect.core.outcome import failed, untestable
+from envbisect.core.report import ProbeRow, RunResult
+from envbisect.core.target import Target
+from envbisect.env.repro import Repro
+from envbisect.env.uv import find_python, find_uv, inspect_target
+from envbisect.env.worker import ProbeTask, check_native_backtrace, run_task
+from envbisect.errors import Interrupted
+from envbisect.exec import Executor, make_executor
+from envbisect.index.client import IndexClient, default_cache_dir
+from envbisect.model import EnvSpec, IndexConfig, OutcomeKind, ProbeRecord
+from envbisect.redact import mask_text
+from envbisect.reporter import Reporter
+from envbisect.store import Store
+
+Moved = tuple[tuple[str, str | None, str | None], ...]  # (package, before, after)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CommonOptions:
+    """What every mode takes from the same flags (each declared once, in cli/options.py)."""
+
+    repro: Repro | None = None
+    indexes: IndexConfig = field(default_factory=IndexConfig)
+    python: str | None = None
+    offline: bool = False
+    cache_dir: Path | None = None
+    results: Path = Path("results")
+    timeout: float = 600.0
+    keep_envs: bool = False
+    native_backtrace: str = "auto"
+    any_failure: bool = False
+    repeat: int = 1  # runs of the repro per environment; a failure in any run marks it
+    jobs: int = 1  # environments built and probed at once
+    executor: str = "local"
+    command: str = ""  # the command line, for reports (credentials masked there)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Want:
+    """One environment a strategy asks for, as the mode planned it.
+
+    No ``spec``: it cannot be built (``why_not`` says why: unresolvable, no installable
+    file); it is untestable without a build. ``python``: an interpreter of its own (a
+    matrix's other Pythons), else the session's."""
+
+    label: str
+    spec: EnvSpec | None = None
+    runs: int = 1
+    why_not: str = ""
+    moved: Moved = ()
+    python: str | None = None
+
+
+class Session:
+    """Use as a context manager; everything it opened is closed on exit."""
+
+    def __init__(
+        self,
+        opts: CommonOptions,
+        reporter: Reporter | None = None,
+        *,
+        transport: httpx.BaseTransport | None = None,
+        executor: Executor | None = None,
+    ) -> None:
+        self.opts = opts
+        self.reporter = reporter or Reporter()
+        self._transport = transport
+        self._executor = executor
+        self._uv: str | None = None
+        self._targets: dict[str | None, tuple[str, Target]] = {}
+        self._client: IndexClient | None = None
+        self._store: Store | None = None
+        self._gdb_checked = False
+        self._gdb_warned = False
+
+    # -- lifetime -------------------------------------------------------------------------------
+
+    def __enter__(self) -> Session:
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if self._executor is not None:
+            if exc is not None:
+                self._executor.cancel_all()
+            else:
+                self._executor.close()
+        if self._client is not None:
+            self._client.close()
+        if self._store is not None:
+            self._store.close()
+
+    # -- the edges, opened on first use ------------------------------------------------------
+
+    @property
+    def uv(self) -> str:
+        if self._uv is None:
+            self._uv = find_uv()
+        return self._uv
+
+    def target_for(self, request: str | None) -> tuple[str, Target]:
+        """The interpreter uv finds for ``request`` and its facts (once per request)."""
+        if request not in self._targets:
+            path = find_python(self.uv, request)
+            self._targets[request] = (path, inspect_target(path))
+        return self._targets[request]
+
+    @property
+    def python(self) -> str:
+        return self.target_for(self.opts.python)[0]
+
+    @property
+    def target(self) -> Target:
+        return self.target_for(self.opts.python)[1]
+
+    @property
+    def client(self) -> IndexClient:
+        if self._client is None:
+            self._client = IndexClient(
+                self.opts.indexes,
+                transport=self._transport,
+                cache_dir=self.opts.cache_dir or default_cache_dir(),
+                offline=self.opts.offline,
+            )
+        return self._client
+
+    def client_for(self, indexes: IndexConfig) -> IndexClient:
+        """The session's client when ``indexes`` are its own, else a new one (caller closes)."""
+        if indexes == self.opts.indexes:
+            return self.client
+        return IndexClient(
+            indexes,
+            transport=self._transport,
+            cache_dir=self.opts.cache_dir or default_cache_dir(),
+            offline=self.opts.offline,
+        )
+
+    @property
+    def store(self) -> Store:
+        if self._store is None:
+            self._store = Store(self.opts.results)
+        return self._store
+
+    @property
+    def executor(self) -> Executor:
+        if self._executor is None:
+            self._executor = make_executor(self.opts.executor, self.opts.jobs)
+        return self._executor
+
+    @property
+    def repro(self) -> Repro:
+        assert self.opts.repro is not None, "this mode runs no repro"
+        return self.opts.repro
+
+    # -- what the session names -------------------------------------------------------------------
+
+    def env_spec(
+        self,
+        requirements: Sequence[str],
+        *,
+        only_binary: bool = True,
+        exclude_newer: str | None = None,
+        prerelease: bool = False,
+        target: Target | None = None,
+        indexes: IndexConfig | None = None,
+    ) -> EnvSpec:
+        return EnvSpec.build(
+            list(requirements),
+            python=(target or self.target).identity,
+            indexes=indexes or self.opts.indexes,
+            only_binary=only_binary,
+            exclude_newer=exclude_newer,
+            prerelease=prerelease,
+        )
+
+    def run_id(self, name: str, fields: dict[str, Any]) -> str:
+        """The folder of a run's report: the same question asked again gets the same one.
+
+        What changes the question: the mode's own fields, the repro, what the interpreter is,
+        the indexes, and the flags that change what counts as the answer (not --jobs)."""
+        blob = json.dumps(
+            {
+                **fields,
+                "repro": self.repro.repro_id,
+                "python": self.target.identity,
+                "indexes": self.opts.indexes.to_dict(),
+                "any_failure": self.opts.any_failure,
+                **({"repeat": self.opts.repeat} if self.opts.repeat != 1 else {}),
+            },
+            sort_keys=True,
+        )
+        return f"{canonicalize_name(name)}-{hashlib.sha256(blob.encode()).hexdigest()[:8]}"
+
+    def result(self, *, package: str, candidates: int, run_id: str, **kw: Any) -> RunResult:
+        """A result header: no answer until a mode finds one."""
+        return RunResult(
+            package=package,
+            status="no-answer",
+            direction=kw.pop("direction", None),
+            first_new=None,
+            last_old=None,
+            candidates=candidates,
+            target=f"{self.target.short} ({self.python}, Python {self.target.python_version})",
+            command=mask_text(self.opts.command),
+            repro=self.repro.describe(),
+            run_id=run_id,
+            **kw,
+        )
+
+    def interrupted(self, e: KeyboardInterrupt) -> Interrupted:
+        return Interrupted(
+            f"interrupted; finished probes are kept in {self.opts.results / 'envbisect.db'}",
+            hint="run the same command again to resume: finished probes are reused",
+        )
+
+    # -- probing ----------------------------------------------------------------------------------
+
+    def stored(self, spec: EnvSpec, runs: int) -> ProbeRecord | None:
+        """The stored record that answers for ``spec`` with ``runs`` runs, if there is one."""
+        rec = self.store.get(spec.env_id, self.repro.repro_id)
+        if rec is None or _stale(rec, self.opts.timeout):
+            return None
+        if len(rec.all_runs) >= runs or rec.outcome.kind is OutcomeKind.UNTESTABLE:
+            return _first_runs(rec, runs)
+        return None
+
+    def probe(self, spec: EnvSpec, runs: int | None = None) -> tuple[ProbeRecord, bool]:
+        """One environment's record, and whether it came from the store."""
+        (row,) = self.probe_all([Want(label="", spec=spec, runs=runs or self.opts.repeat)])
+        return row
+
+    def probe_all(self, wants: Sequence[Want]) -> list[tuple[ProbeRecord, bool]]:
+        """Every wanted environment's record (each must have a spec), in the order asked.
+
+        The store answers first; the rest go to the executor all at once. A failure in any
+        task (Ctrl-C, an infrastructure error) cancels the others: nothing half-seen is
+        stored, every finished one is."""
+        out: dict[int, tuple[ProbeRecord, bool]] = {}
+        futures: dict[Future[ProbeRecord], tuple[int, ProbeTask]] = {}
+        for i, want in enumerate(wants):
+            assert want.spec is not None
+            hit = self.stored(want.spec, want.runs)
+            if hit is not None:
+                out[i] = (hit, True)
+                continue
+            task = self._task(want)
+            if self.opts.jobs <= 1 and self._executor is None and self.opts.executor == "local":
+                # One at a time in this thread: the fixed cost of a pool buys nothing here.
+                out[i] = self._record(task, run_task(task))
+                continue
+            futures[self.executor.submit(task)] = (i, task)
+        pending = set(futures)
+        while pending:
+            done, pending = wait(pending, return_when=FIRST_COMPLETED)
+            for fut in done:
+                i, task = futures[fut]
+                out[i] = self._record(task, fut.result())
+        return [out[i] for i in range(len(wants))]
+
+    def rows(self, wants: Sequence[Want]) -> list[ProbeRow]:
+        """The report row of each wanted environment (untestable ones without a build)."""
+        buildable = [w for w in wants if w.spec is not None]
+        records = iter(self.probe_all(buildable))
+        out = []
+        for w in wants:
+            if w.spec is None:
+                out.append(
+                    ProbeRow(version=w.label, outcome=untestable(w.why_not), verdict="",
+                             reused=False, build_seconds=0.0, probe_seconds=0.0, env_id="")
+                )  # fmt: skip
+                continue
+            rec, reused = next(records)
+            out.append(record_row(w.label, rec, reused, env_id=w.spec.env_id, moved=w.moved))
+        return out
+
+    def _task(self, want: Want) -> ProbeTask:
+        assert want.spec is not None
+        if not self._gdb_checked:  # --native-backtrace always without gdb: fail before a build
+            check_native_backtrace(self.opts.native_backtrace)
+            self._gdb_checked = True
+        request = want.python if want.python is not None else self.opts.python
+        path, target = self.target_for(request)
+        earlier = self.store.get(want.spec.env_id, self.repro.repro_id)
+        if earlier is not None and _stale(earlier, self.opts.timeout):
+            earlier = None
+        return ProbeTask(
+            spec=want.spec,
+            repro=self.repro,
+            python=path,
+            python_version=str(target.python_version),
+            envs_dir=self.opts.results / ".envs",
+            runs=want.runs,
+            earlier=earlier,
+            timeout=self.opts.timeout,
+            keep_envs=self.opts.keep_envs,
+            native_backtrace=self.opts.native_backtrace,
+            uv=self.uv,
+        )
+
+    def _record(self, task: ProbeTask, rec: ProbeRecord) -> tuple[ProbeRecord, bool]:
+        if task.earlier is not None and rec == task.earlier:
+            return rec, True  # nothing new was seen
+        self.store.put(rec)
+        o = rec.outcome
+        if (
+            o.kind is OutcomeKind.CRASH
+            and not o.native_frames
+            and self.opts.native_backtrace == "auto"
+            and not self._gdb_warned
+            and check_native_backtrace("auto") is None
+        ):
+            self.reporter.message(
+                "gdb is not installed: crash signatures carry no native frames "
+                "(apt install gdb to get them)"
+            )
+            self._gdb_warned = True
+        return rec, False
+
+
+def record_row(
+    version: str, rec: ProbeRecord, reused: bool, *, env_id: str, moved: Moved = ()
+) -> ProbeRow:
+    """The report row of a probe record (every run of it, for a flaky repro)."""
+    return ProbeRow(
+        version=version,
+        outcome=rec.outcome,
+        verdict="",
+        reused=reused,
+        build_seconds=rec.build_seconds,
+        probe_seconds=rec.probe_seconds,
+        env_id=env_id,
+        installed=rec.installed,
+        moved=moved,
+        runs=len(rec.all_runs),
+        fails=rec.fails,
+        run_outcomes=rec.runs,
+    )
+
+
+def _first_runs(rec: ProbeRecord, runs: int) -> ProbeRecord:
+    """The record as it was after ``runs`` runs: a rerun asks for what the first run asked
+    for at each step, so it sees the same evidence and retraces the same search."""
+    if len(rec.all_runs) <= runs:
+        return rec
+    kept = rec.all_runs[:runs]
+    first = next((i for i, o in enumerate(rec.all_runs) if failed(o)), None)
+    outcome = rec.outcome if first is not None and first < runs else kept[0]
+    return replace(rec, runs=kept if runs > 1 else (), outcome=outcome)
+
+
+def _stale(rec: ProbeRecord, timeout: float) -> bool:
+    """A stored timeout under a shorter limit than today's says nothing: probe again."""
+    return rec.outcome.kind is OutcomeKind.TIMEOUT and (rec.timeout or 0) < timeout

@@ -1,0 +1,1 @@
+"""Search strategies as state machines: ``next()`` / ``record()``; they never run anything."""

@@ -1,0 +1,122 @@
+"""What a strategy offers the drive loop, the no-op defaults, and the Bisector as one.
+
+A strategy chooses points and decides; it never runs anything. ``drive`` (modes/drive.py)
+asks ``next_batch(k)``, has each point planned and probed, calls ``record`` for every point
+of the round, then ``label`` for the report row of each.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+from typing import Any, Generic, Protocol, TypeVar
+
+from envbisect.core.report import ProbeRow
+from envbisect.strategy.bisect import Bisector, Verdict
+
+P = TypeVar("P")
+
+
+class Strategy(Protocol[P]):
+    """What ``drive`` asks of a strategy. ``Points`` gives the no-op defaults."""
+
+    def next_batch(self, k: int) -> Sequence[P]:
+        """Up to ``k`` points to probe now (all at once); empty when the answer is ready."""
+        ...
+
+    def runs_wanted(self, point: P) -> int: ...
+
+    def record(self, point: P, row: ProbeRow) -> None: ...
+
+    def label(self, point: P, row: ProbeRow) -> ProbeRow:
+        """The row as the report shows it (its verdict, a note), once the round is recorded."""
+        ...
+
+    def progress(self) -> tuple[int, int]:
+        """Points left in range, steps left at most ((0, 0): not known)."""
+        ...
+
+    def drawing(self) -> str: ...
+
+
+class Points(Generic[P]):
+    """No-op defaults for a strategy: one run per point, no verdict labels, no drawing."""
+
+    repeat: int = 1
+
+    def runs_wanted(self, point: P) -> int:
+        return self.repeat
+
+    def label(self, point: P, row: ProbeRow) -> ProbeRow:
+        return row
+
+    def progress(self) -> tuple[int, int]:
+        return (0, 0)
+
+    def drawing(self) -> str:
+        return ""
+
+
+class Fixed(Points[P]):
+    """Probe these points, ``k`` at a time, and nothing else (the ends of diff, a check)."""
+
+    def __init__(self, points: Sequence[P], repeat: int = 1) -> None:
+        self.todo = list(points)
+        self.repeat = repeat
+        self.rows: dict[Any, ProbeRow] = {}
+
+    def next_batch(self, k: int) -> list[P]:
+        batch, self.todo = self.todo[:k], self.todo[k:]
+        return batch
+
+    def record(self, point: P, row: ProbeRow) -> None:
+        self.rows[point] = row
+
+
+class Bisection(Points[int]):
+    """The ``Bisector`` over indices; ``cached(i, runs)``: whether the store already answers
+    for point i (so a rerun takes stored points first, for free)."""
+
+    def __init__(self, bis: Bisector, cached: Callable[[int, int], bool] | None = None) -> None:
+        self.bis = bis
+        self.cached = cached
+
+    def next_batch(self, k: int) -> list[int]:
+        cached = self.cached
+        if cached is None:
+            return self.bis.next_batch(k)
+        return self.bis.next_batch(k, cached=lambda i: cached(i, self.bis.runs_wanted(i)))
+
+    def runs_wanted(self, point: int) -> int:
+        return self.bis.runs_wanted(point)
+
+    def record(self, point: int, row: ProbeRow) -> None:
+        self.bis.record(point, row.outcome, row.run_outcomes or (row.outcome,))
+
+    def label(self, point: int, row: ProbeRow) -> ProbeRow:
+        return replace(row, verdict=verdict(self.bis, point), note=note(self.bis, point))
+
+    def progress(self) -> tuple[int, int]:
+        return self.bis.remaining()
+
+    def drawing(self) -> str:
+        return self.bis.drawing()
+
+
+def verdict(bis: Bisector, i: int) -> str:
+    step = next((s for s in reversed(bis.history) if s.index == i), None)
+    if step is None:
+        return "guess"  # probed beside the ends, before they decided the direction
+    if step.verdict is None:
+        return "end"
+    if step.verdict is Verdict.SKIP:
+        return "skip"
+    regression = bis.direction == "regression"
+    if step.verdict is Verdict.OLD:
+        return "good" if regression else "bad"
+    return "bad" if regression else "good"
+
+
+def note(bis: Bisector, i: int) -> str:
+    step = next((s for s in reversed(bis.history) if s.index == i), None)
+    return step.note if step is not None else ""

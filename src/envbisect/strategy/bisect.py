@@ -1,0 +1,628 @@
+"""Bisection over ordered candidates, as a state machine: ``next()`` / ``record(i, outcome)``.
+
+The strategy never runs anything: the engine asks it which index to probe next and tells it
+what happened. It works on indices into the candidate list (oldest first) so that it knows
+nothing about versions or environments.
+
+Phases:
+    ends    probe the old end, then the new end. An end the user did not name is stepped
+            inward past untestable points; a named end must verify. The ends decide the
+            direction: old passes and new fails -> "regression" (find the first bad);
+            old fails and new passes -> "fix" (find the first fixed).
+    search  binary search between the last point in the old state and the first point in
+            the new state. Untestable points are stepped around and never narrow the range:
+
+                [G, ?, ?, ?, B]  probe the middle
+                [G, ?, S, ?, B]  middle untestable: probe its nearest neighbour
+                [G, G, S, ?, B]  ...
+                [G, G, S, B, B]  nothing left to probe: "the first bad is one of S, B"
+
+A failure unlike the reference failure (the failing end's: another kind, signal or exception
+type) counts as untestable unless ``any_failure``: it is a different bug.
+
+Several runs per point (``--repeat``): a point whose runs include the reference failure is in
+the failing state ("a crash in any run marks it"). When the runs at a point disagree, or a
+verdict contradicts an earlier one (a failure below a pass in a regression), the search turns
+probabilistic (``flaky.py``): a posterior over the boundary from every run seen so far, probes
+where the expected information is highest (points may be probed again, with more runs), and a
+stop when one boundary reaches ``confidence``.
+
+Several probes per round (``next_batch(k)``): k points split the open range k + 1 ways, so a
+search takes about log_{k+1}(n) rounds; in the first round the ends go with k - 2 guesses
+inside, applied once the ends have decided the direction. Points the caller already has
+(``cached``: in the store) are taken first, for free.
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Literal
+
+from envbisect.core.outcome import representative, same_failure
+from envbisect.model import Outcome, OutcomeKind
+from envbisect.strategy import flaky
+
+Direction = Literal["regression", "fix"]
+
+
+class Verdict(enum.Enum):
+    OLD = "old"  # in the state of the old end (pass in a regression search)
+    NEW = "new"  # in the state of the new end (the failure in a regression search)
+    SKIP = "skip"  # untestable, or a different failure
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Step:
+    index: int
+    outcome: Outcome
+    verdict: Verdict | None  # None while the ends are being verified
+    note: str = ""
+    runs: int = 1
+    fails: int = 0  # runs that failed like the reference (0 before the direction is known)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BisectResult:
+    status: Literal["found", "ambiguous", "no-answer"]
+    direction: Direction | None = None
+    first_new: int | None = None
+    last_old: int | None = None
+    possible: tuple[int, ...] = ()  # "ambiguous": the first new point is one of these
+    reason: str = ""
+    probability: float | None = None  # probabilistic mode: P(first_new is the boundary)
+
+
+@dataclass(slots=True)
+class _End:
+    index: int
+    fixed: bool
+    inward: int  # +1 for the old end, -1 for the new end
+    outcome: Outcome | None = None
+    retry: bool = False  # probe it again (a flaky end not yet failing)
+    retries: int = 0
+
+
+@dataclass(slots=True)
+class Bisector:
+    """Find the boundary between the old end's behaviour and the new end's.
+
+    ``good`` and ``bad`` are indices the user named (either may be None: the ends then default
+    to the oldest and newest testable points). ``untestable`` are indices known up front to be
+    untestable (no installable file): never probed. ``repeat`` is the number of runs each
+    probe makes (the probabilistic mode weighs a probe by it); ``probabilistic`` starts in that
+    mode; ``max_probes`` caps the probes made in it (None: ``default_max_probes(n)``).
+    """
+
+    n: int
+    good: int | None = None
+    bad: int | None = None
+    untestable: Iterable[int] = ()
+    any_failure: bool = False
+    repeat: int = 1
+    confidence: float = 0.95
+    probabilistic: bool = False
+    max_probes: int | None = None
+    switch: bool = True  # False: never turn probabilistic (plain bisection, for comparisons)
+    history: list[Step] = field(default_factory=list)
+    skipped: set[int] = field(init=False)
+    old: _End = field(init=False)
+    new: _End = field(init=False)
+    direction: Direction | None = field(init=False, default=None)
+    reference: Outcome | None = field(init=False, default=None)
+    lo: int = field(init=False, default=-1)
+    hi: int = field(init=False, default=-1)
+    runs: dict[int, tuple[Outcome, ...]] = field(init=False, default_factory=dict)
+    mode: Literal["plain", "probabilistic"] = field(init=False, default="plain")
+    switch_reason: str = field(init=False, default="")
+    probes_since_switch: int = field(init=False, default=0)
+    _applied: set[int] = field(init=False, default_factory=set)
+    _result: BisectResult | None = field(init=False, default=None)
+
+    def __post_init__(self) -> None:
+        self.skipped = set(self.untestable)
+        if self.n < 2:
+            self._result = BisectResult(status="no-answer", reason="fewer than two candidates")
+        if self.probabilistic:
+            self.mode = "probabilistic"
+            self.switch_reason = "asked for (--probabilistic)"
+        old_i, new_i, old_fixed, new_fixed = self._ends()
+        self.old = _End(index=old_i, fixed=old_fixed, inward=+1)
+        self.new = _End(index=new_i, fixed=new_fixed, inward=-1)
+
+    def _ends(self) -> tuple[int, int, bool, bool]:
+        g, b, last = self.good, self.bad, self.n - 1
+        if g is not None and b is not None:
+            return (g, b, True, True) if g < b else (b, g, True, True)
+        if g is not None:
+            return (g, last, True, False) if g < last else (0, g, False, True)
+        if b is not None:
+            return (0, b, False, True) if b > 0 else (b, last, True, False)
+        return (0, last, False, False)
+
+    @property
+    def expected_direction(self) -> Direction | None:
+        if self.good is None and self.bad is None:
+            return None
+        if self.good is not None:
+            return "regression" if self.good == self.old.index else "fix"
+        return "regression" if self.bad == self.new.index else "fix"
+
+    # -- asking -------------------------------------------------------------------------------
+
+    def next(self) -> int | None:
+        """The index to probe next, or None when a result is ready."""
+        batch = self.next_batch(1)
+        return batch[0] if batch else None
+
+    def next_batch(self, k: int = 1, cached: Callable[[int], bool] | None = None) -> list[int]:
+        """Up to ``k`` indices to probe next, all at once (empty when a result is ready).
+
+        ``cached(i)``: whether the caller already has index i's outcome (stored); while any
+        lies in the open range, the ones nearest the split points are asked for first, since
+        they cost nothing (a rerun with the same bounds retraces its path; one with shifted
+        bounds takes what it can from the store before it builds anything).
+        """
+        k = max(1, k)
+        if self._result is not None or not self._settle_ends():
+            return []
+        pending = [e.index for e in (self.old, self.new) if e.outcome is None]
+        if pending:
+            if k == 1:
+                return pending[:1]
+            inside = [i for i in self._open(self.old.index, self.new.index) if i not in self.runs]
+            return pending + _split(inside, self.old.index, self.new.index, k - len(pending))
+        if self.mode == "probabilistic":
+            return self._next_probabilistic(k)
+        candidates = self._open(self.lo, self.hi)
+        if not candidates:
+            self._finish()
+            return []
+        free = [i for i in candidates if cached(i)] if cached is not None else []
+        if free:  # the stored ones nearest where the search would look: no build, no run
+            return _split(free, self.lo, self.hi, k)
+        return _split(candidates, self.lo, self.hi, k)
+
+    def runs_wanted(self, index: int) -> int:
+        """How many runs the next probe of ``index`` should have in all (a point probed again
+        in the probabilistic mode gets ``repeat`` more than it has)."""
+        have = len(self.runs.get(index, ()))
+        again = self.mode == "probabilistic" or any(
+            e.retry and e.index == index for e in (self.old, self.new)
+        )
+        return have + self.repeat if again and have else self.repeat
+
+    def _open(self, lo: int, hi: int) -> list[int]:
+        return [i for i in range(lo + 1, hi) if i not in self.skipped]
+
+    def _settle_ends(self) -> bool:
+        """Move unnamed ends inward past untestable points, and take an end's outcome from a
+        guess already probed there. False once there is no answer."""
+        changed = True
+        while changed and self._result is None:
+            changed = False
+            for end in (self.old, self.new):
+                if end.outcome is None:
+                    if not self._settle(end):
+                        return False
+                    if end.index in self.runs and not end.retry:
+                        self._record_end(end, self.runs[end.index])
+                        changed = True
+        return self._result is None
+
+    def _settle(self, end: _End) -> bool:
+        """Move an unnamed end inward past known-untestable points. False if none is left."""
+        while end.index in self.skipped:
+            if end.fixed:
+                self._no_answer(
+                    f"the {self._end_name(end)} end cannot be tested (no installable file)"
+                )
+                return False
+            end.index += end.inward
+            if self.old.index >= self.new.index:
+                self._no_answer("fewer than two testable candidates in the range")
+                return False
+        return True
+
+    # -- telling ------------------------------------------------------------------------------
+
+    def record(self, index: int, outcome: Outcome, runs: Sequence[Outcome] = ()) -> Verdict | None:
+        """Record probing ``index``: ``outcome`` decides, ``runs`` are every run made there so
+        far (one probe with ``--repeat`` N has N). Returns the verdict it counted as (None for
+        an end, or a guess made before the ends decided the direction)."""
+        all_runs = tuple(runs) or (outcome,)
+        self.runs[index] = all_runs
+        for end in (self.old, self.new):
+            if end.outcome is None and index == end.index:
+                self._record_end(end, all_runs)
+                return None
+        if self.direction is None:
+            return None  # a guess from the first round: applied once the direction is known
+        if self.mode == "probabilistic":
+            self.probes_since_switch += 1
+        return self._apply(index)
+
+    def verdict(self, outcome: Outcome) -> Verdict:
+        assert self.direction is not None and self.reference is not None
+        if outcome.kind is OutcomeKind.UNTESTABLE:
+            return Verdict.SKIP
+        passed = outcome.kind is OutcomeKind.PASS
+        if not passed and not self.any_failure and not same_failure(outcome, self.reference):
+            return Verdict.SKIP
+        if self.direction == "regression":
+            return Verdict.OLD if passed else Verdict.NEW
+        return Verdict.NEW if passed else Verdict.OLD
+
+    def counts(self, index: int) -> tuple[int, int]:
+        """(runs failing like the reference, runs passing) at ``index``."""
+        if self.direction is None or self.reference is None:
+            return 0, 0
+        fails = passes = 0
+        for o in self.runs.get(index, ()):
+            v = self.verdict(o)
+            if v is Verdict.SKIP:
+                continue
+            if o.kind is OutcomeKind.PASS:
+                passes += 1
+            else:
+                fails += 1
+        return fails, passes
+
+    def _failing(self) -> Verdict:
+        return Verdict.NEW if self.direction == "regression" else Verdict.OLD
+
+    def _apply(self, index: int) -> Verdict:
+        """Count the runs at ``index`` into the search (again, when it was probed again)."""
+        fails, passes = self.counts(index)
+        runs = self.runs[index]
+        note = ""
+        if not fails and not passes:
+            verdict = Verdict.SKIP
+            self.skipped.add(index)
+            if any(o.kind is not OutcomeKind.UNTESTABLE for o in runs):
+                note = "a different failure than the reference: counted as untestable"
+        else:
+            failing = self._failing()
+            other = Verdict.OLD if failing is Verdict.NEW else Verdict.NEW
+            verdict = failing if fails else other
+            if fails and passes:
+                note = "flaky"
+                self._switch(f"the runs at one point disagree ({fails} of {fails + passes} failed)")
+            if self.mode == "plain":
+                self._narrow(index, verdict)
+        self._applied.add(index)
+        self.history.append(
+            Step(
+                index=index,
+                outcome=representative(runs),
+                verdict=verdict,
+                note=note,
+                runs=len(runs),
+                fails=fails,
+            )
+        )
+        return verdict
+
+    def _narrow(self, index: int, verdict: Verdict) -> None:
+        if verdict is Verdict.OLD:
+            if index >= self.hi:
+                self._switch("a point in the old state lies past one in the new state")
+            elif index > self.lo:
+                self.lo = index
+        elif index <= self.lo:
+            self._switch("a point in the new state lies before one in the old state")
+        elif index < self.hi:
+            self.hi = index
+
+    def _switch(self, reason: str) -> None:
+        if self.mode == "plain" and self.switch:
+            self.mode = "probabilistic"
+            self.switch_reason = reason
+
+    def _record_end(self, end: _End, runs: tuple[Outcome, ...]) -> None:
+        end.retry = False
+        outcome = representative(runs)
+        self.history.append(Step(index=end.index, outcome=outcome, verdict=None, runs=len(runs)))
+        if outcome.kind is OutcomeKind.UNTESTABLE:
+            self.skipped.add(end.index)
+            if end.fixed:
+                self._no_answer(
+                    f"the {self._end_name(end)} end is untestable: {outcome.describe()}"
+                )
+            return None
+        end.outcome = outcome
+        if self.old.outcome is not None and self.new.outcome is not None:
+            if self._retry_bad_end():
+                return None
+            self._decide_direction(self.old.outcome, self.new.outcome)
+            if self.direction is not None:
+                self._after_direction()
+        return None
+
+    def _retry_bad_end(self) -> bool:
+        """Both ends passed so far, and the repro is known or said to be flaky (probabilistic
+        mode, or --repeat): the failure may just not have shown yet at the end expected to
+        fail (the new end, unless the user named the good end newer than the bad). Probe it
+        again: within the probe budget in the probabilistic mode, up to four probes in all
+        with --repeat."""
+        if self.mode != "probabilistic" and self.repeat < 2:
+            return False
+        assert self.old.outcome is not None and self.new.outcome is not None
+        if self.old.outcome.kind is not OutcomeKind.PASS:
+            return False
+        if self.new.outcome.kind is not OutcomeKind.PASS:
+            return False
+        bad = self.old if self.expected_direction == "fix" else self.new
+        if self.mode == "probabilistic":
+            if self.probes_since_switch >= self.probe_budget():
+                return False
+            self.probes_since_switch += 1
+        elif bad.retries >= 3:
+            return False
+        bad.retries += 1
+        bad.outcome, bad.retry = None, True
+        return True
+
+    def _after_direction(self) -> None:
+        """The ends are known: check them for flakiness, then apply the first round's guesses."""
+        self._applied |= {self.old.index, self.new.index}
+        for end in (self.old, self.new):
+            fails, passes = self.counts(end.index)
+            if fails and passes:
+                self._switch(
+                    f"the runs at the {self._end_name(end)} end disagree "
+                    f"({fails} of {fails + passes} failed)"
+                )
+        for i in sorted(self.runs):
+            if i not in self._applied and self.old.index < i < self.new.index:
+                self._apply(i)
+
+    def _decide_direction(self, old: Outcome, new: Outcome) -> None:
+        old_pass = old.kind is OutcomeKind.PASS
+        new_pass = new.kind is OutcomeKind.PASS
+        if old_pass == new_pass:
+            both = "pass" if old_pass else "fail"
+            self._no_answer(
+                f"both ends {both} (old end: {self._rate(self.old)}{old.describe()}; "
+                f"new end: {self._rate(self.new)}{new.describe()})"
+            )
+            return
+        found: Direction = "regression" if old_pass else "fix"
+        expected = self.expected_direction
+        if expected is not None and expected != found:
+            good_end = self.old if expected == "regression" else self.new
+            bad_end = self.new if expected == "regression" else self.old
+            assert good_end.outcome is not None and bad_end.outcome is not None
+            self._no_answer(
+                f"the good end does not pass ({good_end.outcome.describe()}) "
+                f"and the bad end does not fail ({bad_end.outcome.describe()})"
+            )
+            return
+        self.direction = found
+        self.reference = new if found == "regression" else old
+        self.lo, self.hi = self.old.index, self.new.index
+
+    def _rate(self, end: _End) -> str:
+        runs = self.runs.get(end.index, ())
+        if len(runs) < 2:
+            return ""
+        failed = sum(1 for o in runs if o.kind is not OutcomeKind.PASS)
+        return f"{failed} of {len(runs)} runs failed, "
+
+    def _end_name(self, end: _End) -> str:
+        return "old" if end is self.old else "new"
+
+    # -- the probabilistic mode ----------------------------------------------------------------
+
+    def posterior(self) -> flaky.Posterior | None:
+        if self.direction is None:
+            return None
+        points = [self.old.index, *self._open(self.old.index, self.new.index), self.new.index]
+        counts = {i: self.counts(i) for i in points if i in self.runs}
+        return flaky.posterior(points, counts, regression=self.direction == "regression")
+
+    def probe_budget(self) -> int:
+        if self.max_probes is not None:
+            return self.max_probes
+        return default_max_probes(self.n, self.repeat)
+
+    def _next_probabilistic(self, k: int) -> list[int]:
+        post = self.posterior()
+        assert post is not None
+        _, p = post.best()
+        if p >= self.confidence or self.probes_since_switch >= self.probe_budget():
+            self._finish_probabilistic(post)
+            return []
+        chosen = flaky.choose(post, runs=self.repeat, k=k)
+        if not chosen:
+            self._finish_probabilistic(post)
+        return chosen
+
+    def _finish_probabilistic(self, post: flaky.Posterior) -> None:
+        assert self.direction is not None
+        best, p = post.best()
+        k = post.points.index(best)
+        last_old = post.points[k - 1]
+        hidden = tuple(range(last_old + 1, best + 1))  # untestable points before it, and it
+        if p >= self.confidence:
+            self._result = BisectResult(
+                status="found" if len(hidden) == 1 else "ambiguous",
+                direction=self.direction,
+                first_new=best,
+                last_old=last_old,
+                possible=hidden if len(hidden) > 1 else (),
+                reason="" if len(hidden) == 1 else "untestable points hide the boundary",
+                probability=p,
+            )
+            return
+        possible = tuple(post.credible(self.confidence))
+        self._result = BisectResult(
+            status="ambiguous",
+            direction=self.direction,
+            first_new=best,
+            last_old=last_old,
+            possible=possible,
+            reason=(
+                f"after {self.probes_since_switch} probabilistic probe(s) the most likely "
+                f"boundary has probability {p:.2f}, below the confidence {self.confidence:.2f}"
+            ),
+            probability=p,
+        )
+
+    # -- answers ------------------------------------------------------------------------------
+
+    def _no_answer(self, reason: str) -> None:
+        self._result = BisectResult(status="no-answer", direction=self.direction, reason=reason)
+
+    def _finish(self) -> None:
+        assert self.direction is not None
+        if self.hi == self.lo + 1:
+            self._result = BisectResult(
+                status="found", direction=self.direction, first_new=self.hi, last_old=self.lo
+            )
+            return
+        possible = (*range(self.lo + 1, self.hi), self.hi)
+        self._result = BisectResult(
+            status="ambiguous",
+            direction=self.direction,
+            first_new=self.hi,
+            last_old=self.lo,
+            possible=possible,
+            reason="untestable points hide the boundary",
+        )
+
+    @property
+    def result(self) -> BisectResult | None:
+        if self._result is None:
+            self.next()
+        return self._result
+
+    # -- progress -----------------------------------------------------------------------------
+
+    def fail_rate(self, index: int) -> tuple[int, int]:
+        """(runs that failed, runs) at ``index``: any failure, for reports."""
+        runs = self.runs.get(index, ())
+        return sum(1 for o in runs if o.kind is not OutcomeKind.PASS), len(runs)
+
+    def remaining(self) -> tuple[int, int]:
+        """(candidates left in the open range, probes left at most) for progress displays."""
+        if self._result is not None:
+            return 0, 0
+        if self.direction is None:
+            open_range = max(0, self.new.index - self.old.index - 1)
+            ends_left = sum(1 for e in (self.old, self.new) if e.outcome is None)
+            left = sum(
+                1 for i in range(self.old.index + 1, self.new.index) if i not in self.skipped
+            )
+            return left, ends_left + math.ceil(math.log2(left + 1)) if open_range else ends_left
+        if self.mode == "probabilistic":
+            left = len(self._open(self.old.index, self.new.index)) + 1
+            return left, max(0, self.probe_budget() - self.probes_since_switch)
+        left = sum(1 for i in range(self.lo + 1, self.hi) if i not in self.skipped)
+        return left, math.ceil(math.log2(left + 1))
+
+    def drawing(self, labels: list[str] | None = None) -> str:
+        """The current range as ``[G, ?, S, ?, B]`` (old state G, new state B, S untestable);
+        in the probabilistic mode a point that may be the first new one shows its probability
+        (``[G×3, 12%, 81%, B×4]``)."""
+        if self.direction is None:
+            return ""
+        old_mark, new_mark = ("G", "B") if self.direction == "regression" else ("B", "G")
+        marks = []
+        if self.mode == "probabilistic":
+            post = self.posterior()
+            assert post is not None
+            mass = dict(zip(post.points, post.mass, strict=True))
+            for i in range(self.old.index, self.new.index + 1):
+                if i in self.skipped:
+                    marks.append("S")
+                elif mass.get(i, 0.0) >= 0.05:
+                    marks.append(f"{mass[i]:.0%}")
+                else:
+                    j = post.points.index(i)
+                    broken = post.broken_probability(j)
+                    in_new = broken if self.direction == "regression" else 1 - broken
+                    marks.append(new_mark if in_new >= 0.5 else old_mark)
+            return "[" + ", ".join(_runs(marks)) + "]"
+        verdicts = {s.index: s.verdict for s in self.history if s.verdict is not None}
+        for i in range(self.old.index, self.new.index + 1):
+            if i in self.skipped:
+                marks.append("S")
+            elif i <= self.lo or verdicts.get(i) is Verdict.OLD:
+                marks.append(old_mark)
+            elif i >= self.hi or verdicts.get(i) is Verdict.NEW:
+                marks.append(new_mark)
+            else:
+                marks.append("?")
+        return "[" + ", ".join(_runs(marks)) + "]"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SearchOptions:
+    """How a search runs (--jobs, --repeat, --confidence, --probabilistic, --max-probes)."""
+
+    jobs: int = 1
+    repeat: int = 1
+    confidence: float = 0.95
+    probabilistic: bool = False
+    max_probes: int | None = None
+
+    def bisector(
+        self,
+        *,
+        n: int,
+        good: int | None = None,
+        bad: int | None = None,
+        untestable: Iterable[int] = (),
+        any_failure: bool = False,
+    ) -> Bisector:
+        return Bisector(
+            n=n,
+            good=good,
+            bad=bad,
+            untestable=untestable,
+            any_failure=any_failure,
+            repeat=self.repeat,
+            confidence=self.confidence,
+            probabilistic=self.probabilistic,
+            max_probes=self.max_probes,
+        )
+
+
+def default_max_probes(n: int, repeat: int = 1) -> int:
+    """The probabilistic mode's default cap on probes: about twenty runs per bit a plain
+    bisection needs (at a fail rate of 0.3 the search needs about eight; bench/bench_flaky.py),
+    so a repro that almost never fails cannot keep a search going for ever."""
+    bits = math.ceil(math.log2(max(n, 2))) + 2
+    return max(20, math.ceil(20 * bits / max(1, repeat)))
+
+
+def _split(candidates: list[int], lo: int, hi: int, k: int) -> list[int]:
+    """Up to ``k`` of ``candidates`` splitting (lo, hi) into k + 1 equal parts (k = 1: the
+    middle, the lower on a tie)."""
+    if k <= 0 or not candidates:
+        return []
+    if len(candidates) <= k:
+        return list(candidates)
+    chosen: list[int] = []
+    for j in range(1, k + 1):
+        target = lo + (hi - lo) * j / (k + 1)
+        left = [i for i in candidates if i not in chosen]
+        chosen.append(min(left, key=lambda i: (abs(i - target), i)))
+    return sorted(chosen)
+
+
+def _runs(marks: list[str]) -> list[str]:
+    """Collapse long runs (``G, G, G, G`` -> ``G×4``) so a wide range fits on one line."""
+    out: list[str] = []
+    i = 0
+    while i < len(marks):
+        j = i
+        while j < len(marks) and marks[j] == marks[i]:
+            j += 1
+        count = j - i
+        out += [f"{marks[i]}×{count}"] if count > 3 else marks[i:j]
+        i = j
+    return out
