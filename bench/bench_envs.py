@@ -32,6 +32,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 from envbisect.env.repro import Repro  # noqa: E402
 from envbisect.env.uv import BuiltEnv, Materializer, find_python, find_uv  # noqa: E402
 from envbisect.model import EnvSpec, IndexConfig  # noqa: E402
+from envbisect.modes.options import CommonOptions  # noqa: E402
 from envbisect.modes.run import RunOptions, run_bisect  # noqa: E402
 from support.corpus import EPOCH, PASS, SEGFAULT  # noqa: E402
 from support.index_server import IndexFile, LocalIndex  # noqa: E402
@@ -84,10 +85,12 @@ def bench_bisection(index: LocalIndex, python: str, sizes: list[int], work: Path
             res = run_bisect(
                 RunOptions(
                     package=project,
-                    repro=Repro.from_file(str(repro_file), work),
-                    indexes=IndexConfig(index_url=index.url),
-                    python=python,
-                    results=work / "results",
+                    common=CommonOptions(
+                        repro=Repro.from_file(str(repro_file), work),
+                        indexes=IndexConfig(index_url=index.url),
+                        python=python,
+                        results=work / "results",
+                    ),
                 )
             )
             assert res.first_new == f"1.{pos}.0", (project, res.first_new)

@@ -28,10 +28,9 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 from packaging.version import Version  # noqa: E402
 
-from envbisect.core.matrixspec import load_matrix  # noqa: E402
 from envbisect.model import IndexConfig  # noqa: E402
-from envbisect.modes.matrix import run_matrix  # noqa: E402
-from envbisect.reporter import Reporter  # noqa: E402
+from envbisect.modes.matrix import load_matrix, run_matrix  # noqa: E402
+from envbisect.modes.options import CommonOptions  # noqa: E402
 from support.corpus import build_index  # noqa: E402
 
 GRID = """
@@ -82,24 +81,12 @@ def replay(results_json: Path) -> tuple[int, int, int, int]:
     import json
 
     from envbisect.model import EnvSpec, Outcome, OutcomeKind
-    from envbisect.modes.matrix import Cell, _RowWalker
+    from envbisect.strategy.rows import Cell, walk_row
 
     data = json.loads(results_json.read_text())
     truth = {json.dumps(c["versions"]): c for c in data["cells"]}
     axes = data["matrix"]["axes"]
-
-    class FakeRecord:
-        def __init__(self, c: dict[str, object]) -> None:
-            self.outcome = Outcome(kind=OutcomeKind(str(c["kind"])), signature=str(c["signature"]))
-            self.installed = ()
-            self.build_seconds = self.probe_seconds = 0.0
-
-    class FakeProber:
-        probed = 0
-
-        def probe(self, store: object, spec: EnvSpec) -> tuple[FakeRecord, bool]:
-            FakeProber.probed += 1
-            return FakeRecord(truth[spec.requirements[0]]), False
+    probed = 0
 
     rows: dict[str, list[Cell]] = {}
     for key, c in truth.items():
@@ -110,12 +97,20 @@ def replay(results_json: Path) -> tuple[int, int, int, int]:
         else:
             cell.spec = EnvSpec.build([key], python="replay", indexes=IndexConfig())
         rows.setdefault(json.dumps(versions[:-1]), []).append(cell)
-    with tempfile.TemporaryDirectory() as tmp:
-        walker = _RowWalker(make_prober=FakeProber, results=Path(tmp), full=False,  # type: ignore[arg-type]
-                            reporter=Reporter())  # fmt: skip
-        for row in rows.values():
-            row.sort(key=lambda c: Version(c.versions[-1][1]))
-            walker.walk(row)
+    for row in rows.values():
+        row.sort(key=lambda c: Version(c.versions[-1][1]))
+        # The row walk asks for cells; the full sweep's outcome answers each.
+        walk = walk_row(row)
+        asked: Cell | None = next(walk, None)
+        while asked is not None:
+            probed += 1
+            c = truth[asked.key]
+            outcome = Outcome(kind=OutcomeKind(str(c["kind"])), signature=str(c["signature"]))
+            asked.state, asked.outcome = "measured", outcome
+            try:
+                asked = walk.send(outcome)
+            except StopIteration:
+                asked = None
     wrong = sum(
         1
         for row in rows.values()
@@ -124,7 +119,7 @@ def replay(results_json: Path) -> tuple[int, int, int, int]:
         and c.outcome.kind.value != truth[c.key]["kind"]
     )  # fmt: skip
     testable = sum(c["state"] != "unresolvable" for c in truth.values())
-    return len(truth), testable, FakeProber.probed, wrong
+    return len(truth), testable, probed, wrong
 
 
 def main() -> int:
@@ -140,9 +135,13 @@ def main() -> int:
         path = work / "grid.toml"
         path.write_text(GRID.format(python=sys.executable, index=index.url))
         spec = load_matrix(path)
-        res = run_matrix(spec, results=work / "warm", cache_dir=work / "c")  # warm uv's cache
+        res = run_matrix(
+            spec, CommonOptions(results=work / "warm", cache_dir=work / "c")
+        )  # warm uv's cache
         c = res.counts()
-        full = run_matrix(spec, results=work / "full", full=True, cache_dir=work / "c").counts()
+        full = run_matrix(
+            spec, CommonOptions(results=work / "full", cache_dir=work / "c"), full=True
+        ).counts()
         print(f"# envbisect matrix benchmark ({sys.executable}, {os.cpu_count()} cores)\n")
         print("| grid | cells | probed (monotone) | inferred | unresolvable | probed (--full) |")
         print("|---|---:|---:|---:|---:|---:|")
@@ -152,8 +151,8 @@ def main() -> int:
         for r in range(args.rounds):
             for jobs in (1, 2):
                 start = time.perf_counter()
-                run_matrix(spec, results=work / f"j{jobs}-{r}", jobs=jobs, full=True,
-                           cache_dir=work / "c")  # fmt: skip
+                run_matrix(spec, CommonOptions(results=work / f"j{jobs}-{r}", jobs=jobs,
+                                               cache_dir=work / "c"), full=True)  # fmt: skip
                 times[jobs].append(time.perf_counter() - start)
         m1, m2 = statistics.median(times[1]), statistics.median(times[2])
         print("\n| --full matrix wall time | --jobs 1 | --jobs 2 | ratio |\n|---|---:|---:|---:|")
@@ -163,7 +162,11 @@ def main() -> int:
             path.write_text(PYPI)
             spec = load_matrix(path)
             os.environ.pop("UV_CACHE_DIR")  # uv's own cache: the real PyPI wheels
-        run_matrix(spec, results=work / "kept", full=True, keep_envs=True, cache_dir=work / "c")
+        run_matrix(
+            spec,
+            CommonOptions(results=work / "kept", keep_envs=True, cache_dir=work / "c"),
+            full=True,
+        )
         apparent, used, own = disk(work / "kept" / ".envs")
         print(f"\n| environments of {spec.name} | apparent size | distinct files | "
               f"not in uv's cache |\n|---|---:|---:|---:|\n"

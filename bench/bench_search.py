@@ -35,6 +35,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
 from envbisect.model import Outcome, OutcomeKind  # noqa: E402
+from envbisect.modes.options import CommonOptions  # noqa: E402
 from envbisect.strategy import flaky  # noqa: E402
 from envbisect.strategy.bisect import Bisector  # noqa: E402
 
@@ -181,10 +182,17 @@ def real_jobs(rounds: int) -> None:
         rounds_seen: dict[int, int] = {}
         for r in range(rounds + 1):  # the first pass warms uv's cache and is not counted
             for jobs in times:
-                opts = RunOptions(package="crashy", repro=repro, python=python,
-                                  indexes=IndexConfig(index_url=index.url),
-                                  results=root / f"results-{r}-{jobs}",
-                                  search=SearchOptions(jobs=jobs))  # fmt: skip
+                opts = RunOptions(
+                    package="crashy",
+                    search=SearchOptions(),
+                    common=CommonOptions(
+                        jobs=jobs,
+                        repro=repro,
+                        python=python,
+                        indexes=IndexConfig(index_url=index.url),
+                        results=root / f"results-{r}-{jobs}",
+                    ),
+                )
                 start = time.perf_counter()
                 res = run_bisect(opts, Reporter())
                 took = time.perf_counter() - start

@@ -14,9 +14,18 @@ from pathlib import Path
 import pytest
 
 from envbisect.model import Outcome
+from envbisect.modes.options import CommonOptions
 from envbisect.reporter import Reporter
 from support.corpus import build_index
 from support.index_server import LocalIndex
+
+
+def split_common(kw: dict[str, object]) -> tuple[dict[str, object], dict[str, object]]:
+    """Keyword arguments split into CommonOptions' and the mode's own."""
+    names = set(CommonOptions.__dataclass_fields__)
+    return {k: v for k, v in kw.items() if k in names}, {
+        k: v for k, v in kw.items() if k not in names
+    }
 
 
 @pytest.fixture(scope="session", autouse=True)

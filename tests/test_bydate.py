@@ -16,7 +16,7 @@ from envbisect.env.repro import Repro
 from envbisect.errors import NoAnswer, UsageError
 from envbisect.model import IndexConfig
 from envbisect.modes.bydate import DateOptions, run_by_date
-from envbisect.strategy.bisect import SearchOptions
+from envbisect.modes.options import CommonOptions
 from support.corpus import EPOCH
 from support.index_server import LocalIndex
 
@@ -29,12 +29,14 @@ def options(index: LocalIndex, python: str, tmp_path: Path, good: int, bad: int)
     return DateOptions(
         good=(EPOCH + timedelta(days=good)).isoformat(),
         bad=(EPOCH + timedelta(days=bad)).isoformat(),
-        repro=Repro.build(origin=tmp_path, repro_file=str(repro)),
         with_reqs=("dateapp==1.0.0",),
-        indexes=IndexConfig(index_url=index.url),
-        python=python,
-        results=tmp_path / "r",
-        cache_dir=tmp_path / "c",
+        common=CommonOptions(
+            repro=Repro.build(origin=tmp_path, repro_file=str(repro)),
+            indexes=IndexConfig(index_url=index.url),
+            python=python,
+            results=tmp_path / "r",
+            cache_dir=tmp_path / "c",
+        ),
     )
 
 
@@ -64,11 +66,8 @@ def test_by_date_with_jobs_2_same_culprit_fewer_rounds(
     for sub in ("one", "two"):
         (tmp_path / sub).mkdir()
     one = run_by_date(options(index, python, tmp_path / "one", good=2, bad=45))
-    two = run_by_date(
-        replace(
-            options(index, python, tmp_path / "two", good=2, bad=45), search=SearchOptions(jobs=2)
-        )
-    )
+    two_opts = options(index, python, tmp_path / "two", good=2, bad=45)
+    two = run_by_date(replace(two_opts, common=replace(two_opts.common, jobs=2)))
     assert two.extra["culprits"] == one.extra["culprits"]
     assert (two.first_new, two.last_old) == (one.first_new, one.last_old)
     assert two.search["rounds"] < one.search["rounds"]

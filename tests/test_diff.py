@@ -12,7 +12,9 @@ import pytest
 from envbisect.env.repro import Repro
 from envbisect.errors import NoAnswer, UsageError
 from envbisect.model import IndexConfig
-from envbisect.modes.diff import Change, DiffOptions, Result, ddmin, run_diff
+from envbisect.modes.diff import Change, DiffOptions, run_diff
+from envbisect.modes.options import CommonOptions
+from envbisect.strategy.ddmin import Result, ddmin
 from support.corpus import flaky_crashes
 from support.index_server import LocalIndex
 
@@ -61,11 +63,13 @@ def options(
     return DiffOptions(
         good=str(tmp_path / "good.txt"),
         bad=str(tmp_path / "bad.txt"),
-        repro=Repro.build(origin=tmp_path, repro_file=str(tmp_path / "repro.py")),
-        indexes=IndexConfig(index_url=index.url),
-        python=python,
-        results=tmp_path / "r",
-        cache_dir=tmp_path / "c",
+        common=CommonOptions(
+            repro=Repro.build(origin=tmp_path, repro_file=str(tmp_path / "repro.py")),
+            indexes=IndexConfig(index_url=index.url),
+            python=python,
+            results=tmp_path / "r",
+            cache_dir=tmp_path / "c",
+        ),
     )
 
 
@@ -142,7 +146,7 @@ def test_repeat_lets_a_flaky_bad_environment_verify(
                    repro="import flakylib\nflakylib.run()\n")  # fmt: skip
     with pytest.raises(NoAnswer, match="BAD environment does not fail"):
         run_diff(opts)
-    res = run_diff(replace(opts, repeat=6))
+    res = run_diff(replace(opts, common=replace(opts.common, repeat=6)))
     assert [c["package"] for c in res.extra["culprits"]] == ["flakylib"]
     bad = res.row("BAD")
     assert bad is not None and bad.runs == 6 and 0 < bad.fails < 6

@@ -22,6 +22,7 @@ from packaging.version import Version
 from conftest import RecordingReporter, write_repro
 from envbisect.env.repro import Repro
 from envbisect.model import IndexConfig, Outcome, OutcomeKind
+from envbisect.modes.options import CommonOptions
 from envbisect.modes.run import RunOptions, run_bisect
 from envbisect.store import Store
 from envbisect.strategy import flaky
@@ -190,18 +191,26 @@ def test_posterior_and_information_basics() -> None:
 
 
 def flaky_options(
-    index: LocalIndex, python: str, results: Path, tmp_path: Path, search: SearchOptions
+    index: LocalIndex,
+    python: str,
+    results: Path,
+    tmp_path: Path,
+    search: SearchOptions,
+    repeat: int,
 ) -> RunOptions:
     repro = Repro.from_file(str(write_repro(tmp_path / "repro", "flakylib")), tmp_path)
     return RunOptions(
         package="flakylib",
-        repro=repro,
         good="1.0.0",
         bad="1.11.0",
-        indexes=IndexConfig(index_url=index.url),
-        python=python,
-        results=results,
         search=search,
+        common=CommonOptions(
+            repro=repro,
+            indexes=IndexConfig(index_url=index.url),
+            python=python,
+            results=results,
+            repeat=repeat,
+        ),
     )
 
 
@@ -216,7 +225,7 @@ def test_repeat_finds_a_flaky_crash(
 ) -> None:
     monkeypatch.setenv("FLAKY_SEED", seed)
     results = tmp_path / "r"
-    opts = flaky_options(index, python, results, tmp_path, SearchOptions(repeat=4))
+    opts = flaky_options(index, python, results, tmp_path, SearchOptions(), repeat=4)
     res = run_bisect(opts, RecordingReporter())
     assert res.status == "found", res.reason
     assert res.first_new == f"1.{FLAKY_FIRST_BAD}.0"
@@ -247,7 +256,7 @@ def test_probabilistic_mode_on_real_environments(
     monkeypatch.setenv("FLAKY_SEED", seed)
     results = tmp_path / "r"
     opts = flaky_options(
-        index, python, results, tmp_path, SearchOptions(probabilistic=True, repeat=2)
+        index, python, results, tmp_path, SearchOptions(probabilistic=True), repeat=2
     )
     res = run_bisect(opts, RecordingReporter())
     assert (res.status, res.first_new) == ("found", f"1.{FLAKY_FIRST_BAD}.0"), res.reason
@@ -272,9 +281,7 @@ def test_probabilistic_mode_on_real_environments(
 def test_a_stored_probe_gets_only_the_runs_it_lacks(
     index: LocalIndex, python: str, tmp_path: Path
 ) -> None:
-    from envbisect.env.prober import Prober
-    from envbisect.env.uv import find_uv, inspect_target
-    from envbisect.model import EnvSpec
+    from envbisect.modes.session import Session
 
     log = tmp_path / "runs.log"
     script = tmp_path / "count.py"
@@ -282,17 +289,17 @@ def test_a_stored_probe_gets_only_the_runs_it_lacks(
         f"import os\nopen({str(log)!r}, 'a').write(os.environ['ENVBISECT_RUN'] + '\\n')\n"
     )
     repro = Repro.from_file(str(script), tmp_path)
-    prober = Prober(uv=find_uv(), python=python, target=inspect_target(python), repro=repro,
-                    results=tmp_path / "r")  # fmt: skip
-    spec = EnvSpec.build(["crashy==1.0.0"], python=prober.python_label(),
-                         indexes=IndexConfig(index_url=index.url))  # fmt: skip
-    with Store(tmp_path / "r") as store:
-        rec, reused = prober.probe(store, spec, 3)
+    common = CommonOptions(repro=repro, python=python, results=tmp_path / "r",
+                           indexes=IndexConfig(index_url=index.url))  # fmt: skip
+    with Session(common) as session:
+        spec = session.env_spec(["crashy==1.0.0"])
+        store = session.store
+        rec, reused = session.probe(spec, 3)
         assert not reused and len(rec.all_runs) == 3
-        rec, reused = prober.probe(store, spec, 5)
+        rec, reused = session.probe(spec, 5)
         assert not reused and len(rec.all_runs) == 5 and rec.fails == 0
         # Asking for fewer: the first 4 from the store (what a rerun saw the first time).
-        rec, reused = prober.probe(store, spec, 4)
+        rec, reused = session.probe(spec, 4)
         assert reused and len(rec.all_runs) == 4
         assert store.get(spec.env_id, repro.repro_id) is not None
     assert log.read_text().split() == ["0", "1", "2", "3", "4"]
@@ -339,6 +346,6 @@ def test_cli_probe_repeat_measures_a_flake_rate(
     expected = sum(flaky_crashes("1.8.0", k, "7") for k in range(8))
     assert 0 < expected < 8  # this seed mixes passes and crashes
     assert (data["runs"], data["fails"]) == (8, expected)
-    assert data["outcome"]["kind"] == "crash" and proc.returncode == 1
+    assert data["outcome"]["kind"] == "crash" and proc.returncode == 4  # probe: does not pass
     kinds = [r["kind"] for r in data["run_outcomes"]]
     assert kinds == ["crash" if flaky_crashes("1.8.0", k, "7") else "pass" for k in range(8)]

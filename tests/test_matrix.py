@@ -14,9 +14,10 @@ from pathlib import Path
 import pytest
 from packaging.version import Version
 
-from envbisect.core.matrixspec import load_matrix, select_versions
+from envbisect.core.matrixspec import select_versions
 from envbisect.errors import UsageError
-from envbisect.modes.matrix import run_matrix
+from envbisect.modes.matrix import load_matrix, run_matrix
+from envbisect.modes.options import CommonOptions
 from envbisect.reporter import Reporter
 from support.corpus import grid_truth
 from support.index_server import LocalIndex
@@ -68,7 +69,9 @@ def test_grid_comes_out_right_cell_by_cell_with_fewer_probes(
 ) -> None:
     spec = load_matrix(write_matrix(tmp_path, index, python))
     counter = Count()
-    res = run_matrix(spec, results=tmp_path / "r", reporter=counter, cache_dir=tmp_path / "c")
+    res = run_matrix(
+        spec, CommonOptions(results=tmp_path / "r", cache_dir=tmp_path / "c"), reporter=counter
+    )
     assert len(res.cells) == 7 * 6
     for cell in res.cells:
         app, lib = dict(cell.versions)["gridapp"], dict(cell.versions)["gridlib"]
@@ -82,17 +85,22 @@ def test_grid_comes_out_right_cell_by_cell_with_fewer_probes(
     # Monotone rows: every row's ends, plus a bisection in the rows that change.
     assert counts["built"] == counter.started < 40
     assert counts["inferred"] > 0 and counts["inferred"] + counts["built"] == 40
-    full = run_matrix(spec, results=tmp_path / "r", full=True, cache_dir=tmp_path / "c")
+    full = run_matrix(
+        spec, CommonOptions(results=tmp_path / "r", cache_dir=tmp_path / "c"), full=True
+    )
     assert full.counts()["inferred"] == 0 and full.counts()["reused"] == counts["built"]
 
 
 def test_interrupted_matrix_resumes(index: LocalIndex, python: str, tmp_path: Path) -> None:
     spec = load_matrix(write_matrix(tmp_path, index, python))
     with pytest.raises(Exception) as e:
-        run_matrix(spec, results=tmp_path / "r", reporter=Count(stop_after=5),
-                   cache_dir=tmp_path / "c")  # fmt: skip
+        run_matrix(
+            spec,
+            CommonOptions(results=tmp_path / "r", cache_dir=tmp_path / "c"),
+            reporter=Count(stop_after=5),
+        )
     assert type(e.value).__name__ == "Interrupted"
-    res = run_matrix(spec, results=tmp_path / "r", cache_dir=tmp_path / "c")
+    res = run_matrix(spec, CommonOptions(results=tmp_path / "r", cache_dir=tmp_path / "c"))
     assert res.counts()["reused"] == 5  # the five finished probes were not run again
 
 
@@ -202,17 +210,20 @@ def test_selection_rules() -> None:
     assert select_versions("all", vs) == sorted(vs)
 
 
-def test_repeats_run_the_probes_again_and_change_the_repro_id(tmp_path: Path) -> None:
-    from envbisect.modes.matrix import matrix_repro
+def test_repeats_are_runs_per_cell_as_repeat_is_everywhere(tmp_path: Path) -> None:
+    """``repeats = 3`` is --repeat 3: three runs of the same repro in each cell's environment
+    (one implementation; the stored row grows, the repro is the same one)."""
+    from envbisect.modes.matrix import matrix_options, matrix_repro
 
     base = "[matrix]\nprobes = ['import:x']\n{extra}[[axis]]\npackage = 'a'\n"
     path = tmp_path / "m.toml"
     path.write_text(base.format(extra=""))
-    once = matrix_repro(load_matrix(path))
+    once = load_matrix(path)
     path.write_text(base.format(extra="repeats = 3\n"))
-    thrice = matrix_repro(load_matrix(path))
-    assert len(thrice.steps) == 3 * len(once.steps)
-    assert thrice.repro_id != once.repro_id
+    thrice = load_matrix(path)
+    assert matrix_repro(thrice) == matrix_repro(once)
+    assert matrix_options(thrice, CommonOptions()).repeat == 3
+    assert matrix_options(once, CommonOptions()).repeat == 1
 
 
 def test_a_non_monotone_row_is_caught_by_the_middle_check(
@@ -224,7 +235,9 @@ def test_a_non_monotone_row_is_caught_by_the_middle_check(
         f'[matrix]\npython = ["{python}"]\nindex_url = "{index.url}"\nrepro = "repro.py"\n'
         '[[axis]]\npackage = "bumplib"\n'
     )
-    res = run_matrix(load_matrix(path), results=tmp_path / "r", cache_dir=tmp_path / "c")
+    res = run_matrix(
+        load_matrix(path), CommonOptions(results=tmp_path / "r", cache_dir=tmp_path / "c")
+    )
     kinds = {dict(c.versions)["bumplib"]: c.outcome.kind.value for c in res.cells if c.outcome}
     # Both ends pass, the middle crashes: the halves are searched, nothing is mis-inferred.
     assert kinds == {f"1.{i}.0": ("crash" if 3 <= i <= 5 else "pass") for i in range(9)}

@@ -17,11 +17,12 @@ if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover
     import tomli as tomllib
-from conftest import RecordingReporter, write_repro
+from conftest import RecordingReporter, split_common, write_repro
 from envbisect.core.report import other_failures_hint, to_json
 from envbisect.env.repro import Repro
 from envbisect.env.uv import find_uv
 from envbisect.model import IndexConfig
+from envbisect.modes.options import CommonOptions
 from envbisect.modes.run import RunOptions, run_bisect
 from envbisect.store import Store
 from support.index_server import LocalIndex
@@ -33,13 +34,17 @@ def options(
     index: LocalIndex, python: str, results: Path, package: str, tmp_path: Path, **kw: object
 ) -> RunOptions:
     repro = Repro.from_file(str(write_repro(tmp_path / "repro", package)), tmp_path)
+    common, own = split_common(kw)
     return RunOptions(
         package=package,
-        repro=repro,
-        indexes=IndexConfig(index_url=index.url),
-        python=python,
-        results=results,
-        **kw,  # type: ignore[arg-type]
+        common=CommonOptions(
+            repro=repro,
+            indexes=IndexConfig(index_url=index.url),
+            python=python,
+            results=results,
+            **common,  # type: ignore[arg-type]
+        ),
+        **own,  # type: ignore[arg-type]
     )
 
 

@@ -14,6 +14,7 @@ from conftest import RecordingReporter
 from envbisect.core.report import to_json
 from envbisect.env.repro import Repro
 from envbisect.model import IndexConfig
+from envbisect.modes.options import CommonOptions
 from envbisect.modes.run import RunOptions, run_bisect
 from support.index_server import LocalIndex
 
@@ -39,13 +40,15 @@ def test_range_from_pins_and_what_moved_with_the_baseline(
     res = run_bisect(
         RunOptions(
             package="crashy",
-            repro=repro(tmp_path, body),
-            indexes=IndexConfig(index_url=index.url),
-            python=python,
-            results=tmp_path / "r",
             pins=(str(pins),),
             baseline=str(lock),
-            cache_dir=tmp_path / "cache",
+            common=CommonOptions(
+                repro=repro(tmp_path, body),
+                indexes=IndexConfig(index_url=index.url),
+                python=python,
+                results=tmp_path / "r",
+                cache_dir=tmp_path / "cache",
+            ),
         ),
         recorder,
     )
@@ -73,13 +76,15 @@ def test_contemporary_rest_uses_the_libraries_of_each_release(
     res = run_bisect(
         RunOptions(
             package="fixy",
-            repro=repro(tmp_path, "import fixy\nfixy.run()\n"),
-            indexes=IndexConfig(index_url=index.url),
-            python=python,
-            results=tmp_path / "r",
             with_reqs=("helperlib",),
             rest="contemporary",
-            cache_dir=tmp_path / "cache",
+            common=CommonOptions(
+                repro=repro(tmp_path, "import fixy\nfixy.run()\n"),
+                indexes=IndexConfig(index_url=index.url),
+                python=python,
+                results=tmp_path / "r",
+                cache_dir=tmp_path / "cache",
+            ),
         )
     )
     rows = {r.version: r for r in res.rows}

@@ -13,6 +13,7 @@ from envbisect.env.repro import Repro
 from envbisect.index.client import IndexClient
 from envbisect.index.pytorch import resolve_backend, variant_url
 from envbisect.model import IndexConfig
+from envbisect.modes.options import CommonOptions
 from envbisect.modes.run import RunOptions, run_bisect
 from support.index_server import LocalIndex
 
@@ -51,16 +52,18 @@ def test_run_keeps_torchvision_paired_and_finds_the_bad_torch(
     res = run_bisect(
         RunOptions(
             package="torch",
-            repro=Repro.build(origin=tmp_path, repro_file=str(check)),
             good="2.1.0",  # a public version finds its one local variant
-            indexes=IndexConfig(
-                index_url=index.url, torch_index=variant_url("cu121", f"{index.base}/whl")
-            ),
             with_reqs=("torchvision",),
             rest="latest",
-            python=python,
-            results=tmp_path / "r",
-            cache_dir=tmp_path / "c",
+            common=CommonOptions(
+                repro=Repro.build(origin=tmp_path, repro_file=str(check)),
+                indexes=IndexConfig(
+                    index_url=index.url, torch_index=variant_url("cu121", f"{index.base}/whl")
+                ),
+                python=python,
+                results=tmp_path / "r",
+                cache_dir=tmp_path / "c",
+            ),
         )
     )
     assert (res.status, res.first_new, res.last_old) == ("found", "2.3.0+cu121", "2.2.0+cu121")

@@ -21,6 +21,8 @@ every instance carries a stable kebab-case reference, a one-line message and a h
 
 from __future__ import annotations
 
+from typing import Any
+
 
 class EnvbisectError(Exception):
     """Root of everything envbisect raises on purpose."""
@@ -59,10 +61,13 @@ class UnknownVersion(UsageError):
 
 
 class NoAnswer(EnvbisectError):
-    """The question has no answer, for example the ends of the range did not verify."""
+    """The question has no answer, for example the ends of the range did not verify.
+
+    ``result``: the run's result (its report is written) when the search got that far."""
 
     exit_code = 1
     ref = "no-answer"
+    result: Any = None
 
 
 class InfrastructureError(EnvbisectError):

@@ -27,7 +27,6 @@ what was expected); version lists in, the versions an axis selects out.
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -37,11 +36,6 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
 from envbisect.errors import UsageError
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
 
 SELECT_RULES = ("all", "minor-latest", "major-latest")
 POLICIES = ("baseline", "contemporary", "latest")
@@ -85,25 +79,9 @@ class MatrixSpec:
     axes: tuple[Axis, ...] = field(default=())
 
 
-def load_matrix(path: Path) -> MatrixSpec:
-    """Read and validate a matrix file; every error names the file and the key."""
-    shown = str(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as e:
-        raise UsageError(
-            f"cannot read the matrix file {shown}: {e.strerror}",
-            hint="pass the path of a matrices/*.toml file",
-            ref="matrix-missing",
-        ) from e
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as e:
-        raise UsageError(f"{shown}: not valid TOML ({e})", hint=_HINT, ref="matrix-schema") from e
-    return parse_matrix(data, path=path)
-
-
-_HINT = "see the schema at the top of src/envbisect/matrix.py, or matrices/*.toml for examples"
+SCHEMA_HINT = (
+    "see the schema at the top of src/envbisect/core/matrixspec.py, or matrices/*.toml for examples"
+)
 
 
 def parse_matrix(data: Mapping[str, Any], *, path: Path) -> MatrixSpec:
@@ -111,7 +89,7 @@ def parse_matrix(data: Mapping[str, Any], *, path: Path) -> MatrixSpec:
 
     def bad(key: str, expected: str, got: object = None) -> UsageError:
         tail = f", got {got!r}" if got is not None else ""
-        return UsageError(f"{shown}: {key}: expected {expected}{tail}", hint=_HINT,
+        return UsageError(f"{shown}: {key}: expected {expected}{tail}", hint=SCHEMA_HINT,
                           ref="matrix-schema")  # fmt: skip
 
     unknown = set(data) - {"matrix", "axis"}

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from concurrent.futures import Future
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
-from envbisect.env.worker import ProbeTask
 from envbisect.errors import UsageError
-from envbisect.model import ProbeRecord
+
+if TYPE_CHECKING:
+    from envbisect.env.worker import ProbeTask
+    from envbisect.model import ProbeRecord
 
 
 class Executor(Protocol):

@@ -15,38 +15,31 @@ with no upload time at all is held at the version both ends agree on, with a war
 
 from __future__ import annotations
 
-import hashlib
-import json
-import threading
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
-from pathlib import Path
 from typing import Any
 
-import httpx
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
 from envbisect.core.candidates import build_candidates
-from envbisect.core.outcome import same_failure, untestable
+from envbisect.core.outcome import same_failure
 from envbisect.core.plan import MatchCache, Plan, PlanTarget, Policy, Unresolvable, plan
-from envbisect.core.report import ProbeRow, RunResult
+from envbisect.core.report import RunResult
 from envbisect.core.target import Target
-from envbisect.env.prober import Prober
-from envbisect.env.repro import Repro
-from envbisect.env.uv import find_python, find_uv, inspect_target
-from envbisect.errors import Interrupted, NoAnswer, UsageError
-from envbisect.index.client import IndexClient, default_cache_dir
+from envbisect.errors import NoAnswer, UsageError
+from envbisect.index.client import IndexClient
 from envbisect.index.source import IndexMetadataSource
-from envbisect.model import EnvSpec, IndexConfig, Outcome, OutcomeKind
-from envbisect.modes.drive import drive
+from envbisect.model import Outcome, OutcomeKind
+from envbisect.modes.drive import bisect
+from envbisect.modes.options import CommonOptions
+from envbisect.modes.outputs import write_outputs
 from envbisect.modes.planning import read_pins
-from envbisect.modes.run import check_requirements, parse_exclude_newer, record_row, write_outputs
-from envbisect.redact import mask_text
+from envbisect.modes.run import check_requirements, parse_exclude_newer
+from envbisect.modes.session import Session, Want
 from envbisect.reporter import Reporter
-from envbisect.store import Store
 from envbisect.strategy.bisect import Bisector, SearchOptions
 
 
@@ -54,21 +47,11 @@ from envbisect.strategy.bisect import Bisector, SearchOptions
 class DateOptions:
     good: str
     bad: str
-    repro: Repro
+    common: CommonOptions
     with_reqs: tuple[str, ...] = ()
     pins: tuple[str, ...] = ()
     extras: tuple[str, ...] = ()
-    indexes: IndexConfig = field(default_factory=IndexConfig)
-    python: str | None = None
     pre: bool = False
-    timeout: float = 600.0
-    results: Path = Path("results")
-    any_failure: bool = False
-    keep_envs: bool = False
-    native_backtrace: str = "auto"
-    command: str = ""
-    offline: bool = False
-    cache_dir: Path | None = None
     now: datetime | None = None  # for tests; default: the clock
     search: SearchOptions = field(default_factory=lambda: SearchOptions())
 
@@ -108,138 +91,101 @@ def timeline(
     return [Moment(when=latest[t], releases=tuple(sorted(r))) for t, r in sorted(at.items())]
 
 
-def run_by_date(
-    opts: DateOptions,
-    reporter: Reporter | None = None,
-    *,
-    transport: httpx.BaseTransport | None = None,
-) -> RunResult:
-    reporter = reporter or Reporter()
+def run_by_date(opts: DateOptions, reporter: Reporter | None = None) -> RunResult:
     check_requirements("", opts.with_reqs)
     good, bad = _dates(opts)
-    uv = find_uv()
-    python = find_python(uv, opts.python)
-    target = inspect_target(python)
-    client = IndexClient(opts.indexes, transport=transport, offline=opts.offline,
-                         cache_dir=opts.cache_dir or default_cache_dir())  # fmt: skip
-    with client:
-        env = target.marker_environment()
-        roots = [Requirement(r) for r in opts.with_reqs]
-        for ps in read_pins(opts.pins, client, cwd=opts.repro.origin, extras=opts.extras):
-            roots += [p.requirement for p in ps.applicable(env, opts.extras)]
-        if not roots:
-            raise UsageError(
-                "nothing to resolve: --by-date needs the environment's requirements",
-                hint="pass --with REQ (e.g. --with datasets==2.14.6) or --pins SOURCE",
-                ref="bydate-nothing",
-            )
-        source = IndexMetadataSource(client, target, allow_sdist=False)
-        ptarget = PlanTarget(markers=env, python_version=target.python_version)
-        cache: MatchCache = {}
+    with Session(opts.common, reporter) as session:
+        return _run(opts, session, good, bad)
 
-        def as_of(when: datetime) -> Plan | Unresolvable:
-            return plan(roots, source, ptarget, policy=Policy.CONTEMPORARY, cutoff=when,
-                        pre=opts.pre, cache=cache)  # fmt: skip
 
-        ends = as_of(good), as_of(bad)
-        for when, planned in zip((good, bad), ends, strict=True):
-            if not isinstance(planned, Plan):
-                raise UsageError(
-                    f"no environment exists as of {when:%Y-%m-%d}: {planned.reason}",
-                    hint="move the date, or loosen the requirements",
-                    ref="bydate-unresolvable",
-                )
-        assert isinstance(ends[0], Plan) and isinstance(ends[1], Plan)
-        names = sorted(set(ends[0].pins) | set(ends[1].pins))
-        moments = [Moment(when=good, releases=()), *timeline(names, client, target, good, bad,
-                                                              pre=opts.pre)]  # fmt: skip
-        if len(moments) < 2:
-            raise UsageError(
-                f"no release of any of the {len(names)} packages was uploaded between "
-                f"{good:%Y-%m-%d} and {bad:%Y-%m-%d}",
-                hint="widen the window: nothing changed inside it",
-                ref="bydate-empty",
-            )
-        reporter.message(
-            f"envbisect: {len(moments) - 1} release moment(s) of {len(names)} package(s) between "
-            f"{good:%Y-%m-%d} and {bad:%Y-%m-%d}"
+def _run(opts: DateOptions, session: Session, good: datetime, bad: datetime) -> RunResult:
+    target, client, reporter = session.target, session.client, session.reporter
+    env = target.marker_environment()
+    roots = [Requirement(r) for r in opts.with_reqs]
+    for ps in read_pins(opts.pins, client, cwd=session.repro.origin, extras=opts.extras):
+        roots += [p.requirement for p in ps.applicable(env, opts.extras)]
+    if not roots:
+        raise UsageError(
+            "nothing to resolve: --by-date needs the environment's requirements",
+            hint="pass --with REQ (e.g. --with datasets==2.14.6) or --pins SOURCE",
+            ref="bydate-nothing",
         )
-        prober = Prober(uv=uv, python=python, target=target, repro=opts.repro,
-                        results=opts.results, timeout=opts.timeout, keep_envs=opts.keep_envs,
-                        native_backtrace=opts.native_backtrace, reporter=reporter)  # fmt: skip
-        result = RunResult(
-            package="(by date)",
-            status="no-answer",
-            direction=None,
-            first_new=None,
-            last_old=None,
-            candidates=len(moments),
-            target=f"{target.short} ({python}, Python {target.python_version})",
-            command=mask_text(opts.command),
-            repro=opts.repro.describe(),
-            run_id=_run_id(opts, target),
+    source = IndexMetadataSource(client, target, allow_sdist=False)
+    ptarget = PlanTarget(markers=env, python_version=target.python_version)
+    cache: MatchCache = {}
+
+    def as_of(when: datetime) -> Plan | Unresolvable:
+        return plan(roots, source, ptarget, policy=Policy.CONTEMPORARY, cutoff=when,
+                    pre=opts.pre, cache=cache)  # fmt: skip
+
+    ends = as_of(good), as_of(bad)
+    for when, planned in zip((good, bad), ends, strict=True):
+        if not isinstance(planned, Plan):
+            raise UsageError(
+                f"no environment exists as of {when:%Y-%m-%d}: {planned.reason}",
+                hint="move the date, or loosen the requirements",
+                ref="bydate-unresolvable",
+            )
+    assert isinstance(ends[0], Plan) and isinstance(ends[1], Plan)
+    names = sorted(set(ends[0].pins) | set(ends[1].pins))
+    moments = [Moment(when=good, releases=()), *timeline(names, client, target, good, bad,
+                                                          pre=opts.pre)]  # fmt: skip
+    if len(moments) < 2:
+        raise UsageError(
+            f"no release of any of the {len(names)} packages was uploaded between "
+            f"{good:%Y-%m-%d} and {bad:%Y-%m-%d}",
+            hint="widen the window: nothing changed inside it",
+            ref="bydate-empty",
         )
-        plans: dict[int, Plan] = {}
+    reporter.message(
+        f"envbisect: {len(moments) - 1} release moment(s) of {len(names)} package(s) between "
+        f"{good:%Y-%m-%d} and {bad:%Y-%m-%d}"
+    )
+    result = session.result(package="(by date)", candidates=len(moments),
+                            run_id=_run_id(opts, session))  # fmt: skip
+    plans: dict[int, Plan] = {}
 
-        lock = threading.Lock()
+    def want(i: int, runs: int) -> Want:
+        planned = as_of(moments[i].when)
+        label = moments[i].label()
+        if not isinstance(planned, Plan):
+            return Want(label=label, why_not=f"unresolvable: {planned.reason}")
+        plans[i] = planned
+        return Want(label=label, spec=session.env_spec(planned.requirements()), runs=runs)
 
-        def probe_point(store: Store, i: int, runs: int) -> ProbeRow:
-            with lock:  # planning is one at a time; builds and probes run in parallel
-                planned = as_of(moments[i].when)
-            label = moments[i].label()
-            if not isinstance(planned, Plan):
-                return ProbeRow(
-                    version=label,
-                    outcome=untestable(f"unresolvable: {planned.reason}"),
-                    verdict="",
-                    reused=False,
-                    build_seconds=0.0,
-                    probe_seconds=0.0,
-                    env_id="",
-                )
-            plans[i] = planned
-            spec = EnvSpec.build(planned.requirements(), python=prober.python_label(),
-                                 indexes=opts.indexes)  # fmt: skip
-            rec, reused = prober.probe(store, spec, runs)
-            return record_row(label, rec, reused, env_id=spec.env_id)
-
-        bis = opts.search.bisector(n=len(moments), good=0, bad=len(moments) - 1,
-                                   any_failure=opts.any_failure)  # fmt: skip
-        with Store(opts.results) as store:
-            try:
-                log = drive(bis, jobs=opts.search.jobs, results=opts.results, probe=probe_point,
-                            labels=lambda i: moments[i].label(), reporter=reporter)  # fmt: skip
-                result.rows = log.rows
-                result.search = log.summary(bis, jobs=opts.search.jobs,
-                                            labels=lambda i: moments[i].label())  # fmt: skip
-                final = bis.result
-                assert final is not None
-                result.status, result.direction, result.reason = (
-                    final.status,
-                    final.direction,
-                    final.reason,
-                )
-                if final.status == "no-answer":
-                    raise NoAnswer(
-                        f"the window does not bracket the failure: {final.reason}",
-                        hint="--good must be a date whose environment passes, --bad one whose "
-                        "environment fails",
-                    )
-                assert final.first_new is not None and final.last_old is not None
-                result.first_new = moments[final.first_new].label()
-                result.last_old = moments[final.last_old].label()
-                result.possible = [moments[i].label() for i in final.possible]
-                result.probability = final.probability
-                _culprits(result, final.first_new, final.last_old, moments, plans, bis,
-                          roots=roots, source=source, ptarget=ptarget, prober=prober,
-                          store=store, indexes=opts.indexes, reporter=reporter)  # fmt: skip
-            except KeyboardInterrupt as e:
-                raise Interrupted(
-                    f"interrupted; finished probes are kept in {store.path}",
-                    hint="run the same command again to resume: finished probes are reused",
-                ) from e
-        write_outputs(result, results=opts.results, allow_sdist=False,
-                      label="environment as of", target=target, client=client)  # fmt: skip
+    bis = opts.search.bisector(n=len(moments), good=0, bad=len(moments) - 1,
+                               any_failure=session.opts.any_failure,
+                               repeat=session.opts.repeat)  # fmt: skip
+    try:
+        log, result.search = bisect(bis, session, want, labels=lambda i: moments[i].label())
+        result.rows = log.rows
+        final = bis.result
+        assert final is not None
+        result.status, result.direction, result.reason = (
+            final.status,
+            final.direction,
+            final.reason,
+        )
+        if final.status != "no-answer":
+            assert final.first_new is not None and final.last_old is not None
+            result.first_new = moments[final.first_new].label()
+            result.last_old = moments[final.last_old].label()
+            result.possible = [moments[i].label() for i in final.possible]
+            result.probability = final.probability
+            _culprits(result, final.first_new, final.last_old, moments, plans, bis,
+                      roots=roots, source=source, ptarget=ptarget,
+                      session=session)  # fmt: skip
+    except KeyboardInterrupt as e:
+        raise session.interrupted(e) from e
+    write_outputs(result, session, label="environment as of")
+    if result.status == "no-answer":
+        err = NoAnswer(
+            f"the window does not bracket the failure: {result.reason}",
+            hint="--good must be a date whose environment passes, --bad one whose "
+            "environment fails",
+        )
+        err.result = result
+        raise err
     return result
 
 
@@ -254,10 +200,7 @@ def _culprits(
     roots: Sequence[Requirement],
     source: IndexMetadataSource,
     ptarget: PlanTarget,
-    prober: Prober,
-    store: Store,
-    indexes: IndexConfig,
-    reporter: Reporter,
+    session: Session,
 ) -> None:
     """Name the release(s) at the first bad moment, and confirm each alone on top of the last
     good environment (what the planner forces with it is recorded)."""
@@ -280,8 +223,7 @@ def _culprits(
         if good_pins is not None:
             confirmations[package] = _confirm(
                 package, version, good_pins, roots=roots, source=source, ptarget=ptarget,
-                prober=prober, store=store, indexes=indexes, reporter=reporter,
-                reference=bis.reference, runs=bis.repeat,
+                session=session, reference=bis.reference,
             )  # fmt: skip
     result.extra = {
         "culprits": culprits,
@@ -316,24 +258,21 @@ def _confirm(
     roots: Sequence[Requirement],
     source: IndexMetadataSource,
     ptarget: PlanTarget,
-    prober: Prober,
-    store: Store,
-    indexes: IndexConfig,
-    reporter: Reporter,
+    session: Session,
     reference: Outcome | None,
-    runs: int = 1,
 ) -> dict[str, Any]:
     """The last good environment with only ``package==version`` changed (plus what the planner
-    forces): does it fail the way the first bad environment did? (In any of ``runs`` runs,
-    for a flaky repro.)"""
+    forces): does it fail the way the first bad environment did? (In any of the ``--repeat``
+    runs, for a flaky repro.)"""
     baseline = {str(k): v for k, v in good.pins.items()}
     toggled = plan([*roots, Requirement(f"{package}=={version}")], source, ptarget,
                    policy=Policy.BASELINE, baseline=baseline)  # fmt: skip
     if not isinstance(toggled, Plan):
         return {"package": package, "confirmed": None, "reason": f"unresolvable: {toggled.reason}"}
-    reporter.message(f"envbisect: confirming {package} {version} alone on the last good one")
-    spec = EnvSpec.build(toggled.requirements(), python=prober.python_label(), indexes=indexes)
-    rec, _ = prober.probe(store, spec, runs)
+    session.reporter.message(
+        f"envbisect: confirming {package} {version} alone on the last good one"
+    )
+    rec, _ = session.probe(session.env_spec(toggled.requirements()))
     confirmed = (
         rec.outcome.kind is not OutcomeKind.PASS
         and reference is not None
@@ -369,11 +308,9 @@ def _dates(opts: DateOptions) -> tuple[datetime, datetime]:
     return good, bad
 
 
-def _run_id(opts: DateOptions, target: Target) -> str:
-    blob = json.dumps({"good": opts.good, "bad": opts.bad, "with": sorted(opts.with_reqs),
-                       "pins": list(opts.pins), "repro": opts.repro.repro_id,
-                       "python": target.executable, "indexes": opts.indexes.to_dict(),
-                       **({"repeat": opts.search.repeat} if opts.search.repeat != 1 else {}),
-                       **({"probabilistic": True} if opts.search.probabilistic else {})},
-                      sort_keys=True)  # fmt: skip
-    return f"by-date-{hashlib.sha256(blob.encode()).hexdigest()[:8]}"
+def _run_id(opts: DateOptions, session: Session) -> str:
+    return session.run_id("by-date", {
+        "good": opts.good, "bad": opts.bad, "with": sorted(opts.with_reqs),
+        "pins": list(opts.pins), "extras": list(opts.extras), "pre": opts.pre,
+        **({"probabilistic": True} if opts.search.probabilistic else {}),
+    })  # fmt: skip

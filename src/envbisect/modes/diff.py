@@ -2,8 +2,9 @@
 
 Who does what: the two ends are read as exact pins (lockfiles, ``pylock.toml``,
 ``installed:PYTHON``; a source with ranges is resolved first); both are probed and must
-verify. ``ddmin`` (Zeller's delta debugging, pure, below) then shrinks the set of changed
-packages to a 1-minimal set that still brings the failure; each subset it tries is the good
+verify. ``ddmin`` (Zeller's delta debugging: a state machine in strategy/ddmin.py, driven
+by the loop every mode uses, so ``--jobs K`` tests K subsets a round) then shrinks the set of
+changed packages to a 1-minimal set that still brings the failure; each subset it tries is the good
 environment with those changes applied, made consistent by the planner (what it forces is
 recorded, and a subset with no consistent environment counts as unresolved, never as a
 pass or a failure). Finally each culprit package is bisected between its good and bad
@@ -13,14 +14,10 @@ interaction: the failure needs them together.
 
 from __future__ import annotations
 
-import hashlib
-import json
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any, Literal
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
 
-import httpx
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 from packaging.version import Version
@@ -31,169 +28,100 @@ from envbisect.core.pins import PinSet
 from envbisect.core.plan import MatchCache, Plan, PlanTarget, Policy, plan
 from envbisect.core.report import ProbeRow, RunResult
 from envbisect.core.target import Target
-from envbisect.env.prober import Prober
-from envbisect.env.repro import Repro
-from envbisect.env.uv import find_python, find_uv, inspect_target
-from envbisect.errors import Interrupted, NoAnswer, UsageError
-from envbisect.index.client import IndexClient, default_cache_dir
+from envbisect.errors import NoAnswer, UsageError
 from envbisect.index.source import IndexMetadataSource
-from envbisect.model import EnvSpec, IndexConfig, Outcome, OutcomeKind
+from envbisect.model import Outcome, OutcomeKind
+from envbisect.modes.drive import Log, drive
+from envbisect.modes.options import CommonOptions
+from envbisect.modes.outputs import write_outputs
 from envbisect.modes.planning import read_pins
-from envbisect.modes.run import record_row, write_outputs
-from envbisect.redact import mask_text
+from envbisect.modes.session import Session, Want
 from envbisect.reporter import Reporter
-from envbisect.store import Store
+from envbisect.strategy.base import Bisection, Fixed, Points
 from envbisect.strategy.bisect import Bisector
+from envbisect.strategy.ddmin import Ddmin, Result
 
-Result = Literal["fail", "pass", "unresolved"]
 Change = tuple[str, str | None, str | None]  # (package, good version, bad version)
-
-
-def ddmin(changes: Sequence[Change], test: Callable[[Sequence[Change]], Result]) -> list[Change]:
-    """A 1-minimal subset of ``changes`` for which ``test`` still says "fail".
-
-    ``test(changes)`` is taken to be "fail" (the caller verified the bad end). Unresolved
-    subsets are neither: they never shrink the set (Zeller and Hildebrandt, 2002).
-    """
-    current = list(changes)
-    n = 2
-    while len(current) >= 2:
-        chunks = _split(current, n)
-        for chunk in chunks:
-            if test(chunk) == "fail":
-                current, n = chunk, 2
-                break
-        else:
-            for chunk in chunks:
-                complement = [c for c in current if c not in chunk]
-                if complement and test(complement) == "fail":
-                    current, n = complement, max(n - 1, 2)
-                    break
-            else:
-                if n >= len(current):
-                    break
-                n = min(len(current), 2 * n)
-    return current
-
-
-def _split(items: list[Change], n: int) -> list[list[Change]]:
-    size, extra = divmod(len(items), n)
-    out, start = [], 0
-    for i in range(n):
-        end = start + size + (1 if i < extra else 0)
-        if end > start:
-            out.append(items[start:end])
-        start = end
-    return out
+Subset = tuple[Change, ...]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class DiffOptions:
     good: str
     bad: str
-    repro: Repro
-    indexes: IndexConfig = field(default_factory=IndexConfig)
-    python: str | None = None
-    timeout: float = 600.0
-    results: Path = Path("results")
-    any_failure: bool = False
-    keep_envs: bool = False
-    native_backtrace: str = "auto"
-    command: str = ""
-    offline: bool = False
-    cache_dir: Path | None = None
-    repeat: int = 1  # runs per environment; a failure in any run marks it
+    common: CommonOptions
 
 
-def run_diff(
-    opts: DiffOptions,
-    reporter: Reporter | None = None,
-    *,
-    transport: httpx.BaseTransport | None = None,
-) -> RunResult:
-    reporter = reporter or Reporter()
-    uv = find_uv()
-    python = find_python(uv, opts.python)
-    target = inspect_target(python)
-    client = IndexClient(opts.indexes, transport=transport, offline=opts.offline,
-                         cache_dir=opts.cache_dir or default_cache_dir())  # fmt: skip
-    with client:
-        env = target.marker_environment()
-        source = IndexMetadataSource(client, target)
-        ptarget = PlanTarget(markers=env, python_version=target.python_version)
-        cache: MatchCache = {}
-        good_set, bad_set = read_pins([opts.good, opts.bad], client, cwd=opts.repro.origin)
-        _same_python(good_set, bad_set, target)
-        good = _exact(good_set, "GOOD", source, ptarget, env, cache)
-        bad = _exact(bad_set, "BAD", source, ptarget, env, cache)
-        changes: list[Change] = [
-            (n, str(good[n]) if n in good else None, str(bad[n]) if n in bad else None)
-            for n in sorted(good.keys() | bad.keys())
-            if good.get(n) != bad.get(n)
-        ]
-        if not changes:
-            raise UsageError(
-                "GOOD and BAD pin the same versions: nothing to isolate",
-                hint="compare two different environments",
-                ref="diff-same",
-            )
-        prober = Prober(uv=uv, python=python, target=target, repro=opts.repro,
-                        results=opts.results, timeout=opts.timeout, keep_envs=opts.keep_envs,
-                        native_backtrace=opts.native_backtrace, reporter=reporter)  # fmt: skip
-        result = RunResult(
-            package="(diff)", status="no-answer", direction="regression", first_new=None,
-            last_old=None, candidates=len(changes),
-            target=f"{target.short} ({python}, Python {target.python_version})",
-            command=mask_text(opts.command), repro=opts.repro.describe(),
-            run_id=_run_id(opts, target),
-        )  # fmt: skip
-        session = _Session(good=good, source=source, ptarget=ptarget, cache=cache,
-                           prober=prober, indexes=opts.indexes, reporter=reporter,
-                           result=result, any_failure=opts.any_failure,
-                           repeat=opts.repeat)  # fmt: skip
-        with Store(opts.results) as store:
-            session.store = store
-            try:
-                session.verify_ends(bad, changes)
-                reporter.message(f"envbisect: {len(changes)} changed package(s); ddmin")
-                minimal = ddmin(changes, session.test)
-                culprits = [session.first_bad(c, [o for o in minimal if o != c], client, target)
-                            for c in minimal]  # fmt: skip
-            except KeyboardInterrupt as e:
-                raise Interrupted(
-                    f"interrupted; finished probes are kept in {store.path}",
-                    hint="run the same command again to resume: finished probes are reused",
-                ) from e
-        result.status = "found"
-        result.first_new, result.last_old = "BAD", "GOOD"
-        result.extra = {
-            "culprits": culprits,
-            "interaction": len(minimal) > 1,
-            "changed": [{"package": n, "good_version": g, "bad_version": b} for n, g, b in changes],
-        }
-        names = ", ".join(f"{c['package']} {c['good_version']} -> {c['bad_version']}"
-                          for c in culprits)  # fmt: skip
-        kind = "an interaction: the failure needs all of them together" if len(minimal) > 1 else ""
-        result.sections = [f"## Culprit\n\n- {names}" + (f"\n- {kind}" if kind else "")]
-        write_outputs(result, results=opts.results, allow_sdist=False, label="environment",
-                      target=target, client=client)  # fmt: skip
+def run_diff(opts: DiffOptions, reporter: Reporter | None = None) -> RunResult:
+    """Both ends verified, ddmin over the changed packages, each culprit's first bad version.
+
+    Ends that do not verify raise ``NoAnswer`` once report.md is written."""
+    with Session(opts.common, reporter) as session:
+        return _run(opts, session)
+
+
+def _run(opts: DiffOptions, session: Session) -> RunResult:
+    target, client = session.target, session.client
+    env = target.marker_environment()
+    source = IndexMetadataSource(client, target)
+    ptarget = PlanTarget(markers=env, python_version=target.python_version)
+    cache: MatchCache = {}
+    good_set, bad_set = read_pins([opts.good, opts.bad], client, cwd=session.repro.origin)
+    _same_python(good_set, bad_set, target)
+    good = _exact(good_set, "GOOD", source, ptarget, env, cache)
+    bad = _exact(bad_set, "BAD", source, ptarget, env, cache)
+    changes: list[Change] = [
+        (n, str(good[n]) if n in good else None, str(bad[n]) if n in bad else None)
+        for n in sorted(good.keys() | bad.keys())
+        if good.get(n) != bad.get(n)
+    ]
+    if not changes:
+        raise UsageError(
+            "GOOD and BAD pin the same versions: nothing to isolate",
+            hint="compare two different environments",
+            ref="diff-same",
+        )
+    result = session.result(package="(diff)", candidates=len(changes), direction="regression",
+                            run_id=_run_id(opts, session))  # fmt: skip
+    diff = _Diff(good=good, source=source, ptarget=ptarget, cache=cache, session=session,
+                 result=result)  # fmt: skip
+    try:
+        diff.verify_ends(changes)
+        session.reporter.message(f"envbisect: {len(changes)} changed package(s); ddmin")
+        minimal = diff.ddmin(changes)
+        culprits = [diff.first_bad(c, [o for o in minimal if o != c]) for c in minimal]
+    except NoAnswer as e:
+        result.reason = e.message
+        write_outputs(result, session, label="environment")
+        e.result = result
+        raise
+    except KeyboardInterrupt as e:
+        raise session.interrupted(e) from e
+    result.status = "found"
+    result.first_new, result.last_old = "BAD", "GOOD"
+    result.extra = {
+        "culprits": culprits,
+        "interaction": len(minimal) > 1,
+        "changed": [{"package": n, "good_version": g, "bad_version": b} for n, g, b in changes],
+    }
+    names = ", ".join(f"{c['package']} {c['good_version']} -> {c['bad_version']}"
+                      for c in culprits)  # fmt: skip
+    kind = "an interaction: the failure needs all of them together" if len(minimal) > 1 else ""
+    result.sections = [f"## Culprit\n\n- {names}" + (f"\n- {kind}" if kind else "")]
+    write_outputs(result, session, label="environment")
     return result
 
 
 @dataclass(slots=True, kw_only=True)
-class _Session:
+class _Diff:
     good: dict[str, Version]
     source: IndexMetadataSource
     ptarget: PlanTarget
     cache: MatchCache
-    prober: Prober
-    indexes: IndexConfig
-    reporter: Reporter
+    session: Session
     result: RunResult
-    any_failure: bool
-    repeat: int = 1
-    store: Store | None = None
     reference: Outcome | None = None
+    rounds: int = field(default=0)
 
     def environment(self, applied: Sequence[Change]) -> tuple[Plan | None, str]:
         """The good environment with these changes applied, made consistent by the planner."""
@@ -208,28 +136,29 @@ class _Session:
             return None, planned.reason
         return planned, ""
 
-    def probe(self, label: str, planned: Plan | None, reason: str) -> ProbeRow:
-        assert self.store is not None
-        self.reporter.probe_started(label, 0, 0)
+    def want(self, label: str, applied: Sequence[Change], runs: int) -> Want:
+        planned, reason = self.environment(applied)
         if planned is None:
-            row = ProbeRow(version=label, outcome=untestable(f"unresolvable: {reason}"),
-                           verdict="skip", reused=False, build_seconds=0.0, probe_seconds=0.0,
-                           env_id="")  # fmt: skip
-        else:
-            spec = EnvSpec.build(planned.requirements(), python=self.prober.python_label(),
-                                 indexes=self.indexes)  # fmt: skip
-            rec, reused = self.prober.probe(self.store, spec, self.repeat)
-            moved = tuple((n, str(b) if b else None, str(v) if v else None)
-                          for n, b, v in planned.moved)  # fmt: skip
-            row = record_row(label, rec, reused, env_id=spec.env_id, moved=moved)
-        self.reporter.probe_finished(label, row.outcome, row.build_seconds + row.probe_seconds,
-                                     row.reused, "")  # fmt: skip
-        self.result.rows.append(row)
-        return row
+            return Want(label=label, why_not=f"unresolvable: {reason}")
+        moved = tuple((n, str(b) if b else None, str(v) if v else None)
+                      for n, b, v in planned.moved)  # fmt: skip
+        spec = self.session.env_spec(planned.requirements())
+        return Want(label=label, spec=spec, runs=runs, moved=moved)
 
-    def verify_ends(self, bad: dict[str, Version], changes: Sequence[Change]) -> None:
-        good_row = self.probe("GOOD", *self.environment([]))
-        bad_row = self.probe("BAD", *self.environment(changes))
+    def _drive(self, strategy: Any, plan: Any) -> Log[Any]:
+        log = drive(strategy, self.session, plan)
+        self.result.rows += log.rows
+        self.rounds += log.rounds
+        self.result.search = {"jobs": self.session.opts.jobs, "rounds": self.rounds,
+                              "repeat": self.session.opts.repeat}  # fmt: skip
+        return log
+
+    def verify_ends(self, changes: Sequence[Change]) -> None:
+        ends: Fixed[tuple[str, Subset]] = Fixed(
+            [("GOOD", ()), ("BAD", tuple(changes))], repeat=self.session.opts.repeat
+        )
+        self._drive(ends, lambda p, runs: self.want(p[0], p[1], runs))
+        good_row, bad_row = ends.rows[("GOOD", ())], ends.rows[("BAD", tuple(changes))]
         if good_row.outcome.kind is not OutcomeKind.PASS:
             raise NoAnswer(f"the GOOD environment does not pass: {good_row.outcome.describe()}",
                            hint="GOOD must be an environment where the repro passes")  # fmt: skip
@@ -244,43 +173,82 @@ class _Session:
         if outcome.kind is OutcomeKind.UNTESTABLE:
             return "unresolved"
         assert self.reference is not None
-        if self.any_failure or same_failure(outcome, self.reference):
+        if self.session.opts.any_failure or same_failure(outcome, self.reference):
             return "fail"
         return "unresolved"  # another bug: not evidence either way
 
-    def test(self, subset: Sequence[Change]) -> Result:
-        label = "apply " + ", ".join(f"{n} {g or '-'}->{b or '-'}" for n, g, b in subset)
-        row = self.probe(label, *self.environment(subset))
-        return self.verdict(row.outcome)
+    def ddmin(self, changes: Sequence[Change]) -> list[Change]:
+        machine: Ddmin[Change] = Ddmin(changes)
+        self._drive(_DdminPoints(machine, self.verdict, self.session.opts.repeat),
+                    lambda subset, runs: self.want(_apply_label(subset), subset, runs))  # fmt: skip
+        assert machine.result is not None
+        return machine.result
 
-    def first_bad(
-        self, change: Change, others: Sequence[Change], client: IndexClient, target: Target
-    ) -> dict[str, Any]:
+    def first_bad(self, change: Change, others: Sequence[Change]) -> dict[str, Any]:
         """The first version of the culprit, between its good and bad versions, that fails
         (the other culprits applied, so that an interaction can show)."""
         name, good_v, bad_v = change
         if good_v is None or bad_v is None:
             return {"package": name, "good_version": good_v, "bad_version": bad_v}
         lo, hi = Version(good_v), Version(bad_v)
-        files = client.project_files(name).files
-        versions = [c.version for c in build_candidates(files, target).candidates
+        files = self.session.client.project_files(name).files
+        versions = [c.version for c in build_candidates(files, self.session.target).candidates
                     if c.installable and lo <= c.version <= hi]  # fmt: skip
         if lo > hi or len(versions) <= 2:
             return {"package": name, "good_version": good_v, "bad_version": bad_v}
-        self.reporter.message(f"envbisect: first bad {name} between {good_v} and {bad_v}")
-        bis = Bisector(n=len(versions), good=0, bad=len(versions) - 1, any_failure=True)
-        while (i := bis.next()) is not None:
+        self.session.reporter.message(f"envbisect: first bad {name} between {good_v} and {bad_v}")
+        bis = Bisector(n=len(versions), good=0, bad=len(versions) - 1, any_failure=True,
+                       repeat=self.session.opts.repeat)  # fmt: skip
+
+        def want(i: int, runs: int) -> Want:
             applied = [*others, (name, good_v, str(versions[i]))]
-            row = self.probe(f"{name} {versions[i]}", *self.environment(applied))
-            verdict = self.verdict(row.outcome)
-            outcome = row.outcome if verdict != "unresolved" else untestable("another outcome")
-            bis.record(i, outcome)
+            return self.want(f"{name} {versions[i]}", applied, runs)
+
+        self._drive(_CulpritBisection(bis, self.verdict), want)
         final = bis.result
         if final is None or final.status == "no-answer" or final.first_new is None:
             return {"package": name, "good_version": good_v, "bad_version": bad_v}
         last_good = versions[final.last_old] if final.last_old is not None else lo
         return {"package": name, "good_version": str(last_good),
                 "bad_version": str(versions[final.first_new])}  # fmt: skip
+
+
+class _DdminPoints(Points[Subset]):
+    """ddmin's subsets as drive points; each probed environment's verdict goes back to it."""
+
+    def __init__(self, machine: Ddmin[Change], verdict: Any, repeat: int) -> None:
+        self.machine, self.verdict, self.repeat = machine, verdict, repeat
+
+    def next_batch(self, k: int) -> list[Subset]:
+        return self.machine.next_batch(k)
+
+    def record(self, point: Subset, row: ProbeRow) -> None:
+        self.machine.record(point, self.verdict(row.outcome))
+
+    def label(self, point: Subset, row: ProbeRow) -> ProbeRow:
+        return replace(row, verdict=_skip(row))
+
+
+class _CulpritBisection(Bisection):
+    """A culprit's versions: a failure unlike BAD's is another bug, not evidence."""
+
+    def __init__(self, bis: Bisector, verdict: Any) -> None:
+        super().__init__(bis)
+        self.verdict = verdict
+
+    def record(self, point: int, row: ProbeRow) -> None:
+        outcome = row.outcome
+        if self.verdict(outcome) == "unresolved":
+            outcome = untestable("another outcome")
+        self.bis.record(point, outcome)
+
+
+def _skip(row: ProbeRow) -> str:
+    return "skip" if row.outcome.kind is OutcomeKind.UNTESTABLE else ""
+
+
+def _apply_label(subset: Sequence[Change]) -> str:
+    return "apply " + ", ".join(f"{n} {g or '-'}->{b or '-'}" for n, g, b in subset)
 
 
 def _exact(
@@ -317,9 +285,5 @@ def _same_python(good: PinSet, bad: PinSet, target: Target) -> None:
             )
 
 
-def _run_id(opts: DiffOptions, target: Target) -> str:
-    blob = json.dumps({"good": opts.good, "bad": opts.bad, "repro": opts.repro.repro_id,
-                       "python": target.executable,
-                       **({"repeat": opts.repeat} if opts.repeat != 1 else {})},
-                      sort_keys=True)  # fmt: skip
-    return f"diff-{hashlib.sha256(blob.encode()).hexdigest()[:8]}"
+def _run_id(opts: DiffOptions, session: Session) -> str:
+    return session.run_id("diff", {"good": opts.good, "bad": opts.bad})

@@ -1,81 +1,59 @@
 """Running a compatibility matrix: every cell a real environment, probed for real.
 
-Who does what: ``matrix`` reads and checks the file; this module selects each axis's versions
-from the index (bounded by the pins), plans every cell (an unresolvable cell is shown with its
-conflict and never built), then walks each row (the cells that differ only in the last axis)
-with the same ``Bisector`` as ``envbisect run``: outcomes along a row are taken to be
-monotone, so the row's ends are probed, and when they agree the cells between are *inferred*
-(marked so, never shown as measured); when they differ the boundary is bisected. ``--full``
-probes every cell. Rows run in parallel up to ``--jobs``; each worker has its own store
-connection and prober, and every probe goes through the same store as ``run``, so an
-interrupted matrix resumes where it stopped.
+Who does what: ``core.matrixspec`` checks the file's schema (``load_matrix`` here reads it);
+this module selects each axis's versions from the index (bounded by the pins) and plans every
+cell (an unresolvable cell is shown with its conflict and never built); ``strategy.rows``
+walks each row (probe the ends, infer agreeing stretches, bisect disagreeing ones, check the
+middle); ``drive`` runs the walk through the session, ``--jobs`` rows side by side, every
+probe through the same store as ``run``, so an interrupted matrix resumes where it stopped.
 """
 
 from __future__ import annotations
 
-import functools
 import itertools
 import json
 import re
-import threading
-from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+import sys
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-import httpx
 from packaging.specifiers import SpecifierSet
 from packaging.utils import canonicalize_name
 from packaging.version import Version
 
+from envbisect.core import publish
 from envbisect.core.candidates import build_candidates
-from envbisect.core.matrixspec import MatrixSpec, select_versions
+from envbisect.core.matrixspec import SCHEMA_HINT, MatrixSpec, parse_matrix, select_versions
 from envbisect.core.outcome import untestable
 from envbisect.core.plan import Plan, Policy
+from envbisect.core.report import requirements_lock
 from envbisect.core.target import Target
-from envbisect.env.prober import Prober
 from envbisect.env.repro import Repro
-from envbisect.env.uv import find_python, find_uv, inspect_target
 from envbisect.env.uvplan import UvFallback
-from envbisect.errors import Interrupted, UsageError
-from envbisect.index.client import IndexClient, default_cache_dir
+from envbisect.errors import UsageError
+from envbisect.index.client import IndexClient
 from envbisect.index.pytorch import OFFICIAL, variant_url
 from envbisect.index.source import IndexMetadataSource
-from envbisect.model import EnvSpec, IndexConfig, InstalledDist, Outcome, OutcomeKind
+from envbisect.model import IndexConfig, InstalledDist
+from envbisect.modes.drive import drive
+from envbisect.modes.options import CommonOptions
+from envbisect.modes.outputs import lock_entries
 from envbisect.modes.planning import RunPlanner, read_pins
+from envbisect.modes.session import Session, Want
 from envbisect.reporter import Reporter
 from envbisect.store import Store
-from envbisect.strategy.bisect import Bisector
+from envbisect.strategy.rows import Cell, MatrixRows
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
 
 MAX_CELLS = 500
 # An environment's path inside a message, as older records kept it.
 _ENV_PATH = re.compile(r"/\S*?/\.envs/[0-9a-f]{16}-[^/\s]+/")
-# Middle cells checked in a row whose ends agree (more finds more non-monotone rows, and costs
-# a probe each): one per agreeing segment, two levels deep.
-SPOT_CHECKS = 2
-
-
-@dataclass(slots=True, kw_only=True)
-class Cell:
-    python: str
-    versions: tuple[tuple[str, str], ...]  # (package, version), in axis order
-    state: str = "pending"  # measured | inferred | unresolvable | untestable | unknown
-    outcome: Outcome | None = None
-    spec: EnvSpec | None = None
-    reason: str = ""
-    inferred_from: str | None = None
-    installed: tuple[InstalledDist, ...] = ()
-    seconds: float = 0.0
-    reused: bool = False
-
-    @property
-    def key(self) -> str:
-        return json.dumps(dict(self.versions), sort_keys=False)
-
-    def label(self) -> str:
-        return " ".join(f"{p}=={v}" for p, v in self.versions)
 
 
 @dataclass(slots=True, kw_only=True)
@@ -113,118 +91,133 @@ def matrix_indexes(spec: MatrixSpec) -> IndexConfig:
 
 
 def matrix_repro(spec: MatrixSpec) -> Repro:
-    """The probes (and repro file), each run ``repeats`` times: a failure in any run counts."""
-    one = Repro.build(
+    """The probes (and repro file) of every cell (each cell gets ``repeats`` runs of them)."""
+    return Repro.build(
         origin=spec.path.parent,
         repro_file=spec.repro,
         probes=spec.probes,
         extra_env={"DISABLE_VERSION_CHECK": "1"},
     )
-    return replace(one, steps=one.steps * spec.repeats)
+
+
+def matrix_options(spec: MatrixSpec, common: CommonOptions) -> CommonOptions:
+    """The session's options for a matrix: its file names the indexes, probes, timeout and
+    runs per cell; the command line the rest (results, cache, jobs, executor)."""
+    return replace(
+        common,
+        repro=matrix_repro(spec),
+        indexes=matrix_indexes(spec),
+        timeout=spec.timeout,
+        repeat=spec.repeats,
+        any_failure=True,
+        python=None,
+    )
 
 
 def run_matrix(
     spec: MatrixSpec,
+    common: CommonOptions,
     *,
-    results: Path,
-    jobs: int = 1,
     full: bool = False,
     max_cells: int = MAX_CELLS,
-    command: str = "",
     reporter: Reporter | None = None,
-    transport: httpx.BaseTransport | None = None,
-    offline: bool = False,
-    cache_dir: Path | None = None,
-    keep_envs: bool = False,
 ) -> MatrixResult:
-    reporter = reporter or Reporter()
-    repro = matrix_repro(spec)  # unknown probe names fail here, before anything is built
-    result = MatrixResult(
-        spec=spec, command=command, started=datetime.now(timezone.utc).isoformat(timespec="seconds")
-    )
-    uv = find_uv()
-    indexes = matrix_indexes(spec)
-    with Store(results):  # an unwritable results directory fails here, before any build
-        pass
-    for request in spec.python or (None,):
-        python = find_python(uv, request)
-        target = inspect_target(python)
-        # Tables and file names say "3.11"; the interpreter's path goes in ``targets``.
-        label = f"{target.version[0]}.{target.version[1]}"
-        result.targets[label] = f"{target.short} ({python})"
-        with IndexClient(indexes, transport=transport, offline=offline,
-                         cache_dir=cache_dir or default_cache_dir()) as client:  # fmt: skip
-            axes = axis_versions(spec, client, target)
-            result.axes[label] = [[str(v) for v in a] for a in axes]
-            n = 1
-            for a in axes:
-                n *= len(a)
-            if n > max_cells and not full:
-                raise UsageError(
-                    f"{spec.path}: the matrix has {n} cells for Python {label}, more than "
-                    f"--max-cells {max_cells}",
-                    hint="narrow an axis (select, range, versions), raise --max-cells, or pass "
-                    "--full to sweep them all",
-                    ref="matrix-too-big",
-                )
-            planner = RunPlanner(
-                package=spec.axes[0].package,
-                also_moving=tuple(a.package for a in spec.axes[1:]),
-                target=target,
-                source=IndexMetadataSource(client, target),
-                pins=read_pins(spec.pins, client, cwd=spec.path.parent, extras=spec.extras),
-                with_reqs=spec.with_reqs,
-                policy=Policy(spec.rest),
-                extras=spec.extras,
-                fallback=UvFallback(uv=uv, python=python, indexes=indexes),
-            )
-            cells = [
-                Cell(python=label, versions=tuple(
-                    (a.package, str(v)) for a, v in zip(spec.axes, combo, strict=True)))
-                for combo in itertools.product(*axes)
-            ]  # fmt: skip
-            uploads = _upload_times(client, target, spec)
-            for cell in cells:
-                _plan_cell(cell, planner, uploads, indexes, python_label=f"{python} "
-                           f"({target.python_version})")  # fmt: skip
-            rows: dict[tuple[tuple[str, str], ...], list[Cell]] = {}
-            for cell in cells:
-                rows.setdefault(cell.versions[:-1], []).append(cell)
-            reporter.message(
-                f"envbisect: matrix {spec.name} on Python {label}: {len(cells)} cells in "
-                f"{len(rows)} row(s), {sum(c.state == 'unresolvable' for c in cells)} "
-                f"unresolvable; {'every cell' if full else 'row ends first, then bisection'}"
-            )
-            walker = _RowWalker(
-                make_prober=functools.partial(
-                    Prober,
-                    uv=uv,
-                    python=python,
-                    target=target,
-                    repro=repro,
-                    results=results,
-                    timeout=spec.timeout,
-                    reporter=reporter,
-                    keep_envs=keep_envs,
-                ),
-                results=results,
-                full=full,
-                reporter=reporter,
-            )
+    opts = matrix_options(spec, common)  # unknown probe names fail here, before any build
+    started = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    result = MatrixResult(spec=spec, command=common.command, started=started)
+    with Session(opts, reporter) as session:
+        _ = session.store  # an unwritable results directory fails here, before any build
+        for request in spec.python or (None,):
             try:
-                with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-                    list(pool.map(walker.walk, rows.values()))
+                _run_python(spec, session, request, result, full=full, max_cells=max_cells)
             except KeyboardInterrupt as e:
-                walker.stop.set()
-                raise Interrupted(
-                    f"interrupted; every finished cell is kept in {results / 'envbisect.db'}",
-                    hint="run the same command again to resume: finished cells are reused",
-                ) from e
-            with Store(results) as store:
-                for cell in cells:
-                    store.put_cell(_cell_row(spec.name, cell, repro.repro_id))
-            result.cells += cells
+                raise session.interrupted(e) from e
     return result
+
+
+def _run_python(
+    spec: MatrixSpec,
+    session: Session,
+    request: str | None,
+    result: MatrixResult,
+    *,
+    full: bool,
+    max_cells: int,
+) -> None:
+    python, target = session.target_for(request)
+    client = session.client
+    # Tables and file names say "3.11"; the interpreter's path goes in ``targets``.
+    label = f"{target.version[0]}.{target.version[1]}"
+    result.targets[label] = f"{target.short} ({python})"
+    axes = axis_versions(spec, client, target)
+    result.axes[label] = [[str(v) for v in a] for a in axes]
+    n = 1
+    for a in axes:
+        n *= len(a)
+    if n > max_cells and not full:
+        raise UsageError(
+            f"{spec.path}: the matrix has {n} cells for Python {label}, more than "
+            f"--max-cells {max_cells}",
+            hint="narrow an axis (select, range, versions), raise --max-cells, or pass "
+            "--full to sweep them all",
+            ref="matrix-too-big",
+        )
+    planner = RunPlanner(
+        package=spec.axes[0].package,
+        also_moving=tuple(a.package for a in spec.axes[1:]),
+        target=target,
+        source=IndexMetadataSource(client, target),
+        pins=read_pins(spec.pins, client, cwd=spec.path.parent, extras=spec.extras),
+        with_reqs=spec.with_reqs,
+        policy=Policy(spec.rest),
+        extras=spec.extras,
+        fallback=UvFallback(uv=session.uv, python=python, indexes=session.opts.indexes),
+    )
+    cells = [
+        Cell(python=label, versions=tuple(
+            (a.package, str(v)) for a, v in zip(spec.axes, combo, strict=True)))
+        for combo in itertools.product(*axes)
+    ]  # fmt: skip
+    uploads = _upload_times(client, target, spec)
+    for cell in cells:
+        _plan_cell(cell, planner, uploads, session, target)
+    rows: dict[tuple[tuple[str, str], ...], list[Cell]] = {}
+    for cell in cells:
+        rows.setdefault(cell.versions[:-1], []).append(cell)
+    session.reporter.message(
+        f"envbisect: matrix {spec.name} on Python {label}: {len(cells)} cells in "
+        f"{len(rows)} row(s), {sum(c.state == 'unresolvable' for c in cells)} "
+        f"unresolvable; {'every cell' if full else 'row ends first, then bisection'}"
+    )
+
+    def want(cell: Cell, runs: int) -> Want:
+        assert cell.spec is not None
+        return Want(label=cell.label(), spec=cell.spec, runs=runs, python=request)
+
+    drive(MatrixRows(list(rows.values()), full=full, repeat=session.opts.repeat), session, want)
+    for cell in cells:
+        session.store.put_cell(_cell_row(spec.name, cell, session.repro.repro_id))
+    result.cells += cells
+
+
+def load_matrix(path: Path) -> MatrixSpec:
+    """Read and validate a matrix file; every error names the file and the key."""
+    shown = str(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as e:
+        raise UsageError(
+            f"cannot read the matrix file {shown}: {e.strerror}",
+            hint="pass the path of a matrices/*.toml file",
+            ref="matrix-missing",
+        ) from e
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        raise UsageError(
+            f"{shown}: not valid TOML ({e})", hint=SCHEMA_HINT, ref="matrix-schema"
+        ) from e
+    return parse_matrix(data, path=path)
 
 
 def axis_versions(spec: MatrixSpec, client: IndexClient, target: Target) -> list[list[Version]]:
@@ -281,9 +274,8 @@ def _plan_cell(
     cell: Cell,
     planner: RunPlanner,
     uploads: dict[tuple[str, str], datetime],
-    indexes: IndexConfig,
-    *,
-    python_label: str,
+    session: Session,
+    target: Target,
 ) -> None:
     versions: dict[str, Version] = {canonicalize_name(p): Version(v) for p, v in cell.versions}
     dates = [uploads[pv] for pv in cell.versions if pv in uploads]
@@ -292,105 +284,7 @@ def _plan_cell(
         cell.state, cell.reason = "unresolvable", planned.reason
         cell.outcome = untestable(f"unresolvable: {planned.reason}")
         return
-    cell.spec = EnvSpec.build(planned.requirements(), python=python_label, indexes=indexes)
-
-
-@dataclass(slots=True, kw_only=True)
-class _RowWalker:
-    make_prober: Callable[[], Prober]
-    results: Path
-    full: bool
-    reporter: Reporter
-    stop: threading.Event = field(default_factory=threading.Event)
-
-    def walk(self, row: Sequence[Cell]) -> None:
-        prober = self.make_prober()
-        with Store(self.results) as store:
-            if self.full or len(row) < 2:
-                for cell in row:
-                    if cell.state != "unresolvable":
-                        self._probe(prober, store, cell)
-                return
-            self._bisect(prober, store, row)
-
-    def _probe(self, prober: Prober, store: Store, cell: Cell) -> Outcome:
-        if cell.state == "measured" and cell.outcome is not None:
-            return cell.outcome  # a segment's end measured by the enclosing search
-        if self.stop.is_set():
-            raise KeyboardInterrupt
-        assert cell.spec is not None
-        self.reporter.probe_started(cell.label(), 0, 0)
-        rec, reused = prober.probe(store, cell.spec)
-        cell.state, cell.outcome, cell.installed = "measured", rec.outcome, rec.installed
-        cell.seconds, cell.reused = rec.build_seconds + rec.probe_seconds, reused
-        self.reporter.probe_finished(cell.label(), rec.outcome, cell.seconds, reused, "")
-        return rec.outcome
-
-    def _bisect(self, prober: Prober, store: Store, row: Sequence[Cell]) -> None:
-        self._search(prober, store, row, list(range(len(row))), spot_checks=SPOT_CHECKS)
-        self._infer(row)
-
-    def _search(
-        self, prober: Prober, store: Store, row: Sequence[Cell], seg: list[int], spot_checks: int
-    ) -> None:
-        """Ends of the segment, then the boundary between them (any failure counts as bad:
-        a table shows every kind, each as measured). When the ends agree, the middle cell is
-        checked too: a pass-fail-pass row (a bug in a few middle releases) is not monotone,
-        and one probe often shows it; then each half is searched on its own."""
-        bis = Bisector(
-            n=len(seg),
-            untestable=[k for k, i in enumerate(seg) if row[i].state == "unresolvable"],
-            any_failure=True,
-        )
-        while (k := bis.next()) is not None:
-            bis.record(k, self._probe(prober, store, row[seg[k]]))
-        ends = bis.old.outcome, bis.new.outcome
-        if spot_checks <= 0 or ends[0] is None or ends[1] is None:
-            return
-        if _passes(ends[0]) != _passes(ends[1]):
-            return  # the bisection found the boundary
-        lo, hi = bis.old.index, bis.new.index
-        middle = [k for k in range(lo + 1, hi) if row[seg[k]].state == "pending"]
-        if not middle:
-            return
-        mid = middle[len(middle) // 2]
-        seen = self._probe(prober, store, row[seg[mid]])
-        if _passes(seen) is None or _passes(seen) == _passes(ends[0]):
-            return
-        self._search(prober, store, row, seg[lo : mid + 1], spot_checks - 1)
-        self._search(prober, store, row, seg[mid : hi + 1], spot_checks - 1)
-
-    def _infer(self, row: Sequence[Cell]) -> None:
-        # Measured cells that said pass or fail (untestable ones say nothing either way).
-        known = [
-            i
-            for i, c in enumerate(row)
-            if c.state == "measured" and c.outcome is not None and _passes(c.outcome) is not None
-        ]
-        for i, cell in enumerate(row):
-            if cell.state != "pending":
-                continue
-            # Monotone rows: a cell between two measured cells that agree is inferred to agree
-            # with them. Anything else stays unknown (shown as such, never as measured).
-            left = max((j for j in known if j < i), default=None)
-            right = min((j for j in known if j > i), default=None)
-            if left is None or right is None:
-                cell.state, cell.reason = "unknown", "outside the measured cells"
-                continue
-            a, b = row[left].outcome, row[right].outcome
-            assert a is not None and b is not None
-            if _passes(a) != _passes(b):
-                cell.state, cell.reason = "unknown", "between cells that disagree"
-                continue
-            cell.state = "inferred"
-            cell.outcome = a
-            cell.inferred_from = row[left].key
-
-
-def _passes(o: Outcome) -> bool | None:
-    if o.kind is OutcomeKind.UNTESTABLE:
-        return None
-    return o.kind is OutcomeKind.PASS
+    cell.spec = session.env_spec(planned.requirements(), target=target)
 
 
 def _cell_row(matrix: str, cell: Cell, repro_id: str) -> dict[str, object]:
@@ -442,3 +336,58 @@ def published_cells(spec: MatrixSpec, store: Store) -> list[dict[str, Any]]:
             "lock": None,
         })  # fmt: skip
     return out
+
+
+def publish_matrix(spec: MatrixSpec, session: Session) -> list[Path]:
+    """Write every published file of one matrix from the store; returns their paths."""
+    results = session.opts.results
+    out = results / spec.name
+    out.mkdir(parents=True, exist_ok=True)
+    cells = published_cells(spec, session.store)
+    if not cells:
+        raise UsageError(
+            f"the store in {results} has no cell of the matrix {spec.name}",
+            hint=f"run it first: envbisect matrix {spec.path}",
+            ref="matrix-not-run",
+        )
+    run_file = out / "run.json"
+    run_meta = json.loads(run_file.read_text()) if run_file.is_file() else {}
+    axes = [a.package for a in spec.axes]
+    probes = [*spec.probes, *([spec.repro] if spec.repro else [])]
+    meta = {"name": spec.name, "description": spec.description, "axes": axes,
+            "probes": probes, **run_meta}  # fmt: skip
+    written: list[Path] = []
+    passing = [c for c in cells if c["state"] == "measured" and c["kind"] == "pass"]
+    if passing:
+        client = session.client  # the session's indexes are the matrix's (matrix_options)
+        for py in sorted({str(c["python"]) for c in passing}):
+            target = session.target_for(py)[1]
+            mine = [c for c in passing if c["python"] == py]
+            for c in mine:
+                versions: dict[str, str] = c["versions"]
+                slug = "__".join(f"{k}-{v}" for k, v in versions.items())
+                path = out / "locks" / f"py{py}" / f"{slug}.txt"
+                path.parent.mkdir(parents=True, exist_ok=True)
+                installed = tuple(InstalledDist(**d) for d in c["installed"])
+                entries = lock_entries(installed, target, client, allow_sdist=False)
+                header = [f"{spec.name}: {', '.join(f'{k}=={v}' for k, v in versions.items())}"
+                          f" passes {', '.join(meta['probes'])} on {target.short}",
+                          "Install: uv pip install --require-hashes -r THIS_FILE"]  # fmt: skip
+                path.write_text(requirements_lock(entries, header=header), encoding="utf-8")
+                c["lock"] = str(path.relative_to(out))
+                written.append(path)
+            best = max(mine, key=lambda c: [Version(v) for v in c["versions"].values()])
+            rec = out / f"recommended-py{py}.txt"
+            rec.write_text((out / str(best["lock"])).read_text(), encoding="utf-8")
+            written.append(rec)
+    files = {
+        "table.md": publish.markdown(meta, cells),
+        "table.html": publish.html_page(meta, cells),
+        "heatmap.svg": publish.svg(meta, cells),
+        "results.csv": publish.csv_text(cells, axes),
+        "results.json": json.dumps({"matrix": meta, "cells": cells}, indent=2) + "\n",
+    }
+    for name, text in files.items():
+        (out / name).write_text(text, encoding="utf-8")
+        written.append(out / name)
+    return written

@@ -15,8 +15,7 @@ import hashlib
 import json
 from collections.abc import Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, wait
-from dataclasses import dataclass, field, replace
-from pathlib import Path
+from dataclasses import dataclass, replace
 from types import TracebackType
 from typing import Any
 
@@ -33,31 +32,12 @@ from envbisect.errors import Interrupted
 from envbisect.exec import Executor, make_executor
 from envbisect.index.client import IndexClient, default_cache_dir
 from envbisect.model import EnvSpec, IndexConfig, OutcomeKind, ProbeRecord
+from envbisect.modes.options import CommonOptions
 from envbisect.redact import mask_text
 from envbisect.reporter import Reporter
 from envbisect.store import Store
 
 Moved = tuple[tuple[str, str | None, str | None], ...]  # (package, before, after)
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class CommonOptions:
-    """What every mode takes from the same flags (each declared once, in cli/options.py)."""
-
-    repro: Repro | None = None
-    indexes: IndexConfig = field(default_factory=IndexConfig)
-    python: str | None = None
-    offline: bool = False
-    cache_dir: Path | None = None
-    results: Path = Path("results")
-    timeout: float = 600.0
-    keep_envs: bool = False
-    native_backtrace: str = "auto"
-    any_failure: bool = False
-    repeat: int = 1  # runs of the repro per environment; a failure in any run marks it
-    jobs: int = 1  # environments built and probed at once
-    executor: str = "local"
-    command: str = ""  # the command line, for reports (credentials masked there)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

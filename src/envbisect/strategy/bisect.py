@@ -561,10 +561,9 @@ class Bisector:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class SearchOptions:
-    """How a search runs (--jobs, --repeat, --confidence, --probabilistic, --max-probes)."""
+    """How a bisection decides (--confidence, --probabilistic, --max-probes); how many runs
+    and jobs it gets is the session's (--repeat, --jobs)."""
 
-    jobs: int = 1
-    repeat: int = 1
     confidence: float = 0.95
     probabilistic: bool = False
     max_probes: int | None = None
@@ -577,6 +576,7 @@ class SearchOptions:
         bad: int | None = None,
         untestable: Iterable[int] = (),
         any_failure: bool = False,
+        repeat: int = 1,
     ) -> Bisector:
         return Bisector(
             n=n,
@@ -584,7 +584,7 @@ class SearchOptions:
             bad=bad,
             untestable=untestable,
             any_failure=any_failure,
-            repeat=self.repeat,
+            repeat=repeat,
             confidence=self.confidence,
             probabilistic=self.probabilistic,
             max_probes=self.max_probes,

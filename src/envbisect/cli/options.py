@@ -1,0 +1,324 @@
+"""Every command-line option, declared once, and attached to the subcommands that take it.
+
+(pip's ``cmdoptions`` habit.) An ``Opt`` is the flags and the ``add_argument`` keywords; a
+subcommand lists the options it takes, and ``common_options`` reads the parsed ones into the
+``CommonOptions`` every mode shares. An option may be attached with another help text or
+default where the same flag means the same thing in other words (``--python`` of ``env``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from envbisect.errors import UsageError
+from envbisect.exec.base import EXECUTORS
+from envbisect.model import IndexConfig
+from envbisect.modes.options import CommonOptions
+
+DEFAULT_INDEX = "https://pypi.org/simple"
+
+
+def _positive(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError("must be more than 0 seconds")
+    return value
+
+
+def count(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError("must be 1 or more")
+    return value
+
+
+def _probability(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a probability") from None
+    if not 0.5 <= value < 1.0:
+        raise argparse.ArgumentTypeError("must be at least 0.5 and below 1 (e.g. 0.95)")
+    return value
+
+
+@dataclass(frozen=True, slots=True)
+class Opt:
+    flags: tuple[str, ...]
+    kw: dict[str, Any] = field(default_factory=dict)
+
+    def add(self, parser: argparse.ArgumentParser, **override: Any) -> None:
+        parser.add_argument(*self.flags, **{**self.kw, **override})
+
+
+def opt(*flags: str, **kw: Any) -> Opt:
+    return Opt(flags, kw)
+
+
+# -- what goes into each environment, and where it comes from ------------------------------------
+
+WITH = opt(
+    "--with",
+    dest="with_reqs",
+    action="append",
+    default=[],
+    metavar="REQ",
+    help="a requirement of every environment (repeatable)",
+)
+PYTHON = opt(
+    "--python",
+    metavar="VERSION",
+    help="the interpreter of the environments (a version uv can find, or a path)",
+)
+EXCLUDE_NEWER = opt(
+    "--exclude-newer",
+    metavar="DATE",
+    help="ignore files uploaded after DATE (YYYY-MM-DD or RFC 3339)",
+)
+PRE = opt("--pre", action="store_true", help="include pre-releases")
+ALLOW_SDIST = opt(
+    "--allow-sdist",
+    action="store_true",
+    help="let uv build sdists (runs their setup.py; wheels only by default)",
+)
+PINS = opt(
+    "--pins",
+    action="append",
+    default=[],
+    metavar="SOURCE",
+    help="the project's pins: a folder, pyproject.toml, requirements file, pylock.toml, "
+    "installed:PYTHON, or name==version from the index (repeatable)",
+)
+EXTRAS = opt("--extras", metavar="A,B", help="optional-dependency groups of the pins")
+PLATFORM = opt(
+    "--platform",
+    metavar="TAG",
+    help="another platform, as a wheel tag: manylinux_2_28_x86_64, macosx_11_0_arm64, win_amd64...",
+)
+
+INDEX_URL = opt("--index-url", metavar="URL", help=f"the main index (default {DEFAULT_INDEX})")
+EXTRA_INDEX_URL = opt(
+    "--extra-index-url",
+    action="append",
+    default=[],
+    metavar="URL",
+    help="another index, consulted before the main one as uv does (repeatable)",
+)
+FIND_LINKS = opt(
+    "--find-links",
+    action="append",
+    default=[],
+    metavar="DIR",
+    help="a folder of wheels (repeatable)",
+)
+OFFLINE = opt(
+    "--offline",
+    action="store_true",
+    help="answer from the metadata cache only (run once online first)",
+)
+CACHE_DIR = opt(
+    "--cache-dir",
+    type=Path,
+    metavar="DIR",
+    help="the metadata cache (default $ENVBISECT_CACHE_DIR, else ~/.cache/envbisect)",
+)
+TORCH_BACKEND = opt(
+    "--torch-backend",
+    metavar="VARIANT",
+    help="take torch, torchvision, torchaudio from PyTorch's index for this "
+    "variant: cpu, cu118, cu121, cu124, cu126, cu128, rocm6.2..., or auto "
+    "(from nvidia-smi)",
+)
+TORCH_INDEX_URL = opt(
+    "--torch-index-url",
+    metavar="URL",
+    help="a mirror laid out like https://download.pytorch.org/whl (variant folders)",
+)
+
+# -- what runs in each environment, and what is kept -------------------------------------------
+
+REPRO = opt("--repro", metavar="FILE", help="a Python file run as python -X faulthandler FILE")
+PROBE = opt(
+    "--probe",
+    dest="probes",
+    action="append",
+    default=[],
+    metavar="NAME[:ARGS]",
+    help="a built-in probe: import:PKG[,PKG], datasets-json, lora-step, "
+    "llamafactory-train (repeatable; the environment fails if any fails)",
+)
+TIMEOUT = opt(
+    "--timeout",
+    type=_positive,
+    default=600.0,
+    metavar="SECONDS",
+    help="kill a probe after this long (default 600)",
+)
+NATIVE_BACKTRACE = opt(
+    "--native-backtrace",
+    choices=("auto", "always", "never"),
+    default="auto",
+    help="re-run a crash under gdb for its native backtrace (default auto: when gdb is installed)",
+)
+RESULTS = opt(
+    "--results",
+    type=Path,
+    default=Path("results"),
+    metavar="DIR",
+    help="where the store, reports and lockfiles go (default ./results)",
+)
+KEEP_ENVS = opt(
+    "--keep-envs",
+    action="store_true",
+    help="keep each environment after its probe (under DIR/.envs)",
+)
+JSON = opt("--json", action="store_true", help="print one JSON object on stdout")
+
+# -- how a search runs -----------------------------------------------------------------------
+
+JOBS = opt(
+    "--jobs",
+    type=count,
+    default=1,
+    metavar="K",
+    help="probe K environments at once, built and run in parallel (a bisection splits "
+    "its range K+1 ways: about log_{K+1}(n) rounds; default 1)",
+)
+REPEAT = opt(
+    "--repeat",
+    type=count,
+    default=1,
+    metavar="N",
+    help="run the repro N times in each environment: a failure in any run marks it, "
+    "the fail rate is recorded; runs that disagree switch a bisection to a "
+    "probabilistic search",
+)
+EXECUTOR = opt(
+    "--executor",
+    choices=tuple(EXECUTORS),
+    default="local",
+    help="where probes run: local (threads, the default) or process (a pool of "
+    "worker processes; every task crosses a pickle, as to another machine)",
+)
+ANY_FAILURE = opt(
+    "--any-failure",
+    action="store_true",
+    help="count any failure as bad, not only one like the bad end's",
+)
+CONFIDENCE = opt(
+    "--confidence",
+    type=_probability,
+    default=0.95,
+    metavar="P",
+    help="probabilistic search: stop when one boundary has this probability (default 0.95)",
+)
+PROBABILISTIC = opt(
+    "--probabilistic",
+    action="store_true",
+    help="start with the probabilistic search (the repro is known to be flaky)",
+)
+MAX_PROBES = opt(
+    "--max-probes",
+    type=count,
+    metavar="N",
+    help="probabilistic search: give up after N probes (default: about 20 runs "
+    "per bit of the range)",
+)
+
+# Groups, as subcommands take them.
+INDEX = (INDEX_URL, EXTRA_INDEX_URL, FIND_LINKS, OFFLINE, CACHE_DIR, TORCH_BACKEND, TORCH_INDEX_URL)
+ENVIRONMENT = (WITH, *INDEX, PYTHON, EXCLUDE_NEWER, PRE, ALLOW_SDIST)
+PROBING = (REPRO, PROBE, TIMEOUT, NATIVE_BACKTRACE, RESULTS, KEEP_ENVS, JSON)
+SEARCH = (JOBS, REPEAT, EXECUTOR, CONFIDENCE, PROBABILISTIC, MAX_PROBES)
+
+
+def attach(parser: argparse.ArgumentParser, *opts: Opt | Iterable[Opt]) -> None:
+    for o in opts:
+        for one in (o,) if isinstance(o, Opt) else o:
+            one.add(parser)
+
+
+# -- reading them back ------------------------------------------------------------------------
+
+
+def indexes(args: argparse.Namespace) -> IndexConfig:
+    url = (
+        getattr(args, "index_url", None)
+        or os.environ.get("UV_DEFAULT_INDEX")
+        or os.environ.get("UV_INDEX_URL")
+        or DEFAULT_INDEX
+    )
+    return IndexConfig(
+        index_url=url,
+        extra_index_urls=tuple(getattr(args, "extra_index_url", ())),
+        find_links=tuple(
+            str(Path(p).resolve()) if "://" not in p else p for p in getattr(args, "find_links", ())
+        ),
+        torch_index=_torch_index(args),
+    )
+
+
+def _torch_index(args: argparse.Namespace) -> str | None:
+    from envbisect.index import pytorch
+
+    backend = getattr(args, "torch_backend", None)
+    mirror = getattr(args, "torch_index_url", None)
+    if backend is None:
+        if mirror:
+            raise UsageError(
+                "--torch-index-url needs --torch-backend",
+                hint="e.g. --torch-backend cu121 --torch-index-url https://mirror/whl",
+                ref="bad-torch-backend",
+            )
+        return None
+    if not pytorch.valid_backend(backend):
+        raise UsageError(
+            f"--torch-backend {backend!r} is not a PyTorch index variant",
+            hint="use cpu, cu118, cu121, cu124, cu126, cu128, rocm6.2, xpu or auto",
+            ref="bad-torch-backend",
+        )
+    if backend == "auto":
+        from envbisect.env.envreport import read_nvidia_smi
+
+        smi = read_nvidia_smi()
+        backend = pytorch.resolve_backend("auto", smi.get("cuda") if smi else None)
+        print(f"envbisect: --torch-backend auto chose {backend}", file=sys.stderr)
+    return pytorch.variant_url(backend, mirror or pytorch.OFFICIAL)
+
+
+def extras(args: argparse.Namespace) -> tuple[str, ...]:
+    return tuple(e.strip() for e in (getattr(args, "extras", None) or "").split(",") if e.strip())
+
+
+def common_options(args: argparse.Namespace, *, command: str, repro: Any = None) -> CommonOptions:
+    """What every mode takes from the same flags; a flag a subcommand lacks keeps its default."""
+    base = CommonOptions()
+    results = getattr(args, "results", None)
+    return CommonOptions(
+        repro=repro,
+        indexes=indexes(args),
+        python=getattr(args, "python", None),
+        offline=getattr(args, "offline", base.offline),
+        cache_dir=getattr(args, "cache_dir", None),
+        results=(results or base.results).resolve(),
+        timeout=getattr(args, "timeout", base.timeout),
+        keep_envs=getattr(args, "keep_envs", base.keep_envs),
+        native_backtrace=getattr(args, "native_backtrace", base.native_backtrace),
+        any_failure=getattr(args, "any_failure", base.any_failure),
+        repeat=getattr(args, "repeat", base.repeat),
+        jobs=getattr(args, "jobs", base.jobs),
+        executor=getattr(args, "executor", base.executor),
+        command=command,
+    )

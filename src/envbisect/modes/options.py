@@ -1,0 +1,33 @@
+"""The options every mode shares, as one frozen object (each flag declared once, in
+cli/options.py). Light on purpose: the CLI imports it before it knows the command."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from envbisect.model import IndexConfig
+
+if TYPE_CHECKING:
+    from envbisect.env.repro import Repro
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CommonOptions:
+    """What every mode takes from the same flags (each declared once, in cli/options.py)."""
+
+    repro: Repro | None = None
+    indexes: IndexConfig = field(default_factory=IndexConfig)
+    python: str | None = None
+    offline: bool = False
+    cache_dir: Path | None = None
+    results: Path = Path("results")
+    timeout: float = 600.0
+    keep_envs: bool = False
+    native_backtrace: str = "auto"
+    any_failure: bool = False
+    repeat: int = 1  # runs of the repro per environment; a failure in any run marks it
+    jobs: int = 1  # environments built and probed at once
+    executor: str = "local"
+    command: str = ""  # the command line, for reports (credentials masked there)

@@ -1,0 +1,61 @@
+"""``envbisect probe``: build one environment, run the repro in it, record it.
+
+The environment is the ``--with`` requirements plus the requirements of ``--pins`` that apply
+to the target (uv resolves them) plus every pin of ``--lock`` (exactly those versions).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from envbisect.errors import UsageError
+from envbisect.model import ProbeRecord
+from envbisect.modes.options import CommonOptions
+from envbisect.modes.planning import read_pins
+from envbisect.modes.run import check_requirements, parse_exclude_newer
+from envbisect.modes.session import Session
+from envbisect.reporter import Reporter
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ProbeOptions:
+    common: CommonOptions
+    with_reqs: tuple[str, ...] = ()
+    pins: tuple[str, ...] = ()
+    extras: tuple[str, ...] = ()
+    lock: str | None = None
+    exclude_newer: str | None = None
+    pre: bool = False
+    allow_sdist: bool = False
+
+
+def probe_one(opts: ProbeOptions, reporter: Reporter | None = None) -> tuple[ProbeRecord, bool]:
+    """The environment's record (``--repeat`` runs), and whether it came from the store."""
+    check_requirements("", opts.with_reqs)
+    parse_exclude_newer(opts.exclude_newer)
+    with Session(opts.common, reporter) as session:
+        requirements = list(opts.with_reqs)
+        if opts.pins or opts.lock:
+            env = session.target.marker_environment()
+            client, origin = session.client, session.repro.origin
+            for ps in read_pins(opts.pins, client, cwd=origin, extras=opts.extras):
+                requirements += [str(p.requirement) for p in ps.applicable(env, opts.extras)]
+            if opts.lock:
+                locked = read_pins([opts.lock], client, cwd=origin)[0]
+                if not locked.is_lock:
+                    raise UsageError(
+                        f"--lock {opts.lock} does not pin every requirement with ==",
+                        hint="use --pins for a file with ranges; --lock takes a lockfile",
+                        ref="not-a-lock",
+                    )
+                requirements += [f"{n}=={v}" for n, v in locked.baseline(env).items()]
+        spec = session.env_spec(
+            requirements,
+            only_binary=not opts.allow_sdist,
+            exclude_newer=opts.exclude_newer,
+            prerelease=opts.pre,
+        )
+        try:
+            return session.probe(spec)
+        except KeyboardInterrupt as e:
+            raise session.interrupted(e) from e
