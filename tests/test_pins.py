@@ -24,12 +24,12 @@ from packaging.version import Version
 from envbisect.core.pins import (
     Pin,
     PinSet,
-    load_pins,
     parse_metadata,
     parse_pylock,
     parse_pyproject,
     parse_requirements,
 )
+from envbisect.env.pinsource import load_pins
 from envbisect.errors import EnvbisectError, UsageError
 
 DATA = Path(__file__).parent / "data" / "pins"

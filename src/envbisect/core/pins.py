@@ -1,12 +1,12 @@
 """Pin sources: what the project the user runs asks for, read into packaging requirements.
 
 Who does what: the ``parse_*`` functions are pure (text and an origin label in, a ``PinSet``
-out); pip's requirements format itself is read by reqfile.py. ``load_pins`` is the one function
-with IO: it decides what kind of source the user named, reads files and runs an interpreter for
-``installed:PYTHON`` through pinsource.py, and calls the injected ``fetch_metadata`` for a
-released distribution (``name==version``); it never opens a socket.
+out); pip's requirements format itself is read by reqfile.py. ``env.pinsource.load_pins`` is the
+IO edge: it decides what kind of source the user named, reads files and runs an interpreter for
+``installed:PYTHON``, and calls the injected ``fetch_metadata`` for a released distribution
+(``name==version``); it never opens a socket.
 
-    load_pins(spec)
+    pinsource.load_pins(spec)
     ├── a folder              its pyproject.toml with a static [project], else requirements.txt
     ├── pylock*.toml          parse_pylock        PEP 751
     ├── *.toml                parse_pyproject     PEP 621 [project]
@@ -27,13 +27,11 @@ Every error is a ``UsageError`` with a stable ``pins-*`` reference, a message na
 from __future__ import annotations
 
 import email.parser
-import os
 import re
 import sys
 from collections.abc import Callable, Collection, Mapping
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, replace
-from pathlib import Path
 from typing import Any
 
 from packaging.markers import Marker, UndefinedComparison, UndefinedEnvironmentName
@@ -43,7 +41,6 @@ from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from envbisect.core.reqfile import Collected, Reader, requirement_lines
-from envbisect.env.pinsource import file_reader, installed_distributions, read_text, resolve
 from envbisect.errors import UsageError
 from envbisect.redact import mask_text, mask_url
 
@@ -58,7 +55,6 @@ __all__ = [
     "Pin",
     "PinSet",
     "Reader",
-    "load_pins",
     "parse_metadata",
     "parse_pylock",
     "parse_pyproject",
@@ -432,31 +428,6 @@ def parse_metadata(text: str, *, origin: str) -> PinSet:
     )
 
 
-# -- load_pins: the IO edge --------------------------------------------------------------------
-
-
-def load_pins(
-    spec: str,
-    *,
-    cwd: Path,
-    extras: Collection[str] = (),
-    fetch_metadata: FetchMetadata | None = None,
-) -> PinSet:
-    """Read the pin source the user named (see the module docstring for the forms)."""
-    source = mask_text(spec)
-    if spec.startswith("installed:"):
-        pins = _load_installed(spec.removeprefix("installed:"), cwd=cwd)
-    else:
-        path = resolve(cwd, spec)
-        if path.is_dir():
-            pins = _load_folder(spec, path, cwd)
-        elif path.is_file():
-            pins = _load_file(spec, path, cwd)
-        else:
-            pins, extras = _load_distribution(spec, source, fetch_metadata, extras)
-    return select_extras(replace(pins, source=source), extras, label=source)
-
-
 def select_extras(pins: PinSet, extras: Collection[str], *, label: str) -> PinSet:
     """``pins`` with ``extras`` selected; an extra the source does not provide is an error."""
     chosen = tuple(dict.fromkeys(canonicalize_name(e) for e in extras))
@@ -469,77 +440,6 @@ def select_extras(pins: PinSet, extras: Collection[str], *, label: str) -> PinSe
                 ref="pins-unknown-extra",
             )
     return replace(pins, extras=tuple(dict.fromkeys((*pins.extras, *chosen))))
-
-
-def _load_folder(label: str, folder: Path, cwd: Path) -> PinSet:
-    pyproject, requirements = folder / "pyproject.toml", folder / "requirements.txt"
-    if pyproject.is_file():
-        pyproject_label = os.path.join(label, "pyproject.toml")
-        try:
-            return parse_pyproject(read_text(pyproject, pyproject_label), origin=pyproject_label)
-        except UsageError as e:
-            # A setup.py-era project: only its requirements.txt says what it needs.
-            if e.ref not in ("pins-no-project", "pins-dynamic") or not requirements.is_file():
-                raise
-    if requirements.is_file():
-        return _load_file(os.path.join(label, "requirements.txt"), requirements, cwd)
-    raise UsageError(
-        f"{label} has neither a pyproject.toml with a [project] table nor a requirements.txt",
-        hint=FORMS_HINT,
-        ref="pins-not-found",
-    )
-
-
-def _load_file(label: str, path: Path, cwd: Path) -> PinSet:
-    text = read_text(path, label)
-    name = path.name
-    if name == "pylock.toml" or re.fullmatch(r"pylock\.[^.]+\.toml", name):
-        return parse_pylock(text, origin=label)
-    if name.endswith(".toml"):
-        return parse_pyproject(text, origin=label)
-    if name == "METADATA" or name.endswith(".metadata"):
-        return parse_metadata(text, origin=label)
-    return parse_requirements(text, origin=label, read=file_reader(cwd))
-
-
-def _load_distribution(
-    spec: str, source: str, fetch: FetchMetadata | None, extras: Collection[str]
-) -> tuple[PinSet, Collection[str]]:
-    try:
-        req: Requirement | None = Requirement(spec)
-    except InvalidRequirement:
-        req = None
-    specs = list(req.specifier) if req is not None and not req.url and not req.marker else []
-    if req is None or len(specs) != 1 or specs[0].operator != "==" or "*" in specs[0].version:
-        raise UsageError(f"no such pin source: {source}", hint=FORMS_HINT, ref="pins-not-found")
-    version = specs[0].version
-    if fetch is None:
-        raise UsageError(
-            f"cannot read the metadata of {req.name}=={version}: no index to ask",
-            hint="point --pins at a local file, or allow envbisect to read the index",
-            ref="pins-no-index",
-        )
-    text = fetch(req.name, version)
-    pins = parse_metadata(text, origin=f"{req.name}=={version} METADATA")
-    return pins, (*extras, *sorted(req.extras))
-
-
-def _load_installed(python: str, *, cwd: Path) -> PinSet:
-    pins: dict[str, Pin] = {}
-    skipped: list[str] = []
-    for name, version in installed_distributions(python, cwd=cwd):
-        text = f"{name}=={version}"
-        try:
-            Version(version)
-            req = Requirement(text)
-        except (InvalidVersion, InvalidRequirement):
-            skipped.append(f"installed:{python}: {name} {version} (not a PEP 440 version)")
-            continue
-        pins.setdefault(
-            canonicalize_name(name), Pin(requirement=req, origin=f"installed:{python}", text=text)
-        )
-    found = tuple(pins[key] for key in sorted(pins))
-    return PinSet(source="", requirements=found, is_lock=bool(found), skipped=tuple(skipped))
 
 
 # -- helpers -----------------------------------------------------------------------------------

@@ -1,7 +1,8 @@
 """Where pin sources meet the machine: files read as text, interpreters asked what they have.
 
-Who does what: ``load_pins`` (pins.py) decides what kind of source the user named and which
-parser reads it; this module does the IO that needs and hands back plain data, parsing nothing.
+Who does what: ``load_pins`` decides what kind of source the user named (a folder, a file, an
+installed interpreter, a released distribution) and which parser of ``core.pins`` reads it;
+the rest of this module does the IO that needs and hands back plain data, parsing nothing.
 ``read_text`` reads a file as UTF-8 (a BOM is dropped); ``file_reader`` is the ``read`` callable
 that follows a requirements file's includes on disk; ``installed_distributions`` runs the
 interpreter that ``installed:PYTHON`` names, isolated (``-I``: no ``PYTHON*`` variables, no user
@@ -13,12 +14,31 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
+from collections.abc import Collection
+from dataclasses import replace
 from pathlib import Path
 
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.utils import canonicalize_name
+from packaging.version import InvalidVersion, Version
+
+from envbisect.core.pins import (
+    FORMS_HINT,
+    FetchMetadata,
+    Pin,
+    PinSet,
+    parse_metadata,
+    parse_pylock,
+    parse_pyproject,
+    parse_requirements,
+    select_extras,
+)
 from envbisect.core.reqfile import Reader
 from envbisect.errors import UsageError
+from envbisect.redact import mask_text
 
 # Run with the user's interpreter (``python -I -c``); prints [[name, version], ...] in sys.path
 # order, so the first row of a name is the distribution that import finds.
@@ -118,3 +138,99 @@ def decode(data: bytes, label: str) -> str:
         raise UsageError(
             f"{label} is not UTF-8 text", hint="save the file as UTF-8", ref="pins-unreadable"
         ) from e
+
+
+# -- load_pins: which source the user named, read ------------------------------------------
+
+
+def load_pins(
+    spec: str,
+    *,
+    cwd: Path,
+    extras: Collection[str] = (),
+    fetch_metadata: FetchMetadata | None = None,
+) -> PinSet:
+    """Read the pin source the user named (see the module docstring for the forms)."""
+    source = mask_text(spec)
+    if spec.startswith("installed:"):
+        pins = _load_installed(spec.removeprefix("installed:"), cwd=cwd)
+    else:
+        path = resolve(cwd, spec)
+        if path.is_dir():
+            pins = _load_folder(spec, path, cwd)
+        elif path.is_file():
+            pins = _load_file(spec, path, cwd)
+        else:
+            pins, extras = _load_distribution(spec, source, fetch_metadata, extras)
+    return select_extras(replace(pins, source=source), extras, label=source)
+
+
+def _load_folder(label: str, folder: Path, cwd: Path) -> PinSet:
+    pyproject, requirements = folder / "pyproject.toml", folder / "requirements.txt"
+    if pyproject.is_file():
+        pyproject_label = os.path.join(label, "pyproject.toml")
+        try:
+            return parse_pyproject(read_text(pyproject, pyproject_label), origin=pyproject_label)
+        except UsageError as e:
+            # A setup.py-era project: only its requirements.txt says what it needs.
+            if e.ref not in ("pins-no-project", "pins-dynamic") or not requirements.is_file():
+                raise
+    if requirements.is_file():
+        return _load_file(os.path.join(label, "requirements.txt"), requirements, cwd)
+    raise UsageError(
+        f"{label} has neither a pyproject.toml with a [project] table nor a requirements.txt",
+        hint=FORMS_HINT,
+        ref="pins-not-found",
+    )
+
+
+def _load_file(label: str, path: Path, cwd: Path) -> PinSet:
+    text = read_text(path, label)
+    name = path.name
+    if name == "pylock.toml" or re.fullmatch(r"pylock\.[^.]+\.toml", name):
+        return parse_pylock(text, origin=label)
+    if name.endswith(".toml"):
+        return parse_pyproject(text, origin=label)
+    if name == "METADATA" or name.endswith(".metadata"):
+        return parse_metadata(text, origin=label)
+    return parse_requirements(text, origin=label, read=file_reader(cwd))
+
+
+def _load_distribution(
+    spec: str, source: str, fetch: FetchMetadata | None, extras: Collection[str]
+) -> tuple[PinSet, Collection[str]]:
+    try:
+        req: Requirement | None = Requirement(spec)
+    except InvalidRequirement:
+        req = None
+    specs = list(req.specifier) if req is not None and not req.url and not req.marker else []
+    if req is None or len(specs) != 1 or specs[0].operator != "==" or "*" in specs[0].version:
+        raise UsageError(f"no such pin source: {source}", hint=FORMS_HINT, ref="pins-not-found")
+    version = specs[0].version
+    if fetch is None:
+        raise UsageError(
+            f"cannot read the metadata of {req.name}=={version}: no index to ask",
+            hint="point --pins at a local file, or allow envbisect to read the index",
+            ref="pins-no-index",
+        )
+    text = fetch(req.name, version)
+    pins = parse_metadata(text, origin=f"{req.name}=={version} METADATA")
+    return pins, (*extras, *sorted(req.extras))
+
+
+def _load_installed(python: str, *, cwd: Path) -> PinSet:
+    pins: dict[str, Pin] = {}
+    skipped: list[str] = []
+    for name, version in installed_distributions(python, cwd=cwd):
+        text = f"{name}=={version}"
+        try:
+            Version(version)
+            req = Requirement(text)
+        except (InvalidVersion, InvalidRequirement):
+            skipped.append(f"installed:{python}: {name} {version} (not a PEP 440 version)")
+            continue
+        pins.setdefault(
+            canonicalize_name(name), Pin(requirement=req, origin=f"installed:{python}", text=text)
+        )
+    found = tuple(pins[key] for key in sorted(pins))
+    return PinSet(source="", requirements=found, is_lock=bool(found), skipped=tuple(skipped))

@@ -1,6 +1,6 @@
 """Pins and the planner, for a run: which versions are in range, and what each environment is.
 
-Who does what: ``pins.load_pins`` reads the sources the user named; ``RunPlanner`` turns them
+Who does what: ``pinsource.load_pins`` reads the sources the user named; ``RunPlanner`` turns them
 (the requirements that apply to the target, the constraints, a baseline) plus the ``--with``
 requirements into a root set, and asks ``plan.plan`` for the environment of each candidate
 under the ``--rest`` policy. The engine builds only what the planner says is consistent.
@@ -19,9 +19,10 @@ from packaging.utils import canonicalize_name
 from packaging.version import Version
 
 from envbisect.core.candidates import CandidateList
-from envbisect.core.pins import PinSet, load_pins
+from envbisect.core.pins import PinSet
 from envbisect.core.plan import Fallback, MatchCache, Plan, PlanTarget, Policy, Unresolvable, plan
 from envbisect.core.target import Target
+from envbisect.env.pinsource import load_pins
 from envbisect.errors import UsageError
 from envbisect.index.client import IndexClient
 from envbisect.index.source import IndexMetadataSource
