@@ -74,7 +74,7 @@ def _print_result(ctx: Context, res: Any, lines: list[str]) -> None:
     print(f"report: {res.report_path}")
 
 
-def _no_answer(ctx: Context, res: Any, why: NoAnswer | None = None) -> int:
+def no_answer(ctx: Context, res: Any, why: NoAnswer | None = None) -> int:
     """One behaviour for "no answer" in every mode: the verdict and the report on stdout (or
     the result with an ``error`` object, with --json), the error and a hint on stderr, exit 1."""
     from envbisect.cli.display import error_json, print_error
@@ -133,7 +133,7 @@ def cmd_run(ctx: Context) -> int:
         )
     result = run_bisect(opts, ctx.reporter)
     if result.status == "no-answer":
-        return _no_answer(ctx, result)
+        return no_answer(ctx, result)
     _print_result(ctx, result, [verdict_line(result)])
     other = other_failures_hint(result)
     if other:
@@ -168,12 +168,7 @@ def _run_by_date(ctx: Context) -> int:
         pre=a.pre,
         search=_search(a),
     )
-    try:
-        res = run_by_date(opts, ctx.reporter)
-    except NoAnswer as e:
-        if e.result is None:
-            raise
-        return _no_answer(ctx, e.result, e)
+    res = run_by_date(opts, ctx.reporter)  # no answer: NoAnswer with the result (main.py)
     sure = f" (probability {res.probability:.2f})" if res.probability is not None else ""
     lines = [f"first bad: {res.first_new}{sure}", f"last good: {res.last_old}"]
     conf = {c["package"]: c for c in res.extra.get("confirmation", [])}
@@ -194,12 +189,7 @@ def cmd_diff(ctx: Context) -> int:
     opts = DiffOptions(
         good=a.good, bad=a.bad, common=common_options(a, command=ctx.command, repro=_repro(ctx))
     )
-    try:
-        res = run_diff(opts, ctx.reporter)
-    except NoAnswer as e:
-        if e.result is None:
-            raise
-        return _no_answer(ctx, e.result, e)
+    res = run_diff(opts, ctx.reporter)  # no answer: NoAnswer with the result (main.py)
     what = "interaction" if res.extra["interaction"] else "culprit"
     lines = [f"{what}: {c['package']} {c['good_version'] or 'absent'} -> "
              f"{c['bad_version'] or 'removed'}" for c in res.extra["culprits"]]  # fmt: skip

@@ -23,7 +23,7 @@ from envbisect import __version__
 from envbisect.cli import commands
 from envbisect.cli import options as o
 from envbisect.cli.display import RichReporter, error_json, print_error
-from envbisect.errors import EnvbisectError, Interrupted, UsageError
+from envbisect.errors import EnvbisectError, Interrupted, NoAnswer, UsageError
 
 
 class _Parser(argparse.ArgumentParser):
@@ -227,6 +227,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                 hint=f"see envbisect {args.command} --help",
             )
         return command.run(ctx)
+    except NoAnswer as e:
+        if e.result is not None:  # the search ran and its report is written: show them
+            return commands.no_answer(ctx, e.result, e)
+        return _fail(args, e)
     except EnvbisectError as e:
         return _fail(args, e)
     except KeyboardInterrupt:
