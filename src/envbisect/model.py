@@ -224,6 +224,7 @@ class ProbeRecord:
     envbisect_version: str
     env_report: dict[str, Any] | None = None
     runs: tuple[Outcome, ...] = ()  # every run, oldest first; () for a single-run probe
+    host: str = ""  # the node it ran on (hostname; "hostname/node" on a Ray cluster)
 
     @property
     def all_runs(self) -> tuple[Outcome, ...]:

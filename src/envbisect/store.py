@@ -19,7 +19,7 @@ from typing import Any
 from envbisect.errors import DiskFull, StoreError
 from envbisect.model import InstalledDist, Outcome, OutcomeKind, ProbeRecord
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 DB_NAME = "envbisect.db"
 __all__ = ["DB_NAME", "SCHEMA_VERSION", "ProbeRecord", "Store"]
 
@@ -49,6 +49,7 @@ CREATE TABLE IF NOT EXISTS probes (
     step TEXT NOT NULL DEFAULT '',
     env_report TEXT,
     runs TEXT,
+    host TEXT,
     UNIQUE (env_id, repro_id)
 );
 CREATE TABLE IF NOT EXISTS matrix_cells (
@@ -74,6 +75,7 @@ _MIGRATIONS = {
     ),
     2: (),  # matrix_cells: created by the schema script itself
     3: ("ALTER TABLE probes ADD COLUMN runs TEXT",),  # every run of a --repeat probe
+    4: ("ALTER TABLE probes ADD COLUMN host TEXT",),  # the node a probe ran on
 }
 
 
@@ -157,6 +159,7 @@ class Store:
             "step": o.step,
             "env_report": json.dumps(rec.env_report) if rec.env_report is not None else None,
             "runs": json.dumps([_run_dict(r) for r in rec.runs]) if rec.runs else None,
+            "host": rec.host or None,
         }
         cols = ", ".join(values)
         marks = ", ".join("?" for _ in values)
@@ -221,6 +224,7 @@ def _from_row(row: dict[str, Any]) -> ProbeRecord:
         envbisect_version=row["envbisect_version"],
         env_report=json.loads(row["env_report"]) if row.get("env_report") else None,
         runs=tuple(_run_outcome(d) for d in json.loads(row["runs"])) if row.get("runs") else (),
+        host=row.get("host") or "",
     )
 
 

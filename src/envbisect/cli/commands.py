@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -386,7 +386,12 @@ def cmd_matrix(ctx: Context) -> int:
 
     a = ctx.args
     spec = load_matrix(Path(a.file))
-    common = common_options(a, command=ctx.command)
+    # The matrix file may name an executor and GPUs per probe; the command line's win.
+    common = replace(
+        common_options(a, command=ctx.command),
+        executor=a.executor or spec.executor or "local",
+        gpus_per_probe=spec.gpus_per_probe if a.gpus_per_probe is None else a.gpus_per_probe,
+    )
     res = run_matrix(spec, common, full=a.full, max_cells=a.max_cells, reporter=ctx.reporter)
     run_meta = {
         "command": ctx.command,

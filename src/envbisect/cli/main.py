@@ -148,7 +148,7 @@ def build_parser() -> argparse.ArgumentParser:
     diff.add_argument("good", metavar="GOOD")
     diff.add_argument("bad", metavar="BAD")
     o.ANY_FAILURE.add(diff, help="count any failure as the failure, not only one like BAD's")
-    o.attach(diff, o.JOBS, o.REPEAT, o.EXECUTOR, o.INDEX, o.PYTHON, o.PROBING)
+    o.attach(diff, o.JOBS, o.REPEAT, o.EXECUTION, o.INDEX, o.PYTHON, o.PROBING)
 
     matrix = sub.add_parser(
         "matrix",
@@ -160,7 +160,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     matrix.add_argument("file", metavar="FILE", help="a matrices/*.toml file")
     o.JOBS.add(matrix, help="cells probed at once, one per row (default 1)")
-    o.EXECUTOR.add(matrix)
+    o.attach(matrix, o.EXECUTION)
     matrix.add_argument("--full", action="store_true",
                         help="probe every cell (no inference, no --max-cells limit)")  # fmt: skip
     matrix.add_argument("--max-cells", type=o.count, default=500, metavar="N",

@@ -44,6 +44,16 @@ def count(text: str) -> int:
     return value
 
 
+def count0(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError("must be 0 or more")
+    return value
+
+
 def _probability(text: str) -> float:
     try:
         value = float(text)
@@ -208,9 +218,22 @@ REPEAT = opt(
 EXECUTOR = opt(
     "--executor",
     choices=tuple(EXECUTORS),
-    default="local",
-    help="where probes run: local (threads, the default) or process (a pool of "
-    "worker processes; every task crosses a pickle, as to another machine)",
+    help="where probes run: local (threads, the default), process (a pool of worker "
+    "processes; every task crosses a pickle, as to another machine) or ray (a Ray cluster: "
+    "--ray-address, or a local instance on 127.0.0.1; pip install 'envbisect[ray]')",
+)
+RAY_ADDRESS = opt(
+    "--ray-address",
+    metavar="ADDR",
+    help="--executor ray: join this cluster (HOST:PORT, or auto); default: start a local "
+    "instance bound to 127.0.0.1",
+)
+GPUS_PER_PROBE = opt(
+    "--gpus-per-probe",
+    type=count0,
+    metavar="N",
+    help="give each probe N GPUs and only those (CUDA_VISIBLE_DEVICES): Ray's num_gpus, or "
+    "this machine's GPUs shared out by the local executor (default 0)",
 )
 ANY_FAILURE = opt(
     "--any-failure",
@@ -241,7 +264,8 @@ MAX_PROBES = opt(
 INDEX = (INDEX_URL, EXTRA_INDEX_URL, FIND_LINKS, OFFLINE, CACHE_DIR, TORCH_BACKEND, TORCH_INDEX_URL)
 ENVIRONMENT = (WITH, *INDEX, PYTHON, EXCLUDE_NEWER, PRE, ALLOW_SDIST)
 PROBING = (REPRO, PROBE, TIMEOUT, NATIVE_BACKTRACE, RESULTS, KEEP_ENVS, JSON)
-SEARCH = (JOBS, REPEAT, EXECUTOR, CONFIDENCE, PROBABILISTIC, MAX_PROBES)
+EXECUTION = (EXECUTOR, RAY_ADDRESS, GPUS_PER_PROBE)
+SEARCH = (JOBS, REPEAT, *EXECUTION, CONFIDENCE, PROBABILISTIC, MAX_PROBES)
 
 
 def attach(parser: argparse.ArgumentParser, *opts: Opt | Iterable[Opt]) -> None:
@@ -319,6 +343,8 @@ def common_options(args: argparse.Namespace, *, command: str, repro: Any = None)
         any_failure=getattr(args, "any_failure", base.any_failure),
         repeat=getattr(args, "repeat", base.repeat),
         jobs=getattr(args, "jobs", base.jobs),
-        executor=getattr(args, "executor", base.executor),
+        executor=getattr(args, "executor", None) or base.executor,
+        ray_address=getattr(args, "ray_address", None),
+        gpus_per_probe=getattr(args, "gpus_per_probe", None) or base.gpus_per_probe,
         command=command,
     )

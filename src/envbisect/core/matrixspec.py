@@ -14,6 +14,8 @@ what was expected); version lists in, the versions an axis selects out.
     rest = "latest"                    # baseline | contemporary | latest
     timeout = 600                      # seconds per cell
     repeats = 1                        # run the probes N times; a failure in any run counts
+    executor = "local"                 # local | process | ray (the command line's wins)
+    gpus_per_probe = 0                 # GPUs each cell's probe is given (Ray's num_gpus)
     index_url / extra_index_urls / find_links / torch_backend / torch_index_url / extras
 
     [[axis]]                           # rows: the first axis; columns: the second;
@@ -42,8 +44,9 @@ POLICIES = ("baseline", "contemporary", "latest")
 _MATRIX_KEYS = {
     "name", "description", "python", "range_from", "pins", "extras", "with", "probes", "repro",
     "rest", "timeout", "repeats", "index_url", "extra_index_urls", "find_links",
-    "torch_backend", "torch_index_url",
+    "torch_backend", "torch_index_url", "executor", "gpus_per_probe",
 }  # fmt: skip
+EXECUTOR_NAMES = ("local", "process", "ray")
 _AXIS_KEYS = {"package", "select", "versions", "range", "use_pins"}
 
 
@@ -71,6 +74,8 @@ class MatrixSpec:
     rest: str = "latest"
     timeout: float = 600.0
     repeats: int = 1
+    executor: str | None = None  # None: the command line's (default local)
+    gpus_per_probe: int = 0
     index_url: str = "https://pypi.org/simple"
     extra_index_urls: tuple[str, ...] = ()
     find_links: tuple[str, ...] = ()
@@ -125,6 +130,12 @@ def parse_matrix(data: Mapping[str, Any], *, path: Path) -> MatrixSpec:
     repeats = m.get("repeats", 1)
     if not isinstance(repeats, int) or isinstance(repeats, bool) or not 1 <= repeats <= 100:
         raise bad("[matrix] repeats", "an integer from 1 to 100", repeats)
+    executor = m.get("executor")
+    if executor is not None and executor not in EXECUTOR_NAMES:
+        raise bad("[matrix] executor", " | ".join(EXECUTOR_NAMES), executor)
+    gpus = m.get("gpus_per_probe", 0)
+    if not isinstance(gpus, int) or isinstance(gpus, bool) or not 0 <= gpus <= 64:
+        raise bad("[matrix] gpus_per_probe", "an integer from 0 to 64", gpus)
     probes, repro = strings("probes"), string("repro", None)
     if not probes and not repro:
         raise bad("[matrix] probes", "at least one probe (or a repro file)")
@@ -191,6 +202,8 @@ def parse_matrix(data: Mapping[str, Any], *, path: Path) -> MatrixSpec:
         rest=rest,
         timeout=float(timeout),
         repeats=repeats,
+        executor=executor,
+        gpus_per_probe=gpus,
         index_url=string("index_url", "https://pypi.org/simple") or "https://pypi.org/simple",
         extra_index_urls=strings("extra_index_urls"),
         find_links=strings("find_links"),

@@ -37,6 +37,7 @@ class ProbeRow:
     fails: int = 0  # of which did not pass
     round: int = 0  # --jobs: the round it was probed in (1-based; 0 outside a search)
     run_outcomes: tuple[Outcome, ...] = ()  # every run's outcome, when there were several
+    host: str = ""  # the node the probe ran on ("" for one answered without a build)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -46,6 +47,7 @@ class ProbeRow:
             "build_seconds": round(self.build_seconds, 3),
             "probe_seconds": round(self.probe_seconds, 3),
             "env_id": self.env_id,
+            **({"host": self.host} if self.host else {}),
             "installed": [d.to_dict() for d in self.installed],
             **({"note": self.note} if self.note else {}),
             **({"runs": self.runs, "fails": self.fails} if self.runs > 1 else {}),
@@ -205,6 +207,8 @@ def report_markdown(res: RunResult, *, when: datetime | None = None) -> str:
             notes.append(f"{r.fails} of {r.runs} runs failed")
         if r.round and res.search.get("jobs", 1) > 1:
             notes.append(f"round {r.round}")
+        if r.host and any(o.host != r.host for o in res.rows if o.host):
+            notes.append(f"on {r.host}")
         if r.moved:
             notes.append("moved with it: " + ", ".join(_move(n, b, v) for n, b, v in r.moved))
         if r.note:

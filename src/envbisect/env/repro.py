@@ -182,12 +182,25 @@ class Repro:
         return list(step.argv)
 
     def run(
-        self, env: BuiltEnv, *, workdir: Path, timeout: float, run: int = 0, repeat: int = 1
+        self,
+        env: BuiltEnv,
+        *,
+        workdir: Path,
+        timeout: float,
+        run: int = 0,
+        repeat: int = 1,
+        devices: Mapping[str, str] | None = None,
     ) -> RawProbe:
         """Run every step (one deadline for all); the first one that does not pass is
         returned, else the last one, with every step's stdout tail kept. ``run`` of
-        ``repeat`` (``--repeat``) reaches the steps as ENVBISECT_RUN and ENVBISECT_REPEAT."""
-        counters = {"ENVBISECT_RUN": str(run), "ENVBISECT_REPEAT": str(repeat)}
+        ``repeat`` (``--repeat``) reaches the steps as ENVBISECT_RUN and ENVBISECT_REPEAT;
+        ``devices`` (CUDA_VISIBLE_DEVICES: the GPUs this probe was given) are set for them
+        too, and are not part of what the repro is."""
+        counters = {
+            "ENVBISECT_RUN": str(run),
+            "ENVBISECT_REPEAT": str(repeat),
+            **(devices or {}),
+        }
         workdir.mkdir(parents=True, exist_ok=True)
         deadline = time.monotonic() + timeout
         outputs: list[str] = []

@@ -17,6 +17,8 @@ from __future__ import annotations
 import functools
 import os
 import shutil
+import socket
+import tempfile
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from pathlib import Path
@@ -55,13 +57,14 @@ class ProbeTask:
     repro: Repro
     python: str
     python_version: str
-    envs_dir: Path
+    envs_dir: Path | None = None  # None: the node's own temporary folder
     runs: int = 1
     earlier: ProbeRecord | None = None
     timeout: float = 600.0
     keep_envs: bool = False
     native_backtrace: str = "auto"
     uv: str | None = None
+    devices: tuple[tuple[str, str], ...] = ()  # CUDA_VISIBLE_DEVICES given by the executor
 
 
 def run_task(task: ProbeTask) -> ProbeRecord:
@@ -76,7 +79,8 @@ def run_task(task: ProbeTask) -> ProbeRecord:
     started = rec.started_at if rec is not None else _now()
     uv = _uv(task.uv)
     python = _python(uv, task.python, task.python_version)
-    materializer = Materializer(uv, task.envs_dir)
+    envs_dir = task.envs_dir or Path(tempfile.gettempdir()) / "envbisect-envs"
+    materializer = Materializer(uv, envs_dir)
     built = materializer.build(task.spec, python)
     installed: tuple[InstalledDist, ...] = ()
     report: dict[str, Any] | None = rec.env_report if rec is not None else None
@@ -94,7 +98,12 @@ def run_task(task: ProbeTask) -> ProbeRecord:
             for r in range(len(earlier), task.runs):
                 workdir = built.path / ("envbisect-work" if r == 0 else f"envbisect-work-{r}")
                 raw = task.repro.run(
-                    built, workdir=workdir, timeout=task.timeout, run=r, repeat=task.runs
+                    built,
+                    workdir=workdir,
+                    timeout=task.timeout,
+                    run=r,
+                    repeat=task.runs,
+                    devices=dict(task.devices),
                 )
                 outcome = classify(raw)
                 first_failure = not any(failed(o) for o in seen)
@@ -140,6 +149,7 @@ def run_task(task: ProbeTask) -> ProbeRecord:
         envbisect_version=__version__,
         env_report=report,
         runs=tuple(seen) if len(seen) > 1 else (),
+        host=socket.gethostname(),
     )
 
 
@@ -197,7 +207,7 @@ def _forensics(task: ProbeTask, env: BuiltEnv, outcome: Outcome, workdir: Path) 
     trace = forensics.capture(
         argv,
         cwd=workdir,
-        env=repro.environment(env, os.environ, step),
+        env={**repro.environment(env, os.environ, step), **dict(task.devices)},
         timeout=min(task.timeout, 300.0),
         gdb=gdb,
     )

@@ -11,6 +11,7 @@ from envbisect.errors import UsageError
 if TYPE_CHECKING:
     from envbisect.env.worker import ProbeTask
     from envbisect.model import ProbeRecord
+    from envbisect.modes.options import CommonOptions
 
 
 class Executor(Protocol):
@@ -33,28 +34,45 @@ class Executor(Protocol):
         ...
 
 
-def _local(jobs: int) -> Executor:
+def _local(opts: CommonOptions) -> Executor:
     from envbisect.exec.local import ThreadExecutor
 
-    return ThreadExecutor(jobs)
+    return ThreadExecutor(opts.jobs, gpus_per_probe=opts.gpus_per_probe)
 
 
-def _process(jobs: int) -> Executor:
+def _process(opts: CommonOptions) -> Executor:
     from envbisect.exec.local import ProcessExecutor
 
-    return ProcessExecutor(jobs)
+    if opts.gpus_per_probe:
+        raise UsageError(
+            "--gpus-per-probe needs --executor local or ray",
+            hint="the local executor pins each probe to its own GPUs; so does Ray",
+            ref="bad-executor",
+        )
+    return ProcessExecutor(opts.jobs)
 
 
-# The executors by name, as --executor takes them (imported when chosen).
-EXECUTORS: dict[str, Callable[[int], Executor]] = {"local": _local, "process": _process}
+def _ray(opts: CommonOptions) -> Executor:
+    from envbisect.exec.ray import RayExecutor
+
+    return RayExecutor(opts.jobs, address=opts.ray_address, gpus_per_probe=opts.gpus_per_probe)
 
 
-def make_executor(name: str, jobs: int) -> Executor:
-    factory = EXECUTORS.get(name)
+# The executors by name, as --executor takes them (each imported only when chosen: the plain
+# install never imports Ray).
+EXECUTORS: dict[str, Callable[[CommonOptions], Executor]] = {
+    "local": _local,
+    "process": _process,
+    "ray": _ray,
+}
+
+
+def make_executor(opts: CommonOptions) -> Executor:
+    factory = EXECUTORS.get(opts.executor)
     if factory is None:
         raise UsageError(
-            f"--executor {name!r} is not an executor",
+            f"--executor {opts.executor!r} is not an executor",
             hint=f"use one of: {', '.join(EXECUTORS)}",
             ref="bad-executor",
         )
-    return factory(max(1, jobs))
+    return factory(opts)

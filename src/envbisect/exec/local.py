@@ -13,22 +13,32 @@ import contextlib
 import multiprocessing
 import os
 import signal
+import threading
 from concurrent.futures import Future, ProcessPoolExecutor, ThreadPoolExecutor
+from dataclasses import replace
 from types import FrameType
 
-from envbisect.env import runner
+from envbisect.env import envreport, runner
 from envbisect.env.worker import ProbeTask, run_task
+from envbisect.errors import UsageError
 from envbisect.model import ProbeRecord
 
 
 class ThreadExecutor:
+    """Probes in worker threads; with ``gpus_per_probe``, each probe waits for that many of
+    this machine's GPUs and sees only them (CUDA_VISIBLE_DEVICES): with 8 GPUs and 1 per
+    probe, eight probes run at once, each on its own GPU."""
+
     name = "local"
 
-    def __init__(self, jobs: int) -> None:
+    def __init__(self, jobs: int, *, gpus_per_probe: int = 0) -> None:
         self._pool = ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="envbisect-probe")
+        self._gpus = GpuPool(local_gpus(), gpus_per_probe) if gpus_per_probe else None
 
     def submit(self, task: ProbeTask) -> Future[ProbeRecord]:
-        return self._pool.submit(run_task, task)
+        if self._gpus is None:
+            return self._pool.submit(run_task, task)
+        return self._pool.submit(self._gpus.run, task)
 
     def cancel_all(self) -> None:
         # Every live probe group dies now, every run in flight raises KeyboardInterrupt
@@ -39,6 +49,47 @@ class ThreadExecutor:
 
     def close(self) -> None:
         self._pool.shutdown(wait=True)
+
+
+class GpuPool:
+    """This machine's GPUs, handed out ``per`` at a time to the probes that run."""
+
+    def __init__(self, ids: list[str], per: int) -> None:
+        if per > len(ids):
+            raise UsageError(
+                f"--gpus-per-probe {per}: this machine has {len(ids)} GPU(s)",
+                hint="ask for fewer, set CUDA_VISIBLE_DEVICES to the GPUs to use, or run on a "
+                "cluster (--executor ray)",
+                ref="no-gpus",
+            )
+        self.per = per
+        self._free = list(ids)
+        self._cond = threading.Condition()
+
+    def run(self, task: ProbeTask) -> ProbeRecord:
+        with self._cond:
+            self._cond.wait_for(lambda: len(self._free) >= self.per)
+            mine, self._free = self._free[: self.per], self._free[self.per :]
+        try:
+            return run_task(replace(task, devices=(("CUDA_VISIBLE_DEVICES", ",".join(mine)),)))
+        finally:
+            with self._cond:
+                self._free = sorted([*self._free, *mine], key=_gpu_order)
+                self._cond.notify_all()
+
+
+def local_gpus() -> list[str]:
+    """The GPUs this process may use: CUDA_VISIBLE_DEVICES when it is set (as CUDA reads it),
+    else every GPU nvidia-smi lists."""
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if visible is not None:
+        return [g.strip() for g in visible.split(",") if g.strip() and g.strip() != "-1"]
+    smi = envreport.read_nvidia_smi()
+    return [str(i) for i in range(len(smi.get("gpus", []) if smi else []))]
+
+
+def _gpu_order(gpu: str) -> tuple[int, str]:
+    return (int(gpu), "") if gpu.isdigit() else (1 << 30, gpu)
 
 
 class ProcessExecutor:

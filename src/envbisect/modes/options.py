@@ -29,5 +29,7 @@ class CommonOptions:
     any_failure: bool = False
     repeat: int = 1  # runs of the repro per environment; a failure in any run marks it
     jobs: int = 1  # environments built and probed at once
-    executor: str = "local"
+    executor: str = "local"  # local | process | ray
+    ray_address: str | None = None  # --executor ray: join this cluster (None: start one)
+    gpus_per_probe: int = 0  # GPUs each probe is given, pinned by CUDA_VISIBLE_DEVICES
     command: str = ""  # the command line, for reports (credentials masked there)

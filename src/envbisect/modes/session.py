@@ -153,7 +153,7 @@ class Session:
     @property
     def executor(self) -> Executor:
         if self._executor is None:
-            self._executor = make_executor(self.opts.executor, self.opts.jobs)
+            self._executor = make_executor(self.opts)
         return self._executor
 
     @property
@@ -253,7 +253,12 @@ class Session:
                 out[i] = (hit, True)
                 continue
             task = self._task(want)
-            if self.opts.jobs <= 1 and self._executor is None and self.opts.executor == "local":
+            if (
+                self.opts.jobs <= 1
+                and self._executor is None
+                and self.opts.executor == "local"
+                and not self.opts.gpus_per_probe
+            ):
                 # One at a time in this thread: the fixed cost of a pool buys nothing here.
                 out[i] = self._record(task, run_task(task))
                 continue
@@ -343,6 +348,7 @@ def record_row(
         runs=len(rec.all_runs),
         fails=rec.fails,
         run_outcomes=rec.runs,
+        host=rec.host,
     )
 
 
