@@ -21,6 +21,7 @@ import pytest
 from conftest import RecordingReporter, write_repro
 from envbisect.env.repro import Repro
 from envbisect.env.worker import ProbeTask
+from envbisect.errors import UsageError
 from envbisect.model import IndexConfig
 from envbisect.modes.bydate import DateOptions, run_by_date
 from envbisect.modes.diff import DiffOptions, run_diff
@@ -247,3 +248,47 @@ def test_every_error_line_names_its_reference_and_json_gets_an_error_object(
     assert data["status"] == "error"
     assert data["error"]["ref"] == "bad-date" and data["error"]["exit_code"] == 2
     assert data["error"]["hint"]
+
+
+def test_the_local_executor_gives_each_probe_its_own_gpus(
+    index: LocalIndex, python: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two GPUs (as CUDA_VISIBLE_DEVICES names them; there is none here), one per probe, four
+    jobs: two probes at a time, each seeing only its own GPU."""
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0,1")
+    log = tmp_path / "gpus.log"
+    script = tmp_path / "gpu.py"
+    script.write_text(
+        "import os, time, crashy\n"
+        "start = time.time(); time.sleep(1.0)\n"
+        f"open({str(log)!r}, 'a').write(f\"{{os.environ['CUDA_VISIBLE_DEVICES']}} {{start}} "
+        '{time.time()}\\n")\n'
+        "crashy.run()\n"
+    )
+    repro = Repro.from_file(str(script), tmp_path)
+    opts = RunOptions(
+        package="crashy", common=common(index, python, tmp_path, repro, jobs=4, gpus_per_probe=1)
+    )
+    res = run_bisect(opts)
+    assert (res.first_new, res.last_old) == ("1.7.0", "1.6.0")
+    spans = [
+        (d, float(a), float(b)) for d, a, b in (ln.split() for ln in log.read_text().splitlines())
+    ]
+    assert len(spans) >= 4 and {d for d, _, _ in spans} == {"0", "1"}
+    for d, a, b in spans:
+        overlapping = [e for e, c, f in spans if c < b and a < f]  # itself included
+        assert len(overlapping) <= 2, "more probes at once than GPUs"
+        assert overlapping.count(d) == 1, "two probes on one GPU at once"
+
+
+def test_more_gpus_per_probe_than_the_machine_has_is_a_clear_error(
+    index: LocalIndex, python: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0")
+    repro = Repro.from_file(str(write_repro(tmp_path, "crashy")), tmp_path)
+    opts = RunOptions(
+        package="crashy", common=common(index, python, tmp_path, repro, gpus_per_probe=2)
+    )
+    with pytest.raises(UsageError, match="this machine has 1 GPU") as err:
+        run_bisect(opts)
+    assert err.value.ref == "no-gpus"
