@@ -148,14 +148,17 @@ def _faulthandler_block(stderr: str) -> str:
 
 
 def _innermost_frame(block: str) -> str | None:
-    """The innermost frame of the thread that crashed, as ``func (dir/file.py:line)``."""
+    """The innermost frame of the thread that crashed, as ``func (dir/file.py:line)``.
+
+    faulthandler marks the crashing thread "Current thread"; a crash in a thread that runs no
+    Python (a C++ worker) has no such block, and another thread's frame is not its site."""
     lines = block.splitlines()
-    start = 0
-    for i, line in enumerate(lines):
-        if line.startswith("Current thread"):
-            start = i
-            break
-    for line in lines[start:]:
+    start = next((i for i, line in enumerate(lines) if line.startswith("Current thread")), None)
+    if start is None:
+        return None
+    for line in lines[start + 1 :]:
+        if not line.strip() or line.startswith("Thread 0x"):
+            break  # the end of the crashing thread's stack
         m = _FRAME.match(line)
         if m:
             return f"{m['func'].strip()} ({_short_path(m['file'])}:{m['line']})"
