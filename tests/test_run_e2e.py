@@ -223,6 +223,29 @@ def test_a_different_failure_is_not_the_bug(
     assert (anyf.status, anyf.first_new) == ("found", "1.4.0")
 
 
+def test_two_import_errors_of_different_names_are_kept_apart(
+    index: LocalIndex, python: str, results: Path, tmp_path: Path, recorder: RecordingReporter
+) -> None:
+    # importy: 1.3-1.4 cannot import alpha, 1.5 passes, 1.6-1.8 cannot import beta. The bad
+    # end's failure is beta's; alpha's ImportError (same type) is another bug, so the search
+    # steps around it instead of walking into it (which would answer 1.3.0).
+    res = run_bisect(options(index, python, results, "importy", tmp_path), recorder)
+    assert (res.status, res.first_new, res.last_old) == ("found", "1.6.0", "1.5.0")
+    assert recorder.started == ["1.0.0", "1.8.0", "1.4.0", "1.3.0", "1.5.0", "1.6.0"]
+    for version in ("1.3.0", "1.4.0"):
+        row = res.row(version)
+        assert row is not None and row.verdict == "skip" and "different failure" in row.note
+        assert row.outcome.signature == "ImportError: cannot import name 'alpha' from 'importy'"
+    bad = res.first_new_outcome
+    # The message is normalised: no environment's path in it, so every version's is alike.
+    assert bad is not None
+    assert bad.signature == "ImportError: cannot import name 'beta' from 'importy'"
+    assert res.row("1.8.0").outcome.signature == bad.signature  # type: ignore[union-attr]
+    # --any-failure is unchanged: every failure is the bug, and it finds alpha's boundary.
+    anyf = run_bisect(options(index, python, results, "importy", tmp_path, any_failure=True))
+    assert (anyf.status, anyf.first_new, anyf.last_old) == ("found", "1.3.0", "1.2.0")
+
+
 def test_requires_python_makes_a_version_untestable(
     index: LocalIndex, python: str, results: Path, tmp_path: Path
 ) -> None:
