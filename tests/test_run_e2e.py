@@ -6,6 +6,7 @@ real subprocesses that segfault, hang or raise. The index is on 127.0.0.1.
 
 from __future__ import annotations
 
+import json
 import math
 import subprocess
 import sys
@@ -319,3 +320,44 @@ def test_cli_json_and_exit_codes(index: LocalIndex, python: str, tmp_path: Path)
     )
     assert none.returncode == 1
     assert "both ends fail" in none.stdout
+
+
+def test_a_named_end_without_a_wheel_is_stood_in_for(
+    index: LocalIndex, python: str, results: Path, tmp_path: Path, recorder: RecordingReporter
+) -> None:
+    # crashy 1.4.0 has only an sdist: 1.5.0, the nearest testable version inward, stands in.
+    opts = options(index, python, results, "crashy", tmp_path, good="1.4.0", bad="1.9.0")
+    res = run_bisect(opts, recorder)
+    assert (res.status, res.first_new, res.last_old) == ("found", "1.7.0", "1.6.0")
+    assert recorder.started[0] == "1.5.0" and "1.4.0" not in recorder.started
+    reason = "only an sdist (wheels only by default; --allow-sdist builds it)"
+    line = f"envbisect: --good 1.4.0 cannot be tested ({reason}); 1.5.0 stands in for it"
+    assert line in recorder.messages
+    data = to_json(res)
+    assert data["stand_ins"] == [
+        {"flag": "--good", "asked": "1.4.0", "used": "1.5.0", "reason": reason}
+    ]
+    assert (
+        f"- --good 1.4.0 cannot be tested ({reason}); 1.5.0 stands in for it"
+        in Path(data["report"]).read_text()
+    )
+    plain = to_json(run_bisect(options(index, python, results, "crashy", tmp_path, bad="1.9.0")))
+    assert plain["stand_ins"] == []
+
+
+def test_a_stood_in_end_on_the_command_line(index: LocalIndex, python: str, tmp_path: Path) -> None:
+    repro = write_repro(tmp_path / "repro", "crashy")
+    proc = subprocess.run(
+        [sys.executable, "-m", "envbisect", "run", "--package", "crashy", "--index-url", index.url,
+         "--python", python, "--results", str(tmp_path / "r"), "--good", "1.4.0",
+         "--bad", "1.9.0", "--repro", str(repro), "--json", "--native-backtrace", "never"],
+        capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert "--good 1.4.0 cannot be tested (only an sdist" in proc.stderr
+    assert "1.5.0 stands in for it" in proc.stderr
+    data = json.loads(proc.stdout)
+    assert data["first_bad"] == "1.7.0"
+    assert [(s["flag"], s["asked"], s["used"]) for s in data["stand_ins"]] == [
+        ("--good", "1.4.0", "1.5.0")
+    ]
