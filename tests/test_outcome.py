@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from envbisect.core.outcome import classify, same_failure
+from envbisect.core.outcome import classify, failure_names, normalise_message, same_failure
 from envbisect.env.runner import run_process
-from envbisect.model import OutcomeKind, RawProbe
+from envbisect.model import Outcome, OutcomeKind, RawProbe
 
 ENV = {**os.environ, "PYTHONFAULTHANDLER": "1"}
 
@@ -200,3 +200,96 @@ def test_ctrl_c_in_the_parent_kills_the_group(tmp_path: Path) -> None:
     time.sleep(0.2)
     with pytest.raises(ProcessLookupError):
         os.kill(child, 0)
+
+
+# -- failure identity: the names a message carries, not its paths or addresses ----------------
+
+
+def _import_error(tmp_path: Path, where: str, name: str) -> RawProbe:
+    """A real ImportError: a package at ``tmp_path/where`` lacks ``name``."""
+    pkg = tmp_path / where / "lib" / "x"
+    pkg.mkdir(parents=True, exist_ok=True)
+    (pkg / "__init__.py").write_text("A = 1\n")
+    return run_process(
+        [sys.executable, "-c", f"from x import {name}"],
+        cwd=tmp_path,
+        env={**ENV, "PYTHONPATH": str(pkg.parent)},
+        timeout=20,
+    )
+
+
+def test_import_errors_of_different_names_are_different_failures(tmp_path: Path) -> None:
+    a = classify(_import_error(tmp_path, "env1", "B"))
+    b = classify(_import_error(tmp_path, "env1", "C"))
+    assert a.signature == "ImportError: cannot import name 'B' from 'x'"
+    assert b.signature == "ImportError: cannot import name 'C' from 'x'"
+    assert not same_failure(a, b)
+
+
+def test_the_same_error_with_other_paths_or_addresses_is_one(tmp_path: Path) -> None:
+    here = classify(_import_error(tmp_path, "env-one", "B"))
+    there = classify(_import_error(tmp_path, "somewhere/else/env-two", "B"))
+    assert (here.kind, here.exception) == (OutcomeKind.FAIL, "ImportError")
+    assert here.signature == there.signature and same_failure(here, there)
+    code = (
+        "class Handle: pass\nh = Handle()\nraise RuntimeError(f'{h!r} closed (/tmp/{id(h):x})')\n"
+    )
+    first, second = (classify(run_py(tmp_path, code)) for _ in range(2))
+    assert "0x" in first.detail and first.signature == second.signature
+    assert first.signature == "RuntimeError: <__main__.Handle object at 0x…> closed"
+    assert same_failure(first, second)
+
+
+def test_failure_names_of_common_messages() -> None:
+    cases = {
+        "No module named 'torch._C'": ("torch._C",),
+        "cannot import name 'A' from 'x' (/v/lib/python3.11/site-packages/x/__init__.py)": (
+            "x",
+            "A",
+        ),
+        "module 'numpy' has no attribute 'float'": ("numpy", "float"),
+        "'NoneType' object has no attribute 'shape'": ("NoneType", "shape"),
+        "name 'np' is not defined": ("np",),
+        "libcudart.so.12: cannot open shared object file: No such file or directory": (
+            "libcudart.so.12",
+        ),
+        "/v/torch/lib/libtorch_cpu.so: undefined symbol: _ZN3c104cuda9SetDeviceEi": (
+            "libtorch_cpu.so",
+            "_ZN3c104cuda9SetDeviceEi",
+        ),
+        "CUDA out of memory. Tried to allocate 2.00 GiB": (),
+    }
+    for message, names in cases.items():
+        assert failure_names("ImportError", message) == names, message
+        assert failure_names("ImportError", normalise_message(message)) == names
+    assert failure_names("KeyError", "'llama'") == ("llama",)
+    text = 'File "/a/b/c.py", line 12: at 0xdeadbeef sha 3fa9c0d1e2b4 (/x/y.py) C:\\u\\v.py:3'
+    assert normalise_message(text) == 'File "c.py", line …: at 0x… sha … v.py'
+    assert normalise_message(normalise_message(text)) == normalise_message(text)
+
+
+def test_an_outcome_stored_before_normalising_compares_with_a_new_one() -> None:
+    # Stored records keep the raw message in their signature (as envbisect wrote them before
+    # messages were normalised); the names read from it are the same.
+    old = Outcome(
+        kind=OutcomeKind.FAIL,
+        exit_code=1,
+        exception="ImportError",
+        signature="ImportError: cannot import name 'A' from 'x' (/old/env/x/__init__.py)",
+    )
+    new = classify(
+        RawProbe(
+            returncode=1,
+            timed_out=False,
+            seconds=0,
+            stderr_tail="Traceback (most recent call last):\nImportError: cannot import name 'A' "
+            "from 'x' (/new/env/site-packages/x/__init__.py)\n",
+        )
+    )
+    assert new.signature == "ImportError: cannot import name 'A' from 'x'"
+    assert same_failure(old, new) and same_failure(new, old)
+    other = Outcome(
+        kind=OutcomeKind.FAIL, exit_code=1, exception="ImportError",
+        signature="ImportError: cannot import name 'B' from 'x' (/old/x/__init__.py)",
+    )  # fmt: skip
+    assert not same_failure(other, new)

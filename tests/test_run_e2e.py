@@ -6,6 +6,7 @@ real subprocesses that segfault, hang or raise. The index is on 127.0.0.1.
 
 from __future__ import annotations
 
+import json
 import math
 import subprocess
 import sys
@@ -223,6 +224,29 @@ def test_a_different_failure_is_not_the_bug(
     assert (anyf.status, anyf.first_new) == ("found", "1.4.0")
 
 
+def test_two_import_errors_of_different_names_are_kept_apart(
+    index: LocalIndex, python: str, results: Path, tmp_path: Path, recorder: RecordingReporter
+) -> None:
+    # importy: 1.3-1.4 cannot import alpha, 1.5 passes, 1.6-1.8 cannot import beta. The bad
+    # end's failure is beta's; alpha's ImportError (same type) is another bug, so the search
+    # steps around it instead of walking into it (which would answer 1.3.0).
+    res = run_bisect(options(index, python, results, "importy", tmp_path), recorder)
+    assert (res.status, res.first_new, res.last_old) == ("found", "1.6.0", "1.5.0")
+    assert recorder.started == ["1.0.0", "1.8.0", "1.4.0", "1.3.0", "1.5.0", "1.6.0"]
+    for version in ("1.3.0", "1.4.0"):
+        row = res.row(version)
+        assert row is not None and row.verdict == "skip" and "different failure" in row.note
+        assert row.outcome.signature == "ImportError: cannot import name 'alpha' from 'importy'"
+    bad = res.first_new_outcome
+    # The message is normalised: no environment's path in it, so every version's is alike.
+    assert bad is not None
+    assert bad.signature == "ImportError: cannot import name 'beta' from 'importy'"
+    assert res.row("1.8.0").outcome.signature == bad.signature  # type: ignore[union-attr]
+    # --any-failure is unchanged: every failure is the bug, and it finds alpha's boundary.
+    anyf = run_bisect(options(index, python, results, "importy", tmp_path, any_failure=True))
+    assert (anyf.status, anyf.first_new, anyf.last_old) == ("found", "1.3.0", "1.2.0")
+
+
 def test_requires_python_makes_a_version_untestable(
     index: LocalIndex, python: str, results: Path, tmp_path: Path
 ) -> None:
@@ -296,3 +320,44 @@ def test_cli_json_and_exit_codes(index: LocalIndex, python: str, tmp_path: Path)
     )
     assert none.returncode == 1
     assert "both ends fail" in none.stdout
+
+
+def test_a_named_end_without_a_wheel_is_stood_in_for(
+    index: LocalIndex, python: str, results: Path, tmp_path: Path, recorder: RecordingReporter
+) -> None:
+    # crashy 1.4.0 has only an sdist: 1.5.0, the nearest testable version inward, stands in.
+    opts = options(index, python, results, "crashy", tmp_path, good="1.4.0", bad="1.9.0")
+    res = run_bisect(opts, recorder)
+    assert (res.status, res.first_new, res.last_old) == ("found", "1.7.0", "1.6.0")
+    assert recorder.started[0] == "1.5.0" and "1.4.0" not in recorder.started
+    reason = "only an sdist (wheels only by default; --allow-sdist builds it)"
+    line = f"envbisect: --good 1.4.0 cannot be tested ({reason}); 1.5.0 stands in for it"
+    assert line in recorder.messages
+    data = to_json(res)
+    assert data["stand_ins"] == [
+        {"flag": "--good", "asked": "1.4.0", "used": "1.5.0", "reason": reason}
+    ]
+    assert (
+        f"- --good 1.4.0 cannot be tested ({reason}); 1.5.0 stands in for it"
+        in Path(data["report"]).read_text()
+    )
+    plain = to_json(run_bisect(options(index, python, results, "crashy", tmp_path, bad="1.9.0")))
+    assert plain["stand_ins"] == []
+
+
+def test_a_stood_in_end_on_the_command_line(index: LocalIndex, python: str, tmp_path: Path) -> None:
+    repro = write_repro(tmp_path / "repro", "crashy")
+    proc = subprocess.run(
+        [sys.executable, "-m", "envbisect", "run", "--package", "crashy", "--index-url", index.url,
+         "--python", python, "--results", str(tmp_path / "r"), "--good", "1.4.0",
+         "--bad", "1.9.0", "--repro", str(repro), "--json", "--native-backtrace", "never"],
+        capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert "--good 1.4.0 cannot be tested (only an sdist" in proc.stderr
+    assert "1.5.0 stands in for it" in proc.stderr
+    data = json.loads(proc.stdout)
+    assert data["first_bad"] == "1.7.0"
+    assert [(s["flag"], s["asked"], s["used"]) for s in data["stand_ins"]] == [
+        ("--good", "1.4.0", "1.5.0")
+    ]

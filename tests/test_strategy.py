@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from envbisect.model import Outcome, OutcomeKind
-from envbisect.strategy.bisect import Bisector
+from envbisect.strategy.bisect import Bisector, StandIn
 
 PASS = Outcome(kind=OutcomeKind.PASS, exit_code=0)
 SEGV = Outcome(kind=OutcomeKind.CRASH, signal="SIGSEGV", signature="SIGSEGV")
@@ -148,3 +148,34 @@ def test_any_monotone_truth_with_untestable_points(n: int, data: st.DataObject) 
     if not hidden:
         assert len(visited) <= math.ceil(math.log2(n)) + 2
     assert len(visited) <= testable + len(hidden - known)
+
+
+def test_a_named_end_without_a_file_is_stood_in_for_by_the_nearest_testable_point() -> None:
+    # good=0 and bad=6 named; 0 and 1 have no installable file, nor has 6: 2 and 5 stand in.
+    truth = [SKIP, SKIP, PASS, PASS, SEGV, SEGV, SKIP]
+    bis = Bisector(n=7, good=0, bad=6, untestable=[0, 1, 6], stand_in=True)
+    assert bis.stand_ins == [
+        StandIn(end="old", asked=0, used=2),
+        StandIn(end="new", asked=6, used=5),
+    ]
+    assert (bis.old.index, bis.new.index) == (2, 5)
+    visited = drive(bis, truth)
+    assert visited[:2] == [2, 5] and 0 not in visited and 6 not in visited
+    res = bis.result
+    assert res is not None and (res.status, res.first_new, res.last_old) == ("found", 4, 3)
+
+
+def test_a_stood_in_good_end_newer_than_bad_still_searches_for_the_fix() -> None:
+    truth = [SEGV, SEGV, PASS, PASS, PASS]
+    bis = Bisector(n=5, good=4, bad=0, untestable=[4], stand_in=True)
+    assert bis.stand_ins == [StandIn(end="new", asked=4, used=3)]
+    drive(bis, truth)
+    res = bis.result
+    assert res is not None and (res.direction, res.first_new, res.last_old) == ("fix", 2, 1)
+
+
+def test_a_stand_in_that_meets_the_other_end_gives_no_answer() -> None:
+    bis = Bisector(n=3, good=0, bad=2, untestable=[0, 1], stand_in=True)
+    assert bis.next() is None
+    res = bis.result
+    assert res is not None and res.status == "no-answer" and "fewer than two" in res.reason

@@ -20,6 +20,9 @@ SEGFAULT = (
 HANG = "import time\n\ndef run():\n    while True:\n        time.sleep(0.05)\n"
 RAISE = "def run():\n    raise ValueError('raisy broke')\n"
 TYPE_ERROR = "def run():\n    raise TypeError('a different bug')\n"
+# A real ImportError from the import system, its message naming the path of the environment.
+IMPORT_ALPHA = "def run():\n    from importy import alpha  # 1.3 dropped it, 1.5 restored it\n"
+IMPORT_BETA = "def run():\n    from importy import beta  # 1.6 dropped it\n"
 FOREIGN_TAG = "cp27-cp27m-win32"  # a wheel no modern Linux target can install
 
 EPOCH = datetime(2024, 1, 1, tzinfo=timezone.utc)
@@ -54,7 +57,13 @@ def corpus() -> dict[str, list[Version]]:
     gappy[5] = Version("1.5.0", PASS, tag=FOREIGN_TAG)
     mixed = _series(9, 4, SEGFAULT)
     mixed[4] = Version("1.4.0", TYPE_ERROR)
+    # Two ImportErrors of different names in one range: 1.3 and 1.4 cannot import alpha, 1.5
+    # passes, 1.6 on cannot import beta (the bad end's bug, which 1.6.0 brought).
+    importy = _series(9, 6, IMPORT_BETA)
+    importy[3] = Version("1.3.0", IMPORT_ALPHA)
+    importy[4] = Version("1.4.0", IMPORT_ALPHA)
     return {
+        "importy": importy,
         "helperlib": [Version("1.0.0", PASS), Version("2.0.0", PASS)],
         "crashy": crashy,
         "hangy": _series(6, 3, HANG),

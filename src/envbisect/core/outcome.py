@@ -8,6 +8,10 @@ The probe exit-code protocol (README):
                  CRASH, with the signal's name
     the timeout  TIMEOUT
     anything else FAIL, with the exception type and message when a traceback was printed
+
+A failure's message is kept normalised (``normalise_message``: paths cut to their last part,
+addresses, long hex and line numbers blanked), and what identifies it is the names it carries
+(``failure_names``: the missing module, attribute, import, key or shared library).
 """
 
 from __future__ import annotations
@@ -31,6 +35,34 @@ _SHELL_CRASH_SIGNALS = {
 _UNTESTABLE_LINE = re.compile(r"^ENVBISECT-UNTESTABLE: (.*)$", re.MULTILINE)
 _FRAME = re.compile(r'^\s+File "(?P<file>[^"]+)", line (?P<line>\d+) in (?P<func>.+)$')
 _EXC_LINE = re.compile(r"^(?P<type>[A-Za-z_][\w.]*)(?::\s?(?P<msg>.*))?$")
+
+# The names a message carries that say *what* is missing. Only these identify a failure:
+# the rest of a message holds values (sizes, counts, shapes, timings) that change from one
+# environment to the next without it being another bug.
+_NAMED = tuple(
+    re.compile(p)
+    for p in (
+        r"No module named '(?P<a>[^']+)'",
+        r"cannot import name '(?P<a>[^']+)' from (?:partially initialized module )?'(?P<b>[^']+)'",
+        r"cannot import name '(?P<a>[^']+)'",
+        r"module '(?P<b>[^']+)' has no attribute '(?P<a>[^']+)'",
+        r"(?:type object )?'(?P<b>[^']+)' (?:object )?has no attribute '(?P<a>[^']+)'",
+        r"name '(?P<a>[^']+)' is not defined",
+        r"(?P<a>[\w.+-]+\.(?:so|dylib|dll)(?:\.[\w.]+)?): cannot open shared object file",
+        r"(?P<b>[\w.+-]+\.so(?:\.[\w.]+)?): undefined symbol: (?P<a>\S+)",
+        r"undefined symbol: (?P<a>\S+)",
+    )
+)
+_KEY = re.compile(r"^'(?P<a>[^']*)'$")  # KeyError: 'llama' (the missing key)
+_PAREN_PATH = re.compile(r"\s*\((?:(?:/|~/|\.{1,2}/|[A-Za-z]:[\\/])[^()]*|unknown location)\)")
+# An absolute path (POSIX, home, Windows) up to its last part, which is kept.
+_PATH = re.compile(
+    r"(?:(?<![\w.])/|~/|\b[A-Za-z]:[\\/])(?:[^\s'\"():,\\/]*[\\/])+(?P<last>[^\s'\"():,]*)"
+)
+_ADDRESS = re.compile(r"\b0x[0-9a-fA-F]+")
+_LONG_HEX = re.compile(r"\b(?=[0-9a-f]*[a-f])(?=[0-9a-f]*\d)[0-9a-f]{8,}\b")
+_LINE_NO = re.compile(r"\b(line|lineno) \d+")
+_FILE_LINE = re.compile(r"(\.\w{1,8}):\d+\b")
 
 
 def signal_name(num: int) -> str:
@@ -67,7 +99,8 @@ def classify(raw: RawProbe) -> Outcome:
         return replace(_crash(signal_name(rc - 128), rc, raw.stderr_tail), step=raw.step)
     exc_type, message, tb = _last_exception(raw.stderr_tail)
     if exc_type is not None:
-        sig = exc_type if not message else f"{exc_type}: {_shorten(message)}"
+        normal = normalise_message(message or "")
+        sig = exc_type if not normal else f"{exc_type}: {_shorten(normal)}"
     else:
         sig = f"exit {rc}"
     return Outcome(
@@ -104,9 +137,15 @@ def same_failure(a: Outcome, b: Outcome) -> bool:
     """Whether two failing outcomes are "the same failure" for bisection purposes.
 
     Same kind, and: for a crash the same signal (and the same faulting library when gdb named
-    both), for a failure the same exception type (or the
-    same exit code when neither printed a traceback). Messages and frames may differ: they
-    carry paths and addresses that change from one environment to the next.
+    both); for a failure the same exception type and the same names in its normalised message
+    (``cannot import name 'A'`` is not ``cannot import name 'B'``), or the same exit code when
+    neither printed a traceback. Paths, addresses, line numbers and free-form values in a
+    message may differ: they change from one environment to the next.
+
+    The names are read from the signature, so outcomes stored before messages were
+    normalised compare the same way (``failure_names`` finds the same names in the raw
+    message and in its normalised form): resuming or reusing an older store needs no new
+    probe policy.
     """
     if a.kind is not b.kind:
         return False
@@ -117,9 +156,46 @@ def same_failure(a: Outcome, b: Outcome) -> bool:
         return a.signal == b.signal
     if a.kind is OutcomeKind.FAIL:
         if a.exception or b.exception:
-            return a.exception == b.exception
+            return a.exception == b.exception and _names(a) == _names(b)
         return a.exit_code == b.exit_code
     return True
+
+
+def normalise_message(message: str) -> str:
+    """An exception message without what changes between environments: paths cut to their
+    last part, memory addresses and long hex blanked, line numbers removed. Idempotent."""
+    text = _PAREN_PATH.sub("", message)
+    text = _PATH.sub(lambda m: m["last"], text)
+    text = _ADDRESS.sub("0x…", text)
+    text = _LONG_HEX.sub("…", text)
+    text = _LINE_NO.sub(r"\1 …", text)
+    text = _FILE_LINE.sub(r"\1", text)
+    return " ".join(text.split())
+
+
+def failure_names(exception: str | None, message: str) -> tuple[str, ...]:
+    """The names a failure's message carries: the missing module, the import and where from,
+    the attribute and its owner, the undefined name, the missing key, the shared library that
+    would not load or the symbol it lacks. () for a message that names nothing. Read from
+    the normalised message, so a raw message and its normalised form give the same names."""
+    message = normalise_message(message)
+    names: list[str] = []
+    for pattern in _NAMED:
+        for m in pattern.finditer(message):
+            names += [v for v in (m.groupdict().get("b"), m["a"]) if v and v not in names]
+        if names:
+            break  # the most specific form that matched
+    if not names and exception and exception.rsplit(".", 1)[-1] == "KeyError":
+        key = _KEY.match(message.strip())
+        if key:
+            names.append(key["a"])
+    return tuple(names)
+
+
+def _names(o: Outcome) -> tuple[str, ...]:
+    prefix = f"{o.exception}:"
+    message = o.signature[len(prefix) :] if o.signature.startswith(prefix) else ""
+    return failure_names(o.exception, message)
 
 
 def _crash(sig: str, exit_code: int | None, stderr: str) -> Outcome:
@@ -148,14 +224,17 @@ def _faulthandler_block(stderr: str) -> str:
 
 
 def _innermost_frame(block: str) -> str | None:
-    """The innermost frame of the thread that crashed, as ``func (dir/file.py:line)``."""
+    """The innermost frame of the thread that crashed, as ``func (dir/file.py:line)``.
+
+    faulthandler marks the crashing thread "Current thread"; a crash in a thread that runs no
+    Python (a C++ worker) has no such block, and another thread's frame is not its site."""
     lines = block.splitlines()
-    start = 0
-    for i, line in enumerate(lines):
-        if line.startswith("Current thread"):
-            start = i
-            break
-    for line in lines[start:]:
+    start = next((i for i, line in enumerate(lines) if line.startswith("Current thread")), None)
+    if start is None:
+        return None
+    for line in lines[start + 1 :]:
+        if not line.strip() or line.startswith("Thread 0x"):
+            break  # the end of the crashing thread's stack
         m = _FRAME.match(line)
         if m:
             return f"{m['func'].strip()} ({_short_path(m['file'])}:{m['line']})"

@@ -60,6 +60,23 @@ class ProbeRow:
         }
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StandIn:
+    """A named end (``--good``/``--bad``) with no installable file, and the nearest testable
+    version inward that the search used in its place."""
+
+    flag: str  # "--good" / "--bad"
+    asked: str
+    used: str
+    reason: str  # why the asked version cannot be tested
+
+    def to_dict(self) -> dict[str, str]:
+        return {"flag": self.flag, "asked": self.asked, "used": self.used, "reason": self.reason}
+
+    def describe(self) -> str:
+        return f"{self.flag} {self.asked} cannot be tested ({self.reason}); {self.used} stands in"
+
+
 @dataclass(slots=True, kw_only=True)
 class RunResult:
     package: str
@@ -83,6 +100,7 @@ class RunResult:
     sections: list[str] = field(default_factory=list)  # mode-specific report.md sections
     search: dict[str, Any] = field(default_factory=dict)  # mode, rounds, jobs, repeat, ...
     probability: float | None = None  # probabilistic mode: P(first_new is the boundary)
+    stand_ins: list[StandIn] = field(default_factory=list)
 
     def row(self, version: str | None) -> ProbeRow | None:
         """The latest row for ``version`` (a point probed again has more runs)."""
@@ -160,6 +178,7 @@ def to_json(res: RunResult) -> dict[str, Any]:
     out["probes"] = [r.to_dict() for r in res.rows if not r.reused]
     out["reused"] = [r.to_dict() for r in res.rows if r.reused]
     out["skipped"] = [{"version": v, "reason": why} for v, why in res.skipped]
+    out["stand_ins"] = [s.to_dict() for s in res.stand_ins]
     out["first_bad_outcome"] = bad_outcome.to_dict() if bad_outcome else None
     lock_key = "first_fixed_lock" if fix else "last_good_lock"
     out[lock_key] = res.lock_path
@@ -195,6 +214,7 @@ def report_markdown(res: RunResult, *, when: datetime | None = None) -> str:
         f"{sum(1 for r in res.rows if not r.reused and r.build_seconds > 0)}; "
         f"outcomes reused from the store: {sum(1 for r in res.rows if r.reused)}",
         f"- written {when:%Y-%m-%d %H:%M:%S %Z} by envbisect {__version__}",
+        *(f"- {s.describe()} for it" for s in res.stand_ins),
         "",
         "## Probes, in order",
         "",

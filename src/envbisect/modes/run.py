@@ -25,7 +25,7 @@ from packaging.version import InvalidVersion, Version
 
 from envbisect.core.candidates import CandidateList, build_candidates
 from envbisect.core.plan import Plan, Unresolvable
-from envbisect.core.report import RunResult
+from envbisect.core.report import RunResult, StandIn
 from envbisect.env.uvplan import UvFallback
 from envbisect.errors import NoCandidates, UnknownVersion, UsageError
 from envbisect.index.source import IndexMetadataSource
@@ -36,7 +36,7 @@ from envbisect.modes.outputs import write_outputs
 from envbisect.modes.planning import RunPlanner, choose_policy, read_pins
 from envbisect.modes.session import Session, Want
 from envbisect.reporter import Reporter
-from envbisect.strategy.bisect import SearchOptions
+from envbisect.strategy.bisect import Bisector, SearchOptions
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -135,7 +135,11 @@ def _run(opts: RunOptions, session: Session, exclude_newer: datetime | None) -> 
         untestable=[i for i, c in enumerate(cl.candidates) if not c.installable],
         any_failure=opts.common.any_failure,
         repeat=opts.common.repeat,
+        stand_in=True,
     )
+    labels = [str(c.version) for c in cl.candidates]
+    for s in _stand_ins(bis, cl, good_i, labels):
+        reporter.message(f"envbisect: {s.describe()} for it")
     window = cl.candidates[bis.old.index : bis.new.index + 1]
     pre_skipped = [(str(c.version), c.reason or "") for c in window if not c.installable]
     reporter.candidates(opts.package, len(window), len(pre_skipped), target.short)
@@ -144,7 +148,6 @@ def _run(opts: RunOptions, session: Session, exclude_newer: datetime | None) -> 
     )
     result.skipped = pre_skipped
     points = _Points(opts=opts, session=session, planner=planner, cl=cl)
-    labels = [str(c.version) for c in cl.candidates]
     try:
         log, result.search = bisect(
             bis, session, points.want, labels=labels.__getitem__, cached=points.cached
@@ -159,6 +162,7 @@ def _run(opts: RunOptions, session: Session, exclude_newer: datetime | None) -> 
     ]
     final = bis.result
     assert final is not None
+    result.stand_ins = _stand_ins(bis, cl, good_i, labels)
     result.status, result.direction, result.reason = final.status, final.direction, final.reason
     if final.status != "no-answer":
         assert final.first_new is not None and final.last_old is not None
@@ -223,6 +227,21 @@ class _Points:
         )
         spec = self._spec(planned.requirements(), exclude_newer=None)
         return Want(label=label, spec=spec, runs=runs, moved=moved)
+
+
+def _stand_ins(
+    bis: Bisector, cl: CandidateList, good_i: int | None, labels: list[str]
+) -> list[StandIn]:
+    """The named ends the search stepped inward, as the user named them."""
+    return [
+        StandIn(
+            flag="--good" if s.asked == good_i else "--bad",
+            asked=labels[s.asked],
+            used=labels[s.used],
+            reason=cl.candidates[s.asked].reason or "no installable file",
+        )
+        for s in bis.stand_ins
+    ]
 
 
 def _parse_version(text: str | None, flag: str) -> Version | None:

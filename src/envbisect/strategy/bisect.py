@@ -6,7 +6,9 @@ nothing about versions or environments.
 
 Phases:
     ends    probe the old end, then the new end. An end the user did not name is stepped
-            inward past untestable points; a named end must verify. The ends decide the
+            inward past untestable points; a named end must verify, except that with
+            ``stand_in`` a named end with no installable file is stepped inward to the
+            nearest testable point, which stands in for it (``stand_ins``). The ends decide the
             direction: old passes and new fails -> "regression" (find the first bad);
             old fails and new passes -> "fix" (find the first fixed).
     search  binary search between the last point in the old state and the first point in
@@ -75,6 +77,15 @@ class BisectResult:
     probability: float | None = None  # probabilistic mode: P(first_new is the boundary)
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StandIn:
+    """A named end with no installable file, and the point that stands in for it."""
+
+    end: Literal["old", "new"]
+    asked: int
+    used: int
+
+
 @dataclass(slots=True)
 class _End:
     index: int
@@ -106,6 +117,7 @@ class Bisector:
     probabilistic: bool = False
     max_probes: int | None = None
     switch: bool = True  # False: never turn probabilistic (plain bisection, for comparisons)
+    stand_in: bool = False  # a named end with no installable file: step it inward
     history: list[Step] = field(default_factory=list)
     skipped: set[int] = field(init=False)
     old: _End = field(init=False)
@@ -119,6 +131,8 @@ class Bisector:
     switch_reason: str = field(init=False, default="")
     probes_since_switch: int = field(init=False, default=0)
     _applied: set[int] = field(init=False, default_factory=set)
+    _expected: Direction | None = field(init=False, default=None)
+    _asked: dict[str, int] = field(init=False, default_factory=dict)  # end name -> named index
     _result: BisectResult | None = field(init=False, default=None)
 
     def __post_init__(self) -> None:
@@ -131,6 +145,17 @@ class Bisector:
         old_i, new_i, old_fixed, new_fixed = self._ends()
         self.old = _End(index=old_i, fixed=old_fixed, inward=+1)
         self.new = _End(index=new_i, fixed=new_fixed, inward=-1)
+        if self.good is not None:
+            self._expected = "regression" if self.good == old_i else "fix"
+        elif self.bad is not None:
+            self._expected = "regression" if self.bad == new_i else "fix"
+        for end in (self.old, self.new) if self.stand_in else ():
+            if end.fixed and end.index in self.skipped:
+                # From here on it is an end left out: stepped past untestable points (this
+                # one now, any found untestable when probed later); stand_ins says where.
+                self._asked[self._end_name(end)] = end.index
+                end.fixed = False
+                self._settle(end)
 
     def _ends(self) -> tuple[int, int, bool, bool]:
         g, b, last = self.good, self.bad, self.n - 1
@@ -144,11 +169,18 @@ class Bisector:
 
     @property
     def expected_direction(self) -> Direction | None:
-        if self.good is None and self.bad is None:
-            return None
-        if self.good is not None:
-            return "regression" if self.good == self.old.index else "fix"
-        return "regression" if self.bad == self.new.index else "fix"
+        return self._expected
+
+    @property
+    def stand_ins(self) -> list[StandIn]:
+        """The named ends stepped inward (``stand_in``), with the point standing in for each
+        (where it is now: a stand-in found untestable when probed moves on)."""
+        out = []
+        for end in (self.old, self.new):
+            name = self._end_name(end)
+            if name in self._asked:
+                out.append(StandIn(end=name, asked=self._asked[name], used=end.index))
+        return out
 
     # -- asking -------------------------------------------------------------------------------
 
@@ -411,7 +443,7 @@ class Bisector:
         failed = sum(1 for o in runs if o.kind is not OutcomeKind.PASS)
         return f"{failed} of {len(runs)} runs failed, "
 
-    def _end_name(self, end: _End) -> str:
+    def _end_name(self, end: _End) -> Literal["old", "new"]:
         return "old" if end is self.old else "new"
 
     # -- the probabilistic mode ----------------------------------------------------------------
@@ -577,6 +609,7 @@ class SearchOptions:
         untestable: Iterable[int] = (),
         any_failure: bool = False,
         repeat: int = 1,
+        stand_in: bool = False,
     ) -> Bisector:
         return Bisector(
             n=n,
@@ -588,6 +621,7 @@ class SearchOptions:
             confidence=self.confidence,
             probabilistic=self.probabilistic,
             max_probes=self.max_probes,
+            stand_in=stand_in,
         )
 
 
