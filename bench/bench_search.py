@@ -165,9 +165,9 @@ def real_jobs(rounds: int) -> None:
     from envbisect.env.repro import Repro
     from envbisect.env.uv import find_python, find_uv
     from envbisect.model import IndexConfig
+    from envbisect.modes.options import SearchOptions
     from envbisect.modes.run import RunOptions, run_bisect
     from envbisect.reporter import Reporter
-    from envbisect.strategy.bisect import SearchOptions
     from support.corpus import build_index
 
     print("\n3. envbisect run on the local index (crashy, 12 candidates, a 1 s repro)")

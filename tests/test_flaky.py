@@ -22,11 +22,11 @@ from packaging.version import Version
 from conftest import RecordingReporter, write_repro
 from envbisect.env.repro import Repro
 from envbisect.model import IndexConfig, Outcome, OutcomeKind
-from envbisect.modes.options import CommonOptions
+from envbisect.modes.options import CommonOptions, SearchOptions
 from envbisect.modes.run import RunOptions, run_bisect
 from envbisect.store import Store
 from envbisect.strategy import flaky
-from envbisect.strategy.bisect import Bisector, SearchOptions
+from envbisect.strategy.bisect import Bisector
 from support.corpus import FLAKY_FIRST_BAD, flaky_crashes
 from support.index_server import LocalIndex
 

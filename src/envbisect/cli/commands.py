@@ -53,7 +53,7 @@ def _repro(ctx: Context, *, default_for: str | None = None, pins: bool = False) 
 
 
 def _search(args: argparse.Namespace) -> Any:
-    from envbisect.strategy.bisect import SearchOptions
+    from envbisect.modes.options import SearchOptions
 
     return SearchOptions(
         confidence=args.confidence, probabilistic=args.probabilistic, max_probes=args.max_probes

@@ -31,12 +31,12 @@ from envbisect.errors import NoCandidates, UnknownVersion, UsageError
 from envbisect.index.source import IndexMetadataSource
 from envbisect.model import Candidate, EnvSpec, OutcomeKind
 from envbisect.modes.drive import bisect
-from envbisect.modes.options import CommonOptions
+from envbisect.modes.options import CommonOptions, SearchOptions
 from envbisect.modes.outputs import write_outputs
 from envbisect.modes.planning import RunPlanner, choose_policy, read_pins
 from envbisect.modes.session import Session, Want
 from envbisect.reporter import Reporter
-from envbisect.strategy.bisect import Bisector, SearchOptions
+from envbisect.strategy.bisect import Bisector
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

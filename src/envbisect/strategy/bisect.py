@@ -591,40 +591,6 @@ class Bisector:
         return "[" + ", ".join(_runs(marks)) + "]"
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class SearchOptions:
-    """How a bisection decides (--confidence, --probabilistic, --max-probes); how many runs
-    and jobs it gets is the session's (--repeat, --jobs)."""
-
-    confidence: float = 0.95
-    probabilistic: bool = False
-    max_probes: int | None = None
-
-    def bisector(
-        self,
-        *,
-        n: int,
-        good: int | None = None,
-        bad: int | None = None,
-        untestable: Iterable[int] = (),
-        any_failure: bool = False,
-        repeat: int = 1,
-        stand_in: bool = False,
-    ) -> Bisector:
-        return Bisector(
-            n=n,
-            good=good,
-            bad=bad,
-            untestable=untestable,
-            any_failure=any_failure,
-            repeat=repeat,
-            confidence=self.confidence,
-            probabilistic=self.probabilistic,
-            max_probes=self.max_probes,
-            stand_in=stand_in,
-        )
-
-
 def default_max_probes(n: int, repeat: int = 1) -> int:
     """The probabilistic mode's default cap on probes: about twenty runs per bit a plain
     bisection needs (at a fail rate of 0.3 the search needs about eight; bench/bench_flaky.py),
