@@ -71,6 +71,7 @@ class Session:
         self.reporter = reporter or Reporter()
         self._transport = transport
         self._executor = executor
+        self._own_executor = executor is None  # one handed in is its owner's to close
         self._uv: str | None = None
         self._targets: dict[str | None, tuple[str, Target]] = {}
         self._client: IndexClient | None = None
@@ -89,7 +90,7 @@ class Session:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        if self._executor is not None:
+        if self._executor is not None and self._own_executor:
             if exc is not None:
                 self._executor.cancel_all()
             else:

@@ -125,10 +125,14 @@ def infer(row: Sequence[Cell]) -> None:
 
 
 class MatrixRows(Points[Cell]):
-    """Every row walked, up to ``k`` side by side (rows in order, one pending cell each)."""
+    """Every row walked, up to ``k`` side by side (rows in order, one pending cell each).
+
+    ``full``: no cell depends on another, so each cell is a walk of its own and up to ``k``
+    cells of any rows run at once (a wide cluster is not held to one probe per row)."""
 
     def __init__(self, rows: Sequence[Sequence[Cell]], *, full: bool, repeat: int = 1) -> None:
-        self._waiting = [walk_row(r, full=full) for r in rows]
+        walks = [[c] for r in rows for c in r] if full else rows
+        self._waiting = [walk_row(w, full=full) for w in walks]
         self._active: list[tuple[Walk, Cell]] = []
         self.repeat = repeat
 
