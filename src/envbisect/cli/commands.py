@@ -74,6 +74,17 @@ def _print_result(ctx: Context, res: Any, lines: list[str]) -> None:
     print(f"report: {res.report_path}")
 
 
+def _print_plans(ctx: Context, plans: list[dict[str, Any]]) -> int:
+    """``--dry-run``: the plans on stdout (one JSON object with --json), exit 0."""
+    from envbisect.modes.dryrun import render
+
+    if ctx.args.json:
+        print(json.dumps({"dry_run": True, "plans": plans}, indent=2))
+    else:
+        print("\n".join(render(plans)))
+    return 0
+
+
 def no_answer(ctx: Context, res: Any, why: NoAnswer | None = None) -> int:
     """One behaviour for "no answer" in every mode: the verdict and the report on stdout (or
     the result with an ``error`` object, with --json), the error and a hint on stderr, exit 1."""
@@ -132,6 +143,8 @@ def cmd_run(ctx: Context) -> int:
             f"envbisect: no repro given; probing with {escape(repro.describe())}", highlight=False
         )
     result = run_bisect(opts, ctx.reporter)
+    if result.status == "dry-run":
+        return _print_plans(ctx, result.extra["plans"])
     if result.status == "no-answer":
         return no_answer(ctx, result)
     _print_result(ctx, result, [verdict_line(result)])
@@ -169,6 +182,8 @@ def _run_by_date(ctx: Context) -> int:
         search=_search(a),
     )
     res = run_by_date(opts, ctx.reporter)  # no answer: NoAnswer with the result (main.py)
+    if res.status == "dry-run":
+        return _print_plans(ctx, res.extra["plans"])
     sure = f" (probability {res.probability:.2f})" if res.probability is not None else ""
     lines = [f"first bad: {res.first_new}{sure}", f"last good: {res.last_old}"]
     conf = {c["package"]: c for c in res.extra.get("confirmation", [])}
@@ -198,7 +213,7 @@ def cmd_diff(ctx: Context) -> int:
 
 
 def cmd_probe(ctx: Context) -> int:
-    from envbisect.modes.probe import ProbeOptions, probe_one
+    from envbisect.modes.probe import ProbeOptions, plan_one, probe_one
 
     a = ctx.args
     if not (a.with_reqs or a.pins or a.lock):
@@ -208,19 +223,19 @@ def cmd_probe(ctx: Context) -> int:
             ref="probe-nothing",
         )
     repro = _repro(ctx, pins=bool(a.pins or a.lock))
-    rec, reused = probe_one(
-        ProbeOptions(
-            common=common_options(a, command=ctx.command, repro=repro),
-            with_reqs=tuple(a.with_reqs),
-            pins=tuple(a.pins),
-            extras=extras(a),
-            lock=a.lock,
-            exclude_newer=a.exclude_newer,
-            pre=a.pre,
-            allow_sdist=a.allow_sdist,
-        ),
-        ctx.reporter,
+    popts = ProbeOptions(
+        common=common_options(a, command=ctx.command, repro=repro),
+        with_reqs=tuple(a.with_reqs),
+        pins=tuple(a.pins),
+        extras=extras(a),
+        lock=a.lock,
+        exclude_newer=a.exclude_newer,
+        pre=a.pre,
+        allow_sdist=a.allow_sdist,
     )
+    if a.dry_run:
+        return _print_plans(ctx, plan_one(popts, ctx.reporter))
+    rec, reused = probe_one(popts, ctx.reporter)
     o = rec.outcome
     reports = probe_reports(rec.stdout_tail)
     runs = rec.all_runs
@@ -393,6 +408,8 @@ def cmd_matrix(ctx: Context) -> int:
         gpus_per_probe=spec.gpus_per_probe if a.gpus_per_probe is None else a.gpus_per_probe,
     )
     res = run_matrix(spec, common, full=a.full, max_cells=a.max_cells, reporter=ctx.reporter)
+    if common.dry_run:
+        return _print_plans(ctx, res.plans)
     run_meta = {
         "command": ctx.command,
         "measured": res.started,

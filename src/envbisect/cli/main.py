@@ -3,7 +3,8 @@
 Errors become one ``error:`` line (ending in the error's stable reference) and one ``hint:``
 line on stderr, and the exit code of their class (errors.py); with ``--json`` the error is
 also an ``error`` object on stdout. Exit codes: 0 done, 1 no answer, 2 bad usage,
-3 infrastructure, 4 ``envbisect probe``: the environment does not pass, 130 Ctrl-C.
+3 infrastructure, 4 ``envbisect probe``: the environment does not pass, 130 Ctrl-C, 141 stdout
+closed by its reader (``| head``: nothing more is printed, no traceback).
 Heavy modules are imported inside the commands so that ``envbisect --help`` starts fast.
 """
 
@@ -11,7 +12,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shlex
+import signal
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -90,7 +93,7 @@ def build_parser() -> argparse.ArgumentParser:
         "candidate's upload time, or latest (default: baseline when one is given, "
         "else latest)",
     )
-    o.attach(run, o.SEARCH, o.ENVIRONMENT, o.PROBING)
+    o.attach(run, o.SEARCH, o.ENVIRONMENT, o.PROBING, o.DRY_RUN)
 
     probe = sub.add_parser(
         "probe",
@@ -109,7 +112,7 @@ def build_parser() -> argparse.ArgumentParser:
     o.REPEAT.add(
         probe, help="run the probes N times in the environment and say how many runs failed"
     )
-    o.attach(probe, o.ENVIRONMENT, o.PROBING)
+    o.attach(probe, o.ENVIRONMENT, o.PROBING, o.DRY_RUN)
 
     pins = sub.add_parser(
         "pins",
@@ -169,6 +172,7 @@ def build_parser() -> argparse.ArgumentParser:
     o.OFFLINE.add(matrix, help="metadata from the cache only")
     o.CACHE_DIR.add(matrix, help="the metadata cache")
     o.JSON.add(matrix)
+    o.DRY_RUN.add(matrix)
 
     publish = sub.add_parser(
         "publish",
@@ -204,6 +208,17 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    try:
+        return _main(argv)
+    except BrokenPipeError:
+        # stdout closed early (``| head``): end quietly, as a shell pipeline's reader expects;
+        # point stdout at /dev/null so the interpreter's last flush does not complain.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 128 + signal.SIGPIPE
+
+
+def _main(argv: Sequence[str] | None) -> int:
     args_list = list(sys.argv[1:] if argv is None else argv)
     tail: list[str] = []
     if "--" in args_list:

@@ -260,6 +260,14 @@ MAX_PROBES = opt(
     "per bit of the range)",
 )
 
+DRY_RUN = opt(
+    "--dry-run",
+    action="store_true",
+    help="plan every environment it would build first (run: both ends; probe: the one; "
+    "matrix: every cell), print the plans (--json: with their pins and conflicts), build "
+    "nothing",
+)
+
 # Groups, as subcommands take them.
 INDEX = (INDEX_URL, EXTRA_INDEX_URL, FIND_LINKS, OFFLINE, CACHE_DIR, TORCH_BACKEND, TORCH_INDEX_URL)
 ENVIRONMENT = (WITH, *INDEX, PYTHON, EXCLUDE_NEWER, PRE, ALLOW_SDIST)
@@ -346,5 +354,6 @@ def common_options(args: argparse.Namespace, *, command: str, repro: Any = None)
         executor=getattr(args, "executor", None) or base.executor,
         ray_address=getattr(args, "ray_address", None),
         gpus_per_probe=getattr(args, "gpus_per_probe", None) or base.gpus_per_probe,
+        dry_run=getattr(args, "dry_run", False),
         command=command,
     )

@@ -127,6 +127,16 @@ def _run(opts: DateOptions, session: Session, good: datetime, bad: datetime) -> 
                 ref="bydate-unresolvable",
             )
     assert isinstance(ends[0], Plan) and isinstance(ends[1], Plan)
+    if session.opts.dry_run:  # both ends, as the search would build them first
+        from envbisect.modes.dryrun import plan_views
+
+        wants = [Want(label=f"as of {when:%Y-%m-%d %H:%M:%S}",
+                      spec=session.env_spec(end.requirements()))
+                 for when, end in zip((good, bad), (ends[0], ends[1]), strict=True)]  # fmt: skip
+        result = session.result(package="(by date)", candidates=2, run_id=_run_id(opts, session))
+        result.status = "dry-run"
+        result.extra = {"dry_run": True, "plans": plan_views(session, wants)}
+        return result
     names = sorted(set(ends[0].pins) | set(ends[1].pins))
     moments = [Moment(when=good, releases=()), *timeline(names, client, target, good, bad,
                                                           pre=opts.pre)]  # fmt: skip

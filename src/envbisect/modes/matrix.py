@@ -64,6 +64,7 @@ class MatrixResult:
     targets: dict[str, str] = field(default_factory=dict)  # python -> target label
     command: str = ""
     started: str = ""
+    plans: list[dict[str, Any]] = field(default_factory=list)  # --dry-run: every cell's plan
 
     def counts(self) -> dict[str, int]:
         out = {"cells": len(self.cells), "built": 0, "reused": 0, "inferred": 0,
@@ -193,6 +194,16 @@ def _run_python(
     def want(cell: Cell, runs: int) -> Want:
         assert cell.spec is not None
         return Want(label=cell.label(), spec=cell.spec, runs=runs, python=request)
+
+    if session.opts.dry_run:  # every cell's plan, as planned above; nothing built
+        from envbisect.modes.dryrun import plan_views
+
+        result.plans += plan_views(session, [
+            want(c, 1) if c.spec is not None else Want(label=c.label(), why_not=c.reason)
+            for c in cells
+        ])  # fmt: skip
+        result.cells += cells
+        return
 
     drive(MatrixRows(list(rows.values()), full=full, repeat=session.opts.repeat), session, want)
     for cell in cells:

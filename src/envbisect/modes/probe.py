@@ -7,13 +7,14 @@ to the target (uv resolves them) plus every pin of ``--lock`` (exactly those ver
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from envbisect.errors import UsageError
-from envbisect.model import ProbeRecord
+from envbisect.model import EnvSpec, ProbeRecord
 from envbisect.modes.options import CommonOptions
 from envbisect.modes.planning import read_pins
 from envbisect.modes.run import check_requirements, parse_exclude_newer
-from envbisect.modes.session import Session
+from envbisect.modes.session import Session, Want
 from envbisect.reporter import Reporter
 
 
@@ -31,31 +32,43 @@ class ProbeOptions:
 
 def probe_one(opts: ProbeOptions, reporter: Reporter | None = None) -> tuple[ProbeRecord, bool]:
     """The environment's record (``--repeat`` runs), and whether it came from the store."""
-    check_requirements("", opts.with_reqs)
-    parse_exclude_newer(opts.exclude_newer)
     with Session(opts.common, reporter) as session:
-        requirements = list(opts.with_reqs)
-        if opts.pins or opts.lock:
-            env = session.target.marker_environment()
-            client, origin = session.client, session.repro.origin
-            for ps in read_pins(opts.pins, client, cwd=origin, extras=opts.extras):
-                requirements += [str(p.requirement) for p in ps.applicable(env, opts.extras)]
-            if opts.lock:
-                locked = read_pins([opts.lock], client, cwd=origin)[0]
-                if not locked.is_lock:
-                    raise UsageError(
-                        f"--lock {opts.lock} does not pin every requirement with ==",
-                        hint="use --pins for a file with ranges; --lock takes a lockfile",
-                        ref="not-a-lock",
-                    )
-                requirements += [f"{n}=={v}" for n, v in locked.baseline(env).items()]
-        spec = session.env_spec(
-            requirements,
-            only_binary=not opts.allow_sdist,
-            exclude_newer=opts.exclude_newer,
-            prerelease=opts.pre,
-        )
+        spec = _spec(opts, session)
         try:
             return session.probe(spec)
         except KeyboardInterrupt as e:
             raise session.interrupted(e) from e
+
+
+def plan_one(opts: ProbeOptions, reporter: Reporter | None = None) -> list[dict[str, Any]]:
+    """``--dry-run``: the environment's plan; nothing is built."""
+    from envbisect.modes.dryrun import plan_views
+
+    with Session(opts.common, reporter) as session:
+        return plan_views(session, [Want(label="the environment", spec=_spec(opts, session))])
+
+
+def _spec(opts: ProbeOptions, session: Session) -> EnvSpec:
+    check_requirements("", opts.with_reqs)
+    parse_exclude_newer(opts.exclude_newer)
+    requirements = list(opts.with_reqs)
+    if opts.pins or opts.lock:
+        env = session.target.marker_environment()
+        client, origin = session.client, session.repro.origin
+        for ps in read_pins(opts.pins, client, cwd=origin, extras=opts.extras):
+            requirements += [str(p.requirement) for p in ps.applicable(env, opts.extras)]
+        if opts.lock:
+            locked = read_pins([opts.lock], client, cwd=origin)[0]
+            if not locked.is_lock:
+                raise UsageError(
+                    f"--lock {opts.lock} does not pin every requirement with ==",
+                    hint="use --pins for a file with ranges; --lock takes a lockfile",
+                    ref="not-a-lock",
+                )
+            requirements += [f"{n}=={v}" for n, v in locked.baseline(env).items()]
+    return session.env_spec(
+        requirements,
+        only_binary=not opts.allow_sdist,
+        exclude_newer=opts.exclude_newer,
+        prerelease=opts.pre,
+    )

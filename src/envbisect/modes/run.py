@@ -148,6 +148,13 @@ def _run(opts: RunOptions, session: Session, exclude_newer: datetime | None) -> 
     )
     result.skipped = pre_skipped
     points = _Points(opts=opts, session=session, planner=planner, cl=cl)
+    if session.opts.dry_run:  # both ends, as the search would build them first
+        from envbisect.modes.dryrun import plan_views
+
+        end_wants = [points.want(i, 1) for i in (bis.old.index, bis.new.index)]
+        result.status = "dry-run"
+        result.extra = {"dry_run": True, "plans": plan_views(session, end_wants)}
+        return result
     try:
         log, result.search = bisect(
             bis, session, points.want, labels=labels.__getitem__, cached=points.cached

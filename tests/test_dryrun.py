@@ -1,0 +1,91 @@
+"""``--dry-run`` plans what a command would build and builds nothing; a closed stdout ends
+quietly. The real CLI in a subprocess, on the local index (127.0.0.1)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import write_repro
+from support.index_server import LocalIndex
+
+pytestmark = pytest.mark.slow
+
+
+def envbisect(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "envbisect", *args], capture_output=True,
+                          text=True, timeout=300, cwd=cwd)  # fmt: skip
+
+
+def nothing_built(results: Path) -> bool:
+    envs = results / ".envs"
+    return not (envs.exists() and any(envs.iterdir())) and not (results / "envbisect.db").exists()
+
+
+def test_run_dry_run_plans_both_ends_and_builds_nothing(
+    index: LocalIndex, python: str, tmp_path: Path
+) -> None:
+    results = tmp_path / "r"
+    proc = envbisect("run", "--package", "crashy", "--with", "helperlib", "--dry-run", "--json",
+                     "--index-url", index.url, "--python", python, "--results", str(results),
+                     "--repro", str(write_repro(tmp_path, "crashy")))  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(proc.stdout)
+    assert data["dry_run"] is True
+    plans = data["plans"]
+    assert [p["label"] for p in plans] == ["1.0.0", "1.11.0"]  # the ends a search builds first
+    assert plans[0]["pins"]["crashy"] == "1.0.0" and "helperlib" in plans[0]["pins"]
+    assert plans[1]["pins"]["crashy"] == "1.11.0"
+    assert all(p["conflict"] is None for p in plans)
+    assert nothing_built(results)
+    text = envbisect("run", "--package", "crashy", "--dry-run", "--index-url", index.url,
+                     "--python", python, "--results", str(results), "--", "true")  # fmt: skip
+    assert text.returncode == 0
+    assert "dry run: 2 environment(s) planned, nothing built" in text.stdout
+    assert "  crashy==1.11.0" in text.stdout
+
+
+def test_probe_dry_run_shows_a_conflict(index: LocalIndex, python: str, tmp_path: Path) -> None:
+    results = tmp_path / "r"
+    proc = envbisect("probe", "--with", "crashy==1.10.0", "--with", "helperlib<2", "--dry-run",
+                     "--json", "--index-url", index.url, "--python", python, "--results",
+                     str(results), "--", "true")  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    (plan,) = json.loads(proc.stdout)["plans"]
+    assert plan["conflict"] and not plan["pins"]  # crashy >= 1.9 needs helperlib >= 2
+    assert nothing_built(results)
+
+
+def test_matrix_dry_run_plans_every_cell(index: LocalIndex, python: str, tmp_path: Path) -> None:
+    (tmp_path / "repro.py").write_text("import gridapp\ngridapp.run()\n")
+    path = tmp_path / "grid.toml"
+    path.write_text(f'[matrix]\nname = "grid"\npython = ["{python}"]\nindex_url = "{index.url}"\n'
+                    'repro = "repro.py"\n[[axis]]\npackage = "gridapp"\n[[axis]]\n'
+                    'package = "gridlib"\n')  # fmt: skip
+    results = tmp_path / "r"
+    proc = envbisect("matrix", str(path), "--dry-run", "--json", "--results", str(results),
+                     "--cache-dir", str(tmp_path / "c"))  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    plans = json.loads(proc.stdout)["plans"]
+    assert len(plans) == 42  # 7 x 6 cells, each planned
+    assert sum(1 for p in plans if p["conflict"]) == 2  # the two unresolvable cells
+    assert all(p["pins"] for p in plans if not p["conflict"])
+    assert not (results / ".envs").exists() and not (results / "grid").exists()
+
+
+def test_a_closed_stdout_ends_quietly(index: LocalIndex, python: str, tmp_path: Path) -> None:
+    """``envbisect ... --json | head``: the reader is gone before the answer is printed."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "envbisect", "versions", "crashy", "--json", "--index-url",
+         index.url, "--python", python],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    assert proc.stdout is not None and proc.stderr is not None
+    proc.stdout.close()
+    err = proc.stderr.read()
+    assert proc.wait(timeout=120) == 141
+    assert "Traceback" not in err and "BrokenPipe" not in err
