@@ -29,7 +29,13 @@ from typing import Any
 from envbisect.core.outcome import untestable
 from envbisect.core.target import FACTS_SCRIPT, Target
 from envbisect.env.runner import interrupted
-from envbisect.errors import DiskFull, IndexUnreachable, UsageError, UvMissing
+from envbisect.errors import (
+    DiskFull,
+    IndexUnreachable,
+    InfrastructureError,
+    UsageError,
+    UvMissing,
+)
 from envbisect.index.pytorch import is_official
 from envbisect.model import EnvSpec, IndexConfig, InstalledDist, Outcome
 from envbisect.redact import mask_text
@@ -71,6 +77,8 @@ _UNRESOLVABLE = (
     "requires-python",
     "Failed to parse",
 )
+_AUTH = ("401 Unauthorized", "403 Forbidden", "lack of valid authentication credentials")
+_TAMPERED = ("Hash mismatch", "hash mismatch")
 _NETWORK = (
     "error sending request",
     "dns error",
@@ -84,22 +92,35 @@ _NETWORK = (
 
 
 def index_args(indexes: IndexConfig, *, only_binary: bool) -> list[str]:
-    """uv's flags for exactly the indexes envbisect reads (install and compile alike)."""
-    args = ["--index-url", indexes.index_url]
-    for url in indexes.extra_index_urls:
-        args += ["--extra-index-url", url]
+    """uv's flags for the indexes envbisect reads (install and compile alike), without the
+    index URLs themselves: those may carry a password, and argv is public (``ps``). They go
+    to uv through its environment, see ``index_env``."""
+    args: list[str] = []
     for link in indexes.find_links:
         args += ["--find-links", link]
     torch = indexes.torch_index
     if torch and is_official(torch):
         # uv knows PyTorch's layout: torch packages from that folder, the rest elsewhere.
         args += ["--torch-backend", torch.rstrip("/").rsplit("/", 1)[1]]
-    elif torch:
-        # A mirror: consulted first (uv's first-index rule), as envbisect reads it.
-        args += ["--extra-index-url", torch]
     if only_binary:
         args += ["--only-binary", ":all:"]
     return args
+
+
+def index_env(indexes: IndexConfig) -> dict[str, str]:
+    """The index URLs, credentials included, as uv's environment variables.
+
+    ``/proc/<pid>/environ`` is readable by the same user only, unlike the command line.
+    ``UV_EXTRA_INDEX_URL`` is space-separated, earlier ones first, as the flags would be; a
+    PyTorch mirror comes last among them (uv's first-index rule, as envbisect reads it)."""
+    extra = list(indexes.extra_index_urls)
+    torch = indexes.torch_index
+    if torch and not is_official(torch):
+        extra.append(torch)
+    env = {"UV_INDEX_URL": indexes.index_url}
+    if extra:
+        env["UV_EXTRA_INDEX_URL"] = " ".join(extra)
+    return env
 
 
 def find_uv() -> str:
@@ -226,7 +247,7 @@ class Materializer:
     def _build(
         self, spec: EnvSpec, python: str, path: Path, start: float
     ) -> BuiltEnv | BuildFailed:
-        env = uv_env(self.cache_dir)
+        env = {**uv_env(self.cache_dir), **index_env(spec.indexes)}
         venv = self._run(
             [
                 self.uv,
@@ -284,6 +305,22 @@ class Materializer:
             raise DiskFull(
                 f"the disk is full while {what} an environment in {self.envs_dir}",
                 hint="free some space or pass --results on another disk; finished probes are kept",
+            )
+        if any(p in text for p in _AUTH):
+            # A wrong password says nothing about the candidate (a warm metadata cache hides
+            # it from envbisect's own reads): every environment would be "untestable".
+            raise InfrastructureError(
+                f"the index refused uv's credentials while {what}: {_first_error_line(text)}",
+                hint="check the user name and password in --index-url / --extra-index-url",
+                ref="index-auth",
+            )
+        if any(p in text for p in _TAMPERED):
+            raise InfrastructureError(
+                f"a download was tampered with while {what}: its hash does not match the "
+                f"index's ({_first_error_line(text)})",
+                hint="the index, or a proxy on the way, served other bytes than it lists; "
+                "do not trust this index until that is explained",
+                ref="download-tampered",
             )
         if not any(p in text for p in _UNRESOLVABLE) and any(p in text for p in _NETWORK):
             raise IndexUnreachable(

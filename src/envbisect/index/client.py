@@ -345,6 +345,13 @@ class IndexClient:
                 last_modified=resp.headers.get("last-modified", cached.last_modified),
             )
         else:
+            if resp.status_code in (401, 403):
+                raise InfrastructureError(
+                    f"{shown} answered HTTP {resp.status_code}: the credentials are missing "
+                    "or wrong",
+                    hint="check the user name and password in --index-url / --extra-index-url",
+                    ref="index-auth",
+                )
             if resp.status_code != 404 and not resp.is_success:
                 raise IndexUnreachable(
                     f"{shown} answered HTTP {resp.status_code}",

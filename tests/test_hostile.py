@@ -1,0 +1,175 @@
+"""A hostile index on 127.0.0.1 (support/hostile.py) against the real CLI in a subprocess:
+credentials, tampered downloads, names that are paths, a wheel that writes into the lockfile,
+trickling and huge pages, and the bad inputs that once ended in a traceback."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import pytest
+from test_cli import assert_clean_error, envbisect
+
+from support.hostile import HostileIndex
+from support.index_server import IndexFile, LocalIndex
+from support.wheels import build_wheel
+
+SECRET = "s3cret-Pw0rd"
+SECRET2 = "0ther-Pw0rd"
+T0 = datetime(2024, 1, 1, tzinfo=timezone.utc)
+RAISE = "def run():\n    raise ValueError('broke')\n"
+PASS = "def run():\n    return 'ok'\n"
+
+
+def _add(src: LocalIndex, folder: Path, name: str, version: str, body: str, **kw: object) -> Path:
+    path = build_wheel(folder, name, version, {f"{name}/__init__.py": body}, **kw)  # type: ignore[arg-type]
+    src.add(IndexFile(project=name, path=path, upload_time=T0 + timedelta(days=len(src.files))))
+    return path
+
+
+@pytest.fixture(scope="module")
+def hostile(tmp_path_factory: pytest.TempPathFactory) -> Iterator[HostileIndex]:
+    folder = tmp_path_factory.mktemp("hostile-files")
+    src = LocalIndex()
+    for v, body in (("1.0", PASS), ("1.1", PASS), ("2.0", RAISE)):
+        _add(src, folder, "authpkg", v, body)
+    tam = _add(src, folder, "tampy", "1.0", PASS)
+    _add(src, folder, "tampy", "2.0", RAISE)
+    _add(src, folder, "anyname", "1.0", PASS)
+    # A wheel whose .data/purelib carries a fake .dist-info: a name that is markup and a
+    # version that is a newline and a lockfile option.
+    evil_meta = (
+        "Metadata-Version: 2.1\nName: zz<script>alert(1)</script>\n"
+        "Version: 1.0\n --index-url http://127.0.0.1:9/evil\n\n"
+    )
+    for v in ("1.0", "2.0"):
+        path = build_wheel(
+            folder,
+            "evilpkg",
+            v,
+            {
+                "evilpkg/__init__.py": PASS if v == "1.0" else RAISE,
+                f"evilpkg-{v}.data/purelib/zz_fake-1.0.dist-info/METADATA": evil_meta,
+                f"evilpkg-{v}.data/purelib/zz_fake-1.0.dist-info/RECORD": "",
+            },
+        )
+        src.add(IndexFile(project="evilpkg", path=path, upload_time=T0 + timedelta(days=9)))
+    idx = HostileIndex(source=src, any_project="anyname").start()
+    idx.tampered.add(tam.name)
+    yield idx
+    idx.stop()
+
+
+def _repro(folder: Path, package: str) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"repro_{package}.py"
+    path.write_text(f"import {package}\n{package}.run()\n")
+    return path
+
+
+def _common(idx_url: str, python: str, tmp_path: Path) -> list[str]:
+    return [
+        "--index-url", idx_url, "--python", python, "--results", str(tmp_path / "r"),
+        "--cache-dir", str(tmp_path / "cache"),
+    ]  # fmt: skip
+
+
+def _cmdlines() -> dict[int, bytes]:
+    out = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/cmdline", "rb") as fh:
+                    out[int(entry)] = fh.read()
+            except OSError:
+                continue
+    return out
+
+
+def _watch(proc: subprocess.Popen[str], seen: dict[int, bytes]) -> None:
+    while proc.poll() is None:
+        seen.update(_cmdlines())
+        time.sleep(0.02)
+
+
+def _files_under(root: Path) -> Iterator[Path]:
+    for p in root.rglob("*"):
+        if p.is_file() and ".envs" not in p.parts:
+            yield p
+
+
+def test_credentials_stay_off_argv_store_and_reports(
+    hostile: HostileIndex, python: str, tmp_path: Path
+) -> None:
+    hostile.auth = ("bob", (SECRET, SECRET2))
+    hostile.file_delay = 1.0  # uv waits on the wheel: time to read its command line
+    try:
+        repro = _repro(tmp_path, "authpkg")
+        args = ["run", "--package", "authpkg", "--repro", str(repro), "--json"]
+        url = hostile.url(user="bob", password=SECRET)
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "envbisect", *args, *_common(url, python, tmp_path)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        seen: dict[int, bytes] = {}
+        watcher = threading.Thread(target=_watch, args=(proc, seen))
+        watcher.start()
+        out, err = proc.communicate(timeout=300)
+        watcher.join()
+        assert proc.returncode == 0, err
+        assert json.loads(out)["first_bad"] == "2.0"
+        uv_installs = [c for c in seen.values() if b"pip\0install" in c]
+        assert uv_installs, "uv's install should have been seen running"
+        # envbisect's own argv has it (the user put it there; UV_INDEX_URL avoids that):
+        # nothing envbisect starts may.
+        leaked = [c for pid, c in seen.items() if SECRET.encode() in c and pid != proc.pid]
+        assert not leaked, f"the password is on a command line: {leaked}"
+        assert SECRET not in out + err
+        for f in _files_under(tmp_path / "r"):
+            assert SECRET.encode() not in f.read_bytes(), f
+        assert (tmp_path / "r" / "envbisect.db").is_file()
+
+        # Another password, the same environments: every probe comes from the store.
+        url2 = hostile.url(user="bob", password=SECRET2)
+        again = envbisect(*args, *_common(url2, python, tmp_path))
+        assert again.returncode == 0, again.stderr
+        data = json.loads(again.stdout)
+        assert data["probes"] == [] and len(data["reused"]) >= 2
+
+        # A wrong password with a warm metadata cache: uv is refused, and that is an
+        # authentication error, not every version untestable.
+        (tmp_path / "repro2").mkdir()
+        repro2 = _repro(tmp_path / "repro2", "authpkg")
+        bad = hostile.url(user="bob", password="wrong")
+        env = {**os.environ, "UV_CACHE_DIR": str(tmp_path / "uv-cold")}
+        proc2 = envbisect(
+            "run", "--package", "authpkg", "--repro", str(repro2),
+            *_common(bad, python, tmp_path), env=env,
+        )  # fmt: skip
+        assert_clean_error(proc2, 3, "credentials")
+        assert "[index-auth]" in proc2.stderr and "wrong" not in proc2.stderr
+    finally:
+        hostile.auth = None
+        hostile.file_delay = 0.0
+
+
+def test_env_id_ignores_credentials() -> None:
+    from envbisect.model import EnvSpec, IndexConfig
+
+    def spec(url: str) -> EnvSpec:
+        cfg = IndexConfig(index_url=url, extra_index_urls=(url,))
+        return EnvSpec.build(["a==1"], python="cp311", indexes=cfg)
+
+    one, two = spec(f"http://u:{SECRET}@h/simple"), spec(f"http://u:{SECRET2}@h/simple")
+    assert one.env_id == two.env_id
+    assert SECRET not in json.dumps(one.to_dict())
+    assert one.indexes.index_url.endswith("@h/simple")  # uv still gets the password
