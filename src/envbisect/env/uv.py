@@ -28,7 +28,8 @@ from typing import Any
 
 from envbisect.core.outcome import untestable
 from envbisect.core.target import FACTS_SCRIPT, Target
-from envbisect.env.runner import interrupted
+from envbisect.env import guard
+from envbisect.env.runner import interrupted, run_captured
 from envbisect.errors import (
     DiskFull,
     IndexUnreachable,
@@ -234,7 +235,9 @@ class Materializer:
         start = time.monotonic()
         try:
             self.envs_dir.mkdir(parents=True, exist_ok=True)
+            _reap_once(self.envs_dir)
             path = Path(tempfile.mkdtemp(prefix=f"{spec.env_id}-", dir=self.envs_dir))
+            guard.own_env_dir(path)  # removed by the watchdog, or the next start, if we die
         except OSError as e:
             raise _os_error(e, self.envs_dir) from e
         try:
@@ -287,10 +290,11 @@ class Materializer:
 
     def remove(self, path: Path) -> None:
         shutil.rmtree(path, ignore_errors=True)
+        guard.released(path)
 
     def _run(self, args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
         try:
-            proc = subprocess.run(args, capture_output=True, text=True, env=env)
+            proc = run_captured(args, env=env)
         except FileNotFoundError as e:
             raise UvMissing(f"uv is not installed at {self.uv}", hint="pip install uv") from e
         if proc.returncode in (-signal.SIGINT, 128 + signal.SIGINT) or interrupted():
@@ -331,6 +335,16 @@ class Materializer:
             outcome=untestable(f"uv failed {what}: {_first_error_line(text)}", detail=text),
             seconds=time.monotonic() - start,
         )
+
+
+_reaped: set[Path] = set()
+
+
+def _reap_once(envs_dir: Path) -> None:
+    """Environments left by an envbisect that died (SIGKILL, power cut), once per process."""
+    if envs_dir not in _reaped:
+        _reaped.add(envs_dir)
+        guard.reap_envs(envs_dir)
 
 
 def _first_error_line(text: str) -> str:
