@@ -62,7 +62,10 @@ def hostile(tmp_path_factory: pytest.TempPathFactory) -> Iterator[HostileIndex]:
         )
         src.add(IndexFile(project="evilpkg", path=path, upload_time=T0 + timedelta(days=9)))
     idx = HostileIndex(source=src, any_project="anyname").start()
-    idx.tampered.add(tam.name)
+    other = tmp_path_factory.mktemp("tampered")
+    idx.tampered[tam.name] = build_wheel(
+        other, "tampy", "1.0", {"tampy/__init__.py": "import os; os.system('echo owned')\n"}
+    ).read_bytes()
     yield idx
     idx.stop()
 
@@ -173,3 +176,13 @@ def test_env_id_ignores_credentials() -> None:
     assert one.env_id == two.env_id
     assert SECRET not in json.dumps(one.to_dict())
     assert one.indexes.index_url.endswith("@h/simple")  # uv still gets the password
+
+
+def test_a_tampered_wheel_stops_the_run(hostile: HostileIndex, python: str, tmp_path: Path) -> None:
+    repro = _repro(tmp_path, "tampy")
+    proc = envbisect(
+        "run", "--package", "tampy", "--repro", str(repro),
+        *_common(hostile.url(), python, tmp_path),
+    )  # fmt: skip
+    assert_clean_error(proc, 3, "tampered")
+    assert "[download-tampered]" in proc.stderr

@@ -4,7 +4,7 @@ It serves the pages of a ``LocalIndex`` (support/index_server.py, not started) a
 on purpose, each way switched on by an attribute:
     auth            (user, passwords): every request needs HTTP Basic with one of them, else 401
     file_delay      seconds to wait before sending a file (time to look at uv's command line)
-    tampered        file names served with other bytes than the page's hash says
+    tampered        file name -> the other bytes served for it (the page keeps the real hash)
 Routes besides /simple/<project>/ and /files/<name>:
     /any/<anything>/     a page for any name at all, listing the files of ``any_project``
     /trickle/<project>/  a page sent one byte every ``trickle_every`` seconds
@@ -33,7 +33,7 @@ class HostileIndex:
     source: LocalIndex
     auth: tuple[str, tuple[str, ...]] | None = None
     file_delay: float = 0.0
-    tampered: set[str] = field(default_factory=set)
+    tampered: dict[str, bytes] = field(default_factory=dict)
     any_project: str = ""
     trickle_every: float = 2.0
     big_bytes: int = 0
@@ -107,9 +107,7 @@ class HostileIndex:
                 for f in idx.source.files:
                     if f.path.name == name:
                         time.sleep(idx.file_delay)
-                        data = f.path.read_bytes()
-                        if name in idx.tampered:
-                            data = data[:-22] + b"\0" * 22  # same size, other bytes
+                        data = idx.tampered.get(name) or f.path.read_bytes()
                         self._send(200, "application/octet-stream", data)
                         return
                     meta = f.core_metadata() if name == f"{f.path.name}.metadata" else None
