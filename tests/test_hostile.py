@@ -186,3 +186,45 @@ def test_a_tampered_wheel_stops_the_run(hostile: HostileIndex, python: str, tmp_
     )  # fmt: skip
     assert_clean_error(proc, 3, "tampered")
     assert "[download-tampered]" in proc.stderr
+
+
+@pytest.mark.parametrize("name", ["/tmp/x/ESC", "../x", "a/../../x", "evil\nname", "x" * 300])
+def test_a_package_name_that_is_a_path_is_refused(
+    hostile: HostileIndex, python: str, tmp_path: Path, name: str
+) -> None:
+    # The /any/ route answers for any name at all: only envbisect's own check stops it.
+    if name.startswith("/tmp/x"):
+        name = str(tmp_path / "x" / "ESC")
+    proc = envbisect(
+        "run", "--package", name, *_common(hostile.url("any"), python, tmp_path), "--", "true"
+    )
+    assert_clean_error(proc, 2, "is not a project name")
+    assert "[bad-name]" in proc.stderr
+    assert not (tmp_path / "x").exists() and not (tmp_path.parent / "x").exists()
+    assert not any(hostile.hits.get(p) for p in hostile.hits if "ESC" in p or "x/" in p)
+
+
+@pytest.mark.parametrize("name", ["../../x", "/ABS/x", ".hidden", "a/b"])
+def test_a_matrix_name_that_is_a_path_is_refused(tmp_path: Path, name: str) -> None:
+    if name.startswith("/ABS"):
+        name = str(tmp_path / "abs")
+    path = tmp_path / "m.toml"
+    path.write_text(f"[matrix]\nname = {json.dumps(name)}\nprobes = ['import:a']\n"
+                    "[[axis]]\npackage = 'a'\n")  # fmt: skip
+    for cmd in (["matrix", str(path)], ["publish", str(path)]):
+        proc = envbisect(*cmd, "--results", str(tmp_path / "r"))
+        assert_clean_error(proc, 2, "[matrix] name")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["m.toml"]
+
+
+def test_output_paths_are_checked_to_stay_inside_results(tmp_path: Path) -> None:
+    from envbisect.errors import UsageError
+    from envbisect.modes.outputs import inside
+
+    results = tmp_path / "r"
+    results.mkdir()
+    assert inside(results, results / "a-1234" / "report.md")
+    (results / "link").symlink_to(tmp_path)
+    for bad in (results / ".." / "x", Path("/tmp/x"), results / "link" / "x"):
+        with pytest.raises(UsageError, match="outside --results"):
+            inside(results, bad)

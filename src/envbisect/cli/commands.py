@@ -19,6 +19,7 @@ from rich.console import Console
 
 from envbisect.cli.display import STYLE, escape
 from envbisect.cli.options import common_options, extras
+from envbisect.core.names import project_name
 from envbisect.errors import NoAnswer, UsageError
 from envbisect.model import OutcomeKind
 from envbisect.reporter import Reporter
@@ -111,6 +112,7 @@ def cmd_run(ctx: Context) -> int:
             "--good 2025-01-01 --bad 2025-09-01)",
             ref="bad-usage",
         )
+    project_name(a.package, what="--package")  # before anything is read, built or written
     repro = _repro(ctx, default_for=a.package, pins=bool(a.pins))
     opts = RunOptions(
         package=a.package,
@@ -382,6 +384,7 @@ def _target(session: Any, args: argparse.Namespace) -> Any:
 
 def cmd_matrix(ctx: Context) -> int:
     from envbisect.modes.matrix import load_matrix, matrix_options, publish_matrix, run_matrix
+    from envbisect.modes.outputs import inside
     from envbisect.modes.session import Session
 
     a = ctx.args
@@ -397,7 +400,7 @@ def cmd_matrix(ctx: Context) -> int:
         "full": a.full,
         "jobs": a.jobs,
     }
-    out = common.results / spec.name
+    out = inside(common.results, common.results / spec.name)
     out.mkdir(parents=True, exist_ok=True)
     (out / "run.json").write_text(json.dumps(run_meta, indent=2) + "\n", encoding="utf-8")
     with Session(matrix_options(spec, common), ctx.reporter) as session:

@@ -39,6 +39,7 @@ from packaging.version import InvalidVersion, Version
 
 from envbisect import __version__
 from envbisect.core.candidates import file_version
+from envbisect.core.names import is_project_name
 from envbisect.errors import (
     IndexUnreachable,
     InfrastructureError,
@@ -181,6 +182,12 @@ class IndexClient:
 
         Raises ``UnknownPackage`` when no index and no folder has the project.
         """
+        if not is_project_name(name):  # it becomes part of a URL and of folder names
+            raise UsageError(
+                f"{name!r} is not a project name",
+                hint="a project name is letters, digits and . _ - (PEP 508)",
+                ref="bad-name",
+            )
         key = canonicalize_name(name)
         with self._locks(f"project:{key}"):
             if key not in self._memo:

@@ -39,7 +39,7 @@ from envbisect.index.source import IndexMetadataSource
 from envbisect.model import IndexConfig, InstalledDist
 from envbisect.modes.drive import drive
 from envbisect.modes.options import CommonOptions
-from envbisect.modes.outputs import lock_entries
+from envbisect.modes.outputs import inside, lock_entries
 from envbisect.modes.planning import RunPlanner, read_pins
 from envbisect.modes.session import Session, Want
 from envbisect.reporter import Reporter
@@ -341,7 +341,7 @@ def published_cells(spec: MatrixSpec, store: Store) -> list[dict[str, Any]]:
 def publish_matrix(spec: MatrixSpec, session: Session) -> list[Path]:
     """Write every published file of one matrix from the store; returns their paths."""
     results = session.opts.results
-    out = results / spec.name
+    out = inside(results, results / spec.name)
     out.mkdir(parents=True, exist_ok=True)
     cells = published_cells(spec, session.store)
     if not cells:
@@ -366,7 +366,7 @@ def publish_matrix(spec: MatrixSpec, session: Session) -> list[Path]:
             for c in mine:
                 versions: dict[str, str] = c["versions"]
                 slug = "__".join(f"{k}-{v}" for k, v in versions.items())
-                path = out / "locks" / f"py{py}" / f"{slug}.txt"
+                path = inside(out, out / "locks" / f"py{py}" / f"{slug}.txt")
                 path.parent.mkdir(parents=True, exist_ok=True)
                 installed = tuple(InstalledDist(**d) for d in c["installed"])
                 entries = lock_entries(installed, target, client, allow_sdist=False)
@@ -377,7 +377,7 @@ def publish_matrix(spec: MatrixSpec, session: Session) -> list[Path]:
                 c["lock"] = str(path.relative_to(out))
                 written.append(path)
             best = max(mine, key=lambda c: [Version(v) for v in c["versions"].values()])
-            rec = out / f"recommended-py{py}.txt"
+            rec = inside(out, out / f"recommended-py{py}.txt")
             rec.write_text((out / str(best["lock"])).read_text(), encoding="utf-8")
             written.append(rec)
     files = {

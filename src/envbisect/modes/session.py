@@ -20,8 +20,8 @@ from types import TracebackType
 from typing import Any
 
 import httpx
-from packaging.utils import canonicalize_name
 
+from envbisect.core.names import project_name
 from envbisect.core.outcome import failed, untestable
 from envbisect.core.report import ProbeRow, RunResult
 from envbisect.core.target import Target
@@ -198,7 +198,8 @@ class Session:
             },
             sort_keys=True,
         )
-        return f"{canonicalize_name(name)}-{hashlib.sha256(blob.encode()).hexdigest()[:8]}"
+        slug = project_name(name, what="--package")  # a folder under --results: never a path
+        return f"{slug}-{hashlib.sha256(blob.encode()).hexdigest()[:8]}"
 
     def result(self, *, package: str, candidates: int, run_id: str, **kw: Any) -> RunResult:
         """A result header: no answer until a mode finds one."""
