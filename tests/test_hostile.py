@@ -228,3 +228,29 @@ def test_output_paths_are_checked_to_stay_inside_results(tmp_path: Path) -> None
     for bad in (results / ".." / "x", Path("/tmp/x"), results / "link" / "x"):
         with pytest.raises(UsageError, match="outside --results"):
             inside(results, bad)
+
+
+def test_a_fake_dist_info_does_not_reach_the_lockfile(
+    hostile: HostileIndex, python: str, tmp_path: Path
+) -> None:
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover
+        import tomli as tomllib
+
+    repro = _repro(tmp_path, "evilpkg")
+    proc = envbisect(
+        "run", "--package", "evilpkg", "--repro", str(repro), "--json",
+        *_common(hostile.url(), python, tmp_path),
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(proc.stdout)
+    assert data["first_bad"] == "2.0"
+    run_dir = Path(data["report"]).parent
+    req = (run_dir / "requirements.txt").read_text()
+    lock = (run_dir / "pylock.toml").read_text()
+    for text in (req, lock, (run_dir / "report.md").read_text()):
+        assert "zz" not in text and "<script" not in text and "127.0.0.1:9" not in text
+    assert "evilpkg==1.0" in req
+    names = [p["name"] for p in tomllib.loads(lock)["packages"]]
+    assert names == ["evilpkg"]

@@ -15,17 +15,30 @@ Requests are counted per path in ``hits``.
 from __future__ import annotations
 
 import base64
+import hashlib
 import json
 import threading
 import time
+import zipfile
 from collections import Counter
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from urllib.parse import unquote
 
 from .index_server import LocalIndex
 
 JSON = "application/vnd.pypi.simple.v1+json"
+
+
+def _metadata(wheel: Path) -> bytes | None:
+    """The wheel's own METADATA: the top-level .dist-info's (not one under .data/)."""
+    with zipfile.ZipFile(wheel) as zf:
+        for name in zf.namelist():
+            top, _, rest = name.partition("/")
+            if top.endswith(".dist-info") and rest == "METADATA":
+                return zf.read(name)
+    return None
 
 
 @dataclass
@@ -78,6 +91,12 @@ class HostileIndex:
                         return
                     page = idx.source.json_page(project)
                     page["name"] = name
+                    for row in page["files"]:
+                        path = next(f.path for f in idx.source.files
+                                    if f.path.name == row["filename"])  # fmt: skip
+                        meta = _metadata(path)
+                        if meta is not None and "core-metadata" in row:
+                            row["core-metadata"] = {"sha256": hashlib.sha256(meta).hexdigest()}
                     body = json.dumps(page).encode()
                     if route == "trickle":
                         self._trickle(body)
@@ -110,7 +129,7 @@ class HostileIndex:
                         data = idx.tampered.get(name) or f.path.read_bytes()
                         self._send(200, "application/octet-stream", data)
                         return
-                    meta = f.core_metadata() if name == f"{f.path.name}.metadata" else None
+                    meta = _metadata(f.path) if name == f"{f.path.name}.metadata" else None
                     if meta is not None:
                         self._send(200, "application/octet-stream", meta)
                         return

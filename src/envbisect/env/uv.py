@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from envbisect.core.names import is_project_name, is_version
 from envbisect.core.outcome import untestable
 from envbisect.core.target import FACTS_SCRIPT, Target
 from envbisect.env import guard
@@ -379,7 +380,11 @@ def _venv_python(path: Path) -> Path:
 
 
 def read_installed(venv: Path) -> tuple[InstalledDist, ...]:
-    """What a venv holds, from its ``*.dist-info/METADATA`` files."""
+    """What a venv holds, from its ``*.dist-info/METADATA`` files.
+
+    Only entries with a PEP 503 name and a PEP 440 version: a wheel can install any file
+    (a fake ``.dist-info`` through ``.data/purelib``), and what is read here goes into the
+    store, reports and lockfiles, where a newline would become another line."""
     found: dict[str, InstalledDist] = {}
     parser = email.parser.HeaderParser()
     for site in _site_packages(venv):
@@ -390,7 +395,7 @@ def read_installed(venv: Path) -> tuple[InstalledDist, ...]:
             with meta.open(encoding="utf-8", errors="replace") as fh:
                 headers = parser.parse(fh)
             name, version = headers.get("Name"), headers.get("Version")
-            if name and version:
+            if name and version and is_project_name(name) and is_version(version):
                 found[name.lower()] = InstalledDist(name=str(name), version=str(version))
     return tuple(sorted(found.values(), key=lambda d: d.name.lower()))
 

@@ -13,6 +13,7 @@ from packaging.version import InvalidVersion, Version
 
 from envbisect import __version__
 from envbisect.core.candidates import file_version
+from envbisect.core.names import is_project_name, is_version
 from envbisect.core.report import LockEntry, RunResult, pylock, report_markdown, requirements_lock
 from envbisect.core.target import Target
 from envbisect.errors import EnvbisectError, UsageError
@@ -110,7 +111,8 @@ def lock_entries(
         index = pf.source if pf.source.startswith(("http://", "https://")) else None
         return LockEntry(name=name, version=version, index=index, files=tuple(files))
 
-    return [one(d) for d in installed]
+    # read_installed checked these already; a store written by an older envbisect did not.
+    return [one(d) for d in installed if is_project_name(d.name) and is_version(d.version)]
 
 
 def _safe_version(text: str) -> Version | None:
