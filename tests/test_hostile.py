@@ -254,3 +254,38 @@ def test_a_fake_dist_info_does_not_reach_the_lockfile(
     assert "evilpkg==1.0" in req
     names = [p["name"] for p in tomllib.loads(lock)["packages"]]
     assert names == ["evilpkg"]
+
+
+def test_a_trickling_index_meets_a_deadline(
+    hostile: HostileIndex, python: str, tmp_path: Path
+) -> None:
+    env = {**os.environ, "ENVBISECT_INDEX_DEADLINE": "4"}
+    start = time.monotonic()
+    proc = envbisect(
+        "versions", "authpkg", "--index-url", hostile.url("trickle"), "--python", python,
+        "--cache-dir", str(tmp_path / "cache"), env=env, timeout=60,
+    )  # fmt: skip
+    assert time.monotonic() - start < 30
+    assert_clean_error(proc, 3, "too slowly")
+    assert "[index-too-slow]" in proc.stderr
+
+
+def test_a_huge_page_is_stopped_at_the_cap(
+    hostile: HostileIndex, python: str, tmp_path: Path
+) -> None:
+    from envbisect.errors import InfrastructureError
+    from envbisect.index.client import IndexClient
+    from envbisect.model import IndexConfig
+
+    hostile.big_bytes = 48 << 20
+    cfg = IndexConfig(index_url=hostile.url("big"))
+    with IndexClient(cfg, max_page_bytes=8 << 20, retries=1) as client:
+        with pytest.raises(InfrastructureError, match="cap") as info:
+            client.project_files("authpkg")
+    assert info.value.ref == "index-page-too-big"
+    env = {**os.environ, "ENVBISECT_INDEX_MAX_BYTES": str(1 << 20)}
+    proc = envbisect(
+        "versions", "authpkg", "--index-url", hostile.url("big"), "--python", python,
+        "--cache-dir", str(tmp_path / "cache"), env=env,
+    )  # fmt: skip
+    assert_clean_error(proc, 3, "cap")
