@@ -279,9 +279,9 @@ def test_a_huge_page_is_stopped_at_the_cap(
 
     hostile.big_bytes = 48 << 20
     cfg = IndexConfig(index_url=hostile.url("big"))
-    with IndexClient(cfg, max_page_bytes=8 << 20, retries=1) as client:
-        with pytest.raises(InfrastructureError, match="cap") as info:
-            client.project_files("authpkg")
+    client = IndexClient(cfg, max_page_bytes=8 << 20, retries=1)
+    with client, pytest.raises(InfrastructureError, match="cap") as info:
+        client.project_files("authpkg")
     assert info.value.ref == "index-page-too-big"
     env = {**os.environ, "ENVBISECT_INDEX_MAX_BYTES": str(1 << 20)}
     proc = envbisect(
