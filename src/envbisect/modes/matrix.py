@@ -32,7 +32,7 @@ from envbisect.core.report import requirements_lock
 from envbisect.core.target import Target
 from envbisect.env.repro import Repro
 from envbisect.env.uvplan import UvFallback
-from envbisect.errors import UsageError
+from envbisect.errors import StoreError, UsageError
 from envbisect.index.client import IndexClient
 from envbisect.index.pytorch import OFFICIAL, variant_url
 from envbisect.index.source import IndexMetadataSource
@@ -205,6 +205,12 @@ def load_matrix(path: Path) -> MatrixSpec:
     shown = str(path)
     try:
         text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as e:
+        raise UsageError(
+            f"{shown}: not UTF-8 text (byte {e.start}: {e.reason})",
+            hint="a matrix file is TOML, which is UTF-8: save it as UTF-8",
+            ref="matrix-schema",
+        ) from e
     except OSError as e:
         raise UsageError(
             f"cannot read the matrix file {shown}: {e.strerror}",
@@ -343,15 +349,22 @@ def publish_matrix(spec: MatrixSpec, session: Session) -> list[Path]:
     results = session.opts.results
     out = inside(results, results / spec.name)
     out.mkdir(parents=True, exist_ok=True)
-    cells = published_cells(spec, session.store)
+    try:
+        cells = published_cells(spec, session.store)
+        run_file = out / "run.json"
+        run_meta = json.loads(run_file.read_text()) if run_file.is_file() else {}
+    except (ValueError, KeyError, TypeError, AttributeError) as e:
+        raise StoreError(
+            f"the matrix {spec.name} in {results} has damaged records ({type(e).__name__}: {e})",
+            hint=f"run it again (envbisect matrix {spec.path}), or pass another --results",
+            ref="store-damaged",
+        ) from e
     if not cells:
         raise UsageError(
             f"the store in {results} has no cell of the matrix {spec.name}",
             hint=f"run it first: envbisect matrix {spec.path}",
             ref="matrix-not-run",
         )
-    run_file = out / "run.json"
-    run_meta = json.loads(run_file.read_text()) if run_file.is_file() else {}
     axes = [a.package for a in spec.axes]
     probes = [*spec.probes, *([spec.repro] if spec.repro else [])]
     meta = {"name": spec.name, "description": spec.description, "axes": axes,
