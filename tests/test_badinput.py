@@ -83,3 +83,51 @@ def test_publish_from_a_damaged_store(tmp_path: Path) -> None:
     proc = envbisect("publish", str(path), "--results", str(results))
     assert_clean_error(proc, 3, "damaged")
     assert "[store-damaged]" in proc.stderr
+
+
+EVIL_REPRO = r"""
+import sys
+import raisy
+sys.stderr.write("\x1b[2J\x1b]0;owned\x07\x9b31m\r")
+try:
+    raisy.run()
+except ValueError:
+    raise ValueError("<img src=x onerror=alert(1)> | `` ``` broke\x1b[5m")
+"""
+
+
+def test_untrusted_text_is_stripped_for_the_terminal_and_escaped_for_markdown(
+    index: LocalIndex, python: str, tmp_path: Path
+) -> None:
+    import json
+
+    repro = tmp_path / "evil.py"
+    repro.write_text(EVIL_REPRO)
+    common = ["--index-url", index.url, "--python", python, "--results", str(tmp_path / "r")]
+    proc = envbisect("run", "--package", "raisy", "--repro", str(repro), "--json", *common)
+    assert proc.returncode == 0, proc.stderr
+    assert "\x1b" not in proc.stderr and "\x07" not in proc.stderr and "\x9b" not in proc.stderr
+    report = Path(json.loads(proc.stdout)["report"]).read_text()
+    assert "\x1b" not in report and "\x07" not in report
+    # Outside fenced code blocks (where HTML is not HTML), no raw markup.
+    outside, fence = [], ""
+    for line in report.splitlines():
+        if line.startswith("```") and (not fence or line == fence):
+            fence = "" if fence else line
+            continue
+        if not fence:
+            outside.append(line)
+    assert "<img" not in "\n".join(outside) and "&lt;img" in report
+    probe = envbisect("probe", "--with", "raisy==1.7.0", "--repro", str(repro), *common)
+    assert probe.returncode == 4
+    assert "\x1b" not in probe.stderr + probe.stdout and "owned" not in probe.stderr
+
+
+def test_table_md_escapes_what_it_is_given() -> None:
+    from envbisect.core.publish import markdown
+
+    meta = {"name": "m", "axes": ["a<script>", "b|c"], "description": "<script>x</script>",
+            "command": "x `y`", "probes": ["<i>p</i>"], "machine": "\x1b]0;t\x07h"}  # fmt: skip
+    text = markdown(meta, [])
+    assert "<script" not in text and "<i>" not in text and "\x1b" not in text
+    assert "&lt;script&gt;" in text

@@ -23,6 +23,7 @@ from envbisect.core.names import project_name
 from envbisect.errors import NoAnswer, UsageError
 from envbisect.model import OutcomeKind
 from envbisect.reporter import Reporter
+from envbisect.textsafe import for_terminal
 
 # envbisect probe: the environment was built and probed, and it does not pass (1 is kept
 # for "the question has no answer" in every mode).
@@ -69,7 +70,7 @@ def _print_result(ctx: Context, res: Any, lines: list[str]) -> None:
         print(json.dumps(to_json(res), indent=2))
         return
     for line in lines:
-        print(line)
+        print(for_terminal(line))
     if res.lock_path:
         print(f"known-good lockfile: {res.lock_path}")
     print(f"report: {res.report_path}")
@@ -92,7 +93,7 @@ def no_answer(ctx: Context, res: Any, why: NoAnswer | None = None) -> int:
     if ctx.args.json:
         print(json.dumps({**to_json(res), "error": error_json(why)}, indent=2))
     else:
-        print(print_line)
+        print(for_terminal(print_line))
         print(f"report: {res.report_path}")
     print_error(why)
     return 1
@@ -253,8 +254,8 @@ def cmd_probe(ctx: Context) -> int:
         for rep in reports:
             print(json.dumps(rep, sort_keys=True))
         if o.kind is not OutcomeKind.PASS and o.detail:
-            ctx.console.print(o.detail, markup=False, highlight=False)
-        print(o.describe())
+            ctx.console.print(for_terminal(o.detail), markup=False, highlight=False)
+        print(for_terminal(o.describe()))
     return 0 if o.kind is OutcomeKind.PASS else EXIT_PROBE_FAILED
 
 
