@@ -32,6 +32,10 @@ def base(index: LocalIndex, python: str, tmp_path: Path) -> list[str]:
         (["--extra-index-url", "http://127.0.0.1/a b"], "not an http(s) or file URL", "bad-url"),
         (["--package", "evil\nname"], "is not a project name", "bad-name"),
         (["--package", ""], "nothing to bisect", "bad-usage"),
+        (["--index-url", ""], "not an http(s) or file URL", "bad-url"),
+        (["--find-links", ""], "no such folder", "bad-find-links"),
+        (["--jobs", "100000"], "at most 256", "bad-usage"),
+        (["--index-url", "http://127.0.0.1:99999/simple"], "Port out of range", "bad-url"),
     ],
 )
 def test_bad_run_flags(base: list[str], args: list[str], needle: str, ref: str) -> None:

@@ -52,6 +52,16 @@ def count(text: str) -> int:
     return value
 
 
+MAX_JOBS = 256
+
+
+def jobs(text: str) -> int:
+    value = count(text)
+    if value > MAX_JOBS:
+        raise argparse.ArgumentTypeError(f"must be at most {MAX_JOBS}")
+    return value
+
+
 def _probability(text: str) -> float:
     try:
         value = float(text)
@@ -198,7 +208,7 @@ JSON = opt("--json", action="store_true", help="print one JSON object on stdout"
 
 JOBS = opt(
     "--jobs",
-    type=count,
+    type=jobs,
     default=1,
     metavar="K",
     help="probe K environments at once, built and run in parallel (a bisection splits "
@@ -262,6 +272,8 @@ def attach(parser: argparse.ArgumentParser, *opts: Opt | Iterable[Opt]) -> None:
 
 
 def indexes(args: argparse.Namespace) -> IndexConfig:
+    if getattr(args, "index_url", None) == "":
+        check_url("--index-url", "")  # not PyPI by default: an empty flag is a mistake
     url = (
         getattr(args, "index_url", None)
         or os.environ.get("UV_DEFAULT_INDEX")
@@ -276,7 +288,7 @@ def indexes(args: argparse.Namespace) -> IndexConfig:
         if "://" in p:
             check_url("--find-links", p)
             links.append(p)
-        elif not Path(p).is_dir():
+        elif not p or not Path(p).is_dir():
             raise UsageError(
                 f"--find-links {p}: no such folder",
                 hint="pass a folder of wheels (or a URL); every environment would be untestable",
