@@ -41,10 +41,28 @@ def _owned_by(pid: int) -> list[int]:
     return found
 
 
-def _wait_gone(pid: int, envs: Path, timeout: float = 10.0) -> tuple[list[int], list[Path]]:
+def _running(needle: str) -> list[int]:
+    """Processes (not zombies) whose command line mentions ``needle`` (a repro's path)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as fh:
+                cmd = fh.read()
+            with open(f"/proc/{entry}/stat", "rb") as fh:
+                state = fh.read().rsplit(b")", 1)[-1].split()[0]
+        except OSError:
+            continue
+        if state != b"Z" and needle.encode() in cmd and int(entry) != os.getpid():
+            found.append(int(entry))
+    return found
+
+
+def _wait_gone(
+    pid: int, envs: Path, timeout: float = 10.0, needle: str = ""
+) -> tuple[list[int], list[Path]]:
     deadline = time.monotonic() + timeout
     while True:
-        alive = _owned_by(pid)
+        alive = _owned_by(pid) + (_running(needle) if needle else [])
         left = [p for p in envs.iterdir()] if envs.is_dir() else []
         if (not alive and not left) or time.monotonic() > deadline:
             return alive, left
@@ -88,7 +106,7 @@ def test_sigterm_and_sighup_take_ctrl_c_path(
     while "probing 1.5.0" not in seen and time.monotonic() < deadline:
         seen += proc.stderr.readline()
     time.sleep(1.5)
-    assert _owned_by(proc.pid), "the hanging probe should be running"
+    assert _owned_by(proc.pid) and _running(str(repro)), "the hanging probe should be running"
     proc.send_signal(sig)
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == code, err
@@ -97,18 +115,19 @@ def test_sigterm_and_sighup_take_ctrl_c_path(
     errors = [ln for ln in lines if ln.startswith("error: ")]
     assert len(errors) == 1 and errors[0].startswith(f"error: {sig.name}"), err
     assert len([ln for ln in lines if ln.startswith("hint: ")]) == 1
-    alive, left = _wait_gone(proc.pid, results / ".envs")
+    alive, left = _wait_gone(proc.pid, results / ".envs", needle=str(repro))
     assert not alive and not left, (alive, left)
     assert _stored(results) == 1  # 1.0.0 finished; the hanging one is not half-stored
 
 
-@pytest.mark.parametrize("jobs", ["1", "2"])
+@pytest.mark.parametrize(("jobs", "executor"), [("1", "local"), ("2", "local"), ("2", "process")])
 def test_sigkill_leaves_no_probe_and_no_environment(
-    index: LocalIndex, python: str, tmp_path: Path, jobs: str
+    index: LocalIndex, python: str, tmp_path: Path, jobs: str, executor: str
 ) -> None:
     results = tmp_path / "r"
     repro = write_repro(tmp_path, "hangy")
-    args = _args(index, python, results, repro, "--package", "hangy", "--jobs", jobs)
+    args = _args(index, python, results, repro, "--package", "hangy", "--jobs", jobs,
+                 "--executor", executor)  # fmt: skip
     proc = _start([*args, "--timeout", "120"])
     assert proc.stderr is not None
     seen, deadline = "", time.monotonic() + 120
@@ -116,9 +135,10 @@ def test_sigkill_leaves_no_probe_and_no_environment(
         seen += proc.stderr.readline()
     time.sleep(1.5)
     assert _owned_by(proc.pid)
+    assert _running(str(repro)), "the hanging probe should be running"
     proc.kill()
     proc.communicate(timeout=30)
-    alive, left = _wait_gone(proc.pid, results / ".envs")
+    alive, left = _wait_gone(proc.pid, results / ".envs", needle=str(repro))
     assert not alive, f"probes outlived SIGKILL: {alive}"
     assert not left, f"environments outlived SIGKILL: {left}"
     again = envbisect(*args, "--timeout", "3", "--json")
@@ -228,7 +248,7 @@ def test_kill_at_random_moments_then_rerun(
         assert "Traceback" not in err
         if proc.returncode not in (0, -signal.SIGKILL):
             assert proc.returncode == 128 + sig, err
-        alive, left = _wait_gone(proc.pid, results / ".envs")
+        alive, left = _wait_gone(proc.pid, results / ".envs", needle=str(repro))
         assert not alive and not left, (sig, alive, left)
     before = _stored(results) if (results / "envbisect.db").exists() else 0
     again = envbisect(*args)

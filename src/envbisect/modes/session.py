@@ -25,6 +25,7 @@ from envbisect.core.names import project_name
 from envbisect.core.outcome import failed, untestable
 from envbisect.core.report import ProbeRow, RunResult
 from envbisect.core.target import Target
+from envbisect.env import guard
 from envbisect.env.repro import Repro
 from envbisect.env.uv import find_python, find_uv, inspect_target
 from envbisect.env.worker import ProbeTask, check_native_backtrace, run_task
@@ -153,6 +154,7 @@ class Session:
     @property
     def executor(self) -> Executor:
         if self._executor is None:
+            guard.token()  # worker processes inherit the owner's tag: they die with it
             self._executor = make_executor(self.opts.executor, self.opts.jobs)
         return self._executor
 
