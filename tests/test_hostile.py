@@ -137,7 +137,7 @@ def test_credentials_stay_off_argv_store_and_reports(
         leaked = [c for pid, c in seen.items() if SECRET.encode() in c and pid != proc.pid]
         assert not leaked, f"the password is on a command line: {leaked}"
         assert SECRET not in out + err
-        for f in _files_under(tmp_path / "r"):
+        for f in [*_files_under(tmp_path / "r"), *_files_under(tmp_path / "cache")]:
             assert SECRET.encode() not in f.read_bytes(), f
         assert (tmp_path / "r" / "envbisect.db").is_file()
 
@@ -160,6 +160,7 @@ def test_credentials_stay_off_argv_store_and_reports(
         )  # fmt: skip
         assert_clean_error(proc2, 3, "credentials")
         assert "[index-auth]" in proc2.stderr and "wrong" not in proc2.stderr
+        assert "refused uv's credentials" in proc2.stderr  # the metadata came from the cache
     finally:
         hostile.auth = None
         hostile.file_delay = 0.0
