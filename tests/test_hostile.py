@@ -284,6 +284,12 @@ def test_a_huge_page_is_stopped_at_the_cap(
     with client, pytest.raises(InfrastructureError, match="cap") as info:
         client.project_files("authpkg")
     assert info.value.ref == "index-page-too-big"
+    # No Content-Length, a body without end: read up to the cap, then the connection dropped.
+    client = IndexClient(IndexConfig(index_url=hostile.url("endless")), max_page_bytes=4 << 20)
+    with client, pytest.raises(InfrastructureError, match="cap"):
+        client.project_files("authpkg")
+    time.sleep(0.5)
+    assert hostile.hits["endless bytes"] < 64 << 20  # the server was stopped, not drained
     env = {**os.environ, "ENVBISECT_INDEX_MAX_BYTES": str(1 << 20)}
     proc = envbisect(
         "versions", "authpkg", "--index-url", hostile.url("big"), "--python", python,

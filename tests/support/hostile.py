@@ -9,6 +9,7 @@ Routes besides /simple/<project>/ and /files/<name>:
     /any/<anything>/     a page for any name at all, listing the files of ``any_project``
     /trickle/<project>/  a page sent one byte every ``trickle_every`` seconds
     /big/<project>/      a JSON page padded to ``big_bytes`` bytes
+    /endless/<project>/  a 200 with no Content-Length that never ends (until the client goes)
 Requests are counted per path in ``hits``.
 """
 
@@ -83,6 +84,9 @@ class HostileIndex:
                 if len(parts) == 2 and parts[0] == "files":
                     self._file(parts[1])
                     return
+                if len(parts) == 2 and parts[0] == "endless":
+                    self._endless()
+                    return
                 if len(parts) == 2 and parts[0] in ("simple", "any", "trickle", "big"):
                     route, name = parts
                     project = idx.any_project if route == "any" else name
@@ -134,6 +138,19 @@ class HostileIndex:
                         self._send(200, "application/octet-stream", meta)
                         return
                 self._send(404, "text/plain", b"not found")
+
+            def _endless(self) -> None:
+                self.send_response(200)
+                self.send_header("Content-Type", JSON)
+                self.end_headers()
+                chunk = b'{"files": [' + b" " * (1 << 20)
+                try:
+                    for _ in range(2000):  # 2 GB at most, if nobody hangs up
+                        self.wfile.write(chunk)
+                        with idx.lock:
+                            idx.hits["endless bytes"] += len(chunk)
+                except OSError:
+                    return
 
             def _trickle(self, body: bytes) -> None:
                 self.send_response(200)
