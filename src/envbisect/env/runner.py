@@ -8,6 +8,11 @@ Probes may run in worker threads (``--jobs``). Their process groups are not in t
 foreground group, so Ctrl-C reaches only envbisect: the main thread then calls
 ``interrupt_all()``, which kills every live group and makes every ``run_process`` in flight or
 about to start raise ``KeyboardInterrupt`` (nothing half-seen is classified or stored).
+
+Processes that leave the group (``setsid``, double forks) are found by the tag every probe
+carries in its environment and killed when the probe ends; if envbisect itself dies, its
+watchdog kills what it started (``guard``). uv runs through ``run_captured``, in a group of
+its own that ``interrupt_all`` kills too.
 """
 
 from __future__ import annotations
