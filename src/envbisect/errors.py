@@ -16,7 +16,8 @@ every instance carries a stable kebab-case reference, a one-line message and a h
     │   ├── UvMissing
     │   ├── DiskFull
     │   └── StoreError
-    └── Interrupted                     exit 130: Ctrl-C; the store keeps every finished probe
+    └── Interrupted                     exit 130: Ctrl-C (143 SIGTERM, 129 SIGHUP, set by the
+                                                CLI); the store keeps every finished probe
 """
 
 from __future__ import annotations

@@ -17,6 +17,8 @@ from typing import Any
 from packaging.utils import canonicalize_name
 from packaging.version import Version
 
+from envbisect.redact import strip_credentials
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class DistFile:
@@ -146,13 +148,15 @@ class IndexConfig:
     torch_index: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
+        """The stored and hashed form: URLs without their credentials, so that no password
+        reaches the store, a report or an id, and a new password keeps every id."""
         out: dict[str, Any] = {
-            "index_url": self.index_url,
-            "extra_index_urls": list(self.extra_index_urls),
-            "find_links": list(self.find_links),
+            "index_url": strip_credentials(self.index_url),
+            "extra_index_urls": [strip_credentials(u) for u in self.extra_index_urls],
+            "find_links": [strip_credentials(u) for u in self.find_links],
         }
         if self.torch_index:
-            out["torch_index"] = self.torch_index
+            out["torch_index"] = strip_credentials(self.torch_index)
         return out
 
 

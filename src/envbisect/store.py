@@ -130,7 +130,9 @@ class Store:
             row = cur.fetchone()
             if row is None:
                 return None
-            return _from_row(dict(zip([c[0] for c in cur.description], row, strict=True)))
+            return _from_row_checked(
+                dict(zip([c[0] for c in cur.description], row, strict=True)), self.path
+            )
         except sqlite3.Error as e:
             raise _translate(e, self.path) from e
 
@@ -186,15 +188,34 @@ class Store:
             raise _translate(e, self.path) from e
 
     def cells(self, matrix: str) -> list[dict[str, Any]]:
-        cur = self._db.execute("SELECT * FROM matrix_cells WHERE matrix = ?", (matrix,))
-        names = [c[0] for c in cur.description]
-        return [dict(zip(names, row, strict=True)) for row in cur]
+        try:
+            cur = self._db.execute("SELECT * FROM matrix_cells WHERE matrix = ?", (matrix,))
+            names = [c[0] for c in cur.description]
+            return [dict(zip(names, row, strict=True)) for row in cur]
+        except sqlite3.Error as e:
+            raise _translate(e, self.path) from e
 
     def all(self) -> Iterator[ProbeRecord]:
-        cur = self._db.execute("SELECT * FROM probes ORDER BY id")
-        names = [c[0] for c in cur.description]
-        for row in cur:
-            yield _from_row(dict(zip(names, row, strict=True)))
+        try:
+            cur = self._db.execute("SELECT * FROM probes ORDER BY id")
+            names = [c[0] for c in cur.description]
+            rows = [dict(zip(names, row, strict=True)) for row in cur]
+        except sqlite3.Error as e:
+            raise _translate(e, self.path) from e
+        for row in rows:
+            yield _from_row_checked(row, self.path)
+
+
+def _from_row_checked(row: dict[str, Any], path: Path) -> ProbeRecord:
+    try:
+        return _from_row(row)
+    except (KeyError, ValueError, TypeError, AttributeError) as e:
+        raise StoreError(
+            f"the results database {path} holds a damaged row ({type(e).__name__}: {e})",
+            hint="move the database aside (finished probes in it are lost) or pass another "
+            "--results directory",
+            ref="store-damaged",
+        ) from e
 
 
 def _from_row(row: dict[str, Any]) -> ProbeRecord:
@@ -253,6 +274,13 @@ def _translate(e: Exception, path: Path) -> StoreError | DiskFull:
         )
     if isinstance(e, StoreError):
         return e
+    if isinstance(e, sqlite3.OperationalError) and "no such" in text:
+        return StoreError(
+            f"the results database {path} is damaged: {text}",
+            hint="move it aside (finished probes in it are lost) or pass another --results "
+            "directory",
+            ref="store-damaged",
+        )
     return StoreError(
         f"cannot use the results database {path}: {text}",
         hint="check that the --results directory is writable and not on a network file system",

@@ -19,9 +19,11 @@ from rich.console import Console
 
 from envbisect.cli.display import STYLE, escape
 from envbisect.cli.options import common_options, extras
+from envbisect.core.names import project_name
 from envbisect.errors import NoAnswer, UsageError
 from envbisect.model import OutcomeKind
 from envbisect.reporter import Reporter
+from envbisect.textsafe import for_terminal
 
 # envbisect probe: the environment was built and probed, and it does not pass (1 is kept
 # for "the question has no answer" in every mode).
@@ -68,7 +70,7 @@ def _print_result(ctx: Context, res: Any, lines: list[str]) -> None:
         print(json.dumps(to_json(res), indent=2))
         return
     for line in lines:
-        print(line)
+        print(for_terminal(line))
     if res.lock_path:
         print(f"known-good lockfile: {res.lock_path}")
     print(f"report: {res.report_path}")
@@ -102,7 +104,7 @@ def no_answer(ctx: Context, res: Any, why: NoAnswer | None = None) -> int:
     if ctx.args.json:
         print(json.dumps({**to_json(res), "error": error_json(why)}, indent=2))
     else:
-        print(print_line)
+        print(for_terminal(print_line))
         print(f"report: {res.report_path}")
     print_error(why)
     return 1
@@ -122,6 +124,7 @@ def cmd_run(ctx: Context) -> int:
             "--good 2025-01-01 --bad 2025-09-01)",
             ref="bad-usage",
         )
+    project_name(a.package, what="--package")  # before anything is read, built or written
     repro = _repro(ctx, default_for=a.package, pins=bool(a.pins))
     opts = RunOptions(
         package=a.package,
@@ -266,8 +269,8 @@ def cmd_probe(ctx: Context) -> int:
         for rep in reports:
             print(json.dumps(rep, sort_keys=True))
         if o.kind is not OutcomeKind.PASS and o.detail:
-            ctx.console.print(o.detail, markup=False, highlight=False)
-        print(o.describe())
+            ctx.console.print(for_terminal(o.detail), markup=False, highlight=False)
+        print(for_terminal(o.describe()))
     return 0 if o.kind is OutcomeKind.PASS else EXIT_PROBE_FAILED
 
 
@@ -397,6 +400,7 @@ def _target(session: Any, args: argparse.Namespace) -> Any:
 
 def cmd_matrix(ctx: Context) -> int:
     from envbisect.modes.matrix import load_matrix, matrix_options, publish_matrix, run_matrix
+    from envbisect.modes.outputs import inside
     from envbisect.modes.session import Session
 
     a = ctx.args
@@ -419,7 +423,7 @@ def cmd_matrix(ctx: Context) -> int:
         "full": a.full,
         "jobs": a.jobs,
     }
-    out = common.results / spec.name
+    out = inside(common.results, common.results / spec.name)
     out.mkdir(parents=True, exist_ok=True)
     (out / "run.json").write_text(json.dumps(run_meta, indent=2) + "\n", encoding="utf-8")
     with Session(matrix_options(spec, common), ctx.reporter) as session:

@@ -11,6 +11,7 @@ from envbisect.errors import EnvbisectError
 from envbisect.model import Outcome, OutcomeKind
 from envbisect.redact import mask_text
 from envbisect.reporter import Reporter
+from envbisect.textsafe import for_terminal
 
 STYLE = {
     OutcomeKind.PASS: "green",
@@ -22,7 +23,8 @@ STYLE = {
 
 
 def escape(text: str) -> str:
-    return text.replace("[", "\\[")
+    """Untrusted text for a rich markup string: no markup, no terminal control sequence."""
+    return for_terminal(text).replace("[", "\\[")
 
 
 class RichReporter(Reporter):
@@ -33,12 +35,14 @@ class RichReporter(Reporter):
         self.step = 0
 
     def message(self, text: str) -> None:
-        self.console.print(text, markup=False, highlight=False)
+        self.console.print(for_terminal(text), markup=False, highlight=False)
 
     def candidates(self, package: str, in_range: int, untestable: int, target: str) -> None:
         extra = f", {untestable} without an installable file" if untestable else ""
         self.console.print(
-            f"envbisect: {in_range} candidate versions of {package} for {target}{extra}",
+            for_terminal(
+                f"envbisect: {in_range} candidate versions of {package} for {target}{extra}"
+            ),
             markup=False,
             highlight=False,
         )

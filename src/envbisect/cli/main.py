@@ -3,19 +3,24 @@
 Errors become one ``error:`` line (ending in the error's stable reference) and one ``hint:``
 line on stderr, and the exit code of their class (errors.py); with ``--json`` the error is
 also an ``error`` object on stdout. Exit codes: 0 done, 1 no answer, 2 bad usage,
-3 infrastructure, 4 ``envbisect probe``: the environment does not pass, 130 Ctrl-C, 141 stdout
-closed by its reader (``| head``: nothing more is printed, no traceback).
+3 infrastructure, 4 ``envbisect probe``: the environment does not pass, 130 Ctrl-C, 143
+SIGTERM, 129 SIGHUP, 141 stdout closed by its reader (``| head``: nothing more is printed, no
+traceback). SIGTERM and SIGHUP (``timeout``, ``docker stop``, CI cancellation, a closed
+terminal) take Ctrl-C's path: every live probe group is killed, finished probes are kept; the
+exit code is the shell's 128 + signal number, so the caller sees which signal ended it.
 Heavy modules are imported inside the commands so that ``envbisect --help`` starts fast.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import shlex
 import signal
 import sys
+import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import NoReturn
@@ -207,15 +212,48 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+class _Signalled(KeyboardInterrupt):
+    """SIGTERM or SIGHUP, raised in the main thread where Ctrl-C would be."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+_received: list[int] = []
+_FORWARDED = (signal.SIGTERM, signal.SIGHUP)
+
+
+def _on_signal(signum: int, frame: object) -> None:
+    if _received:
+        return  # already winding down: let the cleanup finish
+    _received.append(signum)
+    raise _Signalled(signum)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     try:
-        return _main(argv)
+        return _guarded(argv)
     except BrokenPipeError:
         # stdout closed early (``| head``): end quietly, as a shell pipeline's reader expects;
         # point stdout at /dev/null so the interpreter's last flush does not complain.
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return 128 + signal.SIGPIPE
+
+
+def _guarded(argv: Sequence[str] | None) -> int:
+    """SIGTERM and SIGHUP take Ctrl-C's path while a command runs (main thread only)."""
+    if threading.current_thread() is not threading.main_thread():
+        return _main(argv)
+    _received.clear()
+    saved = {s: signal.signal(s, _on_signal) for s in _FORWARDED}
+    try:
+        return _main(argv)
+    finally:
+        for s, handler in saved.items():
+            with contextlib.suppress(TypeError, ValueError):
+                signal.signal(s, handler)
 
 
 def _main(argv: Sequence[str] | None) -> int:
@@ -253,6 +291,10 @@ def _main(argv: Sequence[str] | None) -> int:
 
 
 def _fail(args: argparse.Namespace, err: EnvbisectError) -> int:
+    if isinstance(err, Interrupted) and _received:
+        sig = signal.Signals(_received[0])
+        err.exit_code = 128 + sig.value
+        err.message = f"{sig.name} received: {err.message}"
     if getattr(args, "json", False):
         print(json.dumps({"status": "error", "error": error_json(err)}, indent=2))
     print_error(err)

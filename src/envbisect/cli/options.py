@@ -9,6 +9,7 @@ default where the same flag means the same thing in other words (``--python`` of
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import sys
 from collections.abc import Iterable
@@ -24,13 +25,20 @@ from envbisect.modes.options import CommonOptions
 DEFAULT_INDEX = "https://pypi.org/simple"
 
 
+MIN_TIMEOUT = 1.0  # below this a probe cannot even start Python
+
+
 def _positive(text: str) -> float:
     try:
         value = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a finite number of seconds")
     if value <= 0:
         raise argparse.ArgumentTypeError("must be more than 0 seconds")
+    if value < MIN_TIMEOUT:
+        raise argparse.ArgumentTypeError(f"must be at least {MIN_TIMEOUT:g} second")
     return value
 
 
@@ -51,6 +59,16 @@ def count0(text: str) -> int:
         raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
     if value < 0:
         raise argparse.ArgumentTypeError("must be 0 or more")
+    return value
+
+
+MAX_JOBS = 256
+
+
+def jobs(text: str) -> int:
+    value = count(text)
+    if value > MAX_JOBS:
+        raise argparse.ArgumentTypeError(f"must be at most {MAX_JOBS}")
     return value
 
 
@@ -200,7 +218,7 @@ JSON = opt("--json", action="store_true", help="print one JSON object on stdout"
 
 JOBS = opt(
     "--jobs",
-    type=count,
+    type=jobs,
     default=1,
     metavar="K",
     help="probe K environments at once, built and run in parallel (a bisection splits "
@@ -286,20 +304,55 @@ def attach(parser: argparse.ArgumentParser, *opts: Opt | Iterable[Opt]) -> None:
 
 
 def indexes(args: argparse.Namespace) -> IndexConfig:
+    if getattr(args, "index_url", None) == "":
+        check_url("--index-url", "")  # not PyPI by default: an empty flag is a mistake
     url = (
         getattr(args, "index_url", None)
         or os.environ.get("UV_DEFAULT_INDEX")
         or os.environ.get("UV_INDEX_URL")
         or DEFAULT_INDEX
     )
+    extra = tuple(getattr(args, "extra_index_url", ()))
+    for flag, u in (("--index-url", url), *(("--extra-index-url", e) for e in extra)):
+        check_url(flag, u)
+    links = []
+    for p in getattr(args, "find_links", ()):
+        if "://" in p:
+            check_url("--find-links", p)
+            links.append(p)
+        elif not p or not Path(p).is_dir():
+            raise UsageError(
+                f"--find-links {p}: no such folder",
+                hint="pass a folder of wheels (or a URL); every environment would be untestable",
+                ref="bad-find-links",
+            )
+        else:
+            links.append(str(Path(p).resolve()))
     return IndexConfig(
         index_url=url,
-        extra_index_urls=tuple(getattr(args, "extra_index_url", ())),
-        find_links=tuple(
-            str(Path(p).resolve()) if "://" not in p else p for p in getattr(args, "find_links", ())
-        ),
+        extra_index_urls=extra,
+        find_links=tuple(links),
         torch_index=_torch_index(args),
     )
+
+
+def check_url(flag: str, url: str) -> None:
+    """An index URL httpx and uv can use: http(s) or file, with a host, well formed."""
+    from urllib.parse import urlsplit
+
+    from envbisect.redact import mask_text as mask_url  # urlsplit may be what fails
+
+    hint = "an index URL looks like https://pypi.org/simple (user:password@ before the host)"
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018  (raises on a bad port)
+    except ValueError as e:
+        raise UsageError(f"{flag} {mask_url(url)!r} is not a URL ({e})", hint=hint,
+                         ref="bad-url") from None  # fmt: skip
+    ok = (parts.scheme in ("http", "https") and parts.hostname) or parts.scheme == "file"
+    if not ok or any(c.isspace() or ord(c) < 32 for c in url):
+        raise UsageError(f"{flag} {mask_url(url)!r} is not an http(s) or file URL", hint=hint,
+                         ref="bad-url")  # fmt: skip
 
 
 def _torch_index(args: argparse.Namespace) -> str | None:

@@ -37,6 +37,7 @@ from typing import Any
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
+from envbisect.core.names import SLUG, is_project_name
 from envbisect.errors import UsageError
 
 SELECT_RULES = ("all", "minor-latest", "major-latest")
@@ -152,7 +153,7 @@ def parse_matrix(data: Mapping[str, Any], *, path: Path) -> MatrixSpec:
         if extra:
             raise bad(f"{where} {sorted(extra)[0]}", f"one of {', '.join(sorted(_AXIS_KEYS))}")
         package = a.get("package")
-        if not isinstance(package, str) or not package:
+        if not isinstance(package, str) or not is_project_name(package):
             raise bad(f"{where} package", "a package name", package)
         versions = a.get("versions", [])
         if not isinstance(versions, list) or not all(isinstance(v, str) for v in versions):
@@ -188,8 +189,13 @@ def parse_matrix(data: Mapping[str, Any], *, path: Path) -> MatrixSpec:
     names = [a.package.lower() for a in axes]
     if len(set(names)) != len(names):
         raise bad("[[axis]] package", "each package on one axis only")
+    name = string("name", None) or path.stem
+    if not SLUG.fullmatch(name):
+        raise bad(
+            "[matrix] name", "a plain name (letters, digits, . _ -): a folder of --results", name
+        )
     return MatrixSpec(
-        name=string("name", None) or path.stem,
+        name=name,
         path=path,
         description=string("description", "") or "",
         python=strings("python"),

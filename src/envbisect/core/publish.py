@@ -19,6 +19,9 @@ from typing import Any
 
 from packaging.version import InvalidVersion, Version
 
+from envbisect.textsafe import md_code
+from envbisect.textsafe import md_text as _md
+
 Cell = Mapping[str, Any]
 
 # state/kind -> (CSS class, short text, colour)
@@ -112,28 +115,32 @@ def grid(cells: Sequence[Cell], axes: Sequence[str]) -> list[dict[str, Any]]:
 
 
 def markdown(meta: Mapping[str, Any], cells: Sequence[Cell]) -> str:
+    # Every value may come from a matrix file, an index or a store: escaped for Markdown.
     axes = meta["axes"]
-    lines = [f"# {meta['name']}", ""]
+    lines = [f"# {_md(str(meta['name']))}", ""]
     if meta.get("description"):
-        lines += [meta["description"], ""]
+        lines += [_md(str(meta["description"])), ""]
     lines += [
-        f"- command: `{meta.get('command', '')}`",
-        f"- measured: {meta.get('measured', '?')} on {meta.get('machine', '?')}",
-        f"- probes: {', '.join(meta.get('probes', []))}",
-        f"- cells: {_counts_text(cells)}",
+        f"- command: {md_code(str(meta.get('command', '')))}",
+        f"- measured: {_md(str(meta.get('measured', '?')))} "
+        f"on {_md(str(meta.get('machine', '?')))}",
+        f"- probes: {_md(', '.join(meta.get('probes', [])))}",
+        f"- cells: {_md(_counts_text(cells))}",
         "",
     ]
     for sect in grid(cells, axes):
-        col_axis = axes[1] if len(axes) > 1 else ""
-        lines += [f"## {sect['title']}", "", f"rows: {axes[0]}; columns: {col_axis}", ""]
-        lines.append("| " + f"{axes[0]} \\ {col_axis} | " + " | ".join(sect["cols"]) + " |")
+        col_axis = _md(axes[1]) if len(axes) > 1 else ""
+        lines += [f"## {_md(str(sect['title']))}", "",
+                  f"rows: {_md(axes[0])}; columns: {col_axis}", ""]  # fmt: skip
+        head = " | ".join(_md(str(c)) for c in sect["cols"])
+        lines.append("| " + f"{_md(axes[0])} \\ {col_axis} | " + head + " |")
         lines.append("|---" * (len(sect["cols"]) + 1) + "|")
         for r in sect["rows"]:
             row = [
-                short(sect["cells"][(r, c)]) if (r, c) in sect["cells"] else ""
+                _md(short(sect["cells"][(r, c)])) if (r, c) in sect["cells"] else ""
                 for c in sect["cols"]
             ]
-            lines.append(f"| **{r}** | " + " | ".join(row) + " |")
+            lines.append(f"| **{_md(str(r))}** | " + " | ".join(row) + " |")
         lines.append("")
     lines += [
         "Legend: ✅ pass, ❌ fail (a Python error), 💥 crash (killed by a signal), ⏱ timeout, "

@@ -17,6 +17,7 @@ from packaging.version import InvalidVersion, Version
 
 from envbisect import __version__
 from envbisect.model import DistFile, InstalledDist, Outcome
+from envbisect.textsafe import md_block, md_code, md_text
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -205,11 +206,11 @@ def env_diff(
 
 def report_markdown(res: RunResult, *, when: datetime | None = None) -> str:
     when = when or datetime.now(timezone.utc)
-    lines = [f"# envbisect: {res.package}", "", f"**{verdict_line(res)}**", ""]
+    lines = [f"# envbisect: {_md(res.package)}", "", f"**{_md(verdict_line(res))}**", ""]
     lines += [
-        f"- command: `{res.command}`",
-        f"- repro: `{res.repro}`",
-        f"- target: {res.target}",
+        f"- command: {md_code(res.command)}",
+        f"- repro: {md_code(res.repro)}",
+        f"- target: {_md(res.target)}",
         f"- candidates in range: {res.candidates}; environments built this run: "
         f"{sum(1 for r in res.rows if not r.reused and r.build_seconds > 0)}; "
         f"outcomes reused from the store: {sum(1 for r in res.rows if r.reused)}",
@@ -235,31 +236,25 @@ def report_markdown(res: RunResult, *, when: datetime | None = None) -> str:
             notes.append(r.note)
         extra = "; ".join(notes)
         lines.append(
-            f"| {i} | {r.version} | {_md(r.outcome.describe())} | {r.verdict} | "
+            f"| {i} | {_md(r.version)} | {_md(r.outcome.describe())} | {_md(r.verdict)} | "
             f"{r.build_seconds:.1f} | {r.probe_seconds:.1f} | {_md(extra)} |"
         )
     lines += _search_section(res)
     if res.skipped:
         lines += ["", "## Untestable without building", ""]
-        lines += [f"- {v}: {why}" for v, why in res.skipped]
+        lines += [f"- {_md(v)}: {_md(why)}" for v, why in res.skipped]
     good = res.row(res.last_old if res.direction == "regression" else res.first_new)
     bad = res.row(res.first_new if res.direction == "regression" else res.last_old)
     if res.status != "no-answer" and good and bad:
         lines += ["", "## The boundary", ""]
-        lines += [
-            f"### {bad.version}: {bad.outcome.describe()}",
-            "",
-            "```",
-            bad.outcome.detail or "(no output)",
-            "```",
-            "",
-        ]
-        lines += [f"### {good.version}: {good.outcome.describe()}", ""]
+        lines += [f"### {_md(bad.version)}: {_md(bad.outcome.describe())}", ""]
+        lines += [*md_block(bad.outcome.detail or "(no output)"), ""]
+        lines += [f"### {_md(good.version)}: {_md(good.outcome.describe())}", ""]
         lines += ["## What differs between the two environments", ""]
         diff = env_diff(good.installed, bad.installed)
         if diff:
             lines += ["| package | working | failing |", "|---|---|---|"]
-            lines += [f"| {n} | {a or '-'} | {b or '-'} |" for n, a, b in diff]
+            lines += [f"| {_md(n)} | {_md(a or '-')} | {_md(b or '-')} |" for n, a, b in diff]
         else:
             lines.append("(nothing but the package under test, or the lists were not recorded)")
     for section in res.sections:
@@ -311,7 +306,7 @@ def _move(name: str, before: str | None, after: str | None) -> str:
 
 
 def _md(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
+    return md_text(text)
 
 
 # -- lockfiles --------------------------------------------------------------------------------

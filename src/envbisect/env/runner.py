@@ -8,6 +8,11 @@ Probes may run in worker threads (``--jobs``). Their process groups are not in t
 foreground group, so Ctrl-C reaches only envbisect: the main thread then calls
 ``interrupt_all()``, which kills every live group and makes every ``run_process`` in flight or
 about to start raise ``KeyboardInterrupt`` (nothing half-seen is classified or stored).
+
+Processes that leave the group (``setsid``, double forks) are found by the tag every probe
+carries in its environment and killed when the probe ends; if envbisect itself dies, its
+watchdog kills what it started (``guard``). uv runs through ``run_captured``, in a group of
+its own that ``interrupt_all`` kills too.
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import IO
 
+from envbisect.env import guard
 from envbisect.model import RawProbe
 
 TAIL_BYTES = 32 * 1024
@@ -70,12 +76,13 @@ def run_process(
     """
     if _stopping.is_set():
         raise KeyboardInterrupt
+    tag = guard.probe_tag()
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         start = time.monotonic()
         proc = subprocess.Popen(
             list(argv),
             cwd=cwd,
-            env=dict(env),
+            env={**env, **tag},
             stdin=subprocess.DEVNULL,
             stdout=out,
             stderr=err,
@@ -101,8 +108,10 @@ def run_process(
             proc.wait()
             raise
         finally:
-            # Children the leader left behind (worker pools, daemons) go with it.
+            # Children the leader left behind (worker pools, daemons) go with it, and so do
+            # those that left the group (setsid, double fork): they carry the probe's tag.
             _signal_group(proc.pid, signal.SIGKILL)
+            guard.kill_tagged(guard.PROBE_VAR, tag[guard.PROBE_VAR])
             with _live_lock:
                 _live.discard(proc.pid)
         if _stopping.is_set():
@@ -115,6 +124,39 @@ def run_process(
             stdout_tail=_tail(out, tail_bytes),
             stderr_tail=_tail(err, tail_bytes),
         )
+
+
+def run_captured(
+    argv: Sequence[str], *, env: Mapping[str, str]
+) -> subprocess.CompletedProcess[str]:
+    """Run a helper (uv) to completion, output captured, in a process group of its own that
+    ``interrupt_all`` kills like a probe's: a SIGTERM to envbisect stops a uv install in a
+    worker thread at once, not when it is done. The group is killed on any exception."""
+    if _stopping.is_set():
+        raise KeyboardInterrupt
+    proc = subprocess.Popen(
+        list(argv),
+        env={**env, guard.OWNER_VAR: guard.token()},
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    with _live_lock:
+        _live.add(proc.pid)
+    try:
+        out, err = proc.communicate()
+    except BaseException:
+        _signal_group(proc.pid, signal.SIGKILL)
+        proc.wait()
+        raise
+    finally:
+        with _live_lock:
+            _live.discard(proc.pid)
+    if _stopping.is_set():
+        raise KeyboardInterrupt
+    return subprocess.CompletedProcess(list(argv), proc.returncode, out, err)
 
 
 def _signal_group(pgid: int, sig: int) -> None:

@@ -26,10 +26,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from envbisect.core.names import is_project_name, is_version
 from envbisect.core.outcome import untestable
 from envbisect.core.target import FACTS_SCRIPT, Target
-from envbisect.env.runner import interrupted
-from envbisect.errors import DiskFull, IndexUnreachable, UsageError, UvMissing
+from envbisect.env import guard
+from envbisect.env.runner import interrupted, run_captured
+from envbisect.errors import (
+    DiskFull,
+    IndexUnreachable,
+    InfrastructureError,
+    UsageError,
+    UvMissing,
+)
 from envbisect.index.pytorch import is_official
 from envbisect.model import EnvSpec, IndexConfig, InstalledDist, Outcome
 from envbisect.redact import mask_text
@@ -71,6 +79,8 @@ _UNRESOLVABLE = (
     "requires-python",
     "Failed to parse",
 )
+_AUTH = ("401 Unauthorized", "403 Forbidden", "lack of valid authentication credentials")
+_TAMPERED = ("Hash mismatch", "hash mismatch")
 _NETWORK = (
     "error sending request",
     "dns error",
@@ -84,22 +94,35 @@ _NETWORK = (
 
 
 def index_args(indexes: IndexConfig, *, only_binary: bool) -> list[str]:
-    """uv's flags for exactly the indexes envbisect reads (install and compile alike)."""
-    args = ["--index-url", indexes.index_url]
-    for url in indexes.extra_index_urls:
-        args += ["--extra-index-url", url]
+    """uv's flags for the indexes envbisect reads (install and compile alike), without the
+    index URLs themselves: those may carry a password, and argv is public (``ps``). They go
+    to uv through its environment, see ``index_env``."""
+    args: list[str] = []
     for link in indexes.find_links:
         args += ["--find-links", link]
     torch = indexes.torch_index
     if torch and is_official(torch):
         # uv knows PyTorch's layout: torch packages from that folder, the rest elsewhere.
         args += ["--torch-backend", torch.rstrip("/").rsplit("/", 1)[1]]
-    elif torch:
-        # A mirror: consulted first (uv's first-index rule), as envbisect reads it.
-        args += ["--extra-index-url", torch]
     if only_binary:
         args += ["--only-binary", ":all:"]
     return args
+
+
+def index_env(indexes: IndexConfig) -> dict[str, str]:
+    """The index URLs, credentials included, as uv's environment variables.
+
+    ``/proc/<pid>/environ`` is readable by the same user only, unlike the command line.
+    ``UV_EXTRA_INDEX_URL`` is space-separated, earlier ones first, as the flags would be; a
+    PyTorch mirror comes last among them (uv's first-index rule, as envbisect reads it)."""
+    extra = list(indexes.extra_index_urls)
+    torch = indexes.torch_index
+    if torch and not is_official(torch):
+        extra.append(torch)
+    env = {"UV_INDEX_URL": indexes.index_url}
+    if extra:
+        env["UV_EXTRA_INDEX_URL"] = " ".join(extra)
+    return env
 
 
 def find_uv() -> str:
@@ -213,7 +236,9 @@ class Materializer:
         start = time.monotonic()
         try:
             self.envs_dir.mkdir(parents=True, exist_ok=True)
+            _reap_once(self.envs_dir)
             path = Path(tempfile.mkdtemp(prefix=f"{spec.env_id}-", dir=self.envs_dir))
+            guard.own_env_dir(path)  # removed by the watchdog, or the next start, if we die
         except OSError as e:
             raise _os_error(e, self.envs_dir) from e
         try:
@@ -226,7 +251,7 @@ class Materializer:
     def _build(
         self, spec: EnvSpec, python: str, path: Path, start: float
     ) -> BuiltEnv | BuildFailed:
-        env = uv_env(self.cache_dir)
+        env = {**uv_env(self.cache_dir), **index_env(spec.indexes)}
         venv = self._run(
             [
                 self.uv,
@@ -266,10 +291,11 @@ class Materializer:
 
     def remove(self, path: Path) -> None:
         shutil.rmtree(path, ignore_errors=True)
+        guard.released(path)
 
     def _run(self, args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
         try:
-            proc = subprocess.run(args, capture_output=True, text=True, env=env)
+            proc = run_captured(args, env=env)
         except FileNotFoundError as e:
             raise UvMissing(f"uv is not installed at {self.uv}", hint="pip install uv") from e
         if proc.returncode in (-signal.SIGINT, 128 + signal.SIGINT) or interrupted():
@@ -285,6 +311,22 @@ class Materializer:
                 f"the disk is full while {what} an environment in {self.envs_dir}",
                 hint="free some space or pass --results on another disk; finished probes are kept",
             )
+        if any(p in text for p in _AUTH):
+            # A wrong password says nothing about the candidate (a warm metadata cache hides
+            # it from envbisect's own reads): every environment would be "untestable".
+            raise InfrastructureError(
+                f"the index refused uv's credentials while {what}: {_first_error_line(text)}",
+                hint="check the user name and password in --index-url / --extra-index-url",
+                ref="index-auth",
+            )
+        if any(p in text for p in _TAMPERED):
+            raise InfrastructureError(
+                f"a download was tampered with while {what}: its hash does not match the "
+                f"index's ({_first_error_line(text)})",
+                hint="the index, or a proxy on the way, served other bytes than it lists; "
+                "do not trust this index until that is explained",
+                ref="download-tampered",
+            )
         if not any(p in text for p in _UNRESOLVABLE) and any(p in text for p in _NETWORK):
             raise IndexUnreachable(
                 f"uv could not reach the index while {what}: {_first_error_line(text)}",
@@ -294,6 +336,16 @@ class Materializer:
             outcome=untestable(f"uv failed {what}: {_first_error_line(text)}", detail=text),
             seconds=time.monotonic() - start,
         )
+
+
+_reaped: set[Path] = set()
+
+
+def _reap_once(envs_dir: Path) -> None:
+    """Environments left by an envbisect that died (SIGKILL, power cut), once per process."""
+    if envs_dir not in _reaped:
+        _reaped.add(envs_dir)
+        guard.reap_envs(envs_dir)
 
 
 def _first_error_line(text: str) -> str:
@@ -328,7 +380,11 @@ def _venv_python(path: Path) -> Path:
 
 
 def read_installed(venv: Path) -> tuple[InstalledDist, ...]:
-    """What a venv holds, from its ``*.dist-info/METADATA`` files."""
+    """What a venv holds, from its ``*.dist-info/METADATA`` files.
+
+    Only entries with a PEP 503 name and a PEP 440 version: a wheel can install any file
+    (a fake ``.dist-info`` through ``.data/purelib``), and what is read here goes into the
+    store, reports and lockfiles, where a newline would become another line."""
     found: dict[str, InstalledDist] = {}
     parser = email.parser.HeaderParser()
     for site in _site_packages(venv):
@@ -339,7 +395,7 @@ def read_installed(venv: Path) -> tuple[InstalledDist, ...]:
             with meta.open(encoding="utf-8", errors="replace") as fh:
                 headers = parser.parse(fh)
             name, version = headers.get("Name"), headers.get("Version")
-            if name and version:
+            if name and version and is_project_name(name) and is_version(version):
                 found[name.lower()] = InstalledDist(name=str(name), version=str(version))
     return tuple(sorted(found.values(), key=lambda d: d.name.lower()))
 

@@ -23,7 +23,7 @@ from packaging.utils import NormalizedName, canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from envbisect.core.plan import Plan, Policy, Unresolvable, moved
-from envbisect.env.uv import index_args, uv_env
+from envbisect.env.uv import index_args, index_env, uv_env
 from envbisect.errors import IndexUnreachable
 from envbisect.model import IndexConfig
 from envbisect.redact import mask_text
@@ -68,7 +68,7 @@ class UvFallback:
             if pre:
                 args += ["--prerelease", "allow"]
             proc = subprocess.run([*args, str(reqs)], capture_output=True, text=True,
-                                  env=uv_env())  # fmt: skip
+                                  env={**uv_env(), **index_env(self.indexes)})  # fmt: skip
             if proc.returncode != 0:
                 text = mask_text(proc.stderr.strip())
                 if "No solution found" not in text and "unsatisfiable" not in text:

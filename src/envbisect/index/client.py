@@ -39,6 +39,7 @@ from packaging.version import InvalidVersion, Version
 
 from envbisect import __version__
 from envbisect.core.candidates import file_version
+from envbisect.core.names import is_project_name
 from envbisect.errors import (
     IndexUnreachable,
     InfrastructureError,
@@ -58,6 +59,7 @@ from envbisect.index.cache import (
     metadata_from_entry,
     page_from_entry,
 )
+from envbisect.index.limits import DEADLINE, MAX_PAGE_BYTES, read_body, settled
 from envbisect.index.pytorch import TORCH_PACKAGES, fill_upload_times
 from envbisect.index.simple import parse_simple_html, parse_simple_json
 from envbisect.index.wheelmeta import (
@@ -145,8 +147,12 @@ class IndexClient:
         cache_dir: Path | None = None,
         offline: bool = False,
         clock: Callable[[], float] = time.time,
+        deadline: float | None = None,
+        max_page_bytes: int | None = None,
     ) -> None:
         self.config = config
+        self.deadline = DEADLINE if deadline is None else deadline
+        self.max_page_bytes = MAX_PAGE_BYTES if max_page_bytes is None else max_page_bytes
         self.retries = max(1, retries)
         self.backoff = backoff
         self.offline = offline
@@ -181,6 +187,12 @@ class IndexClient:
 
         Raises ``UnknownPackage`` when no index and no folder has the project.
         """
+        if not is_project_name(name):  # it becomes part of a URL and of folder names
+            raise UsageError(
+                f"{name!r} is not a project name",
+                hint="a project name is letters, digits and . _ - (PEP 508)",
+                ref="bad-name",
+            )
         key = canonicalize_name(name)
         with self._locks(f"project:{key}"):
             if key not in self._memo:
@@ -345,6 +357,13 @@ class IndexClient:
                 last_modified=resp.headers.get("last-modified", cached.last_modified),
             )
         else:
+            if resp.status_code in (401, 403):
+                raise InfrastructureError(
+                    f"{shown} answered HTTP {resp.status_code}: the credentials are missing "
+                    "or wrong",
+                    hint="check the user name and password in --index-url / --extra-index-url",
+                    ref="index-auth",
+                )
             if resp.status_code != 404 and not resp.is_success:
                 raise IndexUnreachable(
                     f"{shown} answered HTTP {resp.status_code}",
@@ -484,25 +503,22 @@ class IndexClient:
         auth: httpx.Auth | None = None,
         sink: IO[bytes] | None = None,
     ) -> httpx.Response:
-        """GET, retried on transport errors and 429/5xx. The body is read into the response,
-        or streamed into ``sink`` when the answer is 200."""
+        """GET, retried on transport errors and 429/5xx. The body is read into the response
+        (at most ``MAX_PAGE_BYTES``), or streamed into ``sink`` when the answer is 200; the
+        body must arrive within ``DEADLINE`` seconds (ten times that into a sink)."""
         last: Exception | None = None
         for attempt in range(self.retries):
             if attempt:
                 time.sleep(self.backoff * (2 ** (attempt - 1)))
             try:
                 with self._client.stream("GET", url, headers=headers, auth=auth) as resp:
-                    if sink is not None and resp.status_code == 200:
-                        sink.seek(0)
-                        sink.truncate()
-                        for chunk in resp.iter_bytes():
-                            sink.write(chunk)
-                    else:
-                        resp.read()
+                    into = sink if sink is not None and resp.status_code == 200 else None
+                    body = read_body(resp, url, into, self.deadline, self.max_page_bytes)
             except httpx.RequestError as e:
                 last = e
                 continue
             self.stats.add(requests=1, bytes_fetched=resp.num_bytes_downloaded)
+            resp = settled(resp, body)
             if resp.status_code in _RETRY_STATUS:
                 last = None
                 continue

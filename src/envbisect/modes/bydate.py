@@ -301,9 +301,19 @@ def _confirm(
     }
 
 
+def _date(flag: str, value: str) -> datetime:
+    try:
+        when = parse_exclude_newer(value)
+    except UsageError as e:
+        raise UsageError(
+            f"{flag} {value!r} is not a date", hint=e.hint or "", ref="bad-date"
+        ) from e
+    assert when is not None
+    return when
+
+
 def _dates(opts: DateOptions) -> tuple[datetime, datetime]:
-    good, bad = parse_exclude_newer(opts.good), parse_exclude_newer(opts.bad)
-    assert good is not None and bad is not None
+    good, bad = _date("--good", opts.good), _date("--bad", opts.bad)
     now = opts.now or datetime.now(timezone.utc)
     for flag, value in (("--good", good), ("--bad", bad)):
         if value > now + timedelta(minutes=5):

@@ -32,14 +32,14 @@ from envbisect.core.report import requirements_lock
 from envbisect.core.target import Target
 from envbisect.env.repro import Repro
 from envbisect.env.uvplan import UvFallback
-from envbisect.errors import UsageError
+from envbisect.errors import StoreError, UsageError
 from envbisect.index.client import IndexClient
 from envbisect.index.pytorch import OFFICIAL, variant_url
 from envbisect.index.source import IndexMetadataSource
 from envbisect.model import IndexConfig, InstalledDist
 from envbisect.modes.drive import drive
 from envbisect.modes.options import CommonOptions
-from envbisect.modes.outputs import lock_entries
+from envbisect.modes.outputs import inside, lock_entries
 from envbisect.modes.planning import RunPlanner, read_pins
 from envbisect.modes.session import Session, Want
 from envbisect.reporter import Reporter
@@ -216,6 +216,12 @@ def load_matrix(path: Path) -> MatrixSpec:
     shown = str(path)
     try:
         text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as e:
+        raise UsageError(
+            f"{shown}: not UTF-8 text (byte {e.start}: {e.reason})",
+            hint="a matrix file is TOML, which is UTF-8: save it as UTF-8",
+            ref="matrix-schema",
+        ) from e
     except OSError as e:
         raise UsageError(
             f"cannot read the matrix file {shown}: {e.strerror}",
@@ -352,17 +358,24 @@ def published_cells(spec: MatrixSpec, store: Store) -> list[dict[str, Any]]:
 def publish_matrix(spec: MatrixSpec, session: Session) -> list[Path]:
     """Write every published file of one matrix from the store; returns their paths."""
     results = session.opts.results
-    out = results / spec.name
+    out = inside(results, results / spec.name)
     out.mkdir(parents=True, exist_ok=True)
-    cells = published_cells(spec, session.store)
+    try:
+        cells = published_cells(spec, session.store)
+        run_file = out / "run.json"
+        run_meta = json.loads(run_file.read_text()) if run_file.is_file() else {}
+    except (ValueError, KeyError, TypeError, AttributeError) as e:
+        raise StoreError(
+            f"the matrix {spec.name} in {results} has damaged records ({type(e).__name__}: {e})",
+            hint=f"run it again (envbisect matrix {spec.path}), or pass another --results",
+            ref="store-damaged",
+        ) from e
     if not cells:
         raise UsageError(
             f"the store in {results} has no cell of the matrix {spec.name}",
             hint=f"run it first: envbisect matrix {spec.path}",
             ref="matrix-not-run",
         )
-    run_file = out / "run.json"
-    run_meta = json.loads(run_file.read_text()) if run_file.is_file() else {}
     axes = [a.package for a in spec.axes]
     probes = [*spec.probes, *([spec.repro] if spec.repro else [])]
     meta = {"name": spec.name, "description": spec.description, "axes": axes,
@@ -377,7 +390,7 @@ def publish_matrix(spec: MatrixSpec, session: Session) -> list[Path]:
             for c in mine:
                 versions: dict[str, str] = c["versions"]
                 slug = "__".join(f"{k}-{v}" for k, v in versions.items())
-                path = out / "locks" / f"py{py}" / f"{slug}.txt"
+                path = inside(out, out / "locks" / f"py{py}" / f"{slug}.txt")
                 path.parent.mkdir(parents=True, exist_ok=True)
                 installed = tuple(InstalledDist(**d) for d in c["installed"])
                 entries = lock_entries(installed, target, client, allow_sdist=False)
@@ -388,7 +401,7 @@ def publish_matrix(spec: MatrixSpec, session: Session) -> list[Path]:
                 c["lock"] = str(path.relative_to(out))
                 written.append(path)
             best = max(mine, key=lambda c: [Version(v) for v in c["versions"].values()])
-            rec = out / f"recommended-py{py}.txt"
+            rec = inside(out, out / f"recommended-py{py}.txt")
             rec.write_text((out / str(best["lock"])).read_text(), encoding="utf-8")
             written.append(rec)
     files = {

@@ -7,14 +7,16 @@ from __future__ import annotations
 import contextlib
 from dataclasses import replace
 from datetime import datetime, timezone
+from pathlib import Path
 
 from packaging.version import InvalidVersion, Version
 
 from envbisect import __version__
 from envbisect.core.candidates import file_version
+from envbisect.core.names import is_project_name, is_version
 from envbisect.core.report import LockEntry, RunResult, pylock, report_markdown, requirements_lock
 from envbisect.core.target import Target
-from envbisect.errors import EnvbisectError
+from envbisect.errors import EnvbisectError, UsageError
 from envbisect.index.client import IndexClient, local_sha256
 from envbisect.model import InstalledDist
 from envbisect.modes.session import Session
@@ -25,7 +27,7 @@ def write_outputs(
 ) -> None:
     """report.md always; the working environment's lockfiles when the search found one."""
     target, client = session.target, session.client
-    run_dir = session.opts.results / result.run_id
+    run_dir = inside(session.opts.results, session.opts.results / result.run_id)
     run_dir.mkdir(parents=True, exist_ok=True)
     working = None
     if result.status != "no-answer":
@@ -58,6 +60,20 @@ def write_outputs(
     report = run_dir / "report.md"
     result.report_path = str(report)
     report.write_text(report_markdown(result), encoding="utf-8")
+
+
+def inside(results: Path, path: Path) -> Path:
+    """``path`` if it stays inside ``results`` (after ``..`` and symbolic links), else a
+    ``UsageError``: nothing envbisect writes may land outside --results."""
+    root = results.resolve()
+    full = (root / path).resolve() if not path.is_absolute() else path.resolve()
+    if full != root and root not in full.parents:
+        raise UsageError(
+            f"refusing to write {path}: it is outside --results {results}",
+            hint="names that become folders (packages, matrices) must be plain names",
+            ref="outside-results",
+        )
+    return path
 
 
 def lock_entries(
@@ -95,7 +111,8 @@ def lock_entries(
         index = pf.source if pf.source.startswith(("http://", "https://")) else None
         return LockEntry(name=name, version=version, index=index, files=tuple(files))
 
-    return [one(d) for d in installed]
+    # read_installed checked these already; a store written by an older envbisect did not.
+    return [one(d) for d in installed if is_project_name(d.name) and is_version(d.version)]
 
 
 def _safe_version(text: str) -> Version | None:

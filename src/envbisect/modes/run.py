@@ -305,6 +305,14 @@ def _planner(opts: RunOptions, session: Session) -> RunPlanner | None:
     base = read_pins([opts.baseline], client, cwd=origin)[0] if opts.baseline else None
     has_baseline = base is not None or any(p.is_lock for p in pinsets)
     baseline_versions = base.baseline(target.marker_environment()) if base else {}
+    if base is not None and not baseline_versions:
+        raise UsageError(
+            f"--baseline {opts.baseline} pins no version exactly (no NAME==V that applies to "
+            f"{target.short})",
+            hint="a baseline is an environment: a lockfile, pylock.toml or installed:PYTHON; "
+            "pass a file of ranges with --pins",
+            ref="baseline-no-pins",
+        )
     return RunPlanner(
         package=opts.package,
         target=target,

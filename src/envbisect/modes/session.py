@@ -20,11 +20,12 @@ from types import TracebackType
 from typing import Any
 
 import httpx
-from packaging.utils import canonicalize_name
 
+from envbisect.core.names import project_name
 from envbisect.core.outcome import failed, untestable
 from envbisect.core.report import ProbeRow, RunResult
 from envbisect.core.target import Target
+from envbisect.env import guard
 from envbisect.env.repro import Repro
 from envbisect.env.uv import find_python, find_uv, inspect_target
 from envbisect.env.worker import ProbeTask, check_native_backtrace, run_task
@@ -154,6 +155,7 @@ class Session:
     @property
     def executor(self) -> Executor:
         if self._executor is None:
+            guard.token()  # worker processes inherit the owner's tag: they die with it
             self._executor = make_executor(self.opts)
         return self._executor
 
@@ -199,7 +201,8 @@ class Session:
             },
             sort_keys=True,
         )
-        return f"{canonicalize_name(name)}-{hashlib.sha256(blob.encode()).hexdigest()[:8]}"
+        slug = project_name(name, what="--package")  # a folder under --results: never a path
+        return f"{slug}-{hashlib.sha256(blob.encode()).hexdigest()[:8]}"
 
     def result(self, *, package: str, candidates: int, run_id: str, **kw: Any) -> RunResult:
         """A result header: no answer until a mode finds one."""
