@@ -13,18 +13,26 @@ those changes applied, made consistent by the planner (baseline GOOD, so the res
 little as it can). The planner may have to move other packages with it (app 2.0 needs lib>=2:
 asking for app brings lib along), so the subset's *effective* change set is read from the
 plan: every package whose planned version differs from GOOD's. ddmin is told that set and
-reasons over it (a failure is evidence against the effective set, never against the subset
-asked for), so the minimal set is a set of effective changes and names every package the
-failure needed, lib included. Every plan is kept inside the *span* of the two ends: each
-changed package between its GOOD and BAD versions (constraints given to the planner), every
-other package either end names at GOOD's version; a plan that still moves one outside (a
-version neither in between, a package dropped or added against both ends) is unresolved,
-never evidence, like a subset with no consistent environment. A package neither end names
-(ends that list direct requirements only) is left to the planner: the ends say nothing of it. A culprit's version bisection plans the same way (the other culprits
-applied at BAD, except those its own change forces, which the planner moves within their
-spans), so an old version of another package never fails in its place. Each culprit is
-reported with what had to move with it (``moved_with``: package, GOOD's version, the version
-planned where the culprit's first bad version failed), absent when nothing moved.
+reasons over it: a failure is evidence against the effective set, never against the subset
+asked for, and it shrinks the search only when the effective set is strictly smaller than the
+current one (a chunk that drags the rest along is no smaller failure). So the minimal set is
+a set of effective changes that failed together, and it names every package the failure
+needed (lib, not app, when lib alone fails; both, when neither can be probed without the
+other).
+
+The span. Every plan is kept between the two ends: each changed package between its GOOD and
+BAD versions (constraints given to the planner), every other package either end names at
+GOOD's version. A plan that still moves one outside (a version not between, a package dropped
+or added against both ends) is unresolved, never evidence, like a subset with no consistent
+environment. A package neither end names (ends that list direct requirements only) is left
+to the planner: the ends say nothing of it.
+
+Culprits. Each member of the minimal set is bisected between its good and bad versions, the
+other members applied at BAD (so an interaction can show), except those its own change forces,
+which the planner moves within their spans; an old version of another package never fails in
+its place. Each culprit is reported with what had to move with it (``moved_with``: package,
+GOOD's version, the version planned where the culprit's first bad version failed; absent when
+nothing moved).
 """
 
 from __future__ import annotations
