@@ -1,8 +1,13 @@
 """envbisect diff: delta debugging between two locks on the local index (a transitive break,
-an interaction that needs two upgrades together), ddmin on scripted tests, bad input."""
+an interaction that needs two upgrades together, a dependency that forces another package to
+move, a version outside both ends the planner must not take), ddmin on scripted tests, bad
+input."""
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -249,3 +254,29 @@ def test_a_culprit_bisection_stays_inside_both_ends(
     outside = res.row("spanlib 1.2.0")
     assert outside is not None and outside.outcome.kind is OutcomeKind.UNTESTABLE
     assert all((d.name, d.version) != ("spandep", "0.9.0") for r in res.rows for d in r.installed)
+
+
+@pytest.mark.slow
+def test_the_cli_names_what_moved_with_each_culprit(
+    index: LocalIndex, python: str, tmp_path: Path
+) -> None:
+    """The text lines and --json of the tied pair (the second run is answered by the store)."""
+    (tmp_path / "good.txt").write_text("tiedapp==1.5.0\ntiedlib==1.0.0\n")
+    (tmp_path / "bad.txt").write_text("tiedapp==2.0.0\ntiedlib==2.1.0\n")
+    (tmp_path / "repro.py").write_text("import tiedapp\ntiedapp.run()\n")
+    args = [sys.executable, "-m", "envbisect", "diff", str(tmp_path / "good.txt"),
+            str(tmp_path / "bad.txt"), "--index-url", index.url, "--python", python,
+            "--results", str(tmp_path / "r"), "--cache-dir", str(tmp_path / "c"),
+            "--repro", str(tmp_path / "repro.py")]  # fmt: skip
+    text = subprocess.run(args, capture_output=True, text=True, timeout=300)
+    assert text.returncode == 0, text.stderr
+    assert text.stdout.splitlines()[:2] == [
+        "interaction: tiedapp 1.5.0 -> 2.0.0 (moved with it: tiedlib 1.0.0 -> 2.0.0)",
+        "interaction: tiedlib 1.1.0 -> 2.0.0 (moved with it: tiedapp 1.5.0 -> 2.0.0)",
+    ]
+    data = json.loads(subprocess.run([*args, "--json"], capture_output=True, text=True,
+                                     timeout=300).stdout)  # fmt: skip
+    assert [c["moved_with"] for c in data["culprits"]] == [
+        [{"package": "tiedlib", "from": "1.0.0", "to": "2.0.0"}],
+        [{"package": "tiedapp", "from": "1.5.0", "to": "2.0.0"}],
+    ]
