@@ -1,8 +1,13 @@
 """envbisect diff: delta debugging between two locks on the local index (a transitive break,
-an interaction that needs two upgrades together), ddmin on scripted tests, bad input."""
+an interaction that needs two upgrades together, a dependency that forces another package to
+move, a version outside both ends the planner must not take), ddmin on scripted tests, bad
+input."""
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -11,8 +16,8 @@ import pytest
 
 from envbisect.env.repro import Repro
 from envbisect.errors import NoAnswer, UsageError
-from envbisect.model import IndexConfig
-from envbisect.modes.diff import Change, DiffOptions, run_diff
+from envbisect.model import IndexConfig, OutcomeKind
+from envbisect.modes.diff import Change, DiffOptions, culprit_text, run_diff
 from envbisect.modes.options import CommonOptions
 from envbisect.strategy.ddmin import Result, ddmin
 from support.corpus import flaky_crashes
@@ -52,6 +57,34 @@ def test_ddmin_never_shrinks_on_unresolved_subsets() -> None:
     test, _ = scripted({"p2"}, unresolved=frozenset({"p3"}))
     result = {c[0] for c in ddmin(CHANGES, test)}
     assert "p2" in result  # the culprit is never lost
+
+
+def test_ddmin_reasons_over_what_was_probed() -> None:
+    """Asking for app brings lib along (app needs the new lib); lib alone is the failure.
+    Told what each subset really held, ddmin names lib, not app."""
+    changes: list[Change] = [("noise", "1", "2"), ("app", "1", "2"), ("lib", "1", "2")]
+    by_name = {c[0]: c for c in changes}
+
+    def test(subset: Sequence[Change]) -> tuple[Result, list[Change]]:
+        names = {c[0] for c in subset} | ({"lib"} if any(c[0] == "app" for c in subset) else set())
+        return ("fail" if "lib" in names else "pass"), [by_name[n] for n in sorted(names)]
+
+    assert ddmin(changes, test) == [("lib", "1", "2")]
+    # Told only what was asked, the same tests blame app: the trap this guards against.
+    assert ddmin(changes, lambda s: test(s)[0]) == [("app", "1", "2")]
+
+
+def test_ddmin_keeps_a_pair_that_cannot_be_applied_apart() -> None:
+    """Each of app and lib forces the other: no smaller failure can be probed, both stay."""
+    changes: list[Change] = [("app", "1", "2"), ("lib", "1", "2")]
+    assert ddmin(changes, lambda s: ("fail", changes)) == changes
+
+
+def test_culprit_text_names_what_moved() -> None:
+    plain = {"package": "lib", "good_version": "1.1.0", "bad_version": "2.0.0"}
+    assert culprit_text(plain) == "lib 1.1.0 -> 2.0.0"
+    moved = {**plain, "moved_with": [{"package": "app", "from": "1.5.0", "to": "2.0.0"}]}
+    assert culprit_text(moved) == "lib 1.1.0 -> 2.0.0 (moved with it: app 1.5.0 -> 2.0.0)"
 
 
 def options(
@@ -150,3 +183,100 @@ def test_repeat_lets_a_flaky_bad_environment_verify(
     assert [c["package"] for c in res.extra["culprits"]] == ["flakylib"]
     bad = res.row("BAD")
     assert bad is not None and bad.runs == 6 and 0 < bad.fails < 6
+
+
+@pytest.mark.slow
+def test_a_forced_move_is_blamed_on_the_package_that_broke(
+    index: LocalIndex, python: str, tmp_path: Path
+) -> None:
+    """tiedapp 2.0 needs tiedlib>=2, whose 2.x breaks it. Applying tiedapp (with noiselib)
+    moves tiedlib to 2.0: that subset fails, but as all three changes, not as tiedapp's.
+    tiedlib alone fails: it is the culprit, and nothing had to move with it."""
+    res = run_diff(options(
+        index, python, tmp_path,
+        good="tiedapp==1.0.0\ntiedlib==1.0.0\nnoiselib==0.0.0\n",
+        bad="tiedapp==2.0.0\ntiedlib==2.1.0\nnoiselib==0.4.0\n",
+        repro="import tiedapp\ntiedapp.run()\n",
+    ))  # fmt: skip
+    assert res.extra["interaction"] is False
+    assert res.extra["culprits"] == [
+        {"package": "tiedlib", "good_version": "1.1.0", "bad_version": "2.0.0"}
+    ]
+    forced = res.row("apply noiselib 0.0.0->0.4.0, tiedapp 1.0.0->2.0.0")
+    assert forced is not None and forced.outcome.kind is OutcomeKind.FAIL
+    assert forced.moved == (("tiedlib", "1.0.0", "2.0.0"),)
+    assert [r.version for r in res.rows][2:4] == [
+        "apply noiselib 0.0.0->0.4.0, tiedapp 1.0.0->2.0.0",
+        "apply tiedlib 1.0.0->2.1.0",
+    ]
+
+
+@pytest.mark.slow
+def test_packages_that_cannot_move_apart_are_reported_with_each_other(
+    index: LocalIndex, python: str, tmp_path: Path
+) -> None:
+    """tiedapp 1.5 needs tiedlib<2 and tiedapp 2.0 needs tiedlib>=2: neither change can be
+    probed without the other. Both are named, each with what moved with it; with --jobs 2."""
+    opts = options(
+        index, python, tmp_path,
+        good="tiedapp==1.5.0\ntiedlib==1.0.0\n",
+        bad="tiedapp==2.0.0\ntiedlib==2.1.0\n",
+        repro="import tiedapp\ntiedapp.run()\n",
+    )  # fmt: skip
+    res = run_diff(replace(opts, common=replace(opts.common, jobs=2)))
+    assert res.extra["interaction"] is True
+    assert res.extra["culprits"] == [
+        {"package": "tiedapp", "good_version": "1.5.0", "bad_version": "2.0.0",
+         "moved_with": [{"package": "tiedlib", "from": "1.0.0", "to": "2.0.0"}]},
+        {"package": "tiedlib", "good_version": "1.1.0", "bad_version": "2.0.0",
+         "moved_with": [{"package": "tiedapp", "from": "1.5.0", "to": "2.0.0"}]},
+    ]  # fmt: skip
+    report = Path(str(res.report_path)).read_text()
+    assert "tiedlib 1.1.0 -> 2.0.0 (moved with it: tiedapp 1.5.0 -> 2.0.0)" in report
+
+
+@pytest.mark.slow
+def test_a_culprit_bisection_stays_inside_both_ends(
+    index: LocalIndex, python: str, tmp_path: Path
+) -> None:
+    """spanlib 1.2 fits only spandep 0.9, older than both ends (and failing the same way for
+    an old reason). That environment is outside the span, so untestable, not bad: the answer
+    is spanlib 1.3 after 1.1, and no probe ever installs spandep 0.9."""
+    res = run_diff(options(
+        index, python, tmp_path,
+        good="spandep==1.0.0\nspanlib==1.0.0\n",
+        bad="spandep==2.0.0\nspanlib==2.0.0\n",
+        repro="import spanlib\nspanlib.run()\n",
+    ))  # fmt: skip
+    assert res.extra["culprits"] == [
+        {"package": "spanlib", "good_version": "1.1.0", "bad_version": "1.3.0"}
+    ]
+    outside = res.row("spanlib 1.2.0")
+    assert outside is not None and outside.outcome.kind is OutcomeKind.UNTESTABLE
+    assert all((d.name, d.version) != ("spandep", "0.9.0") for r in res.rows for d in r.installed)
+
+
+@pytest.mark.slow
+def test_the_cli_names_what_moved_with_each_culprit(
+    index: LocalIndex, python: str, tmp_path: Path
+) -> None:
+    """The text lines and --json of the tied pair (the second run is answered by the store)."""
+    (tmp_path / "good.txt").write_text("tiedapp==1.5.0\ntiedlib==1.0.0\n")
+    (tmp_path / "bad.txt").write_text("tiedapp==2.0.0\ntiedlib==2.1.0\n")
+    (tmp_path / "repro.py").write_text("import tiedapp\ntiedapp.run()\n")
+    args = [sys.executable, "-m", "envbisect", "diff", str(tmp_path / "good.txt"),
+            str(tmp_path / "bad.txt"), "--index-url", index.url, "--python", python,
+            "--results", str(tmp_path / "r"), "--cache-dir", str(tmp_path / "c"),
+            "--repro", str(tmp_path / "repro.py")]  # fmt: skip
+    text = subprocess.run(args, capture_output=True, text=True, timeout=300)
+    assert text.returncode == 0, text.stderr
+    assert text.stdout.splitlines()[:2] == [
+        "interaction: tiedapp 1.5.0 -> 2.0.0 (moved with it: tiedlib 1.0.0 -> 2.0.0)",
+        "interaction: tiedlib 1.1.0 -> 2.0.0 (moved with it: tiedapp 1.5.0 -> 2.0.0)",
+    ]
+    data = json.loads(subprocess.run([*args, "--json"], capture_output=True, text=True,
+                                     timeout=300).stdout)  # fmt: skip
+    assert [c["moved_with"] for c in data["culprits"]] == [
+        [{"package": "tiedlib", "from": "1.0.0", "to": "2.0.0"}],
+        [{"package": "tiedapp", "from": "1.5.0", "to": "2.0.0"}],
+    ]

@@ -199,6 +199,45 @@ def _pair_family(root: Path, index: LocalIndex) -> None:
             index.add(IndexFile(project=name, path=path, upload_time=when))
 
 
+def _tied_family(root: Path, index: LocalIndex) -> None:
+    """A dependency that forces another package to move: tiedlib 2.0 and 2.1 break what tiedapp
+    calls; tiedapp 2.0 requires tiedlib>=2 (so asking for it brings the break along), 1.5
+    requires tiedlib<2 (so tiedlib 2 cannot be had without tiedapp 2.0), 1.0 takes any."""
+    lib = (
+        "def run():\n    return 'ok'\n",
+        "def run():\n    raise RuntimeError('tiedlib 2 broke')\n",
+    )
+    for i, version in enumerate(("1.0.0", "1.1.0", "2.0.0", "2.1.0")):
+        path = build_wheel(root, "tiedlib", version, {"tiedlib/__init__.py": lib[i >= 2]})
+        index.add(IndexFile(project="tiedlib", path=path, upload_time=EPOCH + timedelta(days=i)))
+    app = "import tiedlib\n\ndef run():\n    return tiedlib.run()\n"
+    for i, (version, req) in enumerate((("1.0.0", "tiedlib"), ("1.5.0", "tiedlib<2"),
+                                        ("2.0.0", "tiedlib>=2"))):  # fmt: skip
+        path = build_wheel(root, "tiedapp", version, {"tiedapp/__init__.py": app},
+                           requires=(req,))  # fmt: skip
+        index.add(IndexFile(project="tiedapp", path=path, upload_time=EPOCH + timedelta(days=i)))
+
+
+SPAN_BROKE = "def run():\n    raise RuntimeError('span broke')\n"
+
+
+def _span_family(root: Path, index: LocalIndex) -> None:
+    """A version the planner would take from outside both ends: spanlib 1.3 breaks (the truth);
+    spanlib 1.2 requires spandep<1, and only spandep 0.9 (older than either end, with an old
+    bug that fails the same way) fits it."""
+    for i, version in enumerate(("0.9.0", "1.0.0", "2.0.0")):
+        body = SPAN_BROKE if i == 0 else PASS
+        path = build_wheel(root, "spandep", version, {"spandep/__init__.py": body})
+        index.add(IndexFile(project="spandep", path=path, upload_time=EPOCH + timedelta(days=i)))
+    for i, version in enumerate(("1.0.0", "1.1.0", "1.2.0", "1.3.0", "2.0.0")):
+        broken = "    raise RuntimeError('span broke')\n" if i >= 3 else ""
+        body = f"import spandep\n\ndef run():\n    spandep.run()\n{broken}"
+        req = "spandep<1" if version == "1.2.0" else "spandep"
+        path = build_wheel(root, "spanlib", version, {"spanlib/__init__.py": body},
+                           requires=(req,))  # fmt: skip
+        index.add(IndexFile(project="spanlib", path=path, upload_time=EPOCH + timedelta(days=i)))
+
+
 FLAKY_FIRST_BAD = 7  # flakylib 1.7.0 and later crash on about half the runs
 
 
@@ -243,6 +282,8 @@ def build_index(root: Path) -> LocalIndex:
     _bump_family(root, index)
     _date_family(root, index)
     _pair_family(root, index)
+    _tied_family(root, index)
+    _span_family(root, index)
     _flaky_family(root, index)
     for project, versions in corpus().items():
         for i, v in enumerate(versions):

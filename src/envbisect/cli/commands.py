@@ -201,7 +201,7 @@ def _run_by_date(ctx: Context) -> int:
 
 
 def cmd_diff(ctx: Context) -> int:
-    from envbisect.modes.diff import DiffOptions, run_diff
+    from envbisect.modes.diff import DiffOptions, culprit_text, run_diff
 
     a = ctx.args
     opts = DiffOptions(
@@ -209,8 +209,7 @@ def cmd_diff(ctx: Context) -> int:
     )
     res = run_diff(opts, ctx.reporter)  # no answer: NoAnswer with the result (main.py)
     what = "interaction" if res.extra["interaction"] else "culprit"
-    lines = [f"{what}: {c['package']} {c['good_version'] or 'absent'} -> "
-             f"{c['bad_version'] or 'removed'}" for c in res.extra["culprits"]]  # fmt: skip
+    lines = [f"{what}: {culprit_text(c)}" for c in res.extra["culprits"]]
     _print_result(ctx, res, lines)
     return 0
 

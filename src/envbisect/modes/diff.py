@@ -4,21 +4,45 @@ Who does what: the two ends are read as exact pins (lockfiles, ``pylock.toml``,
 ``installed:PYTHON``; a source with ranges is resolved first); both are probed and must
 verify. ``ddmin`` (Zeller's delta debugging: a state machine in strategy/ddmin.py, driven
 by the loop every mode uses, so ``--jobs K`` tests K subsets a round) then shrinks the set of
-changed packages to a 1-minimal set that still brings the failure; each subset it tries is the good
-environment with those changes applied, made consistent by the planner (what it forces is
-recorded, and a subset with no consistent environment counts as unresolved, never as a
-pass or a failure). Finally each culprit package is bisected between its good and bad
-versions, the other culprits applied. A minimal set of two or more packages is an
-interaction: the failure needs them together.
+changed packages to a 1-minimal set that still brings the failure. Finally each culprit
+package is bisected between its good and bad versions. A minimal set of two or more packages
+is an interaction: the failure needs them together.
+
+What was probed, not what was asked. Each subset ddmin tries is the good environment with
+those changes applied, made consistent by the planner (baseline GOOD, so the rest moves as
+little as it can). The planner may have to move other packages with it (app 2.0 needs lib>=2:
+asking for app brings lib along), so the subset's *effective* change set is read from the
+plan: every package whose planned version differs from GOOD's. ddmin is told that set and
+reasons over it: a failure is evidence against the effective set, never against the subset
+asked for, and it shrinks the search only when the effective set is strictly smaller than the
+current one (a chunk that drags the rest along is no smaller failure). So the minimal set is
+a set of effective changes that failed together, and it names every package the failure
+needed (lib, not app, when lib alone fails; both, when neither can be probed without the
+other).
+
+The span. Every plan is kept between the two ends: each changed package between its GOOD and
+BAD versions (constraints given to the planner), every other package either end names at
+GOOD's version. A plan that still moves one outside (a version not between, a package dropped
+or added against both ends) is unresolved, never evidence, like a subset with no consistent
+environment. A package neither end names (ends that list direct requirements only) is left
+to the planner: the ends say nothing of it.
+
+Culprits. Each member of the minimal set is bisected between its good and bad versions, the
+other members applied at BAD (so an interaction can show), except those its own change forces,
+which the planner moves within their spans; an old version of another package never fails in
+its place. Each culprit is reported with what had to move with it (``moved_with``: package,
+GOOD's version, the version planned where the culprit's first bad version failed; absent when
+nothing moved).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from packaging.requirements import Requirement
+from packaging.specifiers import SpecifierSet
 from packaging.utils import canonicalize_name
 from packaging.version import Version
 
@@ -83,13 +107,13 @@ def _run(opts: DiffOptions, session: Session) -> RunResult:
         )
     result = session.result(package="(diff)", candidates=len(changes), direction="regression",
                             run_id=_run_id(opts, session))  # fmt: skip
-    diff = _Diff(good=good, source=source, ptarget=ptarget, cache=cache, session=session,
-                 result=result)  # fmt: skip
+    diff = _Diff(good=good, bad=bad, changes=changes, source=source, ptarget=ptarget,
+                 cache=cache, session=session, result=result)  # fmt: skip
     try:
         diff.verify_ends(changes)
         session.reporter.message(f"envbisect: {len(changes)} changed package(s); ddmin")
         minimal = diff.ddmin(changes)
-        culprits = [diff.first_bad(c, [o for o in minimal if o != c]) for c in minimal]
+        culprits = diff.culprits(minimal)
     except NoAnswer as e:
         result.reason = e.message
         write_outputs(result, session, label="environment")
@@ -104,17 +128,21 @@ def _run(opts: DiffOptions, session: Session) -> RunResult:
         "interaction": len(minimal) > 1,
         "changed": [{"package": n, "good_version": g, "bad_version": b} for n, g, b in changes],
     }
-    names = ", ".join(f"{c['package']} {c['good_version']} -> {c['bad_version']}"
-                      for c in culprits)  # fmt: skip
+    names = ", ".join(culprit_text(c) for c in culprits)
     kind = "an interaction: the failure needs all of them together" if len(minimal) > 1 else ""
     result.sections = [f"## Culprit\n\n- {names}" + (f"\n- {kind}" if kind else "")]
     write_outputs(result, session, label="environment")
     return result
 
 
+Move = tuple[str, str | None, str | None]  # (package, GOOD's version, planned version)
+
+
 @dataclass(slots=True, kw_only=True)
 class _Diff:
     good: dict[str, Version]
+    bad: dict[str, Version]
+    changes: list[Change]
     source: IndexMetadataSource
     ptarget: PlanTarget
     cache: MatchCache
@@ -122,24 +150,62 @@ class _Diff:
     result: RunResult
     reference: Outcome | None = None
     rounds: int = field(default=0)
+    # A probed subset's effective change set (the subset and what its plan forced).
+    effective: dict[Subset, Subset] = field(default_factory=dict)
+    spans: dict[str, SpecifierSet] = field(init=False, default_factory=dict)
 
-    def environment(self, applied: Sequence[Change]) -> tuple[Plan | None, str]:
-        """The good environment with these changes applied, made consistent by the planner."""
-        exact = {n: b for n, _, b in applied if b is not None}
-        dropped = {n for n, _, b in applied if b is None}
+    def __post_init__(self) -> None:
+        for n in self.good.keys() | self.bad.keys():
+            g, b = self.good.get(n), self.bad.get(n)
+            if g is not None and b is not None and g != b:
+                lo, hi = sorted((g, b))
+                self.spans[n] = SpecifierSet(f">={lo},<={hi}")
+            else:
+                self.spans[n] = SpecifierSet(f"=={g if g is not None else b}")
+
+    def environment(self, pinned: Mapping[str, str | None]) -> tuple[Plan | None, str]:
+        """GOOD with these packages at these versions (None: removed), made consistent by the
+        planner inside the span of the two ends."""
+        exact = {n: v for n, v in pinned.items() if v is not None}
+        dropped = {n for n, v in pinned.items() if v is None}
         roots = [Requirement(f"{n}=={v}") for n, v in exact.items()]
         roots += [Requirement(n) for n in self.good if n not in exact and n not in dropped]
         baseline = {n: v for n, v in self.good.items() if n not in dropped}
         planned = plan(roots, self.source, self.ptarget, policy=Policy.BASELINE,
-                       baseline=baseline, cache=self.cache)  # fmt: skip
+                       baseline=baseline, constraints=self.spans, cache=self.cache)  # fmt: skip
         if not isinstance(planned, Plan):
             return None, planned.reason
         return planned, ""
 
-    def want(self, label: str, applied: Sequence[Change], runs: int) -> Want:
-        planned, reason = self.environment(applied)
+    def effect(self, planned: Plan) -> tuple[Subset, list[Move], list[str]]:
+        """The plan against GOOD: the changes it holds (in the order of ``changes``), each
+        move, and the moves outside the span of GOOD and BAD. A package neither end names
+        (a lock of direct requirements only) is free: the ends say nothing of it."""
+        pins = {str(n): v for n, v in planned.pins.items()}
+        moves: list[Move] = []
+        outside: list[str] = []
+        for n in sorted(self.good.keys() | self.bad.keys()):
+            g, b, p = self.good.get(n), self.bad.get(n), pins.get(n)
+            if p == g:
+                continue
+            moves.append((n, _s(g), _s(p)))
+            if not _in_span(p, g, b):
+                outside.append(f"{n} {_s(p) or 'removed'} (GOOD {_s(g) or 'absent'}, "
+                               f"BAD {_s(b) or 'absent'})")  # fmt: skip
+        names = {n for n, _, _ in moves}
+        return tuple(c for c in self.changes if c[0] in names), moves, outside
+
+    def want(self, label: str, pinned: Mapping[str, str | None], runs: int,
+             key: Subset | None = None) -> Want:  # fmt: skip
+        planned, reason = self.environment(pinned)
         if planned is None:
             return Want(label=label, why_not=f"unresolvable: {reason}")
+        effective, _, outside = self.effect(planned)
+        if outside:
+            why = "moves outside the span of GOOD and BAD: " + ", ".join(outside)
+            return Want(label=label, why_not=why)
+        if key is not None:
+            self.effective[key] = effective
         moved = tuple((n, str(b) if b else None, str(v) if v else None)
                       for n, b, v in planned.moved)  # fmt: skip
         spec = self.session.env_spec(planned.requirements())
@@ -157,7 +223,7 @@ class _Diff:
         ends: Fixed[tuple[str, Subset]] = Fixed(
             [("GOOD", ()), ("BAD", tuple(changes))], repeat=self.session.opts.repeat
         )
-        self._drive(ends, lambda p, runs: self.want(p[0], p[1], runs))
+        self._drive(ends, lambda p, runs: self.want(p[0], _applied(p[1]), runs))
         good_row, bad_row = ends.rows[("GOOD", ())], ends.rows[("BAD", tuple(changes))]
         if good_row.outcome.kind is not OutcomeKind.PASS:
             raise NoAnswer(f"the GOOD environment does not pass: {good_row.outcome.describe()}",
@@ -179,51 +245,74 @@ class _Diff:
 
     def ddmin(self, changes: Sequence[Change]) -> list[Change]:
         machine: Ddmin[Change] = Ddmin(changes)
-        self._drive(_DdminPoints(machine, self.verdict, self.session.opts.repeat),
-                    lambda subset, runs: self.want(_apply_label(subset), subset, runs))  # fmt: skip
+        self._drive(_DdminPoints(machine, self),
+                    lambda subset, runs: self.want(_apply_label(subset), _applied(subset), runs,
+                                                   key=subset))  # fmt: skip
         assert machine.result is not None
         return machine.result
 
-    def first_bad(self, change: Change, others: Sequence[Change]) -> dict[str, Any]:
-        """The first version of the culprit, between its good and bad versions, that fails
-        (the other culprits applied, so that an interaction can show)."""
+    def culprits(self, minimal: Sequence[Change]) -> list[dict[str, Any]]:
+        """Each culprit's first bad version, the rest of the minimal set applied at BAD
+        (so that an interaction can show) except what the culprit's own change forces."""
+        out = []
+        for c in minimal:
+            planned, _ = self.environment(_applied([c]))
+            forced = {n for n, _, _ in self.effect(planned)[0]} if planned else set()
+            others = {o[0]: o[2] for o in minimal if o != c and o[0] not in forced}
+            out.append(self.first_bad(c, others))
+        return out
+
+    def first_bad(self, change: Change, others: Mapping[str, str | None]) -> dict[str, Any]:
+        """The first version of the culprit, between its good and bad versions, that fails,
+        and what moved with it there."""
         name, good_v, bad_v = change
-        if good_v is None or bad_v is None:
-            return {"package": name, "good_version": good_v, "bad_version": bad_v}
+        found = {"package": name, "good_version": good_v, "bad_version": bad_v}
+        if good_v is not None and bad_v is not None:
+            found = self._bisect(name, good_v, bad_v, others) or found
+        planned, _ = self.environment({**others, name: found["bad_version"]})
+        moves = self.effect(planned)[1] if planned else []
+        with_it = [{"package": n, "from": g, "to": p}
+                   for n, g, p in moves if n != name and n not in others]  # fmt: skip
+        return {**found, "moved_with": with_it} if with_it else found
+
+    def _bisect(
+        self, name: str, good_v: str, bad_v: str, others: Mapping[str, str | None]
+    ) -> dict[str, Any] | None:
         lo, hi = Version(good_v), Version(bad_v)
         files = self.session.client.project_files(name).files
         versions = [c.version for c in build_candidates(files, self.session.target).candidates
                     if c.installable and lo <= c.version <= hi]  # fmt: skip
         if lo > hi or len(versions) <= 2:
-            return {"package": name, "good_version": good_v, "bad_version": bad_v}
+            return None
         self.session.reporter.message(f"envbisect: first bad {name} between {good_v} and {bad_v}")
         bis = Bisector(n=len(versions), good=0, bad=len(versions) - 1, any_failure=True,
                        repeat=self.session.opts.repeat)  # fmt: skip
 
         def want(i: int, runs: int) -> Want:
-            applied = [*others, (name, good_v, str(versions[i]))]
-            return self.want(f"{name} {versions[i]}", applied, runs)
+            return self.want(f"{name} {versions[i]}", {**others, name: str(versions[i])}, runs)
 
         self._drive(_CulpritBisection(bis, self.verdict), want)
         final = bis.result
         if final is None or final.status == "no-answer" or final.first_new is None:
-            return {"package": name, "good_version": good_v, "bad_version": bad_v}
+            return None
         last_good = versions[final.last_old] if final.last_old is not None else lo
         return {"package": name, "good_version": str(last_good),
                 "bad_version": str(versions[final.first_new])}  # fmt: skip
 
 
 class _DdminPoints(Points[Subset]):
-    """ddmin's subsets as drive points; each probed environment's verdict goes back to it."""
+    """ddmin's subsets as drive points; each probed environment's verdict, and its effective
+    change set, go back to it."""
 
-    def __init__(self, machine: Ddmin[Change], verdict: Any, repeat: int) -> None:
-        self.machine, self.verdict, self.repeat = machine, verdict, repeat
+    def __init__(self, machine: Ddmin[Change], diff: _Diff) -> None:
+        self.machine, self.diff, self.repeat = machine, diff, diff.session.opts.repeat
 
     def next_batch(self, k: int) -> list[Subset]:
         return self.machine.next_batch(k)
 
     def record(self, point: Subset, row: ProbeRow) -> None:
-        self.machine.record(point, self.verdict(row.outcome))
+        verdict = self.diff.verdict(row.outcome)
+        self.machine.record(point, verdict, self.diff.effective.get(point))
 
     def label(self, point: Subset, row: ProbeRow) -> ProbeRow:
         return replace(row, verdict=_skip(row))
@@ -245,6 +334,39 @@ class _CulpritBisection(Bisection):
 
 def _skip(row: ProbeRow) -> str:
     return "skip" if row.outcome.kind is OutcomeKind.UNTESTABLE else ""
+
+
+def _applied(subset: Sequence[Change]) -> dict[str, str | None]:
+    return {n: b for n, _, b in subset}
+
+
+def _s(v: Version | None) -> str | None:
+    return None if v is None else str(v)
+
+
+def _in_span(p: Version | None, g: Version | None, b: Version | None) -> bool:
+    """Whether version ``p`` (None: absent) is one of the two ends or between them."""
+    if p in (g, b):
+        return True
+    if p is None or g is None or b is None:
+        return False
+    lo, hi = sorted((g, b))
+    return lo <= p <= hi
+
+
+def culprit_text(c: Mapping[str, Any]) -> str:
+    """One culprit in words: ``lib 1.1.0 -> 2.0.0 (moved with it: app 1.5.0 -> 2.0.0)``."""
+    text = f"{c['package']} {c['good_version'] or 'absent'} -> {c['bad_version'] or 'removed'}"
+    moved = c.get("moved_with") or []
+    if moved:
+        text += (
+            " (moved with it: "
+            + ", ".join(
+                f"{m['package']} {m['from'] or 'absent'} -> {m['to'] or 'removed'}" for m in moved
+            )
+            + ")"
+        )
+    return text
 
 
 def _apply_label(subset: Sequence[Change]) -> str:
