@@ -7,6 +7,7 @@ environment is built for it.
 
 from __future__ import annotations
 
+import functools
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -15,9 +16,7 @@ from datetime import datetime
 from packaging.tags import Tag
 from packaging.utils import (
     InvalidSdistFilename,
-    InvalidWheelFilename,
     parse_sdist_filename,
-    parse_wheel_filename,
 )
 from packaging.version import InvalidVersion, Version
 
@@ -45,13 +44,26 @@ class CandidateList:
         return None
 
 
+@functools.lru_cache(maxsize=1 << 16)
 def file_version(filename: str) -> Version | None:
-    """The version a wheel or sdist filename carries, or None for anything else."""
+    """The version a wheel or sdist filename carries, or None for anything else (each
+    filename parsed once: a plan reads the same project pages again and again)."""
+    if filename.endswith(".whl"):
+        # name-version(-build)?-python-abi-platform.whl, the name's own dashes escaped as "_"
+        # (PEP 427): the version is the second field, and its tags are not needed here.
+        parts = filename[:-4].split("-")
+        return _version(parts[1]) if len(parts) in (5, 6) and parts[0] else None
     try:
-        if filename.endswith(".whl"):
-            return parse_wheel_filename(filename)[1]
         return parse_sdist_filename(filename)[1]
-    except (InvalidWheelFilename, InvalidSdistFilename, InvalidVersion):
+    except (InvalidSdistFilename, InvalidVersion):
+        return None
+
+
+@functools.lru_cache(maxsize=1 << 14)
+def _version(text: str) -> Version | None:
+    try:
+        return Version(text)
+    except InvalidVersion:
         return None
 
 

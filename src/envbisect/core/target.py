@@ -7,6 +7,7 @@ with ``packaging.tags`` *for that interpreter*, never for the one running envbis
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -130,18 +131,32 @@ class Target:
     def accepts_requires_python(self, spec: str | None) -> bool:
         if not spec:
             return True
-        try:
-            return SpecifierSet(spec).contains(self.python_version, prereleases=True)
-        except InvalidSpecifier:
-            # An unparsable requires-python is ignored, as pip and uv do.
-            return True
+        return _accepts(spec, self.version)
 
     def wheel_compatible(self, filename: str, supported: frozenset[tags.Tag]) -> bool:
-        try:
-            _, _, _, wheel_tags = parse_wheel_filename(filename)
-        except InvalidWheelFilename:
-            return False
-        return not supported.isdisjoint(wheel_tags)
+        found = wheel_tags(filename)
+        return found is not None and not supported.isdisjoint(found)
+
+
+# A project page lists thousands of files, most of them sharing a requires-python and a tag
+# set, and a plan reads the same pages for every environment: parse each string once.
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def wheel_tags(filename: str) -> frozenset[tags.Tag] | None:
+    """The tags of a wheel filename (None: not a valid one)."""
+    try:
+        return frozenset(parse_wheel_filename(filename)[3])
+    except InvalidWheelFilename:
+        return None
+
+
+@functools.lru_cache(maxsize=1 << 12)
+def _accepts(spec: str, version: tuple[int, int, int]) -> bool:
+    try:
+        return SpecifierSet(spec).contains(Version(".".join(map(str, version))), prereleases=True)
+    except InvalidSpecifier:
+        return True  # an unparsable requires-python is ignored, as pip and uv do
 
 
 def _two_ints(value: object) -> tuple[int, int] | None:

@@ -166,6 +166,7 @@ class IndexClient:
             headers={"User-Agent": f"envbisect/{__version__}", "Accept": ACCEPT},
         )
         self._memo: dict[str, ProjectFiles] = {}
+        self._by_version: dict[str, tuple[ProjectFiles, dict[Version, list[DistFile]]]] = {}
         self._metadata: dict[str, str] = {}
         self._locks = _KeyedLocks()
 
@@ -198,6 +199,22 @@ class IndexClient:
             if key not in self._memo:
                 self._memo[key] = self._project_files(name, key)
             return self._memo[key]
+
+    def _files_by_version(self, pf: ProjectFiles) -> dict[Version, list[DistFile]]:
+        """A project's files grouped by version, once per project (a plan asks for the
+        metadata of many versions of the same project)."""
+        key = canonicalize_name(pf.name)
+        with self._locks(f"by-version:{key}"):
+            found = self._by_version.get(key)
+            if found is None or found[0] is not pf:
+                groups: dict[Version, list[DistFile]] = {}
+                for f in pf.files:
+                    v = file_version(f.filename)
+                    if v is not None:
+                        groups.setdefault(v, []).append(f)
+                found = (pf, groups)
+                self._by_version[key] = found
+            return found[1]
 
     def project_files_many(
         self, names: Iterable[str], *, max_workers: int = 8
@@ -239,7 +256,7 @@ class IndexClient:
             want: Version | None = Version(version)
         except InvalidVersion:
             want = None
-        matches = [f for f in pf.files if want is not None and file_version(f.filename) == want]
+        matches = self._files_by_version(pf).get(want, []) if want is not None else []
         if not matches:
             known = sorted({v for f in pf.files if (v := file_version(f.filename))}, reverse=True)
             newest = ", ".join(str(v) for v in known[:5]) or "none"

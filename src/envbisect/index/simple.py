@@ -50,7 +50,7 @@ def parse_simple_json(data: dict[str, Any], page_url: str, *, index: str = "") -
         out.append(
             DistFile(
                 filename=row["filename"],
-                url=strip_credentials(urljoin(page_url, row["url"])),
+                url=_file_url(page_url, row["url"]),
                 hashes=tuple(sorted((str(k), str(v)) for k, v in row.get("hashes", {}).items())),
                 requires_python=row.get("requires-python") or None,
                 upload_time=_parse_time(row.get("upload-time")),
@@ -62,6 +62,13 @@ def parse_simple_json(data: dict[str, Any], page_url: str, *, index: str = "") -
             )
         )
     return out
+
+
+def _file_url(page_url: str, href: str) -> str:
+    # PyPI's file URLs are absolute and carry no user info: most rows need no parsing at all.
+    if href.startswith(("https://", "http://")) and "@" not in href:
+        return href
+    return strip_credentials(urljoin(page_url, href))
 
 
 class _AnchorParser(HTMLParser):
