@@ -57,6 +57,19 @@ markupsafe==2.1.5
 werkzeug==3.0.3
 """
 
+# The reproducer of abess-team/abess#496 (a linear regression fit), as filed.
+ABESS_REPRO = """\
+from abess.linear import LinearRegression
+from abess.datasets import make_glm_data
+import numpy as np
+
+np.random.seed(12345)
+data = make_glm_data(n=100, p=50, k=10, family="gaussian")
+model = LinearRegression(support_size=10)
+model.fit(data.x, data.y)
+print(model.predict(data.x)[:4])
+"""
+
 
 def py(code: str) -> list[str]:
     return ["python", "-c", code]
@@ -67,7 +80,8 @@ class Case:
     """One real breakpoint.
 
     ``mode``: ``run`` (``--package``), ``by-date`` or ``diff``. ``truth``: the culprit package
-    and its first bad version. ``args``: the command's own arguments (range, ``--with``...),
+    and its first bad version (``fix``: a fix search, ``--good`` newer than ``--bad``, and the
+    truth is the first fixed version). ``args``: the command's own arguments (range, ``--with``...),
     ``repro``: the command after ``--``. ``verified``: what was checked by hand with plain uv.
     """
 
@@ -81,6 +95,7 @@ class Case:
     source: str
     verified: str
     files: dict[str, str] = field(default_factory=dict)
+    fix: bool = False
 
 
 CASES: tuple[Case, ...] = (
@@ -332,6 +347,38 @@ CASES: tuple[Case, ...] = (
         " AttributeError: module 'pyarrow' has no attribute 'PyExtensionType'",
     ),
     Case(
+        name="abess-crash",
+        kind="native crash (released wheel)",
+        mode="run",
+        truth=("abess", "0.4.6"),
+        python="3.8",
+        args=("--package", "abess", "--good", "0.4.4", "--bad", "0.4.7", "--repro", "{repro.py}"),
+        repro=(),
+        source="https://github.com/abess-team/abess/issues/496",
+        verified="0.4.4 and 0.4.5 print predictions; 0.4.6 and 0.4.7 die with SIGILL (exit"
+        " 132) in pybind_cabess.cpython-38-x86_64-linux-gnu.so (gdb: 0.4.6 in"
+        " Normalize(Eigen::Matrix<double...>&, ...) at `vcvtsi2sd %edx,%xmm0,%xmm16`, 0.4.7 in"
+        " a stripped `??` frame at `vpmaxsq`: AVX-512 instructions, and this CPU has AVX2 only;"
+        " the issue reports a SIGSEGV on Azure);"
+        " `import abess` alone passes. Not monotone further down: 0.4.2 and 0.4.3 die the same"
+        " way (hence --good 0.4.4)",
+        files={"repro.py": ABESS_REPRO},
+    ),
+    Case(
+        name="abess-crash-fixed",
+        kind="native crash, fix search",
+        mode="run",
+        truth=("abess", "0.4.8"),
+        python="3.8",
+        args=("--package", "abess", "--good", "0.4.8", "--bad", "0.4.6", "--repro", "{repro.py}"),
+        repro=(),
+        source="https://github.com/abess-team/abess/issues/496",
+        verified="0.4.6 and 0.4.7 SIGILL as in abess-crash (0.4.7rc1 is a pre-release, left"
+        " out); 0.4.8 passes",
+        files={"repro.py": ABESS_REPRO},
+        fix=True,
+    ),
+    Case(
         name="diff-flask-locks",
         kind="two lockfiles (diff)",
         mode="diff",
@@ -388,9 +435,17 @@ def command(case: Case, work: Path, cache: Path, timeout: int) -> list[str]:
         "--cache-dir",
         str(cache / "meta"),
         "--json",
-        "--",
-        *case.repro,
+        *(["--", *case.repro] if case.repro else []),
     ]
+
+
+def crash_of(out: dict[str, Any]) -> str:
+    """`` (SIGILL in libfoo.so)`` when the failing outcome is a crash, else ``""``."""
+    outcome = out.get("first_bad_outcome") or {}
+    if outcome.get("kind") != "crash":
+        return ""
+    where = f" in {outcome['library']}" if outcome.get("library") else ", library not named"
+    return f" ({outcome.get('signal')}{where})"
 
 
 def answer_of(case: Case, out: dict[str, Any]) -> tuple[str, bool, str]:
@@ -402,8 +457,8 @@ def answer_of(case: Case, out: dict[str, Any]) -> tuple[str, bool, str]:
     status = out.get("status")
     if case.mode == "run":
         if status == "found":
-            first = str(out.get("first_bad"))
-            return f"{package} {first}", first == version, ""
+            first = str(out.get("first_fixed" if case.fix else "first_bad"))
+            return f"{package} {first}{crash_of(out)}", first == version, ""
         if status == "ambiguous":
             cands = [str(v) for v in out.get("first_bad_candidates") or []]
             return f"one of {', '.join(cands)}", False, "ambiguous"
@@ -450,7 +505,7 @@ def table(results: list[Result]) -> str:
         "|---|---|---|---|---|---:|---:|",
     ]
     for r in results:
-        truth = " ".join(r.case.truth)
+        truth = " ".join(r.case.truth) + (" (fixed)" if r.case.fix else "")
         mark = "yes" if r.right else "**no**"
         lines.append(
             f"| {r.case.name} | {r.case.kind} | {truth} | {r.answer} | {mark} | {r.probes} |"
