@@ -440,12 +440,14 @@ def command(case: Case, work: Path, cache: Path, timeout: int) -> list[str]:
 
 
 def crash_of(out: dict[str, Any]) -> str:
-    """`` (SIGILL in libfoo.so)`` when the failing outcome is a crash, else ``""``."""
+    """`` (SIGILL in libfoo.so)`` when the failing outcome is a crash, else ``""`` (in a fix
+    search, the last broken version's outcome)."""
     outcome = out.get("first_bad_outcome") or {}
     if outcome.get("kind") != "crash":
         return ""
     where = f" in {outcome['library']}" if outcome.get("library") else ", library not named"
-    return f" ({outcome.get('signal')}{where})"
+    broken = f"last broken {out.get('last_broken')}: " if out.get("direction") == "fix" else ""
+    return f" ({broken}{outcome.get('signal')}{where})"
 
 
 def answer_of(case: Case, out: dict[str, Any]) -> tuple[str, bool, str]:
