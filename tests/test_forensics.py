@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from envbisect.env.forensics import function_name, parse_frame, parse_gdb
+from envbisect.env.forensics import enrich, function_name, parse_frame, parse_gdb
+from envbisect.model import Outcome, OutcomeKind
 from envbisect.store import Store
 from support.index_server import LocalIndex
 from support.native import build_cpp_extension_wheel
@@ -178,6 +179,30 @@ def test_parse_thread_apply_all_takes_the_crashing_thread() -> None:
     )
     assert trace.library == "libc.so.6"  # frame 0 has none ("at file.c:44"); frame 1 has
     assert "__futex_abstimed_wait_common" not in trace.text
+
+
+STRIPPED = """\
+Thread 1 "python" received signal SIGILL, Illegal instruction.
+ENVBISECT-BT
+#0  0x00007fffe1b2c3d4 in ?? () from /v/abess/pybind_cabess.cpython-38-x86_64-linux-gnu.so
+#1  0x00007fffe1b2a111 in ?? () from /v/abess/pybind_cabess.cpython-38-x86_64-linux-gnu.so
+#2  0x00000000004c7d8e in cfunction_call_varargs (func=0x7ffff, args=0x7fff) at Objects/call.c:743
+#3  0x00000000004e11c2 in _PyEval_EvalFrameDefault () at Python/ceval.c:3500
+"""
+
+
+def test_a_stripped_library_is_not_named_after_its_caller() -> None:
+    """abess 0.4.7's wheel is stripped: its frames are "??"; the interpreter function further
+    out is in another binary and must not be reported as the faulting function."""
+    trace = parse_gdb(STRIPPED)
+    assert trace.library == "pybind_cabess.cpython-38-x86_64-linux-gnu.so"
+    assert trace.function is None
+    crash = Outcome(kind=OutcomeKind.CRASH, signal="SIGILL", signature="SIGILL")
+    assert enrich(crash, trace).signature == (
+        "SIGILL in pybind_cabess.cpython-38-x86_64-linux-gnu.so"
+    )
+    named = parse_gdb(MAIN_THREAD_DEBUG)
+    assert named.function == "crashcpp::detail::Kernel<float>::operator()"
 
 
 def test_parse_program_received_signal_still_works() -> None:

@@ -19,7 +19,7 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib
 from conftest import RecordingReporter, split_common, write_repro
-from envbisect.core.report import other_failures_hint, to_json
+from envbisect.core.report import other_failures_hint, to_json, verdict_line
 from envbisect.env.repro import Repro
 from envbisect.env.uv import find_uv
 from envbisect.model import IndexConfig
@@ -361,3 +361,19 @@ def test_a_stood_in_end_on_the_command_line(index: LocalIndex, python: str, tmp_
     assert [(s["flag"], s["asked"], s["used"]) for s in data["stand_ins"]] == [
         ("--good", "1.4.0", "1.5.0")
     ]
+
+
+def test_a_yanked_version_between_the_answer_is_named(
+    index: LocalIndex, python: str, results: Path, tmp_path: Path
+) -> None:
+    """yanky 1.3.0 is yanked and crashes; a search never sees it and names 1.4.0: the verdict,
+    --json and the skipped list say that 1.3.0 lies between and was not tested."""
+    res = run_bisect(options(index, python, results, "yanky", tmp_path))
+    assert (res.first_new, res.last_old) == ("1.4.0", "1.2.0")
+    assert "yanked between them, not tested: 1.3.0" in verdict_line(res)
+    data = to_json(res)
+    assert data["yanked_between"] == ["1.3.0"]
+    assert any(s["version"] == "1.3.0" and "yanked" in s["reason"] for s in data["skipped"])
+    named = run_bisect(options(index, python, results, "yanky", tmp_path, bad="1.3.0"))
+    assert (named.first_new, named.last_old) == ("1.3.0", "1.2.0")
+    assert "yanked_between" not in to_json(named)

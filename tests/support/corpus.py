@@ -62,7 +62,12 @@ def corpus() -> dict[str, list[Version]]:
     importy = _series(9, 6, IMPORT_BETA)
     importy[3] = Version("1.3.0", IMPORT_ALPHA)
     importy[4] = Version("1.4.0", IMPORT_ALPHA)
+    # The first bad release was yanked (as urllib3 2.0.0 and 2.0.1 were): 1.3.0 is yanked and
+    # crashes, 1.4.0 is the first bad version a search can see.
+    yanky = _series(6, 3, SEGFAULT)
+    yanky[3] = Version("1.3.0", SEGFAULT, yanked=True)
     return {
+        "yanky": yanky,
         "importy": importy,
         "helperlib": [Version("1.0.0", PASS), Version("2.0.0", PASS)],
         "crashy": crashy,

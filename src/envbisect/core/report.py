@@ -130,9 +130,15 @@ def verdict_line(res: RunResult) -> str:
     outcome = res.first_new_outcome
     how = f": {outcome.describe()}" if outcome and res.direction == "regression" else ""
     sure = f" (probability {res.probability:.2f})" if res.probability is not None else ""
+    yanked = res.extra.get("yanked_between") or []
+    left_out = (
+        f" (yanked between them, not tested: {', '.join(yanked)}; name one with --bad to test it)"
+        if yanked
+        else ""
+    )
     return (
         f"{new_word} version of {res.package}: {res.first_new}{how}{what}; "
-        f"{old_word}: {res.last_old}{sure}"
+        f"{old_word}: {res.last_old}{sure}{left_out}"
     )
 
 

@@ -51,6 +51,9 @@ class NativeTrace:
     frames: tuple[str, ...]  # native function names of the crashing thread, innermost first
     text: str  # the backtrace as gdb printed it
     thread: str | None = None  # the thread that received the signal, e.g. '3 "worker"'
+    # The innermost named function in the faulting library itself: None when that library's
+    # frames are all "??" (a stripped wheel); never a function of another binary further out.
+    function: str | None = None
 
 
 def gdb_path() -> str | None:
@@ -145,7 +148,32 @@ def parse_gdb(text: str) -> NativeTrace:
         frames=tuple(names),
         text="\n".join(lines),
         thread=thread,
+        function=_faulting_function(names, libs, library),
     )
+
+
+_UNNAMED = ("??", "<signal handler called>")
+
+
+def _faulting_function(names: list[str], libs: list[str | None], library: str | None) -> str | None:
+    """The innermost named frame in the faulting library. A frame gdb printed without an
+    object file counts only before that library's own frames (it is the crash site then);
+    after them it is further out, in another binary: a stripped library's "??" frames are not
+    named after the interpreter function that called them."""
+    if library is None:
+        return None
+    seen = False
+    for name, lib in zip(names, libs, strict=True):
+        if lib is not None:
+            if lib != library:
+                return None
+            seen = True
+        if name in _UNNAMED:
+            continue
+        if lib is None and seen:
+            return None
+        return name
+    return None
 
 
 def parse_frame(line: str) -> tuple[str, str | None, int] | None:
@@ -191,7 +219,11 @@ def enrich(outcome: Outcome, trace: NativeTrace) -> Outcome:
     if outcome.kind is not OutcomeKind.CRASH:
         return outcome
     native = trace.library or "?"
-    top = next((f for f in trace.frames if f not in ("??", "<signal handler called>")), None)
+    top = (
+        trace.function
+        if trace.library
+        else next((f for f in trace.frames if f not in _UNNAMED), None)
+    )
     where = f"{native} ({top})" if top else native
     python_frame = ""
     if " in " in outcome.signature:

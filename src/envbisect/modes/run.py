@@ -177,6 +177,7 @@ def _run(opts: RunOptions, session: Session, exclude_newer: datetime | None) -> 
         result.last_old = labels[final.last_old]
         result.possible = [labels[i] for i in final.possible]
         result.probability = final.probability
+        _yanked_between(result, cl)
         if final.status == "ambiguous" and any(r.note for r in result.rows):
             result.reason = "failures unlike the reference, or untestable points, hide it"
     write_outputs(result, session, label=opts.package, allow_sdist=opts.allow_sdist)
@@ -248,6 +249,23 @@ def _stand_ins(
             reason=cl.candidates[s.asked].reason or "no installable file",
         )
         for s in bis.stand_ins
+    ]
+
+
+def _yanked_between(result: RunResult, cl: CandidateList) -> None:
+    """Yanked versions between the two that bracket the answer were never candidates: the
+    answer is the first bad one that is not yanked, and a user who has a yanked one installed
+    must be told (naming it with --good or --bad tests it)."""
+    assert result.first_new is not None and result.last_old is not None
+    lo, hi = sorted((Version(result.first_new), Version(result.last_old)))
+    between = sorted(v for v, why in cl.dropped.items() if why == "yanked" and lo < v < hi)
+    if not between:
+        return
+    names = [str(v) for v in between]
+    result.extra["yanked_between"] = names
+    result.skipped += [
+        (v, "yanked: left out of the candidates; name it with --good or --bad to test it")
+        for v in names
     ]
 
 
