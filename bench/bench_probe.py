@@ -45,38 +45,15 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
+from envbisect.env.uv import UV_ENV_DROP  # noqa: E402
 from support.index_server import IndexFile, LocalIndex  # noqa: E402
 from support.wheels import build_wheel  # noqa: E402
 
 PACKAGE = "benchpkg"
 VERSION = "1.0"
 # Variables that would point uv or envbisect at other indexes, caches or settings than the
-# bench gives them (the same list as envbisect's own uv_env, plus envbisect's cache).
-_ENV_DROP = (
-    "UV_INDEX_URL",
-    "UV_EXTRA_INDEX_URL",
-    "UV_DEFAULT_INDEX",
-    "UV_INDEX",
-    "UV_FIND_LINKS",
-    "UV_NO_INDEX",
-    "UV_INDEX_STRATEGY",
-    "UV_EXCLUDE_NEWER",
-    "UV_PRERELEASE",
-    "UV_NO_BINARY",
-    "UV_ONLY_BINARY",
-    "UV_NO_BUILD",
-    "UV_CONSTRAINT",
-    "UV_OVERRIDE",
-    "UV_BUILD_CONSTRAINT",
-    "UV_TORCH_BACKEND",
-    "UV_RESOLUTION",
-    "UV_PYTHON",
-    "UV_SYSTEM_PYTHON",
-    "UV_OFFLINE",
-    "VIRTUAL_ENV",
-    "CONDA_PREFIX",
-    "ENVBISECT_CACHE_DIR",
-)
+# bench gives them: envbisect's own list for uv, plus these.
+_ENV_DROP = (*UV_ENV_DROP, "UV_OFFLINE", "ENVBISECT_CACHE_DIR")
 
 
 class BenchError(Exception):

@@ -33,6 +33,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT / "bench"))
+
+from bench_matrix import GRID  # noqa: E402
 
 from envbisect.env.repro import Repro  # noqa: E402
 from envbisect.exec.ray import RayExecutor  # noqa: E402
@@ -44,17 +47,6 @@ from envbisect.strategy.rows import Cell, MatrixRows  # noqa: E402
 from support.corpus import build_index  # noqa: E402
 from support.raycluster import RayCluster, use_token  # noqa: E402
 
-GRID = """
-[matrix]
-name = "grid"
-python = ["{python}"]
-index_url = "{index}"
-repro = "repro.py"
-[[axis]]
-package = "gridapp"
-[[axis]]
-package = "gridlib"
-"""
 # Planning on the controller, per cell, warm metadata cache (README: 672 cells in 71.5 s).
 PLAN_SECONDS_PER_CELL = 71.5 / 672
 

@@ -8,11 +8,10 @@ C++ frames with templates, ``operator()`` and an anonymous namespace.
 
 from __future__ import annotations
 
-import json
 import subprocess
 from pathlib import Path
 
-from .wheels import build_wheel
+from .wheels import build_wheel, extension_target
 
 CRASH_CPP = r"""
 #include <Python.h>
@@ -80,16 +79,7 @@ def build_cpp_extension_wheel(outdir: Path, workdir: Path, python: str, *, debug
     """The wheel ``crashcpp`` (g++ and the target's headers): 1.0 built with -g, so gdb prints
     its frames as ``at crash.cc:12`` without a library; 2.0 without, so gdb prints them as
     demangled symbols, ``void ns::f<T>(ns::Ctx*, float) () from lib.so``."""
-    info = json.loads(
-        subprocess.run(
-            [python, "-c", "import json, sysconfig, sys; print(json.dumps({"
-             "'inc': sysconfig.get_paths()['include'], "
-             "'suffix': sysconfig.get_config_var('EXT_SUFFIX'), "
-             "'tag': 'cp%d%d' % sys.version_info[:2], "
-             "'plat': sysconfig.get_platform().replace('-', '_').replace('.', '_')}))"],
-            capture_output=True, text=True, check=True,
-        ).stdout
-    )  # fmt: skip
+    info = extension_target(python)
     version = "1.0" if debug else "2.0"
     workdir = workdir / version
     workdir.mkdir(parents=True, exist_ok=True)

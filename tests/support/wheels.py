@@ -102,19 +102,9 @@ def build_c_extension_wheel(outdir: Path, workdir: Path, python: str) -> Path:
     Returns the wheel ``crashext-1.0`` whose ``crashext.boom()`` crashes inside
     ``_crashext.<ext suffix>``, not in libc or ctypes.
     """
-    import json
     import subprocess
 
-    info = json.loads(
-        subprocess.run(
-            [python, "-c", "import json, sysconfig, sys; print(json.dumps({"
-             "'inc': sysconfig.get_paths()['include'], "
-             "'suffix': sysconfig.get_config_var('EXT_SUFFIX'), "
-             "'tag': 'cp%d%d' % sys.version_info[:2], "
-             "'plat': sysconfig.get_platform().replace('-', '_').replace('.', '_')}))"],
-            capture_output=True, text=True, check=True,
-        ).stdout
-    )  # fmt: skip
+    info = extension_target(python)
     workdir.mkdir(parents=True, exist_ok=True)
     src = workdir / "crash.c"
     src.write_text(CRASH_C)
@@ -134,3 +124,22 @@ def build_c_extension_wheel(outdir: Path, workdir: Path, python: str) -> Path:
         },
         tag=tag,
     )
+
+
+def extension_target(python: str) -> dict[str, str]:
+    """What building a CPython extension for ``python`` needs: its include folder, extension
+    suffix, interpreter tag and platform tag (read off that interpreter)."""
+    import json
+    import subprocess
+
+    out: dict[str, str] = json.loads(
+        subprocess.run(
+            [python, "-c", "import json, sysconfig, sys; print(json.dumps({"
+             "'inc': sysconfig.get_paths()['include'], "
+             "'suffix': sysconfig.get_config_var('EXT_SUFFIX'), "
+             "'tag': 'cp%d%d' % sys.version_info[:2], "
+             "'plat': sysconfig.get_platform().replace('-', '_').replace('.', '_')}))"],
+            capture_output=True, text=True, check=True,
+        ).stdout
+    )  # fmt: skip
+    return out

@@ -43,7 +43,7 @@ from envbisect.model import EnvSpec, IndexConfig, InstalledDist, Outcome
 from envbisect.redact import mask_text
 
 # Variables that would make uv read other indexes or policies than the EnvSpec says.
-_UV_ENV_DROP = (
+UV_ENV_DROP = (
     "UV_INDEX_URL",
     "UV_EXTRA_INDEX_URL",
     "UV_DEFAULT_INDEX",
@@ -145,7 +145,7 @@ def find_uv() -> str:
 
 
 def uv_env(cache_dir: str | None = None) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k not in _UV_ENV_DROP}
+    env = {k: v for k, v in os.environ.items() if k not in UV_ENV_DROP}
     env["UV_NO_PROGRESS"] = "1"
     env.setdefault("NO_COLOR", "1")
     if cache_dir:
