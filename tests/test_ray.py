@@ -363,3 +363,20 @@ def _start_raw(c: RayCluster, wrapper: Path, python: str) -> None:
     ]
     proc = subprocess.run(cmd, capture_output=True, text=True, env=ray_env(), timeout=180)
     assert proc.returncode == 0, proc.stderr[-2000:]
+
+
+def test_an_address_where_nothing_listens_is_a_clear_error_at_once(
+    index: LocalIndex, python: str, tmp_path: Path
+) -> None:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    repro = Repro.from_file(str(write_repro(tmp_path, "crashy")), tmp_path)
+    start = time.monotonic()
+    opts = common(index, python, tmp_path, repro, executor="ray", ray_address=f"127.0.0.1:{port}")
+    with pytest.raises(InfrastructureError, match="cannot reach the Ray cluster") as err:
+        run_bisect(RunOptions(package="crashy", common=opts))
+    assert err.value.ref == "ray-unreachable" and err.value.hint
+    assert time.monotonic() - start < 30  # Ray alone retries for minutes

@@ -95,6 +95,8 @@ class RayExecutor:
         self.address = address
         self.gpus = gpus_per_probe
         self._inflight: dict[Any, Future[ProbeRecord]] = {}
+        if address is not None:
+            _reachable(address)
         loopback = is_loopback(address)
         if loopback:
             keep_loopback()
@@ -248,6 +250,22 @@ class RayExecutor:
                 hint="ask for fewer, or add a node with GPUs (ray start --num-gpus N)",
                 ref="ray-no-gpus",
             )
+
+
+def _reachable(address: str) -> None:
+    """Fail at once when nothing listens at HOST:PORT (Ray itself retries for minutes)."""
+    if "://" in address or ":" not in address:
+        return  # "auto", ray:// client addresses: Ray's own lookup
+    host, _, port = address.rpartition(":")
+    try:
+        with socket.create_connection((host.strip("[]"), int(port)), timeout=5):
+            pass
+    except (OSError, ValueError) as e:
+        raise InfrastructureError(
+            f"cannot reach the Ray cluster at {address}: {e}",
+            hint="start it (ray start --head) or pass its address: --ray-address HOST:PORT",
+            ref="ray-unreachable",
+        ) from e
 
 
 def _gpus(node: dict[str, Any]) -> float:
