@@ -8,7 +8,9 @@ the controller (the session) records what comes back.
     local     threads in this process (the default): no pickling, live probe groups killed
               directly on Ctrl-C
     process   a pool of worker processes: every task and record crosses a pickle, as it
-              would to another machine (the seam a cluster executor plugs into)
+              would to another machine
+    ray       a Ray cluster (exec/ray.py, the ``ray`` extra): one Ray task per probe, on the
+              node Ray picks, with its GPUs pinned
 """
 
 from __future__ import annotations

@@ -135,17 +135,6 @@ class Session:
             )
         return self._client
 
-    def client_for(self, indexes: IndexConfig) -> IndexClient:
-        """The session's client when ``indexes`` are its own, else a new one (caller closes)."""
-        if indexes == self.opts.indexes:
-            return self.client
-        return IndexClient(
-            indexes,
-            transport=self._transport,
-            cache_dir=self.opts.cache_dir or default_cache_dir(),
-            offline=self.opts.offline,
-        )
-
     @property
     def store(self) -> Store:
         if self._store is None:
