@@ -12,7 +12,7 @@ import argparse
 import math
 import os
 import sys
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -42,34 +42,29 @@ def _positive(text: str) -> float:
     return value
 
 
-def count(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError("must be 1 or more")
-    return value
-
-
-def count0(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError("must be 0 or more")
-    return value
-
-
 MAX_JOBS = 256
 
 
-def jobs(text: str) -> int:
-    value = count(text)
-    if value > MAX_JOBS:
-        raise argparse.ArgumentTypeError(f"must be at most {MAX_JOBS}")
-    return value
+def _whole(minimum: int, maximum: int | None = None) -> Callable[[str], int]:
+    """An argparse type: a whole number from ``minimum`` (to ``maximum``)."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"must be {minimum} or more")
+        if maximum is not None and value > maximum:
+            raise argparse.ArgumentTypeError(f"must be at most {maximum}")
+        return value
+
+    return parse
+
+
+count = _whole(1)  # runs, probes, cells
+count0 = _whole(0)  # GPUs per probe
+jobs = _whole(1, MAX_JOBS)
 
 
 def _probability(text: str) -> float:
