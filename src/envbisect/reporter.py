@@ -1,7 +1,12 @@
 """Progress hooks. The engine calls these; every hook is a no-op by default.
 
 The CLI's rich display is one implementation (``cli.RichReporter``), the tests' recorder is
-another. Nothing here may change what the engine decides.
+another. Nothing here may change what the engine decides: a hook returns nothing, and one
+that raises is the reporter's bug, never the search's (``phase`` reports are dropped then).
+
+Phases (``phase``) come from where the probe runs: the local executors (this thread, worker
+threads) report each one; a worker in another process or on Ray cannot reach the reporter,
+so its probes report only started and finished.
 """
 
 from __future__ import annotations
@@ -10,6 +15,8 @@ from envbisect.model import Outcome
 
 
 class Reporter:
+    verbose: bool = False  # whether ``output`` is wanted (-v: uv then runs without --quiet)
+
     def message(self, text: str) -> None:
         """A line of progress or a warning, for people."""
 
@@ -18,6 +25,16 @@ class Reporter:
 
     def probe_started(self, version: str, left: int, steps_left: int) -> None:
         """A probe of ``version`` starts; ``left`` candidates remain, ``steps_left`` probes."""
+
+    def planning(self, what: str, done: int, total: int) -> None:
+        """The controller is planning: ``done`` of ``total`` ``what`` (cells, ends) so far."""
+
+    def phase(self, version: str, phase: str) -> None:
+        """The probe of ``version`` entered ``phase``: building (uv creates the venv and
+        resolves and installs into it), running (the repro), native backtrace (gdb)."""
+
+    def output(self, version: str, stream: str, text: str) -> None:
+        """With -v: what uv or the repro printed (``stream``: uv, stdout, stderr)."""
 
     def probe_finished(
         self, version: str, outcome: Outcome, seconds: float, reused: bool, drawing: str

@@ -448,11 +448,29 @@ def cmd_publish(ctx: Context) -> int:
         raise UsageError("no matrix to publish", hint="name matrices/*.toml files",
                          ref="matrix-missing")  # fmt: skip
     common = common_options(ctx.args, command=ctx.command)
+    published = []
     for f in files:
         spec = load_matrix(f)
         with Session(matrix_options(spec, common), ctx.reporter) as session:
-            for p in publish_matrix(spec, session):
+            written = publish_matrix(spec, session)
+        published.append({"matrix": spec.name, "file": str(f), "files": [str(p) for p in written]})
+        if not ctx.args.json:
+            for p in written:
                 print(p)
+    if ctx.args.json:
+        print(json.dumps({"status": "ok", "published": published}, indent=2))
+    return 0
+
+
+def cmd_completion(ctx: Context) -> int:
+    """A completion script from the parser itself. shtab rather than argcomplete: the script
+    is static, so a TAB runs no Python (argcomplete starts envbisect on every TAB), and it
+    needs no global activation step."""
+    import shtab
+
+    from envbisect.cli.main import build_parser
+
+    print(shtab.complete(build_parser(), shell=ctx.args.shell))
     return 0
 
 

@@ -5,7 +5,16 @@ never read as markup."""
 
 from __future__ import annotations
 
+import math
+import statistics
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
 from rich.console import Console
+from rich.live import Live
+from rich.text import Text
 
 from envbisect.errors import EnvbisectError
 from envbisect.model import Outcome, OutcomeKind
@@ -27,51 +36,227 @@ def escape(text: str) -> str:
     return for_terminal(text).replace("[", "\\[")
 
 
-class RichReporter(Reporter):
-    """Progress on stderr."""
+@dataclass(slots=True)
+class _InFlight:
+    started: float
+    phase: str = "waiting"  # until the worker says (a remote one never does)
+    phase_at: float = 0.0
 
-    def __init__(self, console: Console) -> None:
+
+SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
+
+
+class RichReporter(Reporter):
+    """Progress on stderr: on a terminal, a live display (the phase of each probe in flight
+    with its elapsed time, the range fitted to the width, an ETA from the probes measured so
+    far); elsewhere (pipes, CI logs) plain lines. ``quiet``: nothing but errors; ``verbose``:
+    uv's and the probes' output too."""
+
+    def __init__(
+        self,
+        console: Console,
+        *,
+        quiet: bool = False,
+        verbose: bool = False,
+        live: bool | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.console = console
+        self.quiet = quiet
+        self.verbose = verbose and not quiet
         self.step = 0
+        self._live_ok = (console.is_terminal if live is None else live) and not quiet
+        self._live: Live | None = None
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._inflight: dict[str, _InFlight] = {}
+        self._planning: tuple[str, int, int, float] | None = None
+        self._measured: list[float] = []  # seconds of each probe built and run (not reused)
+        self._steps_left = 0
+        self._left = 0
+        self._drawing = ""
+        self._most_at_once = 1
+        self._cells_total = 0
+        self._cells_built = 0
+        self._cells_done = 0
+
+    # -- hooks -----------------------------------------------------------------------------------
 
     def message(self, text: str) -> None:
-        self.console.print(for_terminal(text), markup=False, highlight=False)
+        if not self.quiet:
+            self.console.print(for_terminal(text), markup=False, highlight=False)
 
     def candidates(self, package: str, in_range: int, untestable: int, target: str) -> None:
         extra = f", {untestable} without an installable file" if untestable else ""
-        self.console.print(
-            for_terminal(
-                f"envbisect: {in_range} candidate versions of {package} for {target}{extra}"
-            ),
-            markup=False,
-            highlight=False,
-        )
+        self.message(f"envbisect: {in_range} candidate versions of {package} for {target}{extra}")
+
+    def planning(self, what: str, done: int, total: int) -> None:
+        if self.quiet:
+            return
+        if what == "cells" and total and done == total:
+            self._cells_total = total
+        with self._lock:
+            self._planning = None if total and done >= total else (
+                what, done, total, self._clock() if self._planning is None else self._planning[3]
+            )  # fmt: skip
+        self._start_live()
 
     def probe_started(self, version: str, left: int, steps_left: int) -> None:
         self.step += 1
-        where = (
-            f" ({left} left in range, at most {steps_left} more step(s))"
-            if left or steps_left
-            else ""
-        )
+        with self._lock:
+            self._planning = None
+            self._inflight[version] = _InFlight(started=self._clock())
+            self._most_at_once = max(self._most_at_once, len(self._inflight))
+            self._left, self._steps_left = left, steps_left
+        if self.quiet:
+            return
+        self._start_live()
+        where = self._where(left, steps_left)
         self.console.print(f"[dim][{self.step}] probing {escape(version)}{where}[/dim]",
                            highlight=False)  # fmt: skip
+
+    def phase(self, version: str, phase: str) -> None:
+        with self._lock:
+            probe = self._inflight.get(version)
+            if probe is None:  # envbisect probe: one environment, no search around it
+                probe = self._inflight[version] = _InFlight(started=self._clock())
+                self._start_live_locked()
+            probe.phase, probe.phase_at = phase, self._clock()
+
+    def output(self, version: str, stream: str, text: str) -> None:
+        if not self.verbose:
+            return
+        name = f"{version} " if version else ""
+        for line in text.rstrip().splitlines():
+            self.console.print(for_terminal(f"    {name}{stream}: {line}"), markup=False,
+                               highlight=False)  # fmt: skip
 
     def probe_finished(
         self, version: str, outcome: Outcome, seconds: float, reused: bool, drawing: str
     ) -> None:
+        with self._lock:
+            self._inflight.pop(version, None)
+            if not reused:
+                self._measured.append(seconds)
+                self._cells_built += 1
+            self._cells_done += 1
+            self._drawing = drawing
+        if self.quiet:
+            return
         style = STYLE[outcome.kind]
         how = "from the store" if reused else f"{seconds:.1f} s"
+        shown = fit(drawing, self.console.width - 8) if self._live is not None else drawing
         self.console.print(
             f"    {escape(version)}: [{style}]{escape(outcome.describe())}[/{style}] ({how}) "
-            f"{escape(drawing)}",
+            f"{escape(shown)}",
             highlight=False,
         )
+
+    def close(self) -> None:
+        """Stop the live display (before an error or the answer is printed)."""
+        with self._lock:
+            live, self._live = self._live, None
+        if live is not None:
+            live.stop()
+
+    # -- what is shown ----------------------------------------------------------------------------
+
+    def eta(self, steps: int) -> float | None:
+        """Seconds left: the median measured probe times the steps left (None: none measured)."""
+        if not self._measured or steps <= 0:
+            return None
+        return statistics.median(self._measured) * steps
+
+    def _where(self, left: int, steps_left: int) -> str:
+        if not (left or steps_left):
+            return ""
+        # steps_left counts this probe: "this and N more", so the count falls step by step.
+        more = max(0, steps_left - 1)
+        eta = self.eta(steps_left)
+        about = f", about {duration(eta)} left" if eta is not None else ""
+        return f" ({left} left in range; this step and at most {more} more{about})"
+
+    def _start_live(self) -> None:
+        with self._lock:
+            self._start_live_locked()
+
+    def _start_live_locked(self) -> None:
+        if self._live_ok and self._live is None:
+            self._live = Live(
+                console=self.console,
+                get_renderable=self._render,
+                refresh_per_second=8,
+                transient=True,
+                redirect_stdout=False,  # data goes to stdout untouched
+                redirect_stderr=False,
+            )
+            self._live.start()
+
+    def _render(self) -> Text:
+        now = self._clock()
+        spin = SPINNER[int(now * 10) % len(SPINNER)]
+        lines: list[str] = []
+        with self._lock:
+            if self._planning is not None:
+                what, done, total, since = self._planning
+                count = f" {done}/{total}" if total else ""
+                lines.append(f"{spin} planning {what}{count} · {duration(now - since)}")
+            for version, p in self._inflight.items():
+                at = p.phase_at or p.started
+                name = f"{version}: " if version else ""
+                lines.append(
+                    f"{spin} {name}{p.phase} {duration(now - at)} "
+                    f"(probe {duration(now - p.started)})"
+                )
+            if self._drawing:
+                lines.append("  " + fit(self._drawing, self.console.width - 4))
+            if self._cells_total:
+                left = max(0, self._cells_total - self._cells_done)
+                eta = self.eta(math.ceil(left / self._most_at_once))
+                lines.append(
+                    f"  cells: {self._cells_total} planned, {self._cells_built} built, "
+                    f"{self._cells_done} done"
+                    + (f" · at most {duration(eta)} left" if eta is not None else "")
+                )
+            elif self._steps_left:
+                eta = self.eta(self._steps_left)
+                if eta is not None:
+                    lines.append(
+                        f"  at most {self._steps_left} step(s) · about {duration(eta)} left"
+                    )
+        text = Text(for_terminal("\n".join(lines)), no_wrap=True, overflow="ellipsis")
+        return text
+
+
+def fit(drawing: str, width: int) -> str:
+    """The range drawing in ``width`` characters: the ends kept, the middle elided."""
+    if len(drawing) <= width or width < 12:
+        return drawing
+    marks = drawing.strip("[]").split(", ")
+    head, tail = marks[: len(marks) // 2], marks[len(marks) // 2 :]
+    while head or tail:
+        text = "[" + ", ".join([*head, "…", *tail]) + "]"
+        if len(text) <= width:
+            return text
+        if len(head) >= len(tail) and head:
+            head.pop()
+        elif tail:
+            tail.pop(0)
+    return "[…]"
+
+
+def duration(seconds: float) -> str:
+    if seconds < 60:
+        return f"{seconds:.1f} s"
+    minutes, secs = divmod(round(seconds), 60)
+    if minutes < 60:
+        return f"{minutes} min {secs:02d} s"
+    return f"{minutes // 60} h {minutes % 60:02d} min"
 
 
 def print_error(err: EnvbisectError) -> None:
     """``error: MESSAGE [ref]`` and ``hint: HINT`` on stderr, credentials masked."""
-    console = Console(stderr=True, highlight=False, soft_wrap=True)
+    console = Console(stderr=True, highlight=False, soft_wrap=True, emoji=False)
     console.print(
         f"[bold red]error[/bold red]: {escape(mask_text(err.message))} [dim]\\[{err.ref}][/dim]"
     )

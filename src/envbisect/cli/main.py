@@ -23,7 +23,7 @@ import sys
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import NoReturn
+from typing import NoReturn, cast
 
 from rich.console import Console
 
@@ -36,8 +36,31 @@ from envbisect.errors import EnvbisectError, Interrupted, NoAnswer, UsageError
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
-        print_error(UsageError(message, hint=f"see {self.prog} --help"))
+        print_error(UsageError(message, hint=suggest(message, self) or f"see {self.prog} --help"))
         raise SystemExit(2)
+
+
+def suggest(message: str, parser: argparse.ArgumentParser, unknown: Sequence[str] = ()) -> str:
+    """``did you mean ...?`` for a misspelled subcommand, choice or flag (difflib), or ""."""
+    import difflib
+    import re
+
+    choice = re.search(r"invalid choice: '([^']*)' \(choose from (.*)\)", message)
+    if choice:
+        word = choice.group(1)
+        options = [c.strip(" '\"") for c in choice.group(2).split(",")]
+    else:
+        flags = [f for f in unknown if f.startswith("--")] or [
+            w for w in message.split() if w.startswith("--")
+        ]
+        if not flags:
+            return ""
+        word = flags[0].split("=", 1)[0]
+        options = [s for a in parser._actions for s in a.option_strings if s.startswith("--")]
+    close = difflib.get_close_matches(word, options, n=1, cutoff=0.6)
+    if not close:
+        return ""
+    return f"did you mean {close[0]}? (see {parser.prog} --help)"
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,6 +78,7 @@ COMMANDS: dict[str, Command] = {
     "matrix": Command(commands.cmd_matrix),
     "publish": Command(commands.cmd_publish),
     "env": Command(commands.cmd_env),
+    "completion": Command(commands.cmd_completion),
 }
 
 
@@ -65,6 +89,7 @@ def build_parser() -> argparse.ArgumentParser:
         "Python environment, prove it, and hand back one that works.",
     )
     parser.add_argument("--version", action="version", version=f"envbisect {__version__}")
+    o.attach(parser, o.QUIET, o.VERBOSE)
     sub = parser.add_subparsers(dest="command", parser_class=_Parser)
     run = sub.add_parser(
         "run",
@@ -188,6 +213,7 @@ def build_parser() -> argparse.ArgumentParser:
     publish.add_argument("files", nargs="*", metavar="FILE",
                          help="matrices/*.toml files (default: all of matrices/)")  # fmt: skip
     o.attach(publish, o.RESULTS)
+    o.JSON.add(publish, help="print the files written as one JSON object on stdout")
     o.OFFLINE.add(publish, help="metadata from the cache only")
     o.CACHE_DIR.add(publish, help="the metadata cache")
 
@@ -209,6 +235,17 @@ def build_parser() -> argparse.ArgumentParser:
         help="do not import torch or test compiled packages against numpy",
     )
     o.JSON.add(env)
+
+    completion = sub.add_parser(
+        "completion",
+        help="print a shell completion script (bash, zsh or tcsh)",
+        description="Prints a completion script made from envbisect's own parser (shtab): "
+        "e.g. envbisect completion bash > ~/.local/share/bash-completion/completions/envbisect",
+    )
+    completion.add_argument("shell", choices=("bash", "zsh", "tcsh"))
+    # -q and -v after the subcommand too (envbisect run ... -q), as before it.
+    for one in sub.choices.values():
+        o.attach(one, o.QUIET, o.VERBOSE)
     return parser
 
 
@@ -263,23 +300,39 @@ def _main(argv: Sequence[str] | None) -> int:
         cut = args_list.index("--")
         args_list, tail = args_list[:cut], args_list[cut + 1 :]
     parser = build_parser()
-    args = parser.parse_args(args_list)
+    args, unknown = parser.parse_known_args(args_list)
+    if unknown:
+        sub = _subparser(parser, args.command)
+        message = f"unrecognized arguments: {' '.join(unknown)}"
+        print_error(UsageError(message, hint=suggest(message, sub, unknown)
+                               or f"see {sub.prog} --help"))  # fmt: skip
+        return 2
     if args.command is None:
         parser.print_help(sys.stderr)
         return 2
     full = shlex.join(["envbisect", *(sys.argv[1:] if argv is None else argv)])
-    console = Console(stderr=True, soft_wrap=True)
+    # emoji=False: rich would turn ``:six:`` in ``import:six`` into an emoji.
+    console = Console(stderr=True, soft_wrap=True, emoji=False)
     command = COMMANDS[args.command]
-    ctx = commands.Context(
-        args=args, tail=tail, command=full, console=console, reporter=RichReporter(console)
-    )
+    quiet, verbose = getattr(args, "quiet", False), getattr(args, "verbose", False)
+    if quiet and verbose:
+        print_error(UsageError("-q and -v cannot be used together",
+                               hint="-q prints the answer only, -v everything"))  # fmt: skip
+        return 2
+    reporter = RichReporter(console, quiet=quiet, verbose=verbose)
+    ctx = commands.Context(args=args, tail=tail, command=full, console=console, reporter=reporter)
     try:
-        if tail and not command.tail:
-            raise UsageError(
-                f"envbisect {args.command} takes no command after --",
-                hint=f"see envbisect {args.command} --help",
-            )
-        return command.run(ctx)
+        try:
+            if tail and not command.tail:
+                raise UsageError(
+                    f"envbisect {args.command} takes no command after --",
+                    hint=f"see envbisect {args.command} --help",
+                )
+            if hasattr(args, "index_url"):  # one line: which indexes, and where each came from
+                reporter.message(o.index_settings(args).describe())
+            return command.run(ctx)
+        finally:
+            reporter.close()  # the live display ends before the answer or an error
     except NoAnswer as e:
         if e.result is not None:  # the search ran and its report is written: show them
             return commands.no_answer(ctx, e.result, e)
@@ -288,6 +341,13 @@ def _main(argv: Sequence[str] | None) -> int:
         return _fail(args, e)
     except KeyboardInterrupt:
         return _fail(args, Interrupted("interrupted", hint="run the same command again to resume"))
+
+
+def _subparser(parser: argparse.ArgumentParser, command: str | None) -> argparse.ArgumentParser:
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction) and command in action.choices:
+            return cast(argparse.ArgumentParser, action.choices[command])
+    return parser
 
 
 def _fail(args: argparse.Namespace, err: EnvbisectError) -> int:

@@ -15,10 +15,12 @@ import sys
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from envbisect.errors import UsageError
 from envbisect.exec.base import EXECUTORS
+from envbisect.index.settings import IndexSettings
+from envbisect.index.settings import resolve as resolve_indexes
 from envbisect.model import IndexConfig
 from envbisect.modes.options import CommonOptions
 
@@ -131,7 +133,11 @@ PLATFORM = opt(
     help="another platform, as a wheel tag: manylinux_2_28_x86_64, macosx_11_0_arm64, win_amd64...",
 )
 
-INDEX_URL = opt("--index-url", metavar="URL", help=f"the main index (default {DEFAULT_INDEX})")
+INDEX_URL = opt(
+    "--index-url",
+    metavar="URL",
+    help=f"the main index (default: as uv's settings, then pip's, name it; else {DEFAULT_INDEX})",
+)
 EXTRA_INDEX_URL = opt(
     "--extra-index-url",
     action="append",
@@ -145,6 +151,12 @@ FIND_LINKS = opt(
     default=[],
     metavar="DIR",
     help="a folder of wheels (repeatable)",
+)
+NO_CONFIG = opt(
+    "--no-config",
+    action="store_true",
+    help="ignore the index settings of the environment (UV_INDEX_URL, PIP_INDEX_URL...), "
+    "uv.toml, pyproject.toml's [tool.uv] and pip.conf: only the index flags count",
 )
 OFFLINE = opt(
     "--offline",
@@ -208,6 +220,12 @@ KEEP_ENVS = opt(
     help="keep each environment after its probe (under DIR/.envs)",
 )
 JSON = opt("--json", action="store_true", help="print one JSON object on stdout")
+# Before or after the subcommand; SUPPRESS so that the subcommand's default does not undo the
+# main parser's value.
+QUIET = opt("-q", "--quiet", action="store_true", default=argparse.SUPPRESS,
+            help="print the answer only (errors still go to stderr)")  # fmt: skip
+VERBOSE = opt("-v", "--verbose", action="store_true", default=argparse.SUPPRESS,
+              help="also print uv's output and each probe's output")  # fmt: skip
 
 # -- how a search runs -----------------------------------------------------------------------
 
@@ -282,7 +300,16 @@ DRY_RUN = opt(
 )
 
 # Groups, as subcommands take them.
-INDEX = (INDEX_URL, EXTRA_INDEX_URL, FIND_LINKS, OFFLINE, CACHE_DIR, TORCH_BACKEND, TORCH_INDEX_URL)
+INDEX = (
+    INDEX_URL,
+    EXTRA_INDEX_URL,
+    NO_CONFIG,
+    FIND_LINKS,
+    OFFLINE,
+    CACHE_DIR,
+    TORCH_BACKEND,
+    TORCH_INDEX_URL,
+)
 ENVIRONMENT = (WITH, *INDEX, PYTHON, EXCLUDE_NEWER, PRE, ALLOW_SDIST)
 PROBING = (REPRO, PROBE, TIMEOUT, NATIVE_BACKTRACE, RESULTS, KEEP_ENVS, JSON)
 EXECUTION = (EXECUTOR, RAY_ADDRESS, GPUS_PER_PROBE)
@@ -298,18 +325,32 @@ def attach(parser: argparse.ArgumentParser, *opts: Opt | Iterable[Opt]) -> None:
 # -- reading them back ------------------------------------------------------------------------
 
 
-def indexes(args: argparse.Namespace) -> IndexConfig:
+def index_settings(args: argparse.Namespace) -> IndexSettings:
+    """The indexes the flags, the environment and the configuration files name, and where
+    each came from (index/settings.py has the order); read once per invocation."""
+    cached = getattr(args, "_index_settings", None)
+    if cached is not None:
+        return cast(IndexSettings, cached)
     if getattr(args, "index_url", None) == "":
         check_url("--index-url", "")  # not PyPI by default: an empty flag is a mistake
-    url = (
-        getattr(args, "index_url", None)
-        or os.environ.get("UV_DEFAULT_INDEX")
-        or os.environ.get("UV_INDEX_URL")
-        or DEFAULT_INDEX
+    found = resolve_indexes(
+        index_url=getattr(args, "index_url", None),
+        extra_index_urls=tuple(getattr(args, "extra_index_url", ())),
+        environ=os.environ,
+        cwd=Path.cwd(),
+        # a command without index flags (matrix, publish) takes its indexes from its file
+        no_config=getattr(args, "no_config", False) or not hasattr(args, "index_url"),
     )
-    extra = tuple(getattr(args, "extra_index_url", ()))
-    for flag, u in (("--index-url", url), *(("--extra-index-url", e) for e in extra)):
-        check_url(flag, u)
+    for f in (found.main, *found.extra):
+        check_url(f.origin, f.url)
+    args._index_settings = found
+    return found
+
+
+def indexes(args: argparse.Namespace) -> IndexConfig:
+    found = index_settings(args)
+    url = found.main.url
+    extra = tuple(f.url for f in found.extra)
     links = []
     for p in getattr(args, "find_links", ()):
         if "://" in p:

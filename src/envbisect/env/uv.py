@@ -171,11 +171,46 @@ def find_python(uv: str, request: str | None) -> str:
             f"no Python interpreter matches --python {request}"
             if request
             else "uv finds no Python interpreter on this machine",
-            hint=f"install one (uv python install {request or '3.12'}) "
-            "or pass --python with the path of an interpreter",
+            hint=_python_hint(uv, request),
             ref="python-not-found",
         )
     return proc.stdout.strip().splitlines()[-1]
+
+
+def _python_hint(uv: str, request: str | None) -> str:
+    """``uv python install X`` only where uv knows a Python X to install; else the ones this
+    machine has (a request such as 9.9 names no Python that exists)."""
+    path_hint = "or pass --python with the path of an interpreter"
+    if request is None or _uv_pythons(uv, request, installed=False):
+        return f"install one (uv python install {request or '3.12'}) {path_hint}"
+    have = sorted(
+        {v for v in _uv_pythons(uv, None, installed=True)},
+        key=lambda v: tuple(int(p) if p.isdigit() else 0 for p in v.split(".")),
+    )
+    if not have:
+        return f"no Python {request} exists that uv could install: name a version such as " \
+            f"3.12 (uv python install 3.12) {path_hint}"  # fmt: skip
+    minor = ".".join(have[-1].split(".")[:2])
+    return (
+        f"no Python {request} exists that uv could install; this machine has "
+        f"{', '.join(have)}: pass one of them (--python {minor}) {path_hint}"
+    )
+
+
+def _uv_pythons(uv: str, request: str | None, *, installed: bool) -> list[str]:
+    """The versions ``uv python list`` shows (its download list is built in: no network)."""
+    env = uv_env()
+    if not installed:
+        env["UV_PYTHON_DOWNLOADS"] = "automatic"  # to list what exists; nothing is fetched
+    args = [uv, "python", "list", "--no-config", "--output-format", "json"]
+    args += ["--only-installed"] if installed else []
+    args += [request] if request else []
+    try:
+        proc = subprocess.run(args, capture_output=True, text=True, env=env, timeout=60)
+        found = json.loads(proc.stdout or "[]")
+    except (OSError, subprocess.TimeoutExpired, ValueError):
+        return []
+    return [str(p.get("version")) for p in found if isinstance(p, dict) and p.get("version")]
 
 
 def run_python_json(
@@ -210,21 +245,26 @@ class BuiltEnv:
     bin_dir: Path
     installed: tuple[InstalledDist, ...]
     seconds: float
+    log: str = ""  # what uv printed (with verbose; --quiet otherwise)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class BuildFailed:
     outcome: Outcome  # always UNTESTABLE
     seconds: float
+    log: str = ""  # what uv printed
 
 
 class Materializer:
     """Creates fresh uv virtualenvs under ``envs_dir``, one per ``build`` call."""
 
-    def __init__(self, uv: str, envs_dir: Path, *, cache_dir: str | None = None) -> None:
+    def __init__(
+        self, uv: str, envs_dir: Path, *, cache_dir: str | None = None, verbose: bool = False
+    ) -> None:
         self.uv = uv
         self.envs_dir = envs_dir
         self.cache_dir = cache_dir
+        self.verbose = verbose  # uv says what it resolved and installed (-v); same install
 
     def build(self, spec: EnvSpec, python: str) -> BuiltEnv | BuildFailed:
         """Create a venv for ``python`` and install ``spec`` into it.
@@ -270,7 +310,8 @@ class Materializer:
             self.remove(path)
             return self._failed(venv.stderr, start, what="creating the virtualenv")
         vpython = _venv_python(path)
-        args = [self.uv, "pip", "install", "--python", str(vpython), "--no-config", "--quiet"]
+        args = [self.uv, "pip", "install", "--python", str(vpython), "--no-config"]
+        args += [] if self.verbose else ["--quiet"]
         args += index_args(spec.indexes, only_binary=spec.only_binary)
         if spec.exclude_newer:
             args += ["--exclude-newer", spec.exclude_newer]
@@ -287,6 +328,7 @@ class Materializer:
             bin_dir=vpython.parent,
             installed=read_installed(path),
             seconds=time.monotonic() - start,
+            log=mask_text(install.stderr) if self.verbose else "",
         )
 
     def remove(self, path: Path) -> None:
@@ -335,6 +377,7 @@ class Materializer:
         return BuildFailed(
             outcome=untestable(f"uv failed {what}: {_first_error_line(text)}", detail=text),
             seconds=time.monotonic() - start,
+            log=text,
         )
 
 

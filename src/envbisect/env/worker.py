@@ -19,10 +19,11 @@ import os
 import shutil
 import socket
 import tempfile
+import threading
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from envbisect import __version__
 from envbisect.core.outcome import classify, failed, representative
@@ -41,6 +42,45 @@ from envbisect.model import (
 )
 
 NATIVE_BACKTRACE = ("auto", "always", "never")
+
+
+class Watcher(Protocol):
+    """Who hears a local probe's phases (the session, for its reporter)."""
+
+    @property
+    def verbose(self) -> bool: ...
+
+    def phase(self, env_id: str, phase: str) -> None: ...
+
+    def output(self, env_id: str, stream: str, text: str) -> None: ...
+
+
+# Set by the controller for the probes that run in its own process (this thread or worker
+# threads); a worker process or a Ray node has none, and its probes run exactly the same.
+_watcher: Watcher | None = None
+_watcher_lock = threading.Lock()
+
+
+def watch(watcher: Watcher | None) -> Watcher | None:
+    """Hear the phases of the probes run in this process from now on; the previous one back."""
+    global _watcher
+    with _watcher_lock:
+        previous, _watcher = _watcher, watcher
+    return previous
+
+
+def _tell(task: ProbeTask, phase: str | None = None, stream: str = "", text: str = "") -> None:
+    """Tell the watcher, if there is one; a watcher's failure never changes a probe."""
+    w = _watcher
+    if w is None:
+        return
+    try:
+        if phase is not None:
+            w.phase(task.spec.env_id, phase)
+        elif text.strip() and w.verbose:
+            w.output(task.spec.env_id, stream, text)
+    except Exception:  # progress is best effort, the probe is not
+        pass
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -80,8 +120,11 @@ def run_task(task: ProbeTask) -> ProbeRecord:
     uv = _uv(task.uv)
     python = _python(uv, task.python, task.python_version)
     envs_dir = task.envs_dir or Path(tempfile.gettempdir()) / "envbisect-envs"
-    materializer = Materializer(uv, envs_dir)
+    w = _watcher
+    materializer = Materializer(uv, envs_dir, verbose=w is not None and w.verbose)
+    _tell(task, "building")
     built = materializer.build(task.spec, python)
+    _tell(task, stream="uv", text=built.log)
     installed: tuple[InstalledDist, ...] = ()
     report: dict[str, Any] | None = rec.env_report if rec is not None else None
     if isinstance(built, BuildFailed):
@@ -97,6 +140,7 @@ def run_task(task: ProbeTask) -> ProbeRecord:
         try:
             for r in range(len(earlier), task.runs):
                 workdir = built.path / ("envbisect-work" if r == 0 else f"envbisect-work-{r}")
+                _tell(task, "running" if task.runs == 1 else f"running {r + 1}/{task.runs}")
                 raw = task.repro.run(
                     built,
                     workdir=workdir,
@@ -105,9 +149,13 @@ def run_task(task: ProbeTask) -> ProbeRecord:
                     repeat=task.runs,
                     devices=dict(task.devices),
                 )
+                _tell(task, stream="stdout", text=raw.stdout_tail)
+                _tell(task, stream="stderr", text=raw.stderr_tail)
                 outcome = classify(raw)
                 first_failure = not any(failed(o) for o in seen)
                 if outcome.kind is OutcomeKind.CRASH and first_failure:
+                    if _gdb(task.native_backtrace) is not None:
+                        _tell(task, "native backtrace")
                     outcome = _forensics(task, built, outcome, workdir)
                 # The environment's own path says nothing and differs every time.
                 outcome = replace(

@@ -38,7 +38,10 @@ def drive(strategy: Strategy[P], session: Session, plan: Callable[[P, int], Want
     reporter = session.reporter
     while batch := strategy.next_batch(session.opts.jobs):
         left, steps = strategy.progress()
-        wants = [plan(p, strategy.runs_wanted(p)) for p in batch]
+        wants = []
+        for i, p in enumerate(batch):
+            reporter.planning("environment(s)", i, len(batch))
+            wants.append(plan(p, strategy.runs_wanted(p)))
         for w in wants:
             reporter.probe_started(w.label, left, steps)
         rows = session.rows(wants)

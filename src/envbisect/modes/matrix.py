@@ -147,6 +147,7 @@ def _run_python(
 ) -> None:
     python, target = session.target_for(request)
     client = session.client
+    session.reporter.planning("cells (reading the axes' versions)", 0, 0)
     # Tables and file names say "3.11"; the interpreter's path goes in ``targets``.
     label = f"{target.version[0]}.{target.version[1]}"
     result.targets[label] = f"{target.short} ({python})"
@@ -180,8 +181,10 @@ def _run_python(
         for combo in itertools.product(*axes)
     ]  # fmt: skip
     uploads = _upload_times(client, target, spec)
-    for cell in cells:
+    for i, cell in enumerate(cells):
+        session.reporter.planning("cells", i, len(cells))
         _plan_cell(cell, planner, uploads, session, target)
+    session.reporter.planning("cells", len(cells), len(cells))
     rows: dict[tuple[tuple[str, str], ...], list[Cell]] = {}
     for cell in cells:
         rows.setdefault(cell.versions[:-1], []).append(cell)

@@ -25,7 +25,7 @@ from envbisect.core.names import project_name
 from envbisect.core.outcome import failed, untestable
 from envbisect.core.report import ProbeRow, RunResult
 from envbisect.core.target import Target
-from envbisect.env import guard
+from envbisect.env import guard, worker
 from envbisect.env.repro import Repro
 from envbisect.env.uv import find_python, find_uv, inspect_target
 from envbisect.env.worker import ProbeTask, check_native_backtrace, run_task
@@ -79,6 +79,7 @@ class Session:
         self._store: Store | None = None
         self._gdb_checked = False
         self._gdb_warned = False
+        self._labels: dict[str, str] = {}  # env id -> the label its probe was reported as
 
     # -- lifetime -------------------------------------------------------------------------------
 
@@ -237,6 +238,25 @@ class Session:
         The store answers first; the rest go to the executor all at once. A failure in any
         task (Ctrl-C, an infrastructure error) cancels the others: nothing half-seen is
         stored, every finished one is."""
+        previous = worker.watch(self)  # phases of the probes run in this process
+        try:
+            return self._probe_all(wants)
+        finally:
+            worker.watch(previous)
+
+    # The worker's watcher (env/worker.py): phases of local probes, told to the reporter.
+
+    @property
+    def verbose(self) -> bool:
+        return self.reporter.verbose
+
+    def phase(self, env_id: str, phase: str) -> None:
+        self.reporter.phase(self._labels.get(env_id, env_id), phase)
+
+    def output(self, env_id: str, stream: str, text: str) -> None:
+        self.reporter.output(self._labels.get(env_id, env_id), stream, text)
+
+    def _probe_all(self, wants: Sequence[Want]) -> list[tuple[ProbeRecord, bool]]:
         out: dict[int, tuple[ProbeRecord, bool]] = {}
         futures: dict[Future[ProbeRecord], tuple[int, ProbeTask]] = {}
         for i, want in enumerate(wants):
@@ -246,6 +266,7 @@ class Session:
                 out[i] = (hit, True)
                 continue
             task = self._task(want)
+            self._labels[want.spec.env_id] = want.label
             if (
                 self.opts.jobs <= 1
                 and self._executor is None
