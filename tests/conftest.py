@@ -20,6 +20,10 @@ from support.corpus import build_index
 from support.index_server import LocalIndex
 
 
+INDEX_VARIABLES = ("UV_INDEX_URL", "UV_DEFAULT_INDEX", "UV_INDEX", "UV_EXTRA_INDEX_URL",
+                   "UV_CONFIG_FILE", "UV_NO_CONFIG", "PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL")  # fmt: skip
+
+
 def split_common(kw: dict[str, object]) -> tuple[dict[str, object], dict[str, object]]:
     """Keyword arguments split into CommonOptions' and the mode's own."""
     names = set(CommonOptions.__dataclass_fields__)
@@ -30,11 +34,21 @@ def split_common(kw: dict[str, object]) -> tuple[dict[str, object], dict[str, ob
 
 @pytest.fixture(scope="session", autouse=True)
 def _hermetic_uv(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
-    """One uv cache for the whole session (warm environments are hard links), no downloads."""
-    saved = {k: os.environ.get(k) for k in ("UV_CACHE_DIR", "UV_PYTHON_DOWNLOADS", "NO_COLOR")}
+    """One uv cache for the whole session (warm environments are hard links), no downloads,
+    and none of this machine's own index settings (pip.conf, uv.toml, PIP_*/UV_* variables:
+    envbisect honours them, index/settings.py); the tests that read them set their own."""
+    names = ("UV_CACHE_DIR", "UV_PYTHON_DOWNLOADS", "NO_COLOR", "PIP_CONFIG_FILE",
+             "XDG_CONFIG_HOME", "XDG_CONFIG_DIRS", *INDEX_VARIABLES)  # fmt: skip
+    saved = {k: os.environ.get(k) for k in names}
     os.environ["UV_CACHE_DIR"] = str(tmp_path_factory.mktemp("uv-cache"))
     os.environ["UV_PYTHON_DOWNLOADS"] = "never"
     os.environ["NO_COLOR"] = "1"
+    os.environ["PIP_CONFIG_FILE"] = os.devnull  # pip: read no configuration file
+    empty = tmp_path_factory.mktemp("no-config")
+    os.environ["XDG_CONFIG_HOME"] = str(empty)
+    os.environ["XDG_CONFIG_DIRS"] = str(empty)
+    for k in INDEX_VARIABLES:
+        os.environ.pop(k, None)
     yield
     for k, v in saved.items():
         if v is None:

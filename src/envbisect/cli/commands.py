@@ -87,7 +87,7 @@ def _print_plans(ctx: Context, plans: list[dict[str, Any]]) -> int:
     return 0
 
 
-def no_answer(ctx: Context, res: Any, why: NoAnswer | None = None) -> int:
+def no_answer(ctx: Context, res: Any, why: NoAnswer | None = None, *, hint: str = "") -> int:
     """One behaviour for "no answer" in every mode: the verdict and the report on stdout (or
     the result with an ``error`` object, with --json), the error and a hint on stderr, exit 1."""
     from envbisect.cli.display import error_json, print_error
@@ -96,7 +96,7 @@ def no_answer(ctx: Context, res: Any, why: NoAnswer | None = None) -> int:
     if why is None:
         why = NoAnswer(
             f"the ends did not verify: {res.reason}",
-            hint="pick --good/--bad that pass and fail",
+            hint=hint or "pick --good/--bad that pass and fail",
         )
         print_line = verdict_line(res)
     else:
@@ -149,12 +149,22 @@ def cmd_run(ctx: Context) -> int:
     if result.status == "dry-run":
         return _print_plans(ctx, result.extra["plans"])
     if result.status == "no-answer":
-        return no_answer(ctx, result)
+        return no_answer(ctx, result, hint=swapped_hint(a.good, a.bad, result.reason or ""))
     _print_result(ctx, result, [verdict_line(result)])
     other = other_failures_hint(result)
     if other:
         ctx.console.print(f"[cyan]hint[/cyan]: {escape(other)}", highlight=False)
     return 0
+
+
+def swapped_hint(good: str | None, bad: str | None, reason: str) -> str:
+    """The ends verified the other way round (--good fails, --bad passes): say to swap them."""
+    if not (good and bad) or not reason.startswith("the good end does not pass"):
+        return ""
+    return (
+        f"--good {good} fails and --bad {bad} passes: were they swapped? "
+        f"--good {bad} --bad {good} searches that way round"
+    )
 
 
 def _run_by_date(ctx: Context) -> int:

@@ -68,7 +68,7 @@ class RichReporter(Reporter):
         self._live_ok = (console.is_terminal if live is None else live) and not quiet
         self._live: Live | None = None
         self._clock = clock
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()
         self._inflight: dict[str, _InFlight] = {}
         self._planning: tuple[str, int, int, float] | None = None
         self._measured: list[float] = []  # seconds of each probe built and run (not reused)
@@ -120,8 +120,8 @@ class RichReporter(Reporter):
             probe = self._inflight.get(version)
             if probe is None:  # envbisect probe: one environment, no search around it
                 probe = self._inflight[version] = _InFlight(started=self._clock())
-                self._start_live_locked()
             probe.phase, probe.phase_at = phase, self._clock()
+        self._start_live()
 
     def output(self, version: str, stream: str, text: str) -> None:
         if not self.verbose:
@@ -177,12 +177,11 @@ class RichReporter(Reporter):
         return f" ({left} left in range; this step and at most {more} more{about})"
 
     def _start_live(self) -> None:
+        # Started outside the lock: Live.start draws at once, and drawing takes the lock.
         with self._lock:
-            self._start_live_locked()
-
-    def _start_live_locked(self) -> None:
-        if self._live_ok and self._live is None:
-            self._live = Live(
+            if not self._live_ok or self._live is not None:
+                return
+            live = self._live = Live(
                 console=self.console,
                 get_renderable=self._render,
                 refresh_per_second=8,
@@ -190,7 +189,7 @@ class RichReporter(Reporter):
                 redirect_stdout=False,  # data goes to stdout untouched
                 redirect_stderr=False,
             )
-            self._live.start()
+        live.start()
 
     def _render(self) -> Text:
         now = self._clock()
