@@ -19,9 +19,16 @@ from envbisect.reporter import Reporter
 from support.corpus import build_index
 from support.index_server import LocalIndex
 
-
-INDEX_VARIABLES = ("UV_INDEX_URL", "UV_DEFAULT_INDEX", "UV_INDEX", "UV_EXTRA_INDEX_URL",
-                   "UV_CONFIG_FILE", "UV_NO_CONFIG", "PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL")  # fmt: skip
+INDEX_VARIABLES = (
+    "UV_INDEX_URL",
+    "UV_DEFAULT_INDEX",
+    "UV_INDEX",
+    "UV_EXTRA_INDEX_URL",
+    "UV_CONFIG_FILE",
+    "UV_NO_CONFIG",
+    "PIP_INDEX_URL",
+    "PIP_EXTRA_INDEX_URL",
+)
 
 
 def split_common(kw: dict[str, object]) -> tuple[dict[str, object], dict[str, object]]:
@@ -37,8 +44,8 @@ def _hermetic_uv(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     """One uv cache for the whole session (warm environments are hard links), no downloads,
     and none of this machine's own index settings (pip.conf, uv.toml, PIP_*/UV_* variables:
     envbisect honours them, index/settings.py); the tests that read them set their own."""
-    names = ("UV_CACHE_DIR", "UV_PYTHON_DOWNLOADS", "NO_COLOR", "PIP_CONFIG_FILE",
-             "XDG_CONFIG_HOME", "XDG_CONFIG_DIRS", *INDEX_VARIABLES)  # fmt: skip
+    names: tuple[str, ...] = ("UV_CACHE_DIR", "UV_PYTHON_DOWNLOADS", "NO_COLOR")
+    names += ("PIP_CONFIG_FILE", "XDG_CONFIG_HOME", "XDG_CONFIG_DIRS", *INDEX_VARIABLES)
     saved = {k: os.environ.get(k) for k in names}
     os.environ["UV_CACHE_DIR"] = str(tmp_path_factory.mktemp("uv-cache"))
     os.environ["UV_PYTHON_DOWNLOADS"] = "never"

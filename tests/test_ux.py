@@ -20,12 +20,12 @@ import threading
 from pathlib import Path
 
 import pytest
+from test_cli import assert_clean_error, envbisect
 
 from envbisect.cli.display import RichReporter, duration, fit
 from envbisect.index.settings import PYPI, resolve
 from envbisect.model import Outcome, OutcomeKind
 from support.index_server import LocalIndex
-from test_cli import assert_clean_error, envbisect
 
 CLOSED = "http://127.0.0.1:9/simple"  # nothing listens on the discard port
 
@@ -39,8 +39,12 @@ def clean_env(**extra: str) -> dict[str, str]:
 
 
 def _resolve(tmp_path: Path, env: dict[str, str], **flags: object) -> list[tuple[str, str]]:
-    base = {"PIP_CONFIG_FILE": os.devnull, "XDG_CONFIG_HOME": str(tmp_path / "xdg"),
-            "XDG_CONFIG_DIRS": str(tmp_path / "xdg-dirs"), "HOME": str(tmp_path / "home")}  # fmt: skip
+    base = {
+        "PIP_CONFIG_FILE": os.devnull,
+        "XDG_CONFIG_HOME": str(tmp_path / "xdg"),
+        "XDG_CONFIG_DIRS": str(tmp_path / "xdg-dirs"),
+        "HOME": str(tmp_path / "home"),
+    }
     found = resolve(
         index_url=flags.get("index_url"),  # type: ignore[arg-type]
         extra_index_urls=tuple(flags.get("extra", ())),  # type: ignore[arg-type]
@@ -79,8 +83,10 @@ def test_each_main_index_source_in_uvs_order(tmp_path: Path) -> None:
     cwd = project / "sub"  # the nearest parent with a [tool.uv] table is the project's
     flag = _resolve(tmp_path, env, index_url="http://127.0.0.1:1/flag", cwd=cwd)
     assert flag[0] == ("http://127.0.0.1:1/flag", "--index-url")
-    assert _resolve(tmp_path, env, cwd=cwd)[0] == ("http://127.0.0.1:1/uv-default",
-                                                   "UV_DEFAULT_INDEX")  # fmt: skip
+    assert _resolve(tmp_path, env, cwd=cwd)[0] == (
+        "http://127.0.0.1:1/uv-default",
+        "UV_DEFAULT_INDEX",
+    )
     env.pop("UV_DEFAULT_INDEX")
     assert _resolve(tmp_path, env, cwd=cwd)[0][1] == "UV_INDEX_URL"
     env.pop("UV_INDEX_URL")
@@ -121,19 +127,35 @@ def test_extra_indexes_flags_replace_variables_files_add_pip_only_alone(tmp_path
     ]
     flags = _resolve(tmp_path, env, extra=["http://127.0.0.1:1/flag-extra"])
     assert [u for u, _ in flags[1:]] == [
-        "http://127.0.0.1:1/flag-extra", "http://127.0.0.1:1/file-extra"
-    ]  # fmt: skip
+        "http://127.0.0.1:1/flag-extra",
+        "http://127.0.0.1:1/file-extra",
+    ]
     (tmp_path / "uv.toml").unlink()
     only_pip = _resolve(tmp_path, {"PIP_EXTRA_INDEX_URL": env["PIP_EXTRA_INDEX_URL"]})
     assert only_pip == [(PYPI, "default"), ("http://127.0.0.1:1/pip-extra", "PIP_EXTRA_INDEX_URL")]
     assert _resolve(tmp_path, {"UV_NO_CONFIG": "1", **env}) == [(PYPI, "default")]
 
 
-def _versions(index: LocalIndex, python: str, tmp_path: Path, env: dict[str, str],
-              *flags: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:  # fmt: skip
-    return envbisect("versions", "raisy", "--python", python, "--cache-dir",
-                     str(tmp_path / "cache"), "--json", *flags, env=clean_env(**env),
-                     cwd=cwd)  # fmt: skip
+def _versions(
+    index: LocalIndex,
+    python: str,
+    tmp_path: Path,
+    env: dict[str, str],
+    *flags: str,
+    cwd: Path | None = None,
+) -> subprocess.CompletedProcess[str]:
+    return envbisect(
+        "versions",
+        "raisy",
+        "--python",
+        python,
+        "--cache-dir",
+        str(tmp_path / "cache"),
+        "--json",
+        *flags,
+        env=clean_env(**env),
+        cwd=cwd,
+    )
 
 
 def _seen(proc: subprocess.CompletedProcess[str]) -> list[str]:
@@ -145,9 +167,16 @@ RAISY = [f"1.{i}.0" for i in range(8)]
 
 
 @pytest.mark.parametrize(
-    "var", ["PIP_INDEX_URL", "UV_INDEX_URL", "UV_DEFAULT_INDEX", "UV_INDEX", "UV_EXTRA_INDEX_URL",
-            "PIP_EXTRA_INDEX_URL"],
-)  # fmt: skip
+    "var",
+    [
+        "PIP_INDEX_URL",
+        "UV_INDEX_URL",
+        "UV_DEFAULT_INDEX",
+        "UV_INDEX",
+        "UV_EXTRA_INDEX_URL",
+        "PIP_EXTRA_INDEX_URL",
+    ],
+)
 def test_a_local_index_named_only_in_a_variable_is_used(
     var: str, index: LocalIndex, python: str, tmp_path: Path
 ) -> None:
@@ -155,15 +184,19 @@ def test_a_local_index_named_only_in_a_variable_is_used(
     # that nothing reaches PyPI and raisy can only come from the variable's index.
     empty = tmp_path / "empty-index"
     empty.mkdir()
-    main = [] if var.endswith(("INDEX_URL", "DEFAULT_INDEX")) and "EXTRA" not in var else [
-        "--index-url", empty.as_uri()]  # fmt: skip
+    main = (
+        []
+        if var.endswith(("INDEX_URL", "DEFAULT_INDEX")) and "EXTRA" not in var
+        else ["--index-url", empty.as_uri()]
+    )
     proc = _versions(index, python, tmp_path, {var: index.url}, *main)
     assert _seen(proc) == RAISY
     line = next(ln for ln in proc.stderr.splitlines() if ln.startswith("envbisect: index"))
     assert f"{index.url} ({var})" in line
     # --no-config: the variable is ignored, PyPI is asked (and has no raisy like this one)
-    ignored = _versions(index, python, tmp_path, {var: CLOSED}, "--index-url", index.url,
-                        "--no-config")  # fmt: skip
+    ignored = _versions(
+        index, python, tmp_path, {var: CLOSED}, "--index-url", index.url, "--no-config"
+    )
     assert _seen(ignored) == RAISY and CLOSED not in ignored.stderr
 
 
@@ -176,16 +209,22 @@ def test_the_flag_beats_the_variable_which_beats_the_file_which_beats_pip(
     pipconf = tmp_path / "pip.conf"
     pipconf.write_text(f"[global]\nindex-url = {CLOSED}\n")
     # uv.toml over pip.conf and PIP_INDEX_URL (uv's own settings first)
-    proc = _versions(index, python, tmp_path,
-                     {"PIP_INDEX_URL": CLOSED, "PIP_CONFIG_FILE": str(pipconf)}, cwd=project)  # fmt: skip
+    proc = _versions(
+        index,
+        python,
+        tmp_path,
+        {"PIP_INDEX_URL": CLOSED, "PIP_CONFIG_FILE": str(pipconf)},
+        cwd=project,
+    )
     assert _seen(proc) == RAISY and f"({project / 'uv.toml'} index-url)" in proc.stderr
     # UV_INDEX_URL over uv.toml: the closed port is asked, and says so
     (project / "uv.toml").write_text(f'index-url = "{CLOSED}"\n')
     proc = _versions(index, python, tmp_path, {"UV_INDEX_URL": index.url}, cwd=project)
     assert _seen(proc) == RAISY
     # --index-url over everything
-    proc = _versions(index, python, tmp_path, {"UV_INDEX_URL": CLOSED}, "--index-url",
-                     index.url, cwd=project)  # fmt: skip
+    proc = _versions(
+        index, python, tmp_path, {"UV_INDEX_URL": CLOSED}, "--index-url", index.url, cwd=project
+    )
     assert _seen(proc) == RAISY and f"{index.url} (--index-url)" in proc.stderr
     # a pip.conf alone is read too
     (project / "uv.toml").unlink()
@@ -206,9 +245,21 @@ def test_credentials_in_the_index_line_are_masked(
 def test_uv_installs_from_the_index_named_in_pip_index_url(
     index: LocalIndex, python: str, tmp_path: Path
 ) -> None:
-    proc = envbisect("probe", "--with", "raisy==1.6.0", "--python", python, "--results",
-                     str(tmp_path / "r"), "--cache-dir", str(tmp_path / "c"), "--json",
-                     "--probe", "import:raisy", env=clean_env(PIP_INDEX_URL=index.url))  # fmt: skip
+    proc = envbisect(
+        "probe",
+        "--with",
+        "raisy==1.6.0",
+        "--python",
+        python,
+        "--results",
+        str(tmp_path / "r"),
+        "--cache-dir",
+        str(tmp_path / "c"),
+        "--json",
+        "--probe",
+        "import:raisy",
+        env=clean_env(PIP_INDEX_URL=index.url),
+    )
     assert proc.returncode == 0, proc.stderr
     installed = {d["name"]: d["version"] for d in json.loads(proc.stdout)["installed"]}
     assert installed == {"raisy": "1.6.0"}
@@ -225,8 +276,9 @@ def _under_pty(argv: list[str], env: dict[str, str], cols: int = 100) -> tuple[i
     terminal received)."""
     master, slave = pty.openpty()
     fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, cols, 0, 0))
-    proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                            stderr=slave, env=env, text=True)  # fmt: skip
+    proc = subprocess.Popen(
+        argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=slave, env=env, text=True
+    )
     os.close(slave)
     chunks: list[bytes] = []
 
@@ -254,13 +306,33 @@ def test_live_display_shows_the_elapsed_time_advance_during_one_probe(
     repro = tmp_path / "repro.py"
     repro.write_text(SLEEPY)
     code, out, screen = _under_pty(
-        [sys.executable, "-m", "envbisect", "run", "--package", "raisy", "--good", "1.4.0",
-         "--bad", "1.5.0", "--index-url", index.url, "--python", python, "--results",
-         str(tmp_path / "r"), "--cache-dir", str(tmp_path / "c"), "--repro", str(repro)],
+        [
+            sys.executable,
+            "-m",
+            "envbisect",
+            "run",
+            "--package",
+            "raisy",
+            "--good",
+            "1.4.0",
+            "--bad",
+            "1.5.0",
+            "--index-url",
+            index.url,
+            "--python",
+            python,
+            "--results",
+            str(tmp_path / "r"),
+            "--cache-dir",
+            str(tmp_path / "c"),
+            "--repro",
+            str(repro),
+        ],
         clean_env(TERM="xterm-256color"),
-    )  # fmt: skip
+    )
     assert code == 0, screen
-    assert "first bad version of raisy: 1.5.0" in out  # the answer on stdout, untouched by the display
+    # the answer on stdout, untouched by the display
+    assert "first bad version of raisy: 1.5.0" in out
     plain = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", screen)
     # One probe's line, redrawn while it runs: "1.4.0: running 0.4 s (probe 1.6 s)"...
     seen = [float(s) for s in re.findall(r"1\.4\.0: running (\d+\.\d) s", plain)]
@@ -273,9 +345,25 @@ def test_live_display_shows_the_elapsed_time_advance_during_one_probe(
 
 
 def test_not_a_terminal_gets_plain_lines(index: LocalIndex, python: str, tmp_path: Path) -> None:
-    proc = envbisect("run", "--package", "raisy", "--good", "1.4.0", "--bad", "1.5.0",
-                     "--index-url", index.url, "--python", python, "--results",
-                     str(tmp_path / "r"), "--", "python", "-c", "import raisy; raisy.run()")  # fmt: skip
+    proc = envbisect(
+        "run",
+        "--package",
+        "raisy",
+        "--good",
+        "1.4.0",
+        "--bad",
+        "1.5.0",
+        "--index-url",
+        index.url,
+        "--python",
+        python,
+        "--results",
+        str(tmp_path / "r"),
+        "--",
+        "python",
+        "-c",
+        "import raisy; raisy.run()",
+    )
     assert proc.returncode == 0, proc.stderr
     assert "\x1b[" not in proc.stderr and "running" not in proc.stderr
     assert "[1] probing 1.4.0 (0 left in range; this step and at most 1 more)" in proc.stderr
@@ -305,9 +393,26 @@ def test_the_reporter_fits_the_range_and_counts_down() -> None:
 
 
 def test_quiet_prints_the_answer_only(index: LocalIndex, python: str, tmp_path: Path) -> None:
-    proc = envbisect("run", "-q", "--package", "raisy", "--good", "1.4.0", "--bad", "1.5.0",
-                     "--index-url", index.url, "--python", python, "--results",
-                     str(tmp_path / "r"), "--", "python", "-c", "import raisy; raisy.run()")  # fmt: skip
+    proc = envbisect(
+        "run",
+        "-q",
+        "--package",
+        "raisy",
+        "--good",
+        "1.4.0",
+        "--bad",
+        "1.5.0",
+        "--index-url",
+        index.url,
+        "--python",
+        python,
+        "--results",
+        str(tmp_path / "r"),
+        "--",
+        "python",
+        "-c",
+        "import raisy; raisy.run()",
+    )
     assert proc.returncode == 0 and proc.stderr == ""
     assert "first bad version of raisy: 1.5.0" in proc.stdout
     both = envbisect("-q", "run", "-v", "--package", "raisy")
@@ -317,18 +422,33 @@ def test_quiet_prints_the_answer_only(index: LocalIndex, python: str, tmp_path: 
 def test_verbose_shows_uvs_and_the_probes_output(
     index: LocalIndex, python: str, tmp_path: Path
 ) -> None:
-    args = ["probe", "--with", "raisy==1.0.0", "--index-url", index.url, "--python", python,
-            "--results", str(tmp_path / "r"), "--", "python", "-c", "print('hello-from-probe')"]  # fmt: skip
-    loud = envbisect("-v", *args)
+    def args(results: str) -> list[str]:
+        return [
+            "probe",
+            "--with",
+            "raisy==1.0.0",
+            "--index-url",
+            index.url,
+            "--python",
+            python,
+            "--results",
+            str(tmp_path / results),
+            "--",
+            "python",
+            "-c",
+            "print('hello-from-probe')",
+        ]
+
+    loud = envbisect("-v", *args("r"))
     assert loud.returncode == 0, loud.stderr
     assert "stdout: hello-from-probe" in loud.stderr
     assert re.search(r"uv: .*raisy==1\.0\.0", loud.stderr), loud.stderr  # uv's "+ raisy==1.0.0"
-    plain = envbisect(*args, "--results", str(tmp_path / "r2"))
-    assert plain.returncode == 0 and "hello-from-probe" not in plain.stderr
+    plain = envbisect(*args("r2"))
+    assert plain.returncode == 0 and "stdout: hello-from-probe" not in plain.stderr
     assert "uv:" not in plain.stderr
 
 
-# -- suggestions and hints --------------------------------------------------------------------------
+# -- suggestions and hints -----------------------------------------------------------------
 
 
 def test_misspelled_subcommand_and_flag_get_a_suggestion() -> None:
@@ -350,12 +470,31 @@ def test_swapped_good_and_bad_are_suggested_to_be_swapped(
     index: LocalIndex, python: str, tmp_path: Path
 ) -> None:
     # raisy 1.5.0 fails and 1.4.0 passes: naming them the other way round verifies backwards.
-    proc = envbisect("run", "--package", "raisy", "--good", "1.5.0", "--bad", "1.4.0",
-                     "--index-url", index.url, "--python", python, "--results",
-                     str(tmp_path / "r"), "--", "python", "-c", "import raisy; raisy.run()")  # fmt: skip
+    proc = envbisect(
+        "run",
+        "--package",
+        "raisy",
+        "--good",
+        "1.5.0",
+        "--bad",
+        "1.4.0",
+        "--index-url",
+        index.url,
+        "--python",
+        python,
+        "--results",
+        str(tmp_path / "r"),
+        "--",
+        "python",
+        "-c",
+        "import raisy; raisy.run()",
+    )
     assert_clean_error(proc, 1, "the good end does not pass")
-    assert "hint: --good 1.5.0 fails and --bad 1.4.0 passes: were they swapped? " \
-        "--good 1.4.0 --bad 1.5.0 searches that way round" in proc.stderr  # fmt: skip
+    hint = (
+        "hint: --good 1.5.0 fails and --bad 1.4.0 passes: were they swapped? "
+        "--good 1.4.0 --bad 1.5.0 searches that way round"
+    )
+    assert hint in proc.stderr
 
 
 def test_a_python_that_does_not_exist_is_not_offered_for_install(tmp_path: Path) -> None:
@@ -368,8 +507,19 @@ def test_a_python_that_does_not_exist_is_not_offered_for_install(tmp_path: Path)
 def test_markup_and_emoji_codes_in_user_text_are_shown_as_typed(
     index: LocalIndex, python: str, tmp_path: Path
 ) -> None:
-    proc = envbisect("probe", "--with", "raisy==1.0.0", "--index-url", index.url, "--python",
-                     python, "--results", str(tmp_path / "r"), "--probe", "import:six")  # fmt: skip
+    proc = envbisect(
+        "probe",
+        "--with",
+        "raisy==1.0.0",
+        "--index-url",
+        index.url,
+        "--python",
+        python,
+        "--results",
+        str(tmp_path / "r"),
+        "--probe",
+        "import:six",
+    )
     assert proc.returncode == 4, proc.stderr  # six is not on the local index: the import fails
     assert "import:six: " in proc.stderr
     assert "6\ufe0f\u20e3" not in proc.stderr + proc.stdout  # rich's :six: emoji
@@ -404,8 +554,13 @@ def test_completion_scripts_load_in_the_shells() -> None:
     bash = envbisect("completion", "bash")
     assert bash.returncode == 0, bash.stderr
     assert "--good" in bash.stdout and "publish" in bash.stdout
-    check = subprocess.run(["bash", "-c", 'source /dev/stdin && complete -p envbisect'],
-                           input=bash.stdout, capture_output=True, text=True, timeout=30)  # fmt: skip
+    check = subprocess.run(
+        ["bash", "-c", "source /dev/stdin && complete -p envbisect"],
+        input=bash.stdout,
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
     assert check.returncode == 0 and "envbisect" in check.stdout, check.stderr
     zsh = envbisect("completion", "zsh")
     assert zsh.returncode == 0 and zsh.stdout.startswith("#compdef envbisect")

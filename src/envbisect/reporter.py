@@ -40,3 +40,6 @@ class Reporter:
         self, version: str, outcome: Outcome, seconds: float, reused: bool, drawing: str
     ) -> None:
         """A probe ended (or was taken from the store); ``drawing`` is the range now."""
+
+    def close(self) -> None:
+        """Nothing more is in progress (the answer is printed next): end any live display."""

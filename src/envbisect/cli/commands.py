@@ -248,6 +248,7 @@ def cmd_probe(ctx: Context) -> int:
     if a.dry_run:
         return _print_plans(ctx, plan_one(popts, ctx.reporter))
     rec, reused = probe_one(popts, ctx.reporter)
+    ctx.reporter.close()  # the live display ends before the outcome is printed
     o = rec.outcome
     reports = probe_reports(rec.stdout_tail)
     runs = rec.all_runs

@@ -99,7 +99,10 @@ class RichReporter(Reporter):
             self._planning = None if total and done >= total else (
                 what, done, total, self._clock() if self._planning is None else self._planning[3]
             )  # fmt: skip
-        self._start_live()
+        if self._planning is None:
+            self._stop_if_idle()
+        else:
+            self._start_live()
 
     def probe_started(self, version: str, left: int, steps_left: int) -> None:
         self.step += 1
@@ -143,6 +146,9 @@ class RichReporter(Reporter):
             self._drawing = drawing
         if self.quiet:
             return
+        # Nothing in flight: the display goes, so that the answer printed next on stdout (the
+        # same terminal, often) is never drawn over.
+        self._stop_if_idle()
         style = STYLE[outcome.kind]
         how = "from the store" if reused else f"{seconds:.1f} s"
         shown = fit(drawing, self.console.width - 8) if self._live is not None else drawing
@@ -151,6 +157,12 @@ class RichReporter(Reporter):
             f"{escape(shown)}",
             highlight=False,
         )
+
+    def _stop_if_idle(self) -> None:
+        with self._lock:
+            idle = not self._inflight and self._planning is None
+        if idle:
+            self.close()
 
     def close(self) -> None:
         """Stop the live display (before an error or the answer is printed)."""
