@@ -94,7 +94,7 @@ class RichReporter(Reporter):
         if self.quiet:
             return
         if what == "cells" and total and done == total:
-            self._cells_total = total
+            self._cells_total += total  # one matrix run per Python
         with self._lock:
             self._planning = None if total and done >= total else (
                 what, done, total, self._clock() if self._planning is None else self._planning[3]
@@ -143,6 +143,7 @@ class RichReporter(Reporter):
                 self._measured.append(seconds)
                 self._cells_built += 1
             self._cells_done += 1
+            self._steps_left = max(0, self._steps_left - 1)  # until the next probe says
             self._drawing = drawing
         if self.quiet:
             return
@@ -231,9 +232,14 @@ class RichReporter(Reporter):
                 )
             elif self._steps_left:
                 eta = self.eta(self._steps_left)
+                if eta is not None and self._inflight:  # less what this one has run so far
+                    running = now - min(p.started for p in self._inflight.values())
+                    eta = max(0.0, eta - running)
                 if eta is not None:
+                    now_too = ", this one included" if self._inflight else ""
                     lines.append(
-                        f"  at most {self._steps_left} step(s) · about {duration(eta)} left"
+                        f"  at most {self._steps_left} step(s) left{now_too} · "
+                        f"about {duration(eta)}"
                     )
         text = Text(for_terminal("\n".join(lines)), no_wrap=True, overflow="ellipsis")
         return text
