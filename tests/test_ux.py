@@ -22,9 +22,13 @@ from pathlib import Path
 import pytest
 from test_cli import assert_clean_error, envbisect
 
+from conftest import RecordingReporter, write_repro
 from envbisect.cli.display import RichReporter, duration, fit
+from envbisect.env.repro import Repro
 from envbisect.index.settings import PYPI, resolve
-from envbisect.model import Outcome, OutcomeKind
+from envbisect.model import IndexConfig, Outcome, OutcomeKind
+from envbisect.modes.options import CommonOptions
+from envbisect.modes.run import RunOptions, run_bisect
 from support.index_server import LocalIndex
 
 CLOSED = "http://127.0.0.1:9/simple"  # nothing listens on the discard port
@@ -415,6 +419,22 @@ def test_quiet_prints_the_answer_only(index: LocalIndex, python: str, tmp_path: 
     )
     assert proc.returncode == 0 and proc.stderr == ""
     assert "first bad version of raisy: 1.5.0" in proc.stdout
+    probe = envbisect(
+        "probe",
+        "--with",
+        "raisy==1.0.0",
+        "--probe",
+        "import:six",
+        "--index-url",
+        index.url,
+        "--python",
+        python,
+        "--results",
+        str(tmp_path / "r"),
+        "-q",
+    )
+    assert probe.returncode == 4 and probe.stderr == ""
+    assert probe.stdout == "untestable (not installed in this environment: six)\n"
     both = envbisect("-q", "run", "-v", "--package", "raisy")
     assert_clean_error(both, 2, "-q and -v")
 
@@ -568,3 +588,71 @@ def test_completion_scripts_load_in_the_shells() -> None:
         ok = subprocess.run(["zsh", "-n"], input=zsh.stdout, capture_output=True, text=True)
         assert ok.returncode == 0, ok.stderr
     assert_clean_error(envbisect("completion", "fish"), 2, "invalid choice: 'fish'")
+
+
+# -- phases: reported by local probes, never part of what is decided ------------------------------
+
+
+class PhaseRecorder(RecordingReporter):
+    """Records each probe's phases; ``explode``: every hook beyond the base ones raises."""
+
+    def __init__(self, *, explode: bool = False, verbose: bool = False) -> None:
+        super().__init__()
+        self.phases: list[tuple[str, str]] = []
+        self.outputs: list[tuple[str, str]] = []
+        self.explode = explode
+        self.verbose = verbose
+
+    def phase(self, version: str, phase: str) -> None:
+        self.phases.append((version, phase))
+        if self.explode:
+            raise RuntimeError("a broken display")
+
+    def output(self, version: str, stream: str, text: str) -> None:
+        self.outputs.append((version, stream))
+        if self.explode:
+            raise RuntimeError("a broken display")
+
+
+def _crashy(
+    index: LocalIndex,
+    python: str,
+    tmp_path: Path,
+    name: str,
+    executor: str = "local",
+    jobs: int = 1,
+) -> RunOptions:
+    repro = Repro.from_file(str(write_repro(tmp_path / "repro", "crashy")), tmp_path)
+    return RunOptions(
+        package="crashy",
+        common=CommonOptions(
+            repro=repro,
+            indexes=IndexConfig(index_url=index.url),
+            python=python,
+            results=tmp_path / name,
+            native_backtrace="never",
+            executor=executor,
+            jobs=jobs,
+        ),
+    )
+
+
+def test_local_probes_report_their_phases_and_a_broken_reporter_changes_nothing(
+    index: LocalIndex, python: str, tmp_path: Path
+) -> None:
+    seen = PhaseRecorder(verbose=True)
+    res = run_bisect(_crashy(index, python, tmp_path, "a"), seen)
+    assert (res.first_new, res.last_old) == ("1.7.0", "1.6.0")
+    built = [r.version for r in res.rows if r.build_seconds]
+    for version in built:  # each built probe: building, then running, in that order
+        assert [p for v, p in seen.phases if v == version] == ["building", "running"]
+    assert ("1.7.0", "stderr") in seen.outputs  # -v: the crash's faulthandler text
+    broken = PhaseRecorder(explode=True, verbose=True)
+    again = run_bisect(_crashy(index, python, tmp_path, "b"), broken)
+    assert broken.phases and broken.started == seen.started  # the same probes, in order
+    assert (again.first_new, again.last_old) == (res.first_new, res.last_old)
+    # Worker processes cannot reach the reporter: started and finished only, the same answer.
+    remote = PhaseRecorder()
+    far = run_bisect(_crashy(index, python, tmp_path, "c", executor="process", jobs=2), remote)
+    assert remote.phases == [] and remote.started
+    assert (far.first_new, far.last_old) == (res.first_new, res.last_old)

@@ -39,7 +39,7 @@ def escape(text: str) -> str:
 @dataclass(slots=True)
 class _InFlight:
     started: float
-    phase: str = "waiting"  # until the worker says (a remote one never does)
+    phase: str = "probing"  # until the worker says (one in another process never does)
     phase_at: float = 0.0
 
 

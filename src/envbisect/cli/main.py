@@ -311,14 +311,15 @@ def _main(argv: Sequence[str] | None) -> int:
         parser.print_help(sys.stderr)
         return 2
     full = shlex.join(["envbisect", *(sys.argv[1:] if argv is None else argv)])
-    # emoji=False: rich would turn ``:six:`` in ``import:six`` into an emoji.
-    console = Console(stderr=True, soft_wrap=True, emoji=False)
     command = COMMANDS[args.command]
     quiet, verbose = getattr(args, "quiet", False), getattr(args, "verbose", False)
     if quiet and verbose:
         print_error(UsageError("-q and -v cannot be used together",
                                hint="-q prints the answer only, -v everything"))  # fmt: skip
         return 2
+    # emoji=False: rich would turn ``:six:`` in ``import:six`` into an emoji. quiet: nothing
+    # on stderr but errors (print_error has its own console), the answer on stdout.
+    console = Console(stderr=True, soft_wrap=True, emoji=False, quiet=quiet)
     reporter = RichReporter(console, quiet=quiet, verbose=verbose)
     ctx = commands.Context(args=args, tail=tail, command=full, console=console, reporter=reporter)
     try:
