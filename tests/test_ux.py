@@ -7,6 +7,7 @@ on 127.0.0.1), suggestions for misspelled commands and flags, the hints, markup 
 from __future__ import annotations
 
 import fcntl
+import io
 import json
 import os
 import pty
@@ -391,6 +392,12 @@ def test_the_reporter_fits_the_range_and_counts_down() -> None:
     assert "at most 3 more" in shown[0] and "about" not in shown[0]  # nothing measured yet
     assert "at most 2 more, about 30.0 s left" in shown[1]
     assert "at most 1 more, about 20.0 s left" in shown[2]
+    # Text from a repro is printed as it is: brackets, emoji codes, a trailing backslash.
+    buf = io.StringIO()
+    rep = RichReporter(Console(file=buf, width=200, emoji=False), live=False)
+    odd = Outcome(kind=OutcomeKind.FAIL, signature="ValueError: [bold]x[/bold] :six: end\\")
+    rep.probe_finished("1.0.0", odd, 1.0, False, "[G, B]")
+    assert "1.0.0: fail (ValueError: [bold]x[/bold] :six: end\\) (1.0 s) [G, B]" in buf.getvalue()
 
 
 # -- -q and -v ------------------------------------------------------------------------------------

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from rich.console import Console
 from rich.live import Live
+from rich.markup import escape as markup_escape
 from rich.text import Text
 
 from envbisect.errors import EnvbisectError
@@ -33,7 +34,8 @@ STYLE = {
 
 def escape(text: str) -> str:
     """Untrusted text for a rich markup string: no markup, no terminal control sequence."""
-    return for_terminal(text).replace("[", "\\[")
+    # rich's own escape: also a trailing backslash, which would escape the closing tag after it
+    return markup_escape(for_terminal(text))
 
 
 @dataclass(slots=True)
