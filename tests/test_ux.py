@@ -392,6 +392,16 @@ def test_the_reporter_fits_the_range_and_counts_down() -> None:
     assert "at most 3 more" in shown[0] and "about" not in shown[0]  # nothing measured yet
     assert "at most 2 more, about 30.0 s left" in shown[1]
     assert "at most 1 more, about 20.0 s left" in shown[2]
+    # On a terminal 60 wide, the range fits after the outcome, or on a line of its own.
+    narrow = io.StringIO()
+    rep = RichReporter(Console(file=narrow, width=60), live=True)
+    rep._live_ok, wide = True, "[" + ", ".join(["G"] * 2 + ["?"] * 30 + ["B"] * 2) + "]"
+    rep.probe_finished("1.0.0", Outcome(kind=OutcomeKind.PASS), 1.0, False, wide)
+    rep.probe_finished("1.1.0", Outcome(kind=OutcomeKind.FAIL, signature="E" * 20), 1.0, False,
+                       wide)  # fmt: skip
+    lines = narrow.getvalue().splitlines()
+    assert all(len(ln) <= 60 for ln in lines) and len(lines) == 3, lines
+    assert lines[0].startswith("    1.0.0: pass (1.0 s) [G, G") and lines[2].startswith("      [G")
     # Text from a repro is printed as it is: brackets, emoji codes, a trailing backslash.
     buf = io.StringIO()
     rep = RichReporter(Console(file=buf, width=200, emoji=False), live=False)

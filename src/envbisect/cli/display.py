@@ -154,12 +154,21 @@ class RichReporter(Reporter):
         self._stop_if_idle()
         style = STYLE[outcome.kind]
         how = "from the store" if reused else f"{seconds:.1f} s"
-        shown = fit(drawing, self.console.width - 8) if self._live is not None else drawing
+        head = f"    {version}: {outcome.describe()} ({how}) "
+        shown, below = drawing, ""
+        if self._live_ok:  # a terminal: the range fits its width, on this line or the next
+            room = self.console.width - len(head)
+            if room >= min(len(drawing), 24):
+                shown = fit(drawing, room)
+            else:
+                shown, below = "", "      " + fit(drawing, self.console.width - 6)
         self.console.print(
             f"    {escape(version)}: [{style}]{escape(outcome.describe())}[/{style}] ({how}) "
             f"{escape(shown)}",
             highlight=False,
         )
+        if below:
+            self.console.print(escape(below), highlight=False)
 
     def _stop_if_idle(self) -> None:
         with self._lock:
