@@ -578,6 +578,11 @@ def test_publish_json_lists_what_it_wrote(index: LocalIndex, python: str, tmp_pa
     results = ["--results", str(tmp_path / "r"), "--cache-dir", str(tmp_path / "c")]
     ran = envbisect("matrix", str(matrix), *results)
     assert ran.returncode == 0, ran.stderr
+    # not a terminal: a plain line as planning starts, before anything is built
+    lines = ran.stderr.splitlines()
+    assert lines.index("envbisect: planning 1 cells") < lines.index(
+        "[1] probing gridapp==1.0.0 gridlib==1.0.0"
+    )
     proc = envbisect("publish", str(matrix), *results, "--json")
     assert proc.returncode == 0, proc.stderr
     data = json.loads(proc.stdout)

@@ -95,6 +95,10 @@ class RichReporter(Reporter):
     def planning(self, what: str, done: int, total: int) -> None:
         if self.quiet:
             return
+        if not self._live_ok and done == 0 and what != "environment(s)":
+            # Plain lines: one when a long planning starts (a matrix's), none per step.
+            self.message(f"envbisect: planning {total} {what}" if total else
+                         f"envbisect: planning {what}")  # fmt: skip
         if what == "cells" and total and done == total:
             self._cells_total += total  # one matrix run per Python
         with self._lock:
@@ -163,8 +167,8 @@ class RichReporter(Reporter):
             else:
                 shown, below = "", "      " + fit(drawing, self.console.width - 6)
         self.console.print(
-            f"    {escape(version)}: [{style}]{escape(outcome.describe())}[/{style}] ({how}) "
-            f"{escape(shown)}",
+            f"    {escape(version)}: [{style}]{escape(outcome.describe())}[/{style}] ({how})"
+            + (f" {escape(shown)}" if shown else ""),
             highlight=False,
         )
         if below:
