@@ -330,7 +330,9 @@ def _main(argv: Sequence[str] | None) -> int:
                     hint=f"see envbisect {args.command} --help",
                 )
             if hasattr(args, "index_url"):  # one line: which indexes, and where each came from
-                reporter.message(o.index_settings(args).describe())
+                torch = getattr(args, "torch_backend", None)
+                also = f"; torch from PyTorch's {torch} index (--torch-backend)" if torch else ""
+                reporter.message(o.index_settings(args).describe() + also)
             return command.run(ctx)
         finally:
             reporter.close()  # the live display ends before the answer or an error
