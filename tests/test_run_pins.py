@@ -135,7 +135,10 @@ def test_pins_from_a_released_distribution(index: LocalIndex, python: str, tmp_p
     missing = envbisect("pins", "crashy==9.9", "--python", python, "--index-url", index.url,
                         "--cache-dir", str(tmp_path / "c"))  # fmt: skip
     assert missing.returncode == 2 and "Traceback" not in missing.stderr
-    assert missing.stderr.startswith("error: ") and "hint: " in missing.stderr
+    # after the line that names the indexes: the error and its hint
+    lines = missing.stderr.splitlines()
+    assert lines[0].startswith("envbisect: index: ") and lines[1].startswith("error: ")
+    assert lines[2].startswith("hint: ")
 
 
 def test_versions_command_says_why(index: LocalIndex, python: str, tmp_path: Path) -> None:
