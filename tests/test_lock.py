@@ -147,12 +147,21 @@ def test_upgrade_mode_from_an_old_lock(index: LocalIndex, python: str, tmp_path:
 def test_an_interaction_holds_back_the_newer_release(
     index: LocalIndex, python: str, tmp_path: Path
 ) -> None:
-    """lockpair fails with lk-tie-a 2 and lk-tie-b 2 together: holding back lk-tie-b (the later
-    release) is proven with lk-tie-a at 2, and lk-tie-a stays at its newest."""
+    """lockpair fails with lk-tie-a 2 and lk-tie-b 2 together. By date, lk-tie-b 2.0.0 is the
+    release that broke it, proven on an environment that has lk-tie-a 2; from an old lock,
+    delta debugging names the pair, and the later release is held back, proven with lk-tie-a
+    at 2. Either way lk-tie-a stays at its newest."""
+    want = {"lockpair": "1.0.0", "lk-tie-a": "2.0.0", "lk-tie-b": "1.0.0"}
     res = run_lock(options(index, python, tmp_path, "lockpair", with_reqs=("lockpair==1.0.0",)))
     (c,) = res.extra["constraints"]
+    assert (c["package"], c["first_bad"], c["last_good"]) == ("lk-tie-b", "2.0.0", "1.0.0")
+    assert locked(res.lock_path) == want
+    old = tmp_path / "old.txt"
+    old.write_text("lockpair==1.0.0\nlk-tie-a==1.0.0\nlk-tie-b==1.0.0\n")
+    res = run_lock(options(index, python, tmp_path, "lockpair", from_lock=str(old)))
+    (c,) = res.extra["constraints"]
     assert (c["package"], c["first_bad"], c["interaction"]) == ("lk-tie-b", "2.0.0", ["lk-tie-a"])
-    assert locked(res.lock_path) == {"lockpair": "1.0.0", "lk-tie-a": "2.0.0", "lk-tie-b": "1.0.0"}
+    assert locked(res.lock_path) == want
 
 
 def test_no_passing_starting_point_is_no_answer(

@@ -35,10 +35,10 @@ from envbisect.core.plan import MatchCache, Plan, PlanTarget, Policy, Unresolvab
 from envbisect.core.report import ProbeRow, RunResult
 from envbisect.errors import NoAnswer, UsageError
 from envbisect.index.source import IndexMetadataSource
-from envbisect.model import OutcomeKind
-from envbisect.modes.bydate import timeline
+from envbisect.model import Outcome, OutcomeKind
+from envbisect.modes.bydate import Moment, timeline
 from envbisect.modes.diff import Change, _Diff
-from envbisect.modes.drive import drive
+from envbisect.modes.drive import bisect, drive
 from envbisect.modes.options import CommonOptions
 from envbisect.modes.outputs import inside, write_lockfiles
 from envbisect.modes.planning import read_pins
@@ -46,6 +46,7 @@ from envbisect.modes.run import check_requirements, parse_exclude_newer
 from envbisect.modes.session import Session, Want
 from envbisect.reporter import Reporter
 from envbisect.strategy.base import Fixed
+from envbisect.strategy.bisect import Bisector
 from envbisect.strategy.lock import Constraint, Constraints, held_back
 from envbisect.textsafe import md_code, md_text
 
@@ -132,27 +133,32 @@ class _Lock:
         return plan(self.roots, self.source, self.ptarget, pre=self.opts.pre,
                     constraints=specifiers, cache=self.cache)  # fmt: skip
 
-    def as_of(self, when: datetime) -> Plan | Unresolvable:
+    def as_of(
+        self, when: datetime, specifiers: Mapping[str, SpecifierSet] | None = None
+    ) -> Plan | Unresolvable:
         return plan(self.roots, self.source, self.ptarget, policy=Policy.CONTEMPORARY,
-                    cutoff=when, pre=self.opts.pre, cache=self.cache)  # fmt: skip
+                    cutoff=when, pre=self.opts.pre, constraints=specifiers,
+                    cache=self.cache)  # fmt: skip
 
-    def start(self, newest: Plan) -> tuple[str, Pins]:
-        """The first environment known to pass (not yet probed): its label and pins."""
+    def start(self, newest: Plan) -> tuple[str, Pins, datetime | None]:
+        """The first environment known to pass (not yet probed): its label, its pins and,
+        unless it is --from's lock, the moment it is the environment of."""
         if self.from_pins is not None:
-            return f"--from {self.opts.from_lock}", dict(self.from_pins)
+            return f"--from {self.opts.from_lock}", dict(self.from_pins), None
         when, why = self.good_date, "--good-date"
         if when is None:
             when, why = self._newest_pin_upload()
         planned = self.as_of(when)
         if isinstance(planned, Plan):
-            return f"as of {when:%Y-%m-%d %H:%M:%S} ({why})", _pins(planned)
+            return f"as of {when:%Y-%m-%d %H:%M:%S} ({why})", _pins(planned), when
         names = sorted(str(n) for n in newest.pins)
         moments = timeline(names, self.session.client, self.session.target, when, self.now,
                            pre=self.opts.pre)[:MAX_START_MOMENTS]  # fmt: skip
         for m in moments:
             planned = self.as_of(m.when)
             if isinstance(planned, Plan):
-                return f"as of {m.label()} (first moment after {why} that resolves)", _pins(planned)
+                label = f"as of {m.label()} (first moment after {why} that resolves)"
+                return label, _pins(planned), m.when
         raise NoAnswer(
             f"no starting point: the requirements do not resolve as of {when:%Y-%m-%d} ({why}) "
             f"nor at any of the {len(moments)} release moment(s) after it",
@@ -197,7 +203,9 @@ class _Lock:
         reporter = session.reporter
         try:
             row = self.probe("newest", newest)
-            label, good = None, None
+            label: str | None = None
+            good: Pins | None = None
+            when: datetime | None = None
             while row.outcome.kind is not OutcomeKind.PASS:
                 if row.outcome.kind is OutcomeKind.UNTESTABLE:
                     raise NoAnswer(
@@ -209,10 +217,13 @@ class _Lock:
                     raise NoAnswer(f"gave up after {MAX_ROUNDS} constraints",
                                    hint="see report.md for what each round found")  # fmt: skip
                 if good is None:
-                    label, good = self.start(newest)
+                    label, good, when = self.start(newest)
                     reporter.message(f"envbisect: the newest environment fails; starting "
                                      f"point {label}")  # fmt: skip
-                c, good = self.find_constraint(label or "", good, newest, row)
+                if when is not None:  # the ecosystem's own history: environments as of dates
+                    c, when = self.find_by_date(when, newest)
+                else:  # upgrade mode: delta debugging against the user's lock
+                    c, good = self.find_constraint(label or "", good, newest, row)
                 self.constraints.add(c)
                 reporter.message(f"envbisect: constraint {c.package}{c.specifier}: "
                                  f"{c.describe()}")  # fmt: skip
@@ -251,6 +262,156 @@ class _Lock:
     def _newest_label(self) -> str:
         held = ", ".join(f"{c.package}{c.specifier}" for c in self.constraints.held)
         return f"newest with {held}" if held else "newest"
+
+    def find_by_date(self, start: datetime, newest: Plan) -> tuple[Constraint, datetime]:
+        """Bisect the release moments between ``start`` (its environment passes) and now,
+        every environment resolved as of its moment under the constraints so far; the
+        culprit is the release at the first bad moment. Its proof: the last good moment's
+        environment passes, and the same environment with only the culprit moved to its
+        first bad release (and what that forces) fails like the newest one. Returns the
+        constraint and the last good moment (the next round starts there: the constraint
+        hides nothing uploaded before it)."""
+        session = self.session
+        held = self.constraints.specifiers()
+        begin = self.as_of(start, held)
+        names = sorted(set(_pins(begin) if isinstance(begin, Plan) else ()) | set(_pins(newest)))
+        moments = [Moment(when=start, releases=()),
+                   *timeline(names, session.client, session.target, start, self.now,
+                             pre=self.opts.pre)]  # fmt: skip
+        session.reporter.message(
+            f"envbisect: {len(moments) - 1} release moment(s) of {len(names)} package(s) "
+            f"since {start:%Y-%m-%d %H:%M:%S}; bisecting by date"
+        )
+        plans: dict[int, Plan] = {}
+
+        def want(i: int, runs: int) -> Want:
+            planned = self.as_of(moments[i].when, held) if i else begin
+            label = moments[i].label()
+            if not isinstance(planned, Plan):
+                return Want(label=label, why_not=f"unresolvable: {planned.reason}")
+            plans[i] = planned
+            return Want(label=label, spec=session.env_spec(planned.requirements()), runs=runs)
+
+        bis = Bisector(
+            n=len(moments),
+            good=0,
+            bad=len(moments) - 1,
+            any_failure=session.opts.any_failure,
+            repeat=session.opts.repeat,
+        )
+        log, _ = bisect(bis, session, want, labels=lambda i: moments[i].label())  # fmt: skip
+        self.result.rows += log.rows
+        self.rounds += log.rounds
+        final = bis.result
+        starts = [r for r, i in zip(log.rows, log.points, strict=True) if i == 0]
+        if starts and starts[0].outcome.kind is not OutcomeKind.PASS:
+            raise NoAnswer(
+                f"the starting point ({moments[0].label()}) does not pass: "
+                f"{starts[0].outcome.describe()}",
+                hint="give --good-date DATE of an environment where the repro passes, or "
+                "--from LOCK of your working environment",
+            )
+        if final is None or final.status == "no-answer" or final.last_old is None:
+            why = final.reason if final is not None else "the search did not end"
+            raise NoAnswer(
+                f"the starting point ({moments[0].label()}) and the newest environment do not "
+                f"bracket the failure: {why}",
+                hint="give --good-date DATE of an environment where the repro passes, or "
+                "--from LOCK of your working environment",
+            )
+        lg = final.last_old
+        # Found: the first bad moment. Ambiguous (moments between that fail another way or
+        # cannot be built): each of them, in order; the proof decides.
+        suspects = list(final.possible) if final.status == "ambiguous" else [final.first_new]
+        assert bis.reference is not None and all(i is not None for i in suspects)
+        good = plans[lg]
+        bad = plans.get(suspects[-1] or 0)
+        failures = []
+        for fb in suspects:
+            assert fb is not None
+            for package, version in moments[fb].releases:
+                name = canonicalize_name(package)
+                before = good.pins.get(name)
+                after = bad.pins.get(name) if bad is not None else None
+                if before is None or after is None or Version(version) > after:
+                    continue  # not what the failing environment took, or nothing to hold
+                found = self._toggle(str(name), version, str(before), good, moments[lg], held,
+                                     bis.reference)  # fmt: skip
+                if isinstance(found, str):
+                    failures.append(found)
+                    continue
+                return found, moments[lg].when
+        raise NoAnswer(
+            f"the environment broke after {moments[lg].label()}, but no release of "
+            f"{len(suspects)} moment(s) after it fails alone on the last good environment"
+            + (": " + "; ".join(failures) if failures else ""),
+            hint="an interaction between releases of that moment and later ones? try "
+            "--from LOCK (delta debugging) from the last good environment; see report.md",
+        )
+
+    def _toggle(
+        self,
+        name: str,
+        version: str,
+        before: str,
+        good: Plan,
+        moment: Moment,
+        held: Mapping[str, SpecifierSet],
+        reference: Outcome,
+    ) -> Constraint | str:
+        session = self.session
+        toggled = plan([*self.roots, Requirement(f"{name}=={version}")], self.source,
+                       self.ptarget, policy=Policy.BASELINE,
+                       baseline={str(k): v for k, v in good.pins.items()},
+                       pre=self.opts.pre, constraints={k: v for k, v in held.items()
+                                                       if k != name},
+                       cache=self.cache)  # fmt: skip
+        if not isinstance(toggled, Plan):
+            return f"{name} {version}: unresolvable on the last good environment"
+        label = f"{name} {version} on {moment.label()}"
+        row = self.probe(label, toggled)
+        if row.outcome.kind is OutcomeKind.PASS or not (
+            session.opts.any_failure or same_failure(row.outcome, reference)
+        ):
+            return f"{name} {version} alone: {row.outcome.describe()}"
+        moved = [{"package": str(n), "from": str(b) if b else None, "to": str(v) if v else None}
+                 for n, b, v in toggled.moved if str(n) != name]  # fmt: skip
+        c = Constraint(
+            package=name, first_bad=version, last_good=before, outcome=row.outcome,
+            passed=moment.label(), failed=label, moved_with=moved,
+            round=len(self.constraints.held) + 1,
+        )  # fmt: skip
+        return self._just_below(c, good, held, reference)
+
+    def _just_below(
+        self, c: Constraint, good: Plan, held: Mapping[str, SpecifierSet], reference: Outcome
+    ) -> Constraint:
+        """The version right below the first bad one, on the same environment: it passes
+        (the proof's lower half, named exactly), or fails the same way (then the break came
+        earlier: step down), or is neither (the proof stands on the environment's version)."""
+        files = self.session.client.project_files(c.package).files
+        lower = sorted(
+            (x.version for x in build_candidates(files, self.session.target).candidates
+             if x.installable and Version(c.last_good) < x.version < Version(c.first_bad)),
+            reverse=True,
+        )  # fmt: skip
+        others = {k: x for k, x in held.items() if k != c.package}
+        baseline = {str(k): x for k, x in good.pins.items()}
+        for v in lower:
+            planned = plan([*self.roots, Requirement(f"{c.package}=={v}")], self.source,
+                           self.ptarget, policy=Policy.BASELINE, baseline=baseline,
+                           pre=self.opts.pre, cache=self.cache, constraints=others)  # fmt: skip
+            if not isinstance(planned, Plan):
+                return c
+            label = f"{c.package} {v} on {c.passed}"
+            row = self.probe(label, planned)
+            if row.outcome.kind is OutcomeKind.PASS:
+                c.last_good, c.passed = str(v), label
+                return c
+            if not (self.session.opts.any_failure or same_failure(row.outcome, reference)):
+                return c
+            c.first_bad, c.failed, c.outcome = str(v), label, row.outcome
+        return c
 
     def find_constraint(
         self, label: str, good: Pins, newest: Plan, bad_row: ProbeRow
@@ -475,7 +636,7 @@ class _Lock:
         from envbisect.modes.dryrun import plan_views
 
         wants = [Want(label="newest", spec=self.session.env_spec(newest.requirements()))]
-        label, pins = self.start(newest)
+        label, pins, _ = self.start(newest)
         reqs = [f"{n}=={v}" for n, v in sorted(pins.items())]
         wants.append(Want(label=f"starting point: {label}", spec=self.session.env_spec(reqs)))
         self.result.status = "dry-run"
