@@ -17,7 +17,7 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 from packaging.version import Version
 
-from envbisect.core.candidates import build_candidates
+from envbisect.core.candidates import judge
 from envbisect.core.plan import PackageVersion
 from envbisect.core.target import Target
 from envbisect.errors import EnvbisectError, UnknownPackage
@@ -36,6 +36,7 @@ class IndexMetadataSource:
         self.client = client
         self.target = target
         self.allow_sdist = allow_sdist
+        self._supported = frozenset(target.supported_tags())
         # The versions fetched ahead: the baseline's where there is one, else the newest.
         self.preferred = {canonicalize_name(k): v for k, v in (preferred or {}).items()}
         self._versions: dict[str, list[PackageVersion]] = {}
@@ -51,21 +52,27 @@ class IndexMetadataSource:
             if key in self._versions:
                 return self._versions[key]
         try:
-            files = self.client.project_files(key).files
+            pf = self.client.project_files(key)
         except UnknownPackage:
             found: list[PackageVersion] = []
         else:
-            cl = build_candidates(files, self.target, allow_sdist=self.allow_sdist, pre=True)
-            found = [
-                PackageVersion(
-                    name=key,
-                    version=c.version,
-                    upload_time=c.upload_time,
-                    # requires-python and wheel tags are already in ``installable``.
-                    installable=c.installable and not c.yanked,
+            # The same versions as build_candidates(..., pre=True) keeps (all but the wholly
+            # yanked), judged from the page rows without parsing them into DistFile rows.
+            found = []
+            for version in sorted(pf.versions()):
+                j = judge(
+                    pf.facts(version), self.target, self._supported, allow_sdist=self.allow_sdist
                 )
-                for c in cl.candidates
-            ]
+                if not j.yanked:
+                    # requires-python and wheel tags are already in ``installable``.
+                    found.append(
+                        PackageVersion(
+                            name=key,
+                            version=version,
+                            upload_time=j.upload_time,
+                            installable=j.installable,
+                        )
+                    )
         with self._lock:
             self._versions[key] = found
         return found
