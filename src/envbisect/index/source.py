@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import contextlib
 import email.parser
+import functools
+import re
 import threading
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -132,11 +134,28 @@ class IndexMetadataSource:
 
 
 def parse_requires_dist(text: str) -> list[Requirement]:
-    headers = email.parser.HeaderParser().parsestr(text)
+    """The ``Requires-Dist`` lines of a METADATA text, parsed; malformed lines are skipped.
+
+    Only the header block is read (the long description after the first blank line can be
+    most of the text), and each distinct line is parsed once per process: the versions of a
+    project repeat most of their lines. The objects are shared: never change one.
+    """
+    head = _BODY.split(text, 1)[0]
+    headers = email.parser.HeaderParser().parsestr(head)
     out = []
     for line in headers.get_all("Requires-Dist") or []:
-        try:
-            out.append(Requirement(line))
-        except InvalidRequirement:
-            continue  # a malformed line in someone's metadata: pip and uv skip it too
+        req = _requirement(line)
+        if req is not None:
+            out.append(req)
     return out
+
+
+_BODY = re.compile(r"\r?\n\r?\n")
+
+
+@functools.lru_cache(maxsize=1 << 15)
+def _requirement(line: str) -> Requirement | None:
+    try:
+        return Requirement(line)
+    except InvalidRequirement:
+        return None  # a malformed line in someone's metadata: pip and uv skip it too

@@ -17,9 +17,7 @@ from collections.abc import Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, wait
 from dataclasses import dataclass, replace
 from types import TracebackType
-from typing import Any
-
-import httpx
+from typing import TYPE_CHECKING, Any
 
 from envbisect.core.names import project_name
 from envbisect.core.outcome import failed, untestable
@@ -31,12 +29,16 @@ from envbisect.env.uv import find_python, find_uv, inspect_target
 from envbisect.env.worker import ProbeTask, check_native_backtrace, run_task
 from envbisect.errors import Interrupted
 from envbisect.exec import Executor, make_executor
-from envbisect.index.client import IndexClient, default_cache_dir
 from envbisect.model import EnvSpec, IndexConfig, OutcomeKind, ProbeRecord
 from envbisect.modes.options import CommonOptions
 from envbisect.redact import mask_text
 from envbisect.reporter import Reporter
 from envbisect.store import Store
+
+if TYPE_CHECKING:  # a probe without pins never reads an index: no httpx at startup
+    import httpx
+
+    from envbisect.index.client import IndexClient
 
 Moved = tuple[tuple[str, str | None, str | None], ...]  # (package, before, after)
 
@@ -127,6 +129,8 @@ class Session:
     @property
     def client(self) -> IndexClient:
         if self._client is None:
+            from envbisect.index.client import IndexClient, default_cache_dir
+
             self._client = IndexClient(
                 self.opts.indexes,
                 transport=self._transport,
