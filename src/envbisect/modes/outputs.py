@@ -9,10 +9,7 @@ from dataclasses import replace
 from datetime import datetime, timezone
 from pathlib import Path
 
-from packaging.version import InvalidVersion, Version
-
 from envbisect import __version__
-from envbisect.core.candidates import file_version
 from envbisect.core.names import is_project_name, is_version
 from envbisect.core.report import LockEntry, RunResult, pylock, report_markdown, requirements_lock
 from envbisect.core.target import Target
@@ -122,12 +119,13 @@ def lock_entries(
         name, version = dist.name, dist.version
         try:
             pf = client.project_files(name)
+            # Only this version's rows of a page the run already read: nothing parsed again.
+            found = client.version_files(name, version)
         except EnvbisectError:
             return LockEntry(name=name, version=version, index=None, files=())
         files = []
-        for f in pf.files:
-            v = file_version(f.filename)
-            if v is None or v != _safe_version(version) or f.yanked:
+        for f in found:
+            if f.yanked:
                 continue
             if f.is_wheel and not target.wheel_compatible(f.filename, supported):
                 continue
@@ -143,10 +141,3 @@ def lock_entries(
 
     # read_installed checked these already; a store written by an older envbisect did not.
     return [one(d) for d in installed if is_project_name(d.name) and is_version(d.version)]
-
-
-def _safe_version(text: str) -> Version | None:
-    try:
-        return Version(text)
-    except InvalidVersion:
-        return None
