@@ -39,10 +39,9 @@ from envbisect.model import Outcome, OutcomeKind
 from envbisect.modes.bydate import Moment, timeline
 from envbisect.modes.diff import Change, _Diff
 from envbisect.modes.drive import bisect, drive
-from envbisect.modes.options import CommonOptions
+from envbisect.modes.options import CommonOptions, check_requirements, parse_exclude_newer
 from envbisect.modes.outputs import inside, write_lockfiles
 from envbisect.modes.planning import read_pins
-from envbisect.modes.run import check_requirements, parse_exclude_newer
 from envbisect.modes.session import Session, Want
 from envbisect.reporter import Reporter
 from envbisect.strategy.base import Fixed
