@@ -19,6 +19,7 @@ from envbisect.modes.bydate import DateOptions, run_by_date
 from envbisect.modes.options import CommonOptions
 from support.corpus import EPOCH
 from support.index_server import LocalIndex
+from support.installs import install_and_run
 
 pytestmark = pytest.mark.slow
 
@@ -57,6 +58,10 @@ def test_transitive_break_found_by_date_and_confirmed(
     good = res.row(res.last_old)
     assert good is not None and {d.name: d.version for d in good.installed}["datelib"] == "1.2.0"
     assert "datelib==1.2.0" in Path(str(res.lock_path)).read_text()
+    # The lock and its PEP 751 twin install elsewhere on their own, and pass there.
+    install_and_run(
+        Path(str(res.lock_path)), Path(str(res.pylock_path)), "dateapp", python, tmp_path
+    )
     assert "## Culprit" in Path(str(res.report_path)).read_text()
 
 

@@ -22,6 +22,7 @@ from envbisect.modes.options import CommonOptions
 from envbisect.strategy.ddmin import Result, ddmin
 from support.corpus import flaky_crashes
 from support.index_server import LocalIndex
+from support.installs import install_and_run
 
 
 def scripted(
@@ -120,6 +121,10 @@ def test_transitive_break_between_two_locks(index: LocalIndex, python: str, tmp_
         {"package": "datelib", "good_version": "1.2.0", "bad_version": "1.3.0"}
     ]
     assert "datelib==1.1.0" in Path(str(res.lock_path)).read_text()
+    # The lock and its PEP 751 twin install elsewhere on their own, and pass there.
+    install_and_run(
+        Path(str(res.lock_path)), Path(str(res.pylock_path)), "dateapp", python, tmp_path
+    )
 
 
 @pytest.mark.slow

@@ -277,6 +277,51 @@ def _flaky_family(root: Path, index: LocalIndex) -> None:
         index.add(IndexFile(project="flakylib", path=path, upload_time=EPOCH + timedelta(days=i)))
 
 
+def _lock_family(root: Path, index: LocalIndex) -> None:
+    """What ``envbisect lock`` must untangle. lockapp 1.0.0 (pinned, day 0) uses
+    lk_alpha.feature (gone from lk-alpha 1.3.0, day 3), lk_beta.thing (gone from lk-beta 2.0.0,
+    day 4) and lk-fix (1.2.0, day 2, raises; 1.3.0, day 5, fixes it); lk-noise releases change
+    nothing. lockone 1.0.0 needs lk-alpha alone. lockpair 1.0.0 fails only with lk-tie-a 2
+    (day 2) and lk-tie-b 2 (day 3) together: an interaction."""
+    app = (
+        "import lk_alpha, lk_beta, lk_fix, lk_noise\n\ndef run():\n"
+        "    lk_alpha.feature()\n    lk_beta.thing()\n    lk_fix.run()\n"
+    )
+    one = "import lk_alpha\n\ndef run():\n    lk_alpha.feature()\n"
+    pair = (
+        "import lk_tie_a, lk_tie_b\n\ndef run():\n"
+        "    if lk_tie_a.MAJOR == 2 and lk_tie_b.MAJOR == 2:\n"
+        "        raise RuntimeError('lk-tie-a 2 and lk-tie-b 2 disagree')\n"
+    )
+    for name, body, requires in (
+        ("lockapp", app, ("lk-alpha", "lk-beta", "lk-fix", "lk-noise")),
+        ("lockone", one, ("lk-alpha",)),
+        ("lockpair", pair, ("lk-tie-a", "lk-tie-b")),
+    ):
+        mod = name.replace("-", "_")
+        path = build_wheel(root, name, "1.0.0", {f"{mod}/__init__.py": body}, requires=requires)
+        index.add(IndexFile(project=name, path=path, upload_time=EPOCH))
+    series: dict[str, list[tuple[str, int, str]]] = {
+        "lk-alpha": [(f"1.{i}.0", i, "def feature():\n    return 1\n" if i < 3 else "")
+                     for i in range(5)],
+        "lk-beta": [("1.0.0", 0, "def thing():\n    return 1\n"),
+                    ("1.1.0", 1, "def thing():\n    return 1\n"),
+                    ("2.0.0", 4, ""), ("2.1.0", 7, "")],
+        "lk-fix": [(f"1.{i}.0", i if i < 3 else i + 2,
+                    "def run():\n    raise ValueError('lk-fix 1.2 broke')\n" if i == 2
+                    else "def run():\n    return 1\n") for i in range(5)],
+        "lk-noise": [(f"0.{i}.0", i, "") for i in range(6)],
+        "lk-tie-a": [("1.0.0", 0, "MAJOR = 1\n"), ("2.0.0", 2, "MAJOR = 2\n")],
+        "lk-tie-b": [("1.0.0", 0, "MAJOR = 1\n"), ("2.0.0", 3, "MAJOR = 2\n")],
+    }  # fmt: skip
+    for name, versions in series.items():
+        mod = name.replace("-", "_")
+        for version, day, body in versions:
+            path = build_wheel(root, name, version, {f"{mod}/__init__.py": body})
+            when = EPOCH + timedelta(days=day, hours=1)
+            index.add(IndexFile(project=name, path=path, upload_time=when))
+
+
 def build_index(root: Path) -> LocalIndex:
     root.mkdir(parents=True, exist_ok=True)
     for sub in ("pypi", "cpu", "cu121"):
@@ -290,6 +335,7 @@ def build_index(root: Path) -> LocalIndex:
     _tied_family(root, index)
     _span_family(root, index)
     _flaky_family(root, index)
+    _lock_family(root, index)
     for project, versions in corpus().items():
         for i, v in enumerate(versions):
             when = EPOCH + timedelta(days=30 * i, hours=len(project))

@@ -224,6 +224,41 @@ def cmd_diff(ctx: Context) -> int:
     return 0
 
 
+def cmd_lock(ctx: Context) -> int:
+    from envbisect.modes.lock import LockOptions, run_lock
+
+    a = ctx.args
+    repro = _repro(ctx, pins=bool(a.pins or a.from_lock))
+    opts = LockOptions(
+        common=common_options(a, command=ctx.command, repro=repro),
+        with_reqs=tuple(a.with_reqs),
+        pins=tuple(a.pins),
+        extras=extras(a),
+        from_lock=a.from_lock,
+        good_date=a.good_date,
+        pre=a.pre,
+    )
+    res = run_lock(opts, ctx.reporter)  # no answer: NoAnswer with the result (main.py)
+    if res.status == "dry-run":
+        return _print_plans(ctx, res.extra["plans"])
+    from envbisect.core.report import to_json, verdict_line
+
+    if a.json:
+        print(json.dumps(to_json(res), indent=2))
+        return 0
+    print(for_terminal(verdict_line(res)))
+    for c in res.extra["constraints"]:
+        o = c["outcome"]
+        why = f"{o['kind']}" + (f" ({o['signature']})" if o["signature"] else "")
+        print(for_terminal(f"held back: {c['package']}{c['specifier']} "
+                           f"({c['first_bad']} {why}; {c['last_good']} passes)"))  # fmt: skip
+    print(f"lockfile: {res.lock_path}")
+    print(f"pylock: {res.pylock_path}")
+    print(f"constraints: {res.extra['constraints_file']}")
+    print(f"report: {res.report_path}")
+    return 0
+
+
 def cmd_probe(ctx: Context) -> int:
     from envbisect.modes.probe import ProbeOptions, plan_one, probe_one
 

@@ -73,6 +73,7 @@ COMMANDS: dict[str, Command] = {
     "run": Command(commands.cmd_run, tail=True),
     "probe": Command(commands.cmd_probe, tail=True),
     "diff": Command(commands.cmd_diff, tail=True),
+    "lock": Command(commands.cmd_lock, tail=True),
     "pins": Command(commands.cmd_pins),
     "versions": Command(commands.cmd_versions),
     "matrix": Command(commands.cmd_matrix),
@@ -182,6 +183,36 @@ def build_parser() -> argparse.ArgumentParser:
     diff.add_argument("bad", metavar="BAD")
     o.ANY_FAILURE.add(diff, help="count any failure as the failure, not only one like BAD's")
     o.attach(diff, o.JOBS, o.REPEAT, o.EXECUTION, o.INDEX, o.PYTHON, o.PROBING)
+
+    lock = sub.add_parser(
+        "lock",
+        help="the newest environment your pins allow in which the repro passes, proven",
+        usage="envbisect lock (--pins SOURCE... | --with REQ...) [--from LOCK] [options] "
+        "(--repro FILE | --probe NAME | -- CMD...)",
+        description="Resolve the newest environment the requirements allow and probe it. When "
+        "it fails, find the release that broke it (against --from LOCK, --good-date, or the "
+        "environment as of the newest exact pin's upload), hold that package below it, and "
+        "resolve again, until an environment passes. Each constraint is proven (the version "
+        "below passes and the first bad one fails, the rest held) and kept only while it is "
+        "needed. Writes requirements.txt (hash-pinned), pylock.toml, constraints.txt and "
+        "report.md. Exit 0 with a lock, 1 when there is none.",
+    )
+    o.attach(lock, o.PINS, o.EXTRAS)
+    lock.add_argument(
+        "--from",
+        dest="from_lock",
+        metavar="LOCK",
+        help="upgrade mode: your working environment (a lockfile, pylock.toml or "
+        "installed:PYTHON); take every upgrade that keeps the repro passing",
+    )
+    lock.add_argument(
+        "--good-date",
+        metavar="DATE",
+        help="a date whose environment passed (default: the upload of the newest exact pin)",
+    )
+    o.ANY_FAILURE.add(lock, help="count any failure as the failure, not only one like the newest's")
+    o.attach(lock, o.WITH, o.INDEX, o.PYTHON, o.PRE, o.JOBS, o.REPEAT, o.EXECUTION, o.PROBING,
+             o.DRY_RUN)  # fmt: skip
 
     matrix = sub.add_parser(
         "matrix",

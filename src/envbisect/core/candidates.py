@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import functools
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Protocol
 
 from packaging.tags import Tag
 from packaging.utils import (
@@ -22,6 +23,47 @@ from packaging.version import InvalidVersion, Version
 
 from envbisect.core.target import Target
 from envbisect.model import Candidate, DistFile
+
+
+class FileLike(Protocol):
+    """What deciding about a version reads of each of its files: a ``DistFile``, or a lighter
+    row of the same facts (the index client's ``FileFacts``)."""
+
+    @property
+    def filename(self) -> str: ...
+    @property
+    def requires_python(self) -> str | None: ...
+    @property
+    def yanked(self) -> bool: ...
+    @property
+    def upload_time(self) -> datetime | None: ...
+    @property
+    def is_wheel(self) -> bool: ...
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Judged:
+    """One version's files judged for the target: ``yanked`` when every file is."""
+
+    upload_time: datetime | None
+    yanked: bool
+    installable: bool
+    reason: str | None
+
+
+def judge(
+    files: Sequence[FileLike], target: Target, supported: frozenset[Tag], *, allow_sdist: bool
+) -> Judged:
+    """Whether a version with these files (at least one) can be tested on ``target``."""
+    live = [f for f in files if not f.yanked]
+    times = [f.upload_time for f in files if f.upload_time is not None]
+    installable, reason = _installability(live or files, target, supported, allow_sdist)
+    return Judged(
+        upload_time=min(times) if times else None,
+        yanked=not live,
+        installable=installable,
+        reason=reason,
+    )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -93,11 +135,10 @@ def build_candidates(
     dropped: dict[Version, str] = {}
     for version in sorted(by_version):
         vfiles = by_version[version]
-        live = [f for f in vfiles if not f.yanked]
-        times = [f.upload_time for f in vfiles if f.upload_time is not None]
-        uploaded = min(times) if times else None
+        j = judge(vfiles, target, supported, allow_sdist=allow_sdist)
+        uploaded = j.upload_time
         if version not in keep_set:
-            if not live:
+            if j.yanked:
                 dropped[version] = "yanked"
                 continue
             if version.is_prerelease and not pre:
@@ -106,23 +147,21 @@ def build_candidates(
             if exclude_newer is not None and uploaded is not None and uploaded > exclude_newer:
                 dropped[version] = f"uploaded {uploaded:%Y-%m-%d}, after --exclude-newer"
                 continue
-        usable = live or vfiles
-        installable, reason = _installability(usable, target, supported, allow_sdist)
         kept.append(
             Candidate(
                 version=version,
                 files=tuple(vfiles),
                 upload_time=uploaded,
-                yanked=not live,
-                installable=installable,
-                reason=reason,
+                yanked=j.yanked,
+                installable=j.installable,
+                reason=j.reason,
             )
         )
     return CandidateList(candidates=tuple(kept), dropped=dropped)
 
 
 def _installability(
-    files: list[DistFile], target: Target, supported: frozenset[Tag], allow_sdist: bool
+    files: Sequence[FileLike], target: Target, supported: frozenset[Tag], allow_sdist: bool
 ) -> tuple[bool, str | None]:
     py_ok = [f for f in files if target.accepts_requires_python(f.requires_python)]
     if not py_ok:

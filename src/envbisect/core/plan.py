@@ -22,6 +22,7 @@ Policies for the rest of the environment (``Policy``):
 from __future__ import annotations
 
 import enum
+import functools
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -304,6 +305,12 @@ class _Provider(AbstractProvider[_Req, _Cand, str]):
 def _strip_marker(req: Requirement) -> Requirement:
     if req.marker is None:
         return req
+    return _unmarked(req)
+
+
+@functools.lru_cache(maxsize=1 << 14)
+def _unmarked(req: Requirement) -> Requirement:
+    """``req`` without its marker (a new object, cached: the same lines recur)."""
     clone = Requirement(str(req))
     clone.marker = None
     return clone

@@ -11,12 +11,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
+from urllib.parse import unquote, urlsplit
 
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from envbisect import __version__
-from envbisect.model import DistFile, InstalledDist, Outcome
+from envbisect.model import DistFile, IndexConfig, InstalledDist, Outcome
+from envbisect.redact import strip_credentials
 from envbisect.textsafe import md_block, md_code, md_text
 
 
@@ -102,6 +104,8 @@ class RunResult:
     search: dict[str, Any] = field(default_factory=dict)  # mode, rounds, jobs, repeat, ...
     probability: float | None = None  # probabilistic mode: P(first_new is the boundary)
     stand_ins: list[StandIn] = field(default_factory=list)
+    mode: str = "search"  # "lock": no first bad version; its answer is a lock (to_json)
+    verdict: str | None = None  # a mode's own verdict line, when it is not a search's
 
     def row(self, version: str | None) -> ProbeRow | None:
         """The latest row for ``version`` (a point probed again has more runs)."""
@@ -119,6 +123,8 @@ class RunResult:
 def verdict_line(res: RunResult) -> str:
     if res.status == "no-answer":
         return f"no answer for {res.package}: {res.reason}"
+    if res.verdict:
+        return res.verdict
     new_word = "first bad" if res.direction == "regression" else "first fixed"
     old_word = "last good" if res.direction == "regression" else "last broken"
     what = "" if res.direction == "regression" else " (searching for the fix)"
@@ -165,6 +171,25 @@ def _version_key(text: str) -> tuple[int, Any]:
 
 def to_json(res: RunResult) -> dict[str, Any]:
     """The object ``--json`` prints (README: JSON output)."""
+    if res.mode == "lock":
+        return {
+            "status": res.status,
+            **({"reason": res.reason} if res.status == "no-answer" else {}),
+            "lock": res.lock_path,
+            "pylock": res.pylock_path,
+            "constraints_file": res.extra.get("constraints_file"),
+            "constraints": res.extra.get("constraints", []),
+            "probes": [r.to_dict() for r in res.rows if not r.reused],
+            "reused": [r.to_dict() for r in res.rows if r.reused],
+            "report": res.report_path,
+            "target": res.target,
+            "run_id": res.run_id,
+            **{
+                k: v
+                for k, v in res.extra.items()
+                if k not in ("lock", "pylock", "constraints", "constraints_file")
+            },
+        }
     fix = res.direction == "fix"
     new_key, old_key = ("first_fixed", "last_broken") if fix else ("first_bad", "last_good")
     bad_outcome: Outcome | None = None
@@ -326,8 +351,23 @@ class LockEntry:
     files: tuple[DistFile, ...]  # the files of this version usable on the target, with hashes
 
 
-def requirements_lock(entries: list[LockEntry], *, header: list[str]) -> str:
+def index_options(indexes: IndexConfig) -> list[str]:
+    """The lines that make a requirements lock install anywhere: where its files come from,
+    in the order uv consults them (credentials never written: the installer brings its own,
+    from the environment or a keyring)."""
+    out = [f"--index-url {strip_credentials(indexes.index_url)}"]
+    out += [f"--extra-index-url {strip_credentials(u)}" for u in indexes.extra_index_urls]
+    if indexes.torch_index:  # torch's own files; hashes pin which file each package takes
+        out.append(f"--extra-index-url {strip_credentials(indexes.torch_index)}")
+    out += [f"--find-links {strip_credentials(u)}" for u in indexes.find_links]
+    return out
+
+
+def requirements_lock(
+    entries: list[LockEntry], *, header: list[str], indexes: IndexConfig | None = None
+) -> str:
     out = [f"# {h}" for h in header]
+    out += index_options(indexes) if indexes is not None else []
     for e in sorted(entries, key=lambda e: canonicalize_name(e.name)):
         hashes = sorted({h for f in e.files if (h := f.hash("sha256"))})
         line = f"{e.name}=={e.version}"
@@ -376,7 +416,11 @@ def pylock(
 
 
 def _file_table(f: DistFile) -> str:
-    parts = [f"name = {_toml_str(f.filename)}", f"url = {_toml_str(f.url)}"]
+    parts = [f"name = {_toml_str(f.filename)}"]
+    if f.url.startswith("file://"):  # a --find-links folder: PEP 751 names local files by path
+        parts.append(f"path = {_toml_str(unquote(urlsplit(f.url).path))}")
+    else:
+        parts.append(f"url = {_toml_str(strip_credentials(f.url))}")
     if f.upload_time is not None:
         parts.append(
             f"upload-time = {f.upload_time.astimezone(timezone.utc).strftime('%Y-%m-%dT%H:%M:%SZ')}"

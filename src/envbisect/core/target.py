@@ -16,7 +16,7 @@ from typing import Any
 from packaging import tags
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.utils import InvalidWheelFilename, parse_wheel_filename
-from packaging.version import Version
+from packaging.version import InvalidVersion, Version
 
 # Run with the target interpreter (``python -I -c FACTS_SCRIPT``); prints one JSON object.
 # Kept to the standard library and Python 3.6 syntax so that any target can run it.
@@ -134,8 +134,19 @@ class Target:
         return _accepts(spec, self.version)
 
     def wheel_compatible(self, filename: str, supported: frozenset[tags.Tag]) -> bool:
-        found = wheel_tags(filename)
-        return found is not None and not supported.isdisjoint(found)
+        """Whether ``filename`` is a valid wheel name with a tag in ``supported``; the same
+        answer as ``parse_wheel_filename`` gives, at the cost of a split and cached lookups
+        (the tag part repeats across every version of a project)."""
+        if not filename.endswith(".whl"):
+            return False
+        stem = filename[:-4]
+        dashes = stem.count("-")
+        if dashes not in (4, 5):
+            return False
+        parts = stem.split("-", dashes - 2)
+        if dashes == 5 and _BUILD_TAG.match(parts[2]) is None:
+            return False
+        return _wheel_name_ok(parts[0], parts[1]) and _tags_ok(parts[-1], supported)
 
 
 # A project page lists thousands of files, most of them sharing a requires-python and a tag
@@ -149,6 +160,44 @@ def wheel_tags(filename: str) -> frozenset[tags.Tag] | None:
         return frozenset(parse_wheel_filename(filename)[3])
     except InvalidWheelFilename:
         return None
+
+
+_BUILD_TAG = re.compile(r"(\d+)(.*)\Z", re.ASCII)
+_WHEEL_NAME = re.compile(r"^[\w._]+\Z", re.UNICODE)
+
+
+@functools.lru_cache(maxsize=1 << 14)
+def _wheel_name_ok(name: str, version: str) -> bool:
+    """The checks ``parse_wheel_filename`` makes of the name and version fields."""
+    if "__" in name or _WHEEL_NAME.match(name) is None:
+        return False
+    try:
+        Version(version)
+    except InvalidVersion:
+        return False
+    return True
+
+
+# Answers per tag set, by identity: two equal sets of a thousand tags would be compared tag
+# by tag on every lookup of a cache keyed by the set itself. The set is held, so its id stays.
+_TAG_ANSWERS: dict[int, tuple[frozenset[tags.Tag], dict[str, bool]]] = {}
+
+
+def _tags_ok(tag_text: str, supported: frozenset[tags.Tag]) -> bool:
+    held = _TAG_ANSWERS.get(id(supported))
+    if held is None or held[0] is not supported:
+        if len(_TAG_ANSWERS) >= 64:
+            _TAG_ANSWERS.clear()
+        held = _TAG_ANSWERS[id(supported)] = (supported, {})
+    answers = held[1]
+    found = answers.get(tag_text)
+    if found is None:
+        try:
+            found = not supported.isdisjoint(tags.parse_tag(tag_text))
+        except tags.InvalidTag:
+            found = False
+        answers[tag_text] = found
+    return found
 
 
 @functools.lru_cache(maxsize=1 << 12)

@@ -24,11 +24,12 @@ import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
-
-import httpx
+from typing import TYPE_CHECKING, Any
 
 from envbisect.redact import strip_credentials
+
+if TYPE_CHECKING:  # the session reads this module's cache folder without loading httpx
+    import httpx
 
 # Folder names carry a format version: a new layout never misreads an old one.
 PAGES = "pages-v1"

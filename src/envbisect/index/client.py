@@ -27,7 +27,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import IO, TypeVar
 from urllib.parse import unquote, urlsplit
@@ -61,7 +61,12 @@ from envbisect.index.cache import (
 )
 from envbisect.index.limits import DEADLINE, MAX_PAGE_BYTES, read_body, settled
 from envbisect.index.pytorch import TORCH_PACKAGES, fill_upload_times
-from envbisect.index.simple import parse_simple_html, parse_simple_json
+from envbisect.index.simple import (
+    ProjectFiles,
+    parse_simple_html,
+    parse_simple_json,
+    simple_json_rows,
+)
 from envbisect.index.wheelmeta import (
     RangeFile,
     local_metadata,
@@ -100,13 +105,6 @@ _NOT_AN_INDEX = "is this URL a package index (PEP 503/691)? PyPI's is https://py
 
 _T = TypeVar("_T")
 _R = TypeVar("_R")
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ProjectFiles:
-    name: str
-    files: tuple[DistFile, ...]
-    source: str  # the (masked) index URL or folder the files came from
 
 
 class _KeyedLocks:
@@ -166,7 +164,6 @@ class IndexClient:
             headers={"User-Agent": f"envbisect/{__version__}", "Accept": ACCEPT},
         )
         self._memo: dict[str, ProjectFiles] = {}
-        self._by_version: dict[str, tuple[ProjectFiles, dict[Version, list[DistFile]]]] = {}
         self._metadata: dict[str, str] = {}
         self._locks = _KeyedLocks()
 
@@ -200,21 +197,15 @@ class IndexClient:
                 self._memo[key] = self._project_files(name, key)
             return self._memo[key]
 
-    def _files_by_version(self, pf: ProjectFiles) -> dict[Version, list[DistFile]]:
-        """A project's files grouped by version, once per project (a plan asks for the
-        metadata of many versions of the same project)."""
-        key = canonicalize_name(pf.name)
-        with self._locks(f"by-version:{key}"):
-            found = self._by_version.get(key)
-            if found is None or found[0] is not pf:
-                groups: dict[Version, list[DistFile]] = {}
-                for f in pf.files:
-                    v = file_version(f.filename)
-                    if v is not None:
-                        groups.setdefault(v, []).append(f)
-                found = (pf, groups)
-                self._by_version[key] = found
-            return found[1]
+    def version_files(self, name: str, version: str) -> list[DistFile]:
+        """The files of ``name`` at exactly ``version`` (none for a version it does not have),
+        parsing only those rows of the project's page: what the lockfile step asks of every
+        installed distribution, after the run read the same pages."""
+        pf = self.project_files(name)
+        try:
+            return pf.files_of(Version(version))
+        except InvalidVersion:
+            return []
 
     def project_files_many(
         self, names: Iterable[str], *, max_workers: int = 8
@@ -256,9 +247,9 @@ class IndexClient:
             want: Version | None = Version(version)
         except InvalidVersion:
             want = None
-        matches = self._files_by_version(pf).get(want, []) if want is not None else []
+        matches = pf.files_of(want) if want is not None else []
         if not matches:
-            known = sorted({v for f in pf.files if (v := file_version(f.filename))}, reverse=True)
+            known = sorted(pf.versions(), reverse=True)
             newest = ", ".join(str(v) for v in known[:5]) or "none"
             raise UnknownVersion(
                 f"{pf.name} has no version {version!r} on {pf.source}",
@@ -296,19 +287,20 @@ class IndexClient:
     def _project_files(self, name: str, key: str) -> ProjectFiles:
         if self.config.torch_index and key in TORCH_PACKAGES:
             return self._torch_project(key)
-        files: list[DistFile] = []
-        source = ""
+        page: ProjectFiles | None = None
         for base in self.index_urls():
-            found = self._fetch_project(base, key)
-            if found is not None:
-                files.extend(found)
-                source = mask_url(base)
+            page = self._fetch_project(base, key)
+            if page is not None:
                 break
+        files: list[DistFile] = []
+        source = page.source if page is not None else ""
         for link in self.config.find_links:
             local = list(_find_links_files(link, key))
             files.extend(local)
             if local and not source:
                 source = link
+        if page is not None:
+            return page.plus(files, source=source) if files else page
         if not files and not source:
             where = ", ".join(mask_url(u) for u in self.index_urls())
             if self.config.find_links:
@@ -339,19 +331,22 @@ class IndexClient:
             )
         try:
             public = [f for b in self.index_urls() if (p := self._fetch_project(b, key))
-                      for f in p]  # fmt: skip
+                      for f in p.files]  # fmt: skip
         except InfrastructureError:
             public = []
         return ProjectFiles(
-            name=key, files=tuple(fill_upload_times(found, public)), source=mask_url(base)
+            name=key, files=fill_upload_times(list(found.files), public), source=mask_url(base)
         )
 
-    def _fetch_project(self, base: str, key: str) -> list[DistFile] | None:
+    def _fetch_project(self, base: str, key: str) -> ProjectFiles | None:
         url = f"{base.rstrip('/')}/{key}/"
         if url.startswith("file:"):
-            return _file_index_project(url)
+            local = _file_index_project(url)
+            if local is None:
+                return None
+            return ProjectFiles(name=key, files=local, source=mask_url(base))
         index, shown = mask_url(base), mask_url(url)
-        cached, files = self._cached_page(url, index, shown)
+        cached, files = self._cached_page(url, key, index, shown)
         if cached is not None and (self.offline or self._clock() - cached.fetched < cached.max_age):
             self.stats.add(cache_hits=1)
             return files
@@ -396,21 +391,21 @@ class IndexClient:
                 fetched=fetched,
                 max_age=max_age,
             )
-            files = _parse_page(page, index, shown)  # garbage raises here, before caching
+            files = _parse_page(page, key, index, shown)  # garbage raises here, before caching
         if store and self._cache is not None:
             self._cache.write(PAGES, url, asdict(page))
         return files
 
     def _cached_page(
-        self, url: str, index: str, shown: str
-    ) -> tuple[Page | None, list[DistFile] | None]:
+        self, url: str, key: str, index: str, shown: str
+    ) -> tuple[Page | None, ProjectFiles | None]:
         if self._cache is None:
             return None, None
         page = page_from_entry(self._cache.read(PAGES, url))
         if page is None:
             return None, None
         try:
-            return page, _parse_page(page, index, shown)
+            return page, _parse_page(page, key, index, shown)
         except InfrastructureError:
             return None, None  # a damaged entry is a miss
 
@@ -552,15 +547,18 @@ class _NoRanges(Exception):
     """The server answered a range request with the whole file: read it the long way."""
 
 
-def _parse_page(page: Page, index: str, shown: str) -> list[DistFile] | None:
-    """Files of a fetched or cached page; None for a 404. ``shown`` is the URL for messages."""
+def _parse_page(page: Page, key: str, index: str, shown: str) -> ProjectFiles | None:
+    """Files of a fetched or cached page; None for a 404. ``shown`` is the URL for messages.
+    A JSON page's rows stay raw until a version of them is asked for (see ``ProjectFiles``)."""
     if page.status == 404:
         return None
     try:
         if page.content_type == _JSON:
-            return parse_simple_json(json.loads(page.body), page.url, index=index)
+            rows = simple_json_rows(json.loads(page.body))
+            return ProjectFiles(name=key, source=index, rows=rows, page_url=page.url, index=index)
         if page.content_type in _HTML:
-            return parse_simple_html(page.body, page.url, index=index)
+            files = parse_simple_html(page.body, page.url, index=index)
+            return ProjectFiles(name=key, source=index, files=files)
     except (ValueError, KeyError, TypeError, AttributeError) as e:
         raise InfrastructureError(
             f"{shown} did not answer a readable Simple API page ({e})",

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import contextlib
 import email.parser
+import functools
+import re
 import threading
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -17,7 +19,7 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 from packaging.version import Version
 
-from envbisect.core.candidates import build_candidates
+from envbisect.core.candidates import judge
 from envbisect.core.plan import PackageVersion
 from envbisect.core.target import Target
 from envbisect.errors import EnvbisectError, UnknownPackage
@@ -36,6 +38,7 @@ class IndexMetadataSource:
         self.client = client
         self.target = target
         self.allow_sdist = allow_sdist
+        self._supported = frozenset(target.supported_tags())
         # The versions fetched ahead: the baseline's where there is one, else the newest.
         self.preferred = {canonicalize_name(k): v for k, v in (preferred or {}).items()}
         self._versions: dict[str, list[PackageVersion]] = {}
@@ -51,21 +54,27 @@ class IndexMetadataSource:
             if key in self._versions:
                 return self._versions[key]
         try:
-            files = self.client.project_files(key).files
+            pf = self.client.project_files(key)
         except UnknownPackage:
             found: list[PackageVersion] = []
         else:
-            cl = build_candidates(files, self.target, allow_sdist=self.allow_sdist, pre=True)
-            found = [
-                PackageVersion(
-                    name=key,
-                    version=c.version,
-                    upload_time=c.upload_time,
-                    # requires-python and wheel tags are already in ``installable``.
-                    installable=c.installable and not c.yanked,
+            # The same versions as build_candidates(..., pre=True) keeps (all but the wholly
+            # yanked), judged from the page rows without parsing them into DistFile rows.
+            found = []
+            for version in sorted(pf.versions()):
+                j = judge(
+                    pf.facts(version), self.target, self._supported, allow_sdist=self.allow_sdist
                 )
-                for c in cl.candidates
-            ]
+                if not j.yanked:
+                    # requires-python and wheel tags are already in ``installable``.
+                    found.append(
+                        PackageVersion(
+                            name=key,
+                            version=version,
+                            upload_time=j.upload_time,
+                            installable=j.installable,
+                        )
+                    )
         with self._lock:
             self._versions[key] = found
         return found
@@ -125,11 +134,28 @@ class IndexMetadataSource:
 
 
 def parse_requires_dist(text: str) -> list[Requirement]:
-    headers = email.parser.HeaderParser().parsestr(text)
+    """The ``Requires-Dist`` lines of a METADATA text, parsed; malformed lines are skipped.
+
+    Only the header block is read (the long description after the first blank line can be
+    most of the text), and each distinct line is parsed once per process: the versions of a
+    project repeat most of their lines. The objects are shared: never change one.
+    """
+    head = _BODY.split(text, 1)[0]
+    headers = email.parser.HeaderParser().parsestr(head)
     out = []
     for line in headers.get_all("Requires-Dist") or []:
-        try:
-            out.append(Requirement(line))
-        except InvalidRequirement:
-            continue  # a malformed line in someone's metadata: pip and uv skip it too
+        req = _requirement(line)
+        if req is not None:
+            out.append(req)
     return out
+
+
+_BODY = re.compile(r"\r?\n\r?\n")
+
+
+@functools.lru_cache(maxsize=1 << 15)
+def _requirement(line: str) -> Requirement | None:
+    try:
+        return Requirement(line)
+    except InvalidRequirement:
+        return None  # a malformed line in someone's metadata: pip and uv skip it too

@@ -34,10 +34,14 @@ from envbisect.index.client import IndexClient
 from envbisect.index.source import IndexMetadataSource
 from envbisect.model import Outcome, OutcomeKind
 from envbisect.modes.drive import bisect
-from envbisect.modes.options import CommonOptions, SearchOptions
+from envbisect.modes.options import (
+    CommonOptions,
+    SearchOptions,
+    check_requirements,
+    parse_exclude_newer,
+)
 from envbisect.modes.outputs import write_outputs
 from envbisect.modes.planning import read_pins
-from envbisect.modes.run import check_requirements, parse_exclude_newer
 from envbisect.modes.session import Session, Want
 from envbisect.reporter import Reporter
 from envbisect.strategy.bisect import Bisector

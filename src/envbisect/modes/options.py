@@ -5,14 +5,19 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.utils import canonicalize_name
+
+from envbisect.errors import UsageError
 from envbisect.model import IndexConfig
-from envbisect.strategy.bisect import Bisector
 
 if TYPE_CHECKING:
     from envbisect.env.repro import Repro
+    from envbisect.strategy.bisect import Bisector
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -58,6 +63,8 @@ class SearchOptions:
         repeat: int = 1,
         stand_in: bool = False,
     ) -> Bisector:
+        from envbisect.strategy.bisect import Bisector
+
         return Bisector(
             n=n,
             good=good,
@@ -70,3 +77,36 @@ class SearchOptions:
             max_probes=self.max_probes,
             stand_in=stand_in,
         )
+
+
+def parse_exclude_newer(value: str | None) -> datetime | None:
+    """A date (midnight UTC) or an RFC 3339 timestamp, as uv accepts them."""
+    if value is None:
+        return None
+    try:
+        dt = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError as e:
+        raise UsageError(
+            f"--exclude-newer {value!r} is not a date",
+            hint="use YYYY-MM-DD or an RFC 3339 timestamp such as 2024-03-01T00:00:00Z",
+            ref="bad-date",
+        ) from e
+    return dt if dt.tzinfo else dt.replace(tzinfo=timezone.utc)
+
+
+def check_requirements(package: str, reqs: tuple[str, ...]) -> None:
+    for text in reqs:
+        try:
+            req = Requirement(text)
+        except InvalidRequirement as e:
+            raise UsageError(
+                f"--with {text!r} is not a valid requirement ({e})",
+                hint="use PEP 508 syntax, e.g. --with 'pyarrow<15' --with numpy==1.26.4",
+                ref="bad-requirement",
+            ) from e
+        if package and canonicalize_name(req.name) == canonicalize_name(package):
+            raise UsageError(
+                f"--with {text!r} names the package under test",
+                hint="set the range with --good/--bad instead",
+                ref="bad-requirement",
+            )

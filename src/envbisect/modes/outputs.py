@@ -9,10 +9,7 @@ from dataclasses import replace
 from datetime import datetime, timezone
 from pathlib import Path
 
-from packaging.version import InvalidVersion, Version
-
 from envbisect import __version__
-from envbisect.core.candidates import file_version
 from envbisect.core.names import is_project_name, is_version
 from envbisect.core.report import LockEntry, RunResult, pylock, report_markdown, requirements_lock
 from envbisect.core.target import Target
@@ -26,7 +23,7 @@ def write_outputs(
     result: RunResult, session: Session, *, label: str, allow_sdist: bool = False
 ) -> None:
     """report.md always; the working environment's lockfiles when the search found one."""
-    target, client = session.target, session.client
+    target = session.target
     run_dir = inside(session.opts.results, session.opts.results / result.run_id)
     run_dir.mkdir(parents=True, exist_ok=True)
     working = None
@@ -35,31 +32,61 @@ def write_outputs(
             result.last_old if result.direction == "regression" else result.first_new
         )
     if working is not None and working.installed:
-        entries = lock_entries(working.installed, target, client, allow_sdist=allow_sdist)
         header = [
             f"Known-good environment written by envbisect {__version__} for {target.short}",
             f"{label} {working.version}: {working.outcome.describe()} with `{result.repro}`",
-            "Install: uv pip install --require-hashes -r requirements.txt",
         ]
-        lock = run_dir / "requirements.txt"
-        lock.write_text(requirements_lock(entries, header=header), encoding="utf-8")
-        py = f"=={target.version[0]}.{target.version[1]}.*"
-        env_marker = (
-            f"python_version == '{target.version[0]}.{target.version[1]}' and "
-            f"sys_platform == '{target.marker_environment().get('sys_platform', '')}' and "
-            f"platform_machine == '{target.marker_environment().get('platform_machine', '')}'"
-        )
-        pl = run_dir / "pylock.toml"
-        pl.write_text(
-            pylock(
-                entries, requires_python=py, environment=env_marker, when=datetime.now(timezone.utc)
-            ),
-            encoding="utf-8",
-        )
+        lock, pl = write_lockfiles(run_dir, working.installed, session, header=header,
+                                   allow_sdist=allow_sdist)  # fmt: skip
         result.lock_path, result.pylock_path = str(lock), str(pl)
     report = run_dir / "report.md"
     result.report_path = str(report)
     report.write_text(report_markdown(result), encoding="utf-8")
+
+
+def write_lockfiles(
+    folder: Path,
+    installed: tuple[InstalledDist, ...],
+    session: Session,
+    *,
+    header: list[str],
+    name: str = "",
+    target: Target | None = None,
+    allow_sdist: bool = False,
+) -> tuple[Path, Path]:
+    """A hash-pinned requirements file and a PEP 751 lock of one environment, both saying
+    where their files come from (the session's indexes and --find-links folders), so that
+    ``uv pip install --require-hashes -r``, ``pip install --require-hashes -r`` and
+    ``uv pip sync`` install them on another machine. ``name`` makes ``NAME.txt`` and
+    ``pylock.NAME.toml`` (uv takes only ``pylock.<name>.toml`` with no dots in the name);
+    without it, ``requirements.txt`` and ``pylock.toml``."""
+    target = target or session.target
+    indexes = session.opts.indexes
+    entries = lock_entries(installed, target, session.client, allow_sdist=allow_sdist)
+    stem = name.replace(".", "_")
+    req = inside(session.opts.results, folder / (f"{name}.txt" if name else "requirements.txt"))
+    pl = inside(session.opts.results, folder / (f"pylock.{stem}.toml" if name else "pylock.toml"))
+    req.write_text(
+        requirements_lock(entries, indexes=indexes, header=[
+            *header,
+            f"Install: uv pip install --require-hashes -r {req.name}  "
+            f"(or pip install --require-hashes -r {req.name}, or uv pip sync {pl.name})",
+        ]),
+        encoding="utf-8",
+    )  # fmt: skip
+    major, minor = target.version[0], target.version[1]
+    markers = target.marker_environment()
+    env_marker = (
+        f"python_version == '{major}.{minor}' and "
+        f"sys_platform == '{markers.get('sys_platform', '')}' and "
+        f"platform_machine == '{markers.get('platform_machine', '')}'"
+    )
+    pl.write_text(
+        pylock(entries, requires_python=f"=={major}.{minor}.*", environment=env_marker,
+               when=datetime.now(timezone.utc)),
+        encoding="utf-8",
+    )  # fmt: skip
+    return req, pl
 
 
 def inside(results: Path, path: Path) -> Path:
@@ -92,12 +119,13 @@ def lock_entries(
         name, version = dist.name, dist.version
         try:
             pf = client.project_files(name)
+            # Only this version's rows of a page the run already read: nothing parsed again.
+            found = client.version_files(name, version)
         except EnvbisectError:
             return LockEntry(name=name, version=version, index=None, files=())
         files = []
-        for f in pf.files:
-            v = file_version(f.filename)
-            if v is None or v != _safe_version(version) or f.yanked:
+        for f in found:
+            if f.yanked:
                 continue
             if f.is_wheel and not target.wheel_compatible(f.filename, supported):
                 continue
@@ -113,10 +141,3 @@ def lock_entries(
 
     # read_installed checked these already; a store written by an older envbisect did not.
     return [one(d) for d in installed if is_project_name(d.name) and is_version(d.version)]
-
-
-def _safe_version(text: str) -> Version | None:
-    try:
-        return Version(text)
-    except InvalidVersion:
-        return None

@@ -11,9 +11,7 @@ from typing import Any
 
 from envbisect.errors import UsageError
 from envbisect.model import EnvSpec, ProbeRecord
-from envbisect.modes.options import CommonOptions
-from envbisect.modes.planning import read_pins
-from envbisect.modes.run import check_requirements, parse_exclude_newer
+from envbisect.modes.options import CommonOptions, check_requirements, parse_exclude_newer
 from envbisect.modes.session import Session, Want
 from envbisect.reporter import Reporter
 
@@ -53,6 +51,8 @@ def _spec(opts: ProbeOptions, session: Session) -> EnvSpec:
     parse_exclude_newer(opts.exclude_newer)
     requirements = list(opts.with_reqs)
     if opts.pins or opts.lock:
+        from envbisect.modes.planning import read_pins  # the index client: pins only
+
         env = session.target.marker_environment()
         client, origin = session.client, session.repro.origin
         for ps in read_pins(opts.pins, client, cwd=origin, extras=opts.extras):

@@ -17,9 +17,8 @@ never decides an outcome itself.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import datetime
 
-from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
@@ -31,7 +30,12 @@ from envbisect.errors import NoCandidates, UnknownVersion, UsageError
 from envbisect.index.source import IndexMetadataSource
 from envbisect.model import Candidate, EnvSpec, OutcomeKind
 from envbisect.modes.drive import bisect
-from envbisect.modes.options import CommonOptions, SearchOptions
+from envbisect.modes.options import (  # the checks live there: probe imports no strategy
+    CommonOptions,
+    SearchOptions,
+    check_requirements,
+    parse_exclude_newer,
+)
 from envbisect.modes.outputs import write_outputs
 from envbisect.modes.planning import RunPlanner, choose_policy, read_pins
 from envbisect.modes.session import Session, Want
@@ -54,39 +58,6 @@ class RunOptions:
     baseline: str | None = None
     rest: str | None = None  # "baseline" | "contemporary" | "latest"; None: the default
     search: SearchOptions = field(default_factory=lambda: SearchOptions())
-
-
-def parse_exclude_newer(value: str | None) -> datetime | None:
-    """A date (midnight UTC) or an RFC 3339 timestamp, as uv accepts them."""
-    if value is None:
-        return None
-    try:
-        dt = datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError as e:
-        raise UsageError(
-            f"--exclude-newer {value!r} is not a date",
-            hint="use YYYY-MM-DD or an RFC 3339 timestamp such as 2024-03-01T00:00:00Z",
-            ref="bad-date",
-        ) from e
-    return dt if dt.tzinfo else dt.replace(tzinfo=timezone.utc)
-
-
-def check_requirements(package: str, reqs: tuple[str, ...]) -> None:
-    for text in reqs:
-        try:
-            req = Requirement(text)
-        except InvalidRequirement as e:
-            raise UsageError(
-                f"--with {text!r} is not a valid requirement ({e})",
-                hint="use PEP 508 syntax, e.g. --with 'pyarrow<15' --with numpy==1.26.4",
-                ref="bad-requirement",
-            ) from e
-        if package and canonicalize_name(req.name) == canonicalize_name(package):
-            raise UsageError(
-                f"--with {text!r} names the package under test",
-                hint="set the range with --good/--bad instead",
-                ref="bad-requirement",
-            )
 
 
 def run_bisect(opts: RunOptions, reporter: Reporter | None = None) -> RunResult:

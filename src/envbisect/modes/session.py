@@ -1,6 +1,7 @@
 """One session per invocation: the one place that wires the core to the edges.
 
-Who does what: the session finds uv and the interpreter (``target_for``, once per request),
+Who does what: the session finds uv and the interpreter (``target_for``, once per request;
+interp.py keeps the answers on disk between invocations),
 opens the index client, the store and the executor on first use and closes them on exit;
 makes environment specs for its target (``env_spec``: the id says what the interpreter *is*,
 never where it lives), the run id and the result header; and probes: it looks each
@@ -17,26 +18,30 @@ from collections.abc import Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, wait
 from dataclasses import dataclass, replace
 from types import TracebackType
-from typing import Any
-
-import httpx
+from typing import TYPE_CHECKING, Any
 
 from envbisect.core.names import project_name
 from envbisect.core.outcome import failed, untestable
 from envbisect.core.report import ProbeRow, RunResult
 from envbisect.core.target import Target
 from envbisect.env import guard, worker
+from envbisect.env.interp import locate
 from envbisect.env.repro import Repro
-from envbisect.env.uv import find_python, find_uv, inspect_target
+from envbisect.env.uv import find_uv
 from envbisect.env.worker import ProbeTask, check_native_backtrace, run_task
 from envbisect.errors import Interrupted
 from envbisect.exec import Executor, make_executor
-from envbisect.index.client import IndexClient, default_cache_dir
+from envbisect.index.cache import default_cache_dir
 from envbisect.model import EnvSpec, IndexConfig, OutcomeKind, ProbeRecord
 from envbisect.modes.options import CommonOptions
 from envbisect.redact import mask_text
 from envbisect.reporter import Reporter
 from envbisect.store import Store
+
+if TYPE_CHECKING:  # a probe without pins never reads an index: no httpx at startup
+    import httpx
+
+    from envbisect.index.client import IndexClient
 
 Moved = tuple[tuple[str, str | None, str | None], ...]  # (package, before, after)
 
@@ -113,8 +118,8 @@ class Session:
     def target_for(self, request: str | None) -> tuple[str, Target]:
         """The interpreter uv finds for ``request`` and its facts (once per request)."""
         if request not in self._targets:
-            path = find_python(self.uv, request)
-            self._targets[request] = (path, inspect_target(path))
+            cache = self.opts.cache_dir or default_cache_dir()
+            self._targets[request] = locate(self.uv, request, cache)
         return self._targets[request]
 
     @property
@@ -128,6 +133,8 @@ class Session:
     @property
     def client(self) -> IndexClient:
         if self._client is None:
+            from envbisect.index.client import IndexClient
+
             self._client = IndexClient(
                 self.opts.indexes,
                 transport=self._transport,

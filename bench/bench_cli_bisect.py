@@ -1,0 +1,146 @@
+"""Benchmark: a whole bisection through the CLI against a hand-written uv binary search.
+
+Run from the repository root: python bench/bench_cli_bisect.py [--versions 16] [--rounds 3]
+
+A package (bisectpkg 1.0.0 to 1.N-1.0, no dependencies; 1.B.0 on raise, B = 2N/3) is served
+by the tests' local index on 127.0.0.1. Timed, each a whole process, rounds alternating:
+
+- envbisect: ``envbisect run --package bisectpkg --good 1.0.0 --bad 1.N-1.0 --index-url URL
+  --python PY -- python -c "import bisectpkg; bisectpkg.run()"`` with a fresh ``--results``
+  (the store never answers), one metadata cache for the whole run;
+- by hand: a Python loop that checks both ends, then halves the range: at each version it
+  runs ``uv venv`` + ``uv pip install bisectpkg==V`` + the same command, as a user would script
+  it (bench_probe.py's floor, once per step).
+
+One ``UV_CACHE_DIR`` for both, warmed by an untimed round. Both must name the same first bad
+version and build the same number of environments; prints medians and the ratio.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import bench_probe as bp
+
+from support.index_server import IndexFile, LocalIndex
+from support.wheels import build_wheel
+
+PACKAGE = "bisectpkg"
+REPRO = ["python", "-c", f"import {PACKAGE}; {PACKAGE}.run()"]
+
+
+def build_index(root: Path, n: int, first_bad: int) -> LocalIndex:
+    root.mkdir(parents=True, exist_ok=True)
+    index = LocalIndex()
+    for i in range(n):
+        body = (
+            "def run():\n    return 1\n" if i < first_bad else "def run():\n    raise ValueError\n"
+        )
+        path = build_wheel(root, PACKAGE, f"1.{i}.0", {f"{PACKAGE}/__init__.py": body})
+        when = datetime(2024, 1, 1, tzinfo=timezone.utc) + timedelta(days=i)
+        index.add(IndexFile(project=PACKAGE, path=path, upload_time=when))
+    return index.start()
+
+
+def by_hand(
+    uv: str, python: str, url: str, n: int, work: Path, env: dict[str, str]
+) -> tuple[int, int]:
+    """(first bad index, environments built): both ends checked, then binary search."""
+    built = 0
+
+    def passes(i: int) -> bool:
+        nonlocal built
+        built += 1
+        parent = Path(tempfile.mkdtemp(prefix="hand-", dir=work))
+        venv = parent / "venv"
+        vpy = str(venv / "bin" / "python")
+        try:
+            subprocess.run([uv, "venv", str(venv), "--python", python, "--quiet", "--no-config"],
+                           env=env, check=True, capture_output=True)  # fmt: skip
+            subprocess.run([uv, "pip", "install", "--python", vpy, "--quiet", "--no-config",
+                            "--index-url", url, f"{PACKAGE}==1.{i}.0"], env=env, check=True,
+                           capture_output=True)  # fmt: skip
+            return subprocess.run([vpy, *REPRO[1:]], env=env, capture_output=True).returncode == 0
+        finally:
+            shutil.rmtree(parent, ignore_errors=True)
+
+    lo, hi = 0, n - 1
+    if not passes(lo) or passes(hi):
+        raise SystemExit("the ends do not behave as built")
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if passes(mid):
+            lo = mid
+        else:
+            hi = mid
+    return hi, built
+
+
+def ours(envbisect: str, python: str, url: str, n: int, work: Path, env: dict[str, str]
+         ) -> tuple[int, int]:  # fmt: skip
+    results = Path(tempfile.mkdtemp(prefix="results-", dir=work))
+    try:
+        argv = [envbisect, "run", "--package", PACKAGE, "--good", "1.0.0", "--bad",
+                f"1.{n - 1}.0", "--index-url", url, "--python", python, "--results",
+                str(results), "--cache-dir", str(work / "meta"), "--json", "--",
+                *REPRO]  # fmt: skip
+        proc = subprocess.run(argv, env=env, capture_output=True, text=True)
+        if proc.returncode != 0:
+            raise SystemExit(f"envbisect run failed ({proc.returncode}): {proc.stderr[-2000:]}")
+        res = json.loads(proc.stdout)
+        first_bad = int(str(res["first_bad"]).split(".")[1])
+        return first_bad, len(res["probes"])
+    finally:
+        shutil.rmtree(results, ignore_errors=True)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    ap.add_argument("--versions", type=int, default=16)
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--envbisect", default=str(Path(sys.executable).parent / "envbisect"))
+    ap.add_argument("--python", default=None)
+    args = ap.parse_args()
+    n, first_bad = args.versions, (2 * args.versions) // 3
+    work = Path(tempfile.mkdtemp(prefix="envbisect-bench-bisect-"))
+    env = bp.bench_env(work / "uv-cache")
+    uv = bp.uv_next_to(args.envbisect)
+    python = bp.find_python(uv, args.python, env)
+    index = build_index(work / "files", n, first_bad)
+    times: dict[str, list[float]] = {"envbisect run": [], "uv binary search by hand": []}
+    seen: dict[str, tuple[int, int]] = {}
+    try:
+        for r in range(args.rounds + 1):  # round 0 warms uv's cache and the metadata cache
+            for label in times if r % 2 == 0 else reversed(list(times)):
+                start = time.perf_counter()
+                if label == "envbisect run":
+                    got = ours(args.envbisect, python, index.url, n, work, env)
+                else:
+                    got = by_hand(uv, python, index.url, n, work, env)
+                if r:
+                    times[label].append(time.perf_counter() - start)
+                seen[label] = got
+    finally:
+        index.stop()
+        shutil.rmtree(work, ignore_errors=True)
+    med = {k: statistics.median(v) for k, v in times.items()}
+    print(f"# one bisection over {n} versions (first bad 1.{first_bad}.0), {args.rounds} rounds\n")
+    print("| | median s | first bad | environments |\n|---|---:|---:|---:|")
+    for k, s in med.items():
+        print(f"| {k} | {s:.2f} | 1.{seen[k][0]}.0 | {seen[k][1]} |")
+    ours_s, hand_s = med["envbisect run"], med["uv binary search by hand"]
+    print(f"\nenvbisect / by hand: {ours_s / hand_s:.2f}x ({ours_s - hand_s:+.2f} s)")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
