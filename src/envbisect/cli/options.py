@@ -15,14 +15,15 @@ import sys
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from envbisect.errors import UsageError
 from envbisect.exec.base import EXECUTORS
-from envbisect.index.settings import IndexSettings
-from envbisect.index.settings import resolve as resolve_indexes
 from envbisect.model import IndexConfig
 from envbisect.modes.options import CommonOptions
+
+if TYPE_CHECKING:
+    from envbisect.index.settings import IndexSettings
 
 DEFAULT_INDEX = "https://pypi.org/simple"
 
@@ -328,9 +329,11 @@ def attach(parser: argparse.ArgumentParser, *opts: Opt | Iterable[Opt]) -> None:
 def index_settings(args: argparse.Namespace) -> IndexSettings:
     """The indexes the flags, the environment and the configuration files name, and where
     each came from (index/settings.py has the order); read once per invocation."""
+    from envbisect.index.settings import resolve as resolve_indexes  # not for --help
+
     cached = getattr(args, "_index_settings", None)
     if cached is not None:
-        return cast(IndexSettings, cached)
+        return cast("IndexSettings", cached)
     if getattr(args, "index_url", None) == "":
         check_url("--index-url", "")  # not PyPI by default: an empty flag is a mistake
     found = resolve_indexes(

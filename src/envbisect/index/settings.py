@@ -45,11 +45,6 @@ from typing import Any
 
 from envbisect.redact import mask_url
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
-
 PYPI = "https://pypi.org/simple"
 
 
@@ -259,6 +254,10 @@ def _pip_origin(files: list[Path], section: str, key: str) -> str:
 def _read_toml(path: Path) -> dict[str, Any]:
     from envbisect.errors import UsageError
 
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover
+        import tomli as tomllib
     try:
         data: dict[str, Any] = tomllib.loads(path.read_text(encoding="utf-8"))
         return data
