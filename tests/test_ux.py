@@ -343,7 +343,8 @@ def test_live_display_shows_the_elapsed_time_advance_during_one_probe(
     seen = [float(s) for s in re.findall(r"1\.4\.0: running (\d+\.\d) s", plain)]
     assert len(set(seen)) >= 4, plain
     assert seen == sorted(seen) and seen[-1] >= 2.0  # it advances, during the 3 s sleep
-    assert re.search(r"1\.4\.0: building \d+\.\d s", plain)  # the phase before it
+    # a phase before it (uv venv is quick: a frame may miss it)
+    assert re.search(r"1\.4\.0: (building|resolving & installing) \d+\.\d s", plain)
     assert "\x1b[" in screen  # redrawn in place (cursor movement), not printed line by line
     # the second probe knows how long one takes: an ETA from the measured probe
     assert re.search(r"this step and at most 0 more, about \d+\.\d s left", plain), plain
@@ -666,8 +667,9 @@ def test_local_probes_report_their_phases_and_a_broken_reporter_changes_nothing(
     res = run_bisect(_crashy(index, python, tmp_path, "a"), seen)
     assert (res.first_new, res.last_old) == ("1.7.0", "1.6.0")
     built = [r.version for r in res.rows if r.build_seconds]
-    for version in built:  # each built probe: building, then running, in that order
-        assert [p for v, p in seen.phases if v == version] == ["building", "running"]
+    for version in built:  # each built probe: its phases, in order
+        phases = [p for v, p in seen.phases if v == version]
+        assert phases == ["building", "resolving & installing", "running"]
     assert ("1.7.0", "stderr") in seen.outputs  # -v: the crash's faulthandler text
     broken = PhaseRecorder(explode=True, verbose=True)
     again = run_bisect(_crashy(index, python, tmp_path, "b"), broken)

@@ -22,6 +22,7 @@ import signal
 import subprocess
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -266,7 +267,9 @@ class Materializer:
         self.cache_dir = cache_dir
         self.verbose = verbose  # uv says what it resolved and installed (-v); same install
 
-    def build(self, spec: EnvSpec, python: str) -> BuiltEnv | BuildFailed:
+    def build(
+        self, spec: EnvSpec, python: str, on_phase: Callable[[str], None] | None = None
+    ) -> BuiltEnv | BuildFailed:
         """Create a venv for ``python`` and install ``spec`` into it.
 
         An environment that cannot be resolved or installed is a ``BuildFailed`` (untestable);
@@ -282,14 +285,19 @@ class Materializer:
         except OSError as e:
             raise _os_error(e, self.envs_dir) from e
         try:
-            return self._build(spec, python, path, start)
+            return self._build(spec, python, path, start, on_phase or _quiet)
         except BaseException:
             # Ctrl-C or an infrastructure error mid-build: no half-built environment stays.
             self.remove(path)
             raise
 
     def _build(
-        self, spec: EnvSpec, python: str, path: Path, start: float
+        self,
+        spec: EnvSpec,
+        python: str,
+        path: Path,
+        start: float,
+        on_phase: Callable[[str], None],
     ) -> BuiltEnv | BuildFailed:
         env = {**uv_env(self.cache_dir), **index_env(spec.indexes)}
         venv = self._run(
@@ -310,6 +318,7 @@ class Materializer:
             self.remove(path)
             return self._failed(venv.stderr, start, what="creating the virtualenv")
         vpython = _venv_python(path)
+        on_phase("resolving & installing")  # one uv command: it resolves, then installs
         args = [self.uv, "pip", "install", "--python", str(vpython), "--no-config"]
         args += [] if self.verbose else ["--quiet"]
         args += index_args(spec.indexes, only_binary=spec.only_binary)
@@ -379,6 +388,10 @@ class Materializer:
             seconds=time.monotonic() - start,
             log=text,
         )
+
+
+def _quiet(phase: str) -> None:
+    return None
 
 
 _reaped: set[Path] = set()

@@ -123,7 +123,7 @@ def run_task(task: ProbeTask) -> ProbeRecord:
     w = _watcher
     materializer = Materializer(uv, envs_dir, verbose=w is not None and w.verbose)
     _tell(task, "building")
-    built = materializer.build(task.spec, python)
+    built = materializer.build(task.spec, python, lambda phase: _tell(task, phase))
     _tell(task, stream="uv", text=built.log)
     installed: tuple[InstalledDist, ...] = ()
     report: dict[str, Any] | None = rec.env_report if rec is not None else None
