@@ -28,7 +28,6 @@ from packaging.specifiers import SpecifierSet
 from packaging.utils import canonicalize_name
 from packaging.version import Version
 
-from envbisect import __version__
 from envbisect.core.candidates import build_candidates
 from envbisect.core.outcome import same_failure
 from envbisect.core.plan import MatchCache, Plan, PlanTarget, Policy, Unresolvable, plan
@@ -39,15 +38,14 @@ from envbisect.model import Outcome, OutcomeKind
 from envbisect.modes.bydate import Moment, timeline
 from envbisect.modes.diff import Change, _Diff
 from envbisect.modes.drive import bisect, drive
+from envbisect.modes.lockout import write_lock_outputs
 from envbisect.modes.options import CommonOptions, check_requirements, parse_exclude_newer
-from envbisect.modes.outputs import inside, write_lockfiles
 from envbisect.modes.planning import read_pins
 from envbisect.modes.session import Session, Want
 from envbisect.reporter import Reporter
 from envbisect.strategy.base import Fixed
 from envbisect.strategy.bisect import Bisector
-from envbisect.strategy.lock import Constraint, Constraints, held_back
-from envbisect.textsafe import md_code, md_text
+from envbisect.strategy.lock import Constraint, Constraints
 
 MAX_ROUNDS = 25  # constraints found before giving up (each costs a search)
 MAX_START_MOMENTS = 200  # release moments tried after the newest pin's upload
@@ -240,13 +238,13 @@ class _Lock:
             newest, row = self.drop_unneeded(newest, row)
         except NoAnswer as e:
             result.reason = e.message
-            self._write(None)
+            write_lock_outputs(self, None)
             e.result = result
             raise
         except KeyboardInterrupt as e:
             raise session.interrupted(e) from e
         result.status = "found"
-        self._write(row, newest)
+        write_lock_outputs(self, row, newest)
         return result
 
     def probe(self, label: str, planned: Plan) -> ProbeRow:
@@ -569,68 +567,6 @@ class _Lock:
 
     # -- outputs ---------------------------------------------------------------------------------
 
-    def _write(self, row: ProbeRow | None, newest: Plan | None = None) -> None:
-        from envbisect.core.report import report_markdown
-
-        session, result = self.session, self.result
-        run_dir = inside(session.opts.results, session.opts.results / result.run_id)
-        run_dir.mkdir(parents=True, exist_ok=True)
-        held = self.constraints.held
-        extra: dict[str, Any] = {
-            "lock": None,
-            "constraints_file": None,
-            "constraints": [c.to_dict() for c in held],
-            "dropped": [{**c.to_dict(), "why": why} for c, why in self.constraints.dropped],
-            "rounds": self.rounds,
-        }
-        lines = ["## Constraints", ""]
-        if not held:
-            lines.append("- none: the newest environment the requirements allow passes")
-        for c in held:
-            lines.append(f"- **{md_text(c.package + c.specifier)}**: {md_text(c.describe())}")
-            lines.append(f"  - proof: {md_code(c.passed)} passed, {md_code(c.failed)} failed")
-            if c.still_needed is not None:
-                lines.append(f"  - still needed: {md_code(c.still_needed_label)} "
-                             f"{md_text(c.still_needed.describe())}")  # fmt: skip
-        for c, why in self.constraints.dropped:
-            lines.append(f"- dropped {md_text(c.package + c.specifier)}: {md_text(why)}")
-        if held:
-            lines.append("")
-            lines.append("Held back packages are in `constraints.txt` (`uv pip install -c` it).")
-        result.sections = ["\n".join(lines)]
-        if row is not None and newest is not None and row.installed:
-            header = [
-                f"The newest environment that passes, written by envbisect {__version__} for "
-                f"{session.target.short}",
-                f"{row.version}: {row.outcome.describe()} with `{result.repro}`",
-                *[f"held back: {c.line()}" for c in held],
-            ]
-            lock, pl = write_lockfiles(run_dir, row.installed, session, header=header)
-            result.lock_path, result.pylock_path = str(lock), str(pl)
-            cons = run_dir / "constraints.txt"
-            cons.write_text(self.constraints.text([
-                f"What envbisect {__version__} held back, and why (pip/uv -c constraints.txt)",
-            ]), encoding="utf-8")  # fmt: skip
-            unconstrained = self.newest({})
-            behind = (
-                held_back(_str_pins(unconstrained), _str_pins(newest))
-                if isinstance(unconstrained, Plan)
-                else []
-            )
-            extra.update(lock=str(lock), pylock=str(pl), constraints_file=str(cons),
-                         held_back=[{"package": n, "locked": a, "newest": b}
-                                    for n, a, b in behind])  # fmt: skip
-            n = len(newest.pins)
-            result.verdict = (
-                f"the newest environment that passes: {n} package(s), "
-                + (f"{len(held)} held back ({', '.join(f'{c.package}{c.specifier}' for c in held)})"
-                   if held else "nothing held back")
-            )  # fmt: skip
-        result.extra = extra
-        report = run_dir / "report.md"
-        result.report_path = str(report)
-        report.write_text(report_markdown(result), encoding="utf-8")
-
     def _dry_run(self, newest: Plan) -> RunResult:
         from envbisect.modes.dryrun import plan_views
 
@@ -652,10 +588,6 @@ class _Lock:
 
 def _pins(planned: Plan) -> Pins:
     return {str(n): v for n, v in planned.pins.items()}
-
-
-def _str_pins(planned: Plan) -> dict[str, str]:
-    return {str(n): str(v) for n, v in planned.pins.items()}
 
 
 def _v(text: str) -> Version | None:
