@@ -205,6 +205,37 @@ def test_a_local_index_named_only_in_a_variable_is_used(
     assert _seen(ignored) == RAISY and CLOSED not in ignored.stderr
 
 
+def test_pips_extra_indexes_follow_pips_rule_and_uvs_follow_uvs(
+    index: LocalIndex, python: str, tmp_path: Path
+) -> None:
+    """A mirror with one old file of raisy (as this machine's pip.conf names a folder of a
+    few wheels). Named in pip's settings it is merged as pip merges indexes (the best version
+    from any), and uv is told so; named in uv's, uv's rule holds: the first index that has
+    the project gives all of its files."""
+    (old,) = [f for f in index.project("raisy") if f.path.name.startswith("raisy-1.0.0-")]
+    mirror = tmp_path / "mirror"
+    (mirror / "raisy").mkdir(parents=True)
+    shutil.copy(old.path, mirror / "raisy" / old.path.name)
+    (mirror / "raisy" / "index.html").write_text(
+        f'<a href="{old.path.name}#sha256={old.sha256}">{old.path.name}</a>\n'
+    )
+    flags = ("--index-url", index.url)
+    pip = _versions(index, python, tmp_path, {"PIP_EXTRA_INDEX_URL": mirror.as_uri()}, *flags)
+    assert _seen(pip) == RAISY
+    assert "pip's rule" in pip.stderr
+    uv = _versions(index, python, tmp_path, {"UV_EXTRA_INDEX_URL": mirror.as_uri()}, *flags)
+    assert _seen(uv) == ["1.0.0"]
+    assert "pip's rule" not in uv.stderr
+    # and uv installs by pip's rule too: the newest raisy, from the main index
+    rep = write_repro(tmp_path, "raisy")
+    env = clean_env(PIP_EXTRA_INDEX_URL=mirror.as_uri())
+    out = envbisect("probe", "--with", "raisy", "--python", python, "--repro", str(rep),
+                    "--results", str(tmp_path / "r"), "--cache-dir", str(tmp_path / "cache"),
+                    "--json", *flags, env=env)  # fmt: skip
+    installed = {d["name"]: d["version"] for d in json.loads(out.stdout)["installed"]}
+    assert installed["raisy"] == "1.7.0", out.stderr
+
+
 def test_the_flag_beats_the_variable_which_beats_the_file_which_beats_pip(
     index: LocalIndex, python: str, tmp_path: Path
 ) -> None:

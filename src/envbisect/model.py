@@ -146,6 +146,10 @@ class IndexConfig:
     find_links: tuple[str, ...] = ()
     # A PyTorch variant folder (.../whl/cu121): torch packages come from there only.
     torch_index: str | None = None
+    # "first-index" (uv's rule: a project's files from the first index that has it) or
+    # "unsafe-best-match" (pip's: the best version from any index), the rule of the tool whose
+    # settings named the extra indexes (index/settings.py).
+    index_strategy: str = "first-index"
 
     def to_dict(self) -> dict[str, Any]:
         """The stored and hashed form: URLs without their credentials, so that no password
@@ -157,6 +161,8 @@ class IndexConfig:
         }
         if self.torch_index:
             out["torch_index"] = strip_credentials(self.torch_index)
+        if self.index_strategy != "first-index":  # ids of first-index configs unchanged
+            out["index_strategy"] = self.index_strategy
         return out
 
 

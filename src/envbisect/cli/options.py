@@ -372,6 +372,7 @@ def indexes(args: argparse.Namespace) -> IndexConfig:
         extra_index_urls=extra,
         find_links=tuple(links),
         torch_index=_torch_index(args),
+        index_strategy="unsafe-best-match" if found.pip_rule else "first-index",
     )
 
 

@@ -105,6 +105,8 @@ def index_args(indexes: IndexConfig, *, only_binary: bool) -> list[str]:
     if torch and is_official(torch):
         # uv knows PyTorch's layout: torch packages from that folder, the rest elsewhere.
         args += ["--torch-backend", torch.rstrip("/").rsplit("/", 1)[1]]
+    if indexes.index_strategy != "first-index":
+        args += ["--index-strategy", indexes.index_strategy]
     if only_binary:
         args += ["--only-binary", ":all:"]
     return args

@@ -288,11 +288,18 @@ class IndexClient:
         if self.config.torch_index and key in TORCH_PACKAGES:
             return self._torch_project(key)
         page: ProjectFiles | None = None
-        for base in self.index_urls():
-            page = self._fetch_project(base, key)
-            if page is not None:
-                break
         files: list[DistFile] = []
+        for base in self.index_urls():
+            found = self._fetch_project(base, key)
+            if found is None:
+                continue
+            if page is None:
+                page = found
+                if self.config.index_strategy == "first-index":
+                    break
+            else:  # pip's rule: every index's files; the first index's copy of a file wins
+                known = {f.filename for f in (*page.files, *files)}
+                files += [f for f in found.files if f.filename not in known]
         source = page.source if page is not None else ""
         for link in self.config.find_links:
             local = list(_find_links_files(link, key))

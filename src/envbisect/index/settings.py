@@ -60,13 +60,17 @@ class Found:
 class IndexSettings:
     main: Found = field(default_factory=lambda: Found(PYPI, "default"))
     extra: tuple[Found, ...] = ()
+    # The extra indexes came from pip's settings: pip's rule for them (the best version from
+    # any index), not uv's first-index rule, or a mirror of a few files would hide PyPI's.
+    pip_rule: bool = False
 
     def describe(self) -> str:
         """The one line said at start: every index, credentials masked, and its origin."""
         parts = [f"{mask_url(self.main.url)} ({self.main.origin})"]
         parts += [f"{mask_url(f.url)} ({f.origin})" for f in self.extra]
         label = "index" if not self.extra else "indexes"
-        return f"envbisect: {label}: " + ", ".join(parts)
+        rule = "; pip's rule: the best version from any of them" if self.pip_rule else ""
+        return f"envbisect: {label}: " + ", ".join(parts) + rule
 
 
 @dataclass(slots=True)
@@ -99,11 +103,12 @@ def _settle(levels: list[_Level], pip: _Level | None = None) -> IndexSettings:
     # variable); configuration files add theirs after it.
     head = next((lv.extra for lv in levels[:2] if lv.extra), [])
     extra = [*head, *(f for lv in levels[2:] for f in lv.extra)]
+    pip_rule = False
     if pip is not None:
         if main is None:
             main = pip.main
         if not extra:
-            extra = pip.extra
+            extra, pip_rule = pip.extra, bool(pip.extra)
     main = main or Found(PYPI, "default")
     seen = {main.url}
     unique = []
@@ -111,7 +116,7 @@ def _settle(levels: list[_Level], pip: _Level | None = None) -> IndexSettings:
         if f.url not in seen:
             seen.add(f.url)
             unique.append(f)
-    return IndexSettings(main=main, extra=tuple(unique))
+    return IndexSettings(main=main, extra=tuple(unique), pip_rule=pip_rule and bool(unique))
 
 
 def _split(value: str, origin: str) -> list[Found]:
