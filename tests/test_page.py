@@ -41,7 +41,7 @@ def _found(name: str) -> list[findings.Finding]:
 
 def test_findings_of_transformers_peft_name_the_ranges_and_the_cause() -> None:
     found = _found("transformers-peft")
-    meta, cells = _load("transformers-peft")
+    _, cells = _load("transformers-peft")
     failing = [c for c in cells if c["kind"] == "fail"]
     assert [f.sentence() for f in found] == [
         "peft 0.16.0 to 0.17.1 fail with every transformers >= 5.0.0: "
@@ -205,3 +205,17 @@ def test_the_index_lists_every_published_matrix_with_its_finding(
     assert "peft 0.16.0 to 0.17.1 fail with every transformers &gt;= 5.0.0" in peft
     pyarrow = got.split('id="m-datasets-pyarrow"', 1)[1].split("</article>", 1)[0]
     assert "datasets &gt;= 2.20.0 cannot be installed with every pyarrow &lt;= 14.0.2" in pyarrow
+
+
+def test_a_damaged_results_json_is_a_clean_error(tmp_path: Path) -> None:
+    out = tmp_path / "results" / "transformers-peft"
+    out.mkdir(parents=True)
+    (out / "results.json").write_text('{"matrix": {"name": "x"}, "cells": 7}')
+    proc = subprocess.run(
+        [sys.executable, "-m", "envbisect", "publish", "--offline", "--results",
+         str(tmp_path / "results"), str(ROOT / "matrices" / "transformers-peft.toml")],
+        capture_output=True, text=True, timeout=120, cwd=tmp_path,
+    )  # fmt: skip
+    assert proc.returncode == 3, proc.stderr
+    assert "Traceback" not in proc.stderr and "[store-damaged]" in proc.stderr
+    assert "hint:" in proc.stderr
