@@ -128,6 +128,9 @@ def test_republished_pages_match_the_committed_ones(republished: Path) -> None:
         for f in ("table.html", "table.md", "heatmap.svg", "results.json"):
             assert (republished / name / f).read_text() == (PUBLISHED / name / f).read_text(), f
     assert (republished / "index.html").read_text() == (PUBLISHED / "index.html").read_text()
+    md = (republished / "transformers-peft" / "table.md").read_text()
+    use = "**Use on Python 3.11: transformers 5.6.0 + peft 0.18.1**: [recommended-py3.11.txt]"
+    assert md.index(use) < md.index("- peft 0.16.0 to 0.17.1 fail") < md.index("## Python 3.11")
 
 
 def test_the_page_leads_with_the_answer_in_a_real_browser(

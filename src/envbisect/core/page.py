@@ -20,7 +20,7 @@ from typing import Any
 from urllib.parse import quote
 
 from envbisect.core import findings as fnd
-from envbisect.core.publish import MARKS, STYLES, counts_text, grid, mark, plain, style_of
+from envbisect.core.publish import MARKS, STYLES, counts_text, grid, mark, plain, style_of, where
 
 Cell = Mapping[str, Any]
 
@@ -75,7 +75,7 @@ def findings_html(found: Sequence[fnd.Finding], *, limit: int = SHOWN_FINDINGS) 
             n += f", {f.inferred} inferred"
         sign = MARKS.get(f.kind, "·")
         return (f"<li class='finding {_e(f.kind)}'><span class='mark'>{sign}</span> "
-                f"{_e(f.sentence())} <small>({n})</small></li>")  # fmt: skip
+                f"{_e(where(f, found))} <small>({n})</small></li>")  # fmt: skip
 
     head = "".join(li(f) for f in found[:limit])
     rest = found[limit:]

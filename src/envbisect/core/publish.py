@@ -16,8 +16,7 @@ import itertools
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from packaging.version import InvalidVersion, Version
-
+from envbisect.core import findings
 from envbisect.textsafe import md_code
 from envbisect.textsafe import md_text as _md
 
@@ -105,13 +104,6 @@ def plain(cell: Cell) -> str:
     return f"{text} (inferred)" if cell["state"] == "inferred" else text
 
 
-def _vkey(text: str) -> tuple[int, Any]:
-    try:
-        return (0, Version(text))
-    except InvalidVersion:
-        return (1, text)
-
-
 def grid(cells: Sequence[Cell], axes: Sequence[str]) -> list[dict[str, Any]]:
     """Sections (one per Python and third-axis value): rows, columns and the cell at each."""
     out = []
@@ -119,7 +111,7 @@ def grid(cells: Sequence[Cell], axes: Sequence[str]) -> list[dict[str, Any]]:
     extra = axes[2:]
     for py in pythons:
         mine = [c for c in cells if c["python"] == py]
-        values = {a: sorted({c["versions"][a] for c in mine}, key=_vkey) for a in axes}
+        values = {a: sorted({c["versions"][a] for c in mine}, key=findings.vkey) for a in axes}
         for combo in itertools.product(*(values[a] for a in extra)):
             fixed = dict(zip(extra, combo, strict=True))
             sect = [c for c in mine if all(c["versions"][a] == v for a, v in fixed.items())]
@@ -137,12 +129,35 @@ def grid(cells: Sequence[Cell], axes: Sequence[str]) -> list[dict[str, Any]]:
     return out
 
 
-def markdown(meta: Mapping[str, Any], cells: Sequence[Cell]) -> str:
+def markdown(
+    meta: Mapping[str, Any], cells: Sequence[Cell], rec_files: Mapping[str, str] | None = None
+) -> str:
+    """``table.md``: the answer and the findings first, then a grid per section."""
     # Every value may come from a matrix file, an index or a store: escaped for Markdown.
     axes = meta["axes"]
     lines = [f"# {_md(str(meta['name']))}", ""]
     if meta.get("description"):
         lines += [_md(str(meta["description"])), ""]
+    rec = findings.recommended(cells)
+    for py, cell in rec.items():
+        combo = " + ".join(f"{k} {v}" for k, v in cell["versions"].items())
+        name = (rec_files or {}).get(py)
+        link = f": [{_md(name)}]({_md(name)})" if name else ""
+        lines.append(f"**Use on Python {_md(py)}: {_md(combo)}**{link}  ")
+    if not rec:
+        lines.append("**No combination passed.**")
+    sections = grid(cells, axes)
+    found = findings.findings(cells, axes, sections)
+    if found:
+        lines += [
+            "",
+            "Found:",
+            "",
+            *(f"- {_md(where(f, found))} ({f.cells} cells)" for f in found),
+        ]
+    else:
+        lines += ["", "Every cell measured passes."]
+    lines += ["", "How it was measured:", ""]
     lines += [
         f"- command: {md_code(str(meta.get('command', '')))}",
         f"- measured: {_md(str(meta.get('measured', '?')))} "
@@ -151,7 +166,7 @@ def markdown(meta: Mapping[str, Any], cells: Sequence[Cell]) -> str:
         f"- cells: {_md(counts_text(cells))}",
         "",
     ]
-    for sect in grid(cells, axes):
+    for sect in sections:
         col_axis = _md(axes[1]) if len(axes) > 1 else ""
         lines += [f"## {_md(str(sect['title']))}", "",
                   f"rows: {_md(axes[0])}; columns: {col_axis}", ""]  # fmt: skip
@@ -173,6 +188,11 @@ def markdown(meta: Mapping[str, Any], cells: Sequence[Cell]) -> str:
         "",
     ]
     return "\n".join(lines)
+
+
+def where(f: findings.Finding, found: Sequence[findings.Finding]) -> str:
+    """The finding's sentence, after its section when the findings span several."""
+    return f"{f.section}: {f.sentence()}" if len({g.section for g in found}) > 1 else f.sentence()
 
 
 def counts_text(cells: Sequence[Cell]) -> str:

@@ -425,7 +425,7 @@ def _write_pages(
 ) -> list[Path]:
     axes = meta["axes"]
     files = {
-        "table.md": publish.markdown(meta, cells),
+        "table.md": publish.markdown(meta, cells, rec_files),
         "table.html": page.html_page(meta, cells, rec_files=rec_files),
         "heatmap.svg": publish.svg(meta, cells),
         "results.csv": publish.csv_text(cells, axes),
