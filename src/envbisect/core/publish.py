@@ -153,7 +153,7 @@ def markdown(
             "",
             "Found:",
             "",
-            *(f"- {_md(where(f, found))} ({f.cells} cells)" for f in found),
+            *(f"- {_md(where(f, found))} ({f.cells} cell{'s' * (f.cells != 1)})" for f in found),
         ]
     else:
         lines += ["", "Every cell measured passes."]
