@@ -222,3 +222,19 @@ def test_a_damaged_results_json_is_a_clean_error(tmp_path: Path) -> None:
     assert proc.returncode == 3, proc.stderr
     assert "Traceback" not in proc.stderr and "[store-damaged]" in proc.stderr
     assert "hint:" in proc.stderr
+
+
+def test_findings_of_a_third_axis_name_their_section() -> None:
+    cells = [
+        {"python": "3.11", "versions": {"a": a, "b": b, "c": c}, "state": "measured",
+         "kind": "fail" if (c == "2.0" and b == "1.1") else "pass", "signal": None,
+         "signature": "ValueError: boom" if (c == "2.0" and b == "1.1") else ""}
+        for a in ("1.0", "1.1") for b in ("1.0", "1.1") for c in ("1.0", "2.0")
+    ]  # fmt: skip
+    sections = publish.grid(cells, ["a", "b", "c"])
+    assert [s["title"] for s in sections] == ["Python 3.11, c 1.0", "Python 3.11, c 2.0"]
+    (found,) = findings.findings(cells, ["a", "b", "c"], sections)
+    assert found.section == "Python 3.11, c 2.0" and found.cells == 2
+    assert found.sentence() == "b 1.1 fails with every a: ValueError: boom"
+    md = publish.markdown({"name": "m", "axes": ["a", "b", "c"]}, cells)
+    assert "- b 1.1 fails with every a: ValueError: boom (2 cells)" in md
