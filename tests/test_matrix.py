@@ -145,6 +145,37 @@ def test_publish_and_the_page_in_a_real_browser(
     # The details pane, filled by the click handler in the page's own script:
     pane = dom.split('id="details"', 1)[1].split("</div>", 1)[0]
     assert f'data-cell="c{crash}"' in pane and "SIGSEGV" in pane and "installed: " in pane
+    # The page leads with the answer: the newest passing cell and a link to its lockfile.
+    answer = dom.split('id="answer"', 1)[1].split("</section>", 1)[0]
+    assert "gridapp 1.6.0 + gridlib 1.2.0" in answer
+    assert re.search(r'<a class="rec" id="rec-py[0-9.]+" href="recommended-py[0-9.]+\.txt"', answer)
+    # The findings, against the corpus's truth: the crash's ranges and the conflict's.
+    apps = sorted({c["versions"]["gridapp"] for c in cells}, key=Version)
+    libs = sorted({c["versions"]["gridlib"] for c in cells}, key=Version)
+    crash_app = min(
+        (a for a in apps if any(grid_truth(a, b) == "crash" for b in libs)), key=Version
+    )
+    crash_lib = min((b for b in libs if grid_truth(apps[-1], b) == "crash"), key=Version)
+    no_env = [b for b in libs if grid_truth(apps[-1], b) == "unresolvable"]
+    found = dom.split('id="findings"', 1)[1].split("</section>", 1)[0]
+    assert (f"gridapp &gt;= {crash_app} crash (SIGSEGV) with every gridlib &gt;= {crash_lib}: "
+            "SIGSEGV in libc") in found  # fmt: skip
+    assert (f"gridapp {apps[-1]} cannot be installed with every gridlib &lt;= {no_env[-1]}: "
+            "gridapp needs gridlib&gt;=1.2") in found  # fmt: skip
+    # Every measured passing cell links its own lockfile; the filter hides the unresolvable.
+    for c in cells:
+        if c["state"] == "measured" and c["kind"] == "pass":
+            assert (out / c["lock"]).is_file() and f'href="{c["lock"]}"' in dom
+    filtered = subprocess.run(
+        [chromium, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+         "--no-first-run", "--disable-component-update", "--disable-sync",
+         f"--user-data-dir={tmp_path / 'chrome2'}", "--dump-dom",
+         html_file.as_uri() + "#hide=unresolvable"],
+        capture_output=True, text=True, timeout=120,
+    ).stdout  # fmt: skip
+    assert f"{42 - len(no_env)} of 42 cells shown" in filtered
+    listing = (tmp_path / "r" / "index.html").read_text()
+    assert re.search(r"href=['\"]grid/table\.html", listing) and "crash (SIGSEGV)" in listing
 
 
 def test_schema_errors_name_the_file_and_the_key(tmp_path: Path) -> None:

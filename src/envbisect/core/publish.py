@@ -1,9 +1,9 @@
 """Publishing a matrix: tables people read at a glance, files machines read.
 
 Pure: rows of published cells in (dicts, as ``results.json`` holds them), text out:
-``table.md`` (a grid per Python and per value of any third axis), ``table.html`` (one
-standalone page: coloured cells, details on hover and click, legend, the command), a heatmap
-``heatmap.svg``, ``results.csv``. The command (``envbisect publish``) gathers the rows from
+``table.md`` (a grid per Python and per value of any third axis), a heatmap ``heatmap.svg``
+(a mark in every square as well as a colour), ``results.csv``; ``core.page`` makes the HTML
+pages. The command (``envbisect publish``) gathers the rows from
 the store and writes the files, lockfiles included.
 """
 
@@ -13,12 +13,10 @@ import csv
 import html
 import io
 import itertools
-import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from packaging.version import InvalidVersion, Version
-
+from envbisect.core import findings
 from envbisect.textsafe import md_code
 from envbisect.textsafe import md_text as _md
 
@@ -36,6 +34,18 @@ STYLES = {
     "inferred-fail": ("inferred-fail", "fail (inferred)", "#ef9a9a"),
     "unknown": ("unknown", "unknown", "#ffffff"),
 }
+# Marks that say the outcome without colour (DejaVu, which headless Chromium has, draws them).
+MARKS = {
+    "pass": "✓",
+    "fail": "✗",
+    "crash": "✹",
+    "timeout": "◔",
+    "untestable": "?",
+    "unresolvable": "⊘",
+    "inferred-pass": "(✓)",
+    "inferred-fail": "(✗)",
+    "unknown": "·",
+}
 _SYMBOL = {
     "pass": "✅ pass",
     "fail": "❌ fail",
@@ -47,6 +57,18 @@ _SYMBOL = {
     "inferred-fail": "(❌) inferred",  # or the symbol of the kind it was inferred from
     "unknown": "? unknown",
 }
+
+
+# Styles whose colour is light: dark ink on them.
+_LIGHT = ("timeout", "untestable", "inferred-pass", "inferred-fail", "unknown")
+
+
+def mark(cell: Cell) -> str:
+    """The mark of a cell's outcome: readable without its colour."""
+    s = style_of(cell)
+    if s.startswith("inferred") and cell.get("kind") in MARKS:
+        return f"({MARKS[str(cell['kind'])]})"
+    return MARKS[s]
 
 
 def style_of(cell: Cell) -> str:
@@ -82,13 +104,6 @@ def plain(cell: Cell) -> str:
     return f"{text} (inferred)" if cell["state"] == "inferred" else text
 
 
-def _vkey(text: str) -> tuple[int, Any]:
-    try:
-        return (0, Version(text))
-    except InvalidVersion:
-        return (1, text)
-
-
 def grid(cells: Sequence[Cell], axes: Sequence[str]) -> list[dict[str, Any]]:
     """Sections (one per Python and third-axis value): rows, columns and the cell at each."""
     out = []
@@ -96,7 +111,7 @@ def grid(cells: Sequence[Cell], axes: Sequence[str]) -> list[dict[str, Any]]:
     extra = axes[2:]
     for py in pythons:
         mine = [c for c in cells if c["python"] == py]
-        values = {a: sorted({c["versions"][a] for c in mine}, key=_vkey) for a in axes}
+        values = {a: sorted({c["versions"][a] for c in mine}, key=findings.vkey) for a in axes}
         for combo in itertools.product(*(values[a] for a in extra)):
             fixed = dict(zip(extra, combo, strict=True))
             sect = [c for c in mine if all(c["versions"][a] == v for a, v in fixed.items())]
@@ -114,21 +129,44 @@ def grid(cells: Sequence[Cell], axes: Sequence[str]) -> list[dict[str, Any]]:
     return out
 
 
-def markdown(meta: Mapping[str, Any], cells: Sequence[Cell]) -> str:
+def markdown(
+    meta: Mapping[str, Any], cells: Sequence[Cell], rec_files: Mapping[str, str] | None = None
+) -> str:
+    """``table.md``: the answer and the findings first, then a grid per section."""
     # Every value may come from a matrix file, an index or a store: escaped for Markdown.
     axes = meta["axes"]
     lines = [f"# {_md(str(meta['name']))}", ""]
     if meta.get("description"):
         lines += [_md(str(meta["description"])), ""]
+    rec = findings.recommended(cells)
+    for py, cell in rec.items():
+        combo = " + ".join(f"{k} {v}" for k, v in cell["versions"].items())
+        name = (rec_files or {}).get(py)
+        link = f": [{_md(name)}]({_md(name)})" if name else ""
+        lines.append(f"**Use on Python {_md(py)}: {_md(combo)}**{link}  ")
+    if not rec:
+        lines.append("**No combination passed.**")
+    sections = grid(cells, axes)
+    found = findings.findings(cells, axes, sections)
+    if found:
+        lines += [
+            "",
+            "Found:",
+            "",
+            *(f"- {_md(where(f, found))} ({f.cells} cell{'s' * (f.cells != 1)})" for f in found),
+        ]
+    else:
+        lines += ["", "Every cell measured passes."]
+    lines += ["", "How it was measured:", ""]
     lines += [
         f"- command: {md_code(str(meta.get('command', '')))}",
         f"- measured: {_md(str(meta.get('measured', '?')))} "
         f"on {_md(str(meta.get('machine', '?')))}",
         f"- probes: {_md(', '.join(meta.get('probes', [])))}",
-        f"- cells: {_md(_counts_text(cells))}",
+        f"- cells: {_md(counts_text(cells))}",
         "",
     ]
-    for sect in grid(cells, axes):
+    for sect in sections:
         col_axis = _md(axes[1]) if len(axes) > 1 else ""
         lines += [f"## {_md(str(sect['title']))}", "",
                   f"rows: {_md(axes[0])}; columns: {col_axis}", ""]  # fmt: skip
@@ -152,7 +190,12 @@ def markdown(meta: Mapping[str, Any], cells: Sequence[Cell]) -> str:
     return "\n".join(lines)
 
 
-def _counts_text(cells: Sequence[Cell]) -> str:
+def where(f: findings.Finding, found: Sequence[findings.Finding]) -> str:
+    """The finding's sentence, after its section when the findings span several."""
+    return f"{f.section}: {f.sentence()}" if len({g.section for g in found}) > 1 else f.sentence()
+
+
+def counts_text(cells: Sequence[Cell]) -> str:
     counts: dict[str, int] = {}
     for c in cells:
         counts[c["state"]] = counts.get(c["state"], 0) + 1
@@ -198,9 +241,15 @@ def svg(meta: Mapping[str, Any], cells: Sequence[Cell]) -> str:
                 colour = STYLES[style_of(cell)][2] if cell else "#ffffff"
                 tip = html.escape(f"{axes[0]} {row}, {axes[1] if len(axes) > 1 else ''} {col}: "
                                   f"{plain(cell) if cell else 'not in the matrix'}")  # fmt: skip
+                key = style_of(cell) if cell else "unknown"
+                ink = "#000" if key in _LIGHT else "#fff"
+                sign = html.escape(mark(cell)) if cell else ""
                 parts.append(
-                    f'<rect x="{label_w + j * size}" y="{ry}" width="{size - 2}" '
-                    f'height="{size - 2}" fill="{colour}" stroke="#ccc"><title>{tip}</title></rect>'
+                    f'<g><title>{tip}</title><rect x="{label_w + j * size}" y="{ry}" '
+                    f'width="{size - 2}" height="{size - 2}" fill="{colour}" stroke="#ccc"/>'
+                    f'<text x="{label_w + j * size + (size - 2) / 2}" y="{ry + 17}" '
+                    f'text-anchor="middle" font-size="{10 if len(sign) > 1 else 14}" '
+                    f'fill="{ink}">{sign}</text></g>'
                 )
         y += len(s["rows"]) * size + 30
     lx = pad
@@ -208,8 +257,9 @@ def svg(meta: Mapping[str, Any], cells: Sequence[Cell]) -> str:
                 "inferred-pass", "inferred-fail"):  # fmt: skip
         parts.append(f'<rect x="{lx}" y="{y}" width="12" height="12" fill="{STYLES[key][2]}" '
                      'stroke="#999"/>')  # fmt: skip
-        parts.append(f'<text x="{lx + 16}" y="{y + 11}" font-size="11">{STYLES[key][1]}</text>')
-        lx += 16 + 7 * len(STYLES[key][1]) + 14
+        label = f"{MARKS[key]} {STYLES[key][1]}"
+        parts.append(f'<text x="{lx + 16}" y="{y + 11}" font-size="11">{label}</text>')
+        lx += 16 + 7 * len(label) + 14
     width = max(label_w + size * max(len(s["cols"]) for s in sections) + pad, lx) + pad
     return (
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{y + 30}" '
@@ -218,97 +268,3 @@ def svg(meta: Mapping[str, Any], cells: Sequence[Cell]) -> str:
         + "".join(parts)
         + "</svg>\n"
     )
-
-
-def html_page(meta: Mapping[str, Any], cells: Sequence[Cell]) -> str:
-    """One standalone page: no network, no external script; details on hover and click."""
-    axes = meta["axes"]
-    ids: dict[int, str] = {}
-    payload = {}
-    for n, c in enumerate(cells):
-        ids[id(c)] = f"c{n}"
-        payload[f"c{n}"] = c
-    body = []
-    for s in grid(cells, axes):
-        col_axis = axes[1] if len(axes) > 1 else ""
-        body.append(f"<h2>{html.escape(s['title'])}</h2><table class='grid'><thead><tr>"
-                    f"<th>{html.escape(axes[0])} \\ {html.escape(col_axis)}</th>")  # fmt: skip
-        body += [f"<th>{html.escape(c)}</th>" for c in s["cols"]]
-        body.append("</tr></thead><tbody>")
-        for r in s["rows"]:
-            body.append(f"<tr><th>{html.escape(r)}</th>")
-            for col in s["cols"]:
-                cell = s["cells"].get((r, col))
-                if cell is None:
-                    body.append("<td></td>")
-                    continue
-                cls = STYLES[style_of(cell)][0]
-                tip = html.escape(f"{cell.get('signature') or plain(cell)}", quote=True)
-                body.append(f"<td class='{cls}' data-cell='{ids[id(cell)]}' tabindex='0' "
-                            f"title='{tip}'>{html.escape(plain(cell))}</td>")  # fmt: skip
-            body.append("</tr>")
-        body.append("</tbody></table>")
-    legend = "".join(
-        f"<span class='{v[0]} key'>{html.escape(v[1])}</span>" for v in STYLES.values()
-    )
-    data = json.dumps(payload).replace("</", "<\\/")
-    return _PAGE.format(
-        title=html.escape(meta["name"]),
-        description=html.escape(meta.get("description", "")),
-        command=html.escape(meta.get("command", "")),
-        measured=html.escape(f"{meta.get('measured', '?')} on {meta.get('machine', '?')}"),
-        counts=html.escape(_counts_text(cells)),
-        tables="".join(body),
-        legend=legend,
-        data=data,
-        css="".join(_css(k, v) for k, v in STYLES.items()),
-    )
-
-
-def _css(key: str, style: tuple[str, str, str]) -> str:
-    dark = key in ("pass", "fail", "crash", "timeout", "unresolvable")
-    return f".{style[0]}{{background:{style[2]};{'color:#fff;' if dark else ''}}}"
-
-
-_PAGE = """<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8"><title>{title}</title>
-<style>
-body{{font-family:sans-serif;margin:1.5em;color:#222}}
-table.grid{{border-collapse:collapse;margin:0 0 1.5em}}
-.grid th,.grid td{{border:1px solid #ccc;padding:4px 8px;font-size:13px;white-space:nowrap}}
-.grid td{{cursor:pointer}} .grid td:focus{{outline:2px solid #000}}
-.key{{display:inline-block;padding:2px 8px;margin:2px;font-size:12px;border:1px solid #ccc}}
-#details{{position:sticky;top:0;background:#fafafa;border:1px solid #ccc;padding:8px 12px;
-min-height:3em;font-size:13px;white-space:pre-wrap}}
-{css}
-</style></head><body>
-<h1>{title}</h1><p>{description}</p>
-<p><code>{command}</code><br>measured {measured}<br>{counts}</p>
-<div id="legend">{legend}</div>
-<div id="details" aria-live="polite">Click a cell for its details.</div>
-{tables}
-<script id="cells" type="application/json">{data}</script>
-<script>
-const CELLS = JSON.parse(document.getElementById("cells").textContent);
-function show(id) {{
-  const c = CELLS[id]; if (!c) return;
-  const v = Object.entries(c.versions).map(([k, x]) => k + " " + x).join(", ");
-  const inst = (c.installed || []).map(d => d.name + "==" + d.version).join(" ");
-  document.getElementById("details").textContent =
-    v + "\\n" + c.state + ": " + (c.kind || "") + (c.signal ? " " + c.signal : "") +
-    (c.signature ? " - " + c.signature : "") +
-    (c.inferred_from ? "\\ninferred from " + c.inferred_from : "") +
-    (c.seconds != null ? "\\n" + c.seconds + " s" : "") +
-    (c.measured_at ? ", measured " + c.measured_at : "") +
-    (c.lock ? "\\nlockfile: " + c.lock : "") + (inst ? "\\ninstalled: " + inst : "");
-  document.getElementById("details").dataset.cell = id;
-}}
-document.querySelectorAll("td[data-cell]").forEach(td => {{
-  td.addEventListener("click", () => show(td.dataset.cell));
-  td.addEventListener("keydown", e => {{ if (e.key === "Enter") show(td.dataset.cell); }});
-}});
-// #cell=cN clicks that cell (the same path as a person's click; used by the browser test).
-const m = location.hash.match(/cell=(c\\d+)/);
-if (m) {{ const td = document.querySelector('td[data-cell="' + m[1] + '"]'); if (td) td.click(); }}
-</script></body></html>
-"""

@@ -23,7 +23,7 @@ from packaging.specifiers import SpecifierSet
 from packaging.utils import canonicalize_name
 from packaging.version import Version
 
-from envbisect.core import publish
+from envbisect.core import findings, page, publish
 from envbisect.core.candidates import build_candidates
 from envbisect.core.matrixspec import SCHEMA_HINT, MatrixSpec, parse_matrix, select_versions
 from envbisect.core.outcome import untestable
@@ -359,14 +359,22 @@ def published_cells(spec: MatrixSpec, store: Store) -> list[dict[str, Any]]:
 
 
 def publish_matrix(spec: MatrixSpec, session: Session) -> list[Path]:
-    """Write every published file of one matrix from the store; returns their paths."""
+    """Write every published file of one matrix from the store; returns their paths.
+
+    With no cell of the matrix in the store (a fresh clone: the store is not kept) but a
+    published ``results.json``, the pages are made again from it: nothing is probed and the
+    lockfiles already written stay as they are. ``results/index.html`` is made again either
+    way, from every matrix published under --results."""
     results = session.opts.results
     out = inside(results, results / spec.name)
     out.mkdir(parents=True, exist_ok=True)
+    published = out / "results.json"
     try:
         cells = published_cells(spec, session.store)
         run_file = out / "run.json"
         run_meta = json.loads(run_file.read_text()) if run_file.is_file() else {}
+        if not cells and published.is_file():
+            return _republish(spec, session, out)
     except (ValueError, KeyError, TypeError, AttributeError) as e:
         raise StoreError(
             f"the matrix {spec.name} in {results} has damaged records ({type(e).__name__}: {e})",
@@ -384,6 +392,8 @@ def publish_matrix(spec: MatrixSpec, session: Session) -> list[Path]:
     meta = {"name": spec.name, "description": spec.description, "axes": axes,
             "probes": probes, **run_meta}  # fmt: skip
     written: list[Path] = []
+    rec_files: dict[str, str] = {}
+    best_of = findings.recommended(cells)
     passing = [c for c in cells if c["state"] == "measured" and c["kind"] == "pass"]
     if passing:
         client = session.client  # the session's indexes are the matrix's (matrix_options)
@@ -401,20 +411,74 @@ def publish_matrix(spec: MatrixSpec, session: Session) -> list[Path]:
                           f" passes {', '.join(meta['probes'])} on {target.short}",
                           "Install: uv pip install --require-hashes -r THIS_FILE"]  # fmt: skip
                 path.write_text(requirements_lock(entries, header=header), encoding="utf-8")
-                c["lock"] = str(path.relative_to(out))
+                c["lock"] = str(path.relative_to(out).as_posix())
                 written.append(path)
-            best = max(mine, key=lambda c: [Version(v) for v in c["versions"].values()])
+            best = best_of[py]
             rec = inside(out, out / f"recommended-py{py}.txt")
             rec.write_text((out / str(best["lock"])).read_text(), encoding="utf-8")
+            rec_files[py] = rec.name
             written.append(rec)
+    written += _write_pages(out, meta, cells, rec_files)
+    written.append(publish_index(results, session.reporter))
+    return written
+
+
+def _write_pages(
+    out: Path, meta: dict[str, Any], cells: list[dict[str, Any]], rec_files: dict[str, str]
+) -> list[Path]:
+    axes = meta["axes"]
     files = {
-        "table.md": publish.markdown(meta, cells),
-        "table.html": publish.html_page(meta, cells),
+        "table.md": publish.markdown(meta, cells, rec_files),
+        "table.html": page.html_page(meta, cells, rec_files=rec_files),
         "heatmap.svg": publish.svg(meta, cells),
         "results.csv": publish.csv_text(cells, axes),
         "results.json": json.dumps({"matrix": meta, "cells": cells}, indent=2) + "\n",
     }
     for name, text in files.items():
         (out / name).write_text(text, encoding="utf-8")
-        written.append(out / name)
-    return written
+    return [out / name for name in files]
+
+
+def _read_published(folder: Path) -> tuple[dict[str, Any], list[dict[str, Any]], dict[str, str]]:
+    """A published matrix read back: its meta, its cells, its recommended lockfiles present."""
+    data = json.loads((folder / "results.json").read_text(encoding="utf-8"))
+    meta, cells = data["matrix"], data["cells"]
+    if not isinstance(meta, dict) or not isinstance(cells, list) or "axes" not in meta:
+        raise ValueError("results.json holds no matrix and cells")
+    rec_files = {
+        py: f"recommended-py{py}.txt"
+        for py in findings.recommended(cells)
+        if (folder / f"recommended-py{py}.txt").is_file()
+    }
+    return meta, cells, rec_files
+
+
+def _republish(spec: MatrixSpec, session: Session, out: Path) -> list[Path]:
+    meta, cells, rec_files = _read_published(out)
+    session.reporter.message(
+        f"{spec.name}: no cell in the store; the pages are made again from {out / 'results.json'}"
+    )
+    for c in cells:  # a lockfile named but not there is not linked
+        if c.get("lock") and not (out / str(c["lock"])).is_file():
+            c["lock"] = None
+    return [
+        *_write_pages(out, meta, cells, rec_files),
+        publish_index(session.opts.results, session.reporter),
+    ]
+
+
+def publish_index(results: Path, reporter: Reporter) -> Path:
+    """``results/index.html`` from every folder under ``results`` with a readable
+    ``results.json`` (one that cannot be read is left out, and said)."""
+    entries = []
+    for folder in sorted(p for p in results.iterdir() if (p / "results.json").is_file()):
+        try:
+            meta, cells, rec_files = _read_published(folder)
+        except (ValueError, KeyError, TypeError, OSError) as e:
+            reporter.message(f"{folder / 'results.json'} is left out of index.html: {e}")
+            continue
+        entries.append({"folder": folder.name, "meta": meta, "cells": cells,
+                        "rec_files": rec_files})  # fmt: skip
+    path = results / "index.html"
+    path.write_text(page.index_page(entries), encoding="utf-8")
+    return path

@@ -116,8 +116,12 @@ args = {
     "report_to": "none",
     "seed": 0,
 }
-with open(os.path.join(WORK, "train_args.json"), "w", encoding="utf-8") as fh:
-    json.dump(args, fh, indent=2)
+# YAML, as LLaMA-Factory's own examples pass them (0.9.5's read_args calls json.load on a
+# Path for a .json file, so a JSON file fails there before training starts). Every value is
+# a JSON scalar, which YAML reads as the same value.
+ARGS = os.path.join(WORK, "train_args.yaml")
+with open(ARGS, "w", encoding="utf-8") as fh:
+    fh.writelines(f"{key}: {json.dumps(value)}\n" for key, value in args.items())
 
 cli = os.path.join(os.path.dirname(sys.executable), "llamafactory-cli")
 if not os.path.exists(cli):
@@ -132,7 +136,7 @@ if torch.cuda.is_available() and "CUDA_VISIBLE_DEVICES" not in env:
     env["CUDA_VISIBLE_DEVICES"] = "0"
 sys.stdout.flush()
 start = time.perf_counter()
-proc = subprocess.run([cli, "train", os.path.join(WORK, "train_args.json")], env=env)
+proc = subprocess.run([cli, "train", ARGS], env=env)
 seconds = time.perf_counter() - start
 if proc.returncode < 0:  # the trainer died by a signal: die by the same one
     sys.stderr.write(f"llamafactory-cli train died by signal {-proc.returncode}\n")
