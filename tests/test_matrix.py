@@ -21,6 +21,7 @@ from envbisect.modes.options import CommonOptions
 from envbisect.reporter import Reporter
 from support.corpus import grid_truth
 from support.index_server import LocalIndex
+from support.installs import install_and_run
 
 pytestmark = pytest.mark.slow
 
@@ -119,8 +120,18 @@ def test_publish_and_the_page_in_a_real_browser(
     assert "| **1.5.0** |" in table and "💥 crash SIGSEGV" in table and "⊘ unresolvable" in table
     data = json.loads((out / "results.json").read_text())
     assert len(data["cells"]) == 42
-    rec = next(out.glob("recommended-py*.txt")).read_text()
+    rec_file = next(out.glob("recommended-py*.txt"))
+    rec = rec_file.read_text()
     assert "gridapp==1.6.0" in rec and "gridlib==1.2.0" in rec and "--hash=sha256:" in rec
+    # Every cell's lock has its PEP 751 twin (a name uv takes: no dots), and the recommended
+    # pair installs on its own (the lock names its index) with uv, pip and uv pip sync.
+    cell_locks = sorted((out / "locks").rglob("*.txt"))
+    assert cell_locks and all(
+        (t.parent / f"pylock.{t.stem.replace('.', '_')}.toml").is_file() for t in cell_locks
+    )
+    (rec_pylock,) = out.glob("pylock.recommended-py*.toml")
+    assert "." not in rec_pylock.name[len("pylock.") : -len(".toml")]
+    install_and_run(rec_file, rec_pylock, "gridapp", python, tmp_path)
     svg = (out / "heatmap.svg").read_text()
     assert svg.startswith("<svg") and svg.count("<rect") > 42
     csv_rows = (out / "results.csv").read_text().splitlines()

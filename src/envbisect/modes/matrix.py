@@ -28,7 +28,6 @@ from envbisect.core.candidates import build_candidates
 from envbisect.core.matrixspec import SCHEMA_HINT, MatrixSpec, parse_matrix, select_versions
 from envbisect.core.outcome import untestable
 from envbisect.core.plan import Plan, Policy
-from envbisect.core.report import requirements_lock
 from envbisect.core.target import Target
 from envbisect.env.repro import Repro
 from envbisect.env.uvplan import UvFallback
@@ -39,7 +38,7 @@ from envbisect.index.source import IndexMetadataSource
 from envbisect.model import IndexConfig, InstalledDist
 from envbisect.modes.drive import drive
 from envbisect.modes.options import CommonOptions
-from envbisect.modes.outputs import inside, lock_entries
+from envbisect.modes.outputs import inside, write_lockfiles
 from envbisect.modes.planning import RunPlanner, read_pins
 from envbisect.modes.session import Session, Want
 from envbisect.reporter import Reporter
@@ -391,36 +390,46 @@ def publish_matrix(spec: MatrixSpec, session: Session) -> list[Path]:
     probes = [*spec.probes, *([spec.repro] if spec.repro else [])]
     meta = {"name": spec.name, "description": spec.description, "axes": axes,
             "probes": probes, **run_meta}  # fmt: skip
+    written, rec_files = _write_locks(spec, session, out, meta, cells)
+    written += _write_pages(out, meta, cells, rec_files)
+    written.append(publish_index(results, session.reporter))
+    return written
+
+
+def _write_locks(
+    spec: MatrixSpec, session: Session, out: Path, meta: dict[str, Any], cells: list[dict[str, Any]]
+) -> tuple[list[Path], dict[str, str]]:
+    """Each passing cell's lockfiles (``locks/py<X>/<cell>.txt``, hash-pinned, naming the
+    indexes, and ``pylock.<cell>.toml`` beside it), and per Python the recommended one's
+    (``recommended-py<X>.txt``, ``pylock.recommended-py<XY>.toml``)."""
     written: list[Path] = []
     rec_files: dict[str, str] = {}
     best_of = findings.recommended(cells)
     passing = [c for c in cells if c["state"] == "measured" and c["kind"] == "pass"]
-    if passing:
-        client = session.client  # the session's indexes are the matrix's (matrix_options)
-        for py in sorted({str(c["python"]) for c in passing}):
-            target = session.target_for(py)[1]
-            mine = [c for c in passing if c["python"] == py]
-            for c in mine:
-                versions: dict[str, str] = c["versions"]
-                slug = "__".join(f"{k}-{v}" for k, v in versions.items())
-                path = inside(out, out / "locks" / f"py{py}" / f"{slug}.txt")
-                path.parent.mkdir(parents=True, exist_ok=True)
-                installed = tuple(InstalledDist(**d) for d in c["installed"])
-                entries = lock_entries(installed, target, client, allow_sdist=False)
-                header = [f"{spec.name}: {', '.join(f'{k}=={v}' for k, v in versions.items())}"
-                          f" passes {', '.join(meta['probes'])} on {target.short}",
-                          "Install: uv pip install --require-hashes -r THIS_FILE"]  # fmt: skip
-                path.write_text(requirements_lock(entries, header=header), encoding="utf-8")
-                c["lock"] = str(path.relative_to(out).as_posix())
-                written.append(path)
-            best = best_of[py]
-            rec = inside(out, out / f"recommended-py{py}.txt")
-            rec.write_text((out / str(best["lock"])).read_text(), encoding="utf-8")
-            rec_files[py] = rec.name
-            written.append(rec)
-    written += _write_pages(out, meta, cells, rec_files)
-    written.append(publish_index(results, session.reporter))
-    return written
+    for py in sorted({str(c["python"]) for c in passing}):
+        target = session.target_for(py)[1]
+        folder = inside(out, out / "locks" / f"py{py}")
+        folder.mkdir(parents=True, exist_ok=True)
+        for c in (c for c in passing if c["python"] == py):
+            versions: dict[str, str] = c["versions"]
+            slug = "__".join(f"{k}-{v}" for k, v in versions.items())
+            installed = tuple(InstalledDist(**d) for d in c["installed"])
+            header = [f"{spec.name}: {', '.join(f'{k}=={v}' for k, v in versions.items())}"
+                      f" passes {', '.join(meta['probes'])} on {target.short}"]  # fmt: skip
+            req, pl = write_lockfiles(folder, installed, session, header=header, name=slug,
+                                      target=target)  # fmt: skip
+            c["lock"], c["pylock"] = req.relative_to(out).as_posix(), pl.relative_to(out).as_posix()
+            written += [req, pl]
+        best = best_of[py]
+        rec = inside(out, out / f"recommended-py{py}.txt")
+        rec_pl = inside(out, out / f"pylock.recommended-py{py.replace('.', '')}.toml")
+        lock, pylock = out / str(best["lock"]), out / str(best["pylock"])
+        rec.write_text(lock.read_text().replace(lock.name, rec.name)
+                       .replace(pylock.name, rec_pl.name), encoding="utf-8")  # fmt: skip
+        rec_pl.write_text(pylock.read_text(), encoding="utf-8")
+        rec_files[py] = rec.name
+        written += [rec, rec_pl]
+    return written, rec_files
 
 
 def _write_pages(
@@ -458,10 +467,16 @@ def _republish(spec: MatrixSpec, session: Session, out: Path) -> list[Path]:
     session.reporter.message(
         f"{spec.name}: no cell in the store; the pages are made again from {out / 'results.json'}"
     )
+    written: list[Path] = []
+    if not session.opts.offline and all("installed" in c for c in cells):
+        # Online: the lockfiles are written again too (hashes from the index), as from the
+        # store; --offline leaves them as they are.
+        written, rec_files = _write_locks(spec, session, out, meta, cells)
     for c in cells:  # a lockfile named but not there is not linked
         if c.get("lock") and not (out / str(c["lock"])).is_file():
             c["lock"] = None
     return [
+        *written,
         *_write_pages(out, meta, cells, rec_files),
         publish_index(session.opts.results, session.reporter),
     ]
