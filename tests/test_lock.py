@@ -246,3 +246,29 @@ def test_a_lock_from_find_links_says_where_its_files_are(
     assert app["wheels"][0]["path"] == str(folder / "flapp-1.0.0-py3-none-any.whl")
     install_and_run(Path(res.lock_path or ""), Path(res.pylock_path or ""), "flapp", python,
                     tmp_path)  # fmt: skip
+
+
+def test_a_lock_names_only_the_indexes_its_files_came_from() -> None:
+    """A mirror that supplied none of the locked files is left out of the lock: under uv's
+    first-index rule it would otherwise claim a package whose locked file it does not hold."""
+    from envbisect.core.report import LockEntry, requirements_lock
+    from envbisect.model import DistFile
+
+    cfg = IndexConfig(
+        index_url="https://user:secret@pypi.example/simple",
+        extra_index_urls=("file:///opt/mirror/simple", "https://extra.example/simple"),
+        find_links=("/srv/wheels",),
+    )
+    wheel = DistFile(
+        filename="six-1.16.0-py2.py3-none-any.whl",
+        url="https://f.example/six.whl",
+        hashes=(("sha256", "ab" * 32),),
+        index="https://extra.example/simple",
+    )
+    text = requirements_lock([LockEntry(name="six", version="1.16.0", index=None,
+                                        files=(wheel,))], header=[], indexes=cfg)  # fmt: skip
+    assert text.splitlines()[:2] == [
+        "--index-url https://pypi.example/simple",  # no password, ever
+        "--extra-index-url https://extra.example/simple",
+    ]
+    assert "/opt/mirror" not in text and "/srv/wheels" not in text and "secret" not in text

@@ -18,7 +18,7 @@ from packaging.version import InvalidVersion, Version
 
 from envbisect import __version__
 from envbisect.model import DistFile, IndexConfig, InstalledDist, Outcome
-from envbisect.redact import strip_credentials
+from envbisect.redact import mask_url, strip_credentials
 from envbisect.textsafe import md_block, md_code, md_text
 
 
@@ -351,15 +351,22 @@ class LockEntry:
     files: tuple[DistFile, ...]  # the files of this version usable on the target, with hashes
 
 
-def index_options(indexes: IndexConfig) -> list[str]:
+def index_options(indexes: IndexConfig, used: set[str] | None = None) -> list[str]:
     """The lines that make a requirements lock install anywhere: where its files come from,
     in the order uv consults them (credentials never written: the installer brings its own,
-    from the environment or a keyring)."""
+    from the environment or a keyring). ``used``: the indexes the locked files came from
+    (``DistFile.index``); the other extra indexes and folders are left out, so that uv's
+    first-index rule cannot send a package to a mirror that does not hold the locked file."""
+
+    def wanted(url: str) -> bool:
+        return used is None or mask_url(url) in used or url in used
+
     out = [f"--index-url {strip_credentials(indexes.index_url)}"]
-    out += [f"--extra-index-url {strip_credentials(u)}" for u in indexes.extra_index_urls]
-    if indexes.torch_index:  # torch's own files; hashes pin which file each package takes
+    out += [f"--extra-index-url {strip_credentials(u)}" for u in indexes.extra_index_urls
+            if wanted(u)]  # fmt: skip
+    if indexes.torch_index and wanted(indexes.torch_index):  # torch's own files
         out.append(f"--extra-index-url {strip_credentials(indexes.torch_index)}")
-    out += [f"--find-links {strip_credentials(u)}" for u in indexes.find_links]
+    out += [f"--find-links {strip_credentials(u)}" for u in indexes.find_links if wanted(u)]
     return out
 
 
@@ -367,7 +374,8 @@ def requirements_lock(
     entries: list[LockEntry], *, header: list[str], indexes: IndexConfig | None = None
 ) -> str:
     out = [f"# {h}" for h in header]
-    out += index_options(indexes) if indexes is not None else []
+    used = {f.index for e in entries for f in e.files}
+    out += index_options(indexes, used) if indexes is not None else []
     for e in sorted(entries, key=lambda e: canonicalize_name(e.name)):
         hashes = sorted({h for f in e.files if (h := f.hash("sha256"))})
         line = f"{e.name}=={e.version}"

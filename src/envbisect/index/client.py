@@ -289,7 +289,12 @@ class IndexClient:
             return self._torch_project(key)
         page: ProjectFiles | None = None
         files: list[DistFile] = []
-        for base in self.index_urls():
+        order = self.index_urls()
+        if self.config.index_strategy != "first-index":
+            # pip's rule: every index's files; of the same file on several, the main index's
+            # copy (a lock then names PyPI, not a local mirror that happens to hold it too).
+            order = [self.config.index_url, *self.config.extra_index_urls]
+        for base in order:
             found = self._fetch_project(base, key)
             if found is None:
                 continue
@@ -351,7 +356,9 @@ class IndexClient:
             local = _file_index_project(url)
             if local is None:
                 return None
-            return ProjectFiles(name=key, files=local, source=mask_url(base))
+            where = mask_url(base)  # the index, as for an HTTP page's files
+            return ProjectFiles(name=key, files=[replace(f, index=where) for f in local],
+                                source=where)  # fmt: skip
         index, shown = mask_url(base), mask_url(url)
         cached, files = self._cached_page(url, key, index, shown)
         if cached is not None and (self.offline or self._clock() - cached.fetched < cached.max_age):
