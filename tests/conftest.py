@@ -28,6 +28,8 @@ INDEX_VARIABLES = (
     "UV_NO_CONFIG",
     "PIP_INDEX_URL",
     "PIP_EXTRA_INDEX_URL",
+    "UV_FIND_LINKS",
+    "PIP_FIND_LINKS",
 )
 
 

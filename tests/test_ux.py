@@ -236,6 +236,49 @@ def test_pips_extra_indexes_follow_pips_rule_and_uvs_follow_uvs(
     assert installed["raisy"] == "1.7.0", out.stderr
 
 
+def test_find_links_folders_from_each_source_in_uvs_order(tmp_path: Path) -> None:
+    def links(env: dict[str, str], **kw: object) -> list[tuple[str, str]]:
+        got = resolve(index_url=None, extra_index_urls=(), environ={"HOME": str(tmp_path),
+                      "PIP_CONFIG_FILE": os.devnull, **env}, cwd=tmp_path, **kw)  # type: ignore[arg-type]  # fmt: skip
+        return [(f.url, f.origin) for f in got.links]
+
+    assert links({}) == []
+    assert links({"PIP_FIND_LINKS": "/a /b"}) == [
+        ("/a", "PIP_FIND_LINKS"),
+        ("/b", "PIP_FIND_LINKS"),
+    ]
+    (tmp_path / "uv.toml").write_text('find-links = ["/from-file"]\n')
+    # uv's file names one: pip's are not read; the variable comes before the file
+    assert links({"PIP_FIND_LINKS": "/a"}) == [("/from-file", f"{tmp_path / 'uv.toml'} find-links")]
+    assert [u for u, _ in links({"UV_FIND_LINKS": "/u1,/u2"})] == ["/u1", "/u2", "/from-file"]
+    # the flag replaces the variable; --no-config keeps the flag alone
+    flag = links({"UV_FIND_LINKS": "/u1"}, find_links=("/flag",))
+    assert [u for u, _ in flag] == ["/flag", "/from-file"]
+    assert links({"UV_FIND_LINKS": "/u1"}, find_links=("/flag",), no_config=True) == [
+        ("/flag", "--find-links")
+    ]
+
+
+def test_a_folder_named_only_in_pip_find_links_is_used(
+    index: LocalIndex, python: str, tmp_path: Path
+) -> None:
+    from support.wheels import build_wheel
+
+    folder = tmp_path / "wheels"
+    folder.mkdir()
+    build_wheel(folder, "onlyhere", "1.0.0", {"onlyhere/__init__.py": ""})
+    proc = envbisect("versions", "onlyhere", "--python", python, "--index-url", index.url,
+                     "--cache-dir", str(tmp_path / "cache"), "--json",
+                     env=clean_env(PIP_FIND_LINKS=str(folder)))  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert [c["version"] for c in json.loads(proc.stdout)["candidates"]] == ["1.0.0"]
+    assert f"find-links: {folder} (PIP_FIND_LINKS)" in proc.stderr
+    gone = envbisect("versions", "onlyhere", "--python", python, "--index-url", index.url,
+                     env=clean_env(PIP_FIND_LINKS=str(tmp_path / "nowhere")))  # fmt: skip
+    assert gone.returncode == 2 and "(from PIP_FIND_LINKS): no such folder" in gone.stderr
+    assert "--no-config" in gone.stderr and "Traceback" not in gone.stderr
+
+
 def test_the_flag_beats_the_variable_which_beats_the_file_which_beats_pip(
     index: LocalIndex, python: str, tmp_path: Path
 ) -> None:

@@ -343,6 +343,7 @@ def index_settings(args: argparse.Namespace) -> IndexSettings:
         cwd=Path.cwd(),
         # a command without index flags (matrix, publish) takes its indexes from its file
         no_config=getattr(args, "no_config", False) or not hasattr(args, "index_url"),
+        find_links=tuple(getattr(args, "find_links", ())),
     )
     for f in (found.main, *found.extra):
         check_url(f.origin, f.url)
@@ -355,16 +356,20 @@ def indexes(args: argparse.Namespace) -> IndexConfig:
     url = found.main.url
     extra = tuple(f.url for f in found.extra)
     links = []
-    for p in getattr(args, "find_links", ()):
+    for f in found.links:
+        p = f.url
         if "://" in p:
-            check_url("--find-links", p)
+            check_url(f.origin, p)
             links.append(p)
         elif not p or not Path(p).is_dir():
             raise UsageError(
-                f"--find-links {p}: no such folder",
-                hint="pass a folder of wheels (or a URL); every environment would be untestable",
+                f"{f.origin} {p}: no such folder" if f.origin == "--find-links"
+                else f"find-links {p} (from {f.origin}): no such folder",
+                hint="pass a folder of wheels (or a URL); every environment would be "
+                "untestable" + ("" if f.origin == "--find-links" else
+                                "; or --no-config to ignore your settings"),
                 ref="bad-find-links",
-            )
+            )  # fmt: skip
         else:
             links.append(str(Path(p).resolve()))
     return IndexConfig(

@@ -30,7 +30,11 @@ via the command line take precedence over both", docs.astral.sh/uv/concepts/conf
 For the other indexes, the first level that names any gives them, and configuration files
 add theirs after the flags' or the variables' (uv: "indexes provided via the command line
 take precedence over those in the configuration file"). ``--no-config`` (or ``UV_NO_CONFIG``)
-keeps the flags only. Find-links and every other uv setting are not read.
+keeps the flags only.
+
+``--find-links`` folders the same way: the flag, else ``UV_FIND_LINKS`` (comma-separated),
+then uv's files' ``find-links`` lists; pip's ``PIP_FIND_LINKS`` or pip.conf's ``find-links``
+only where uv's settings name none. Every other uv setting is not read.
 """
 
 from __future__ import annotations
@@ -60,6 +64,7 @@ class Found:
 class IndexSettings:
     main: Found = field(default_factory=lambda: Found(PYPI, "default"))
     extra: tuple[Found, ...] = ()
+    links: tuple[Found, ...] = ()  # --find-links folders (or URLs)
     # The extra indexes came from pip's settings: pip's rule for them (the best version from
     # any index), not uv's first-index rule, or a mirror of a few files would hide PyPI's.
     pip_rule: bool = False
@@ -70,13 +75,17 @@ class IndexSettings:
         parts += [f"{mask_url(f.url)} ({f.origin})" for f in self.extra]
         label = "index" if not self.extra else "indexes"
         rule = "; pip's rule: the best version from any of them" if self.pip_rule else ""
-        return f"envbisect: {label}: " + ", ".join(parts) + rule
+        links = "".join(
+            f"; find-links: {mask_url(f.url)} ({f.origin})" for f in self.links
+        )  # fmt: skip
+        return f"envbisect: {label}: " + ", ".join(parts) + rule + links
 
 
 @dataclass(slots=True)
 class _Level:
     main: Found | None = None
     extra: list[Found] = field(default_factory=list)
+    links: list[Found] = field(default_factory=list)
 
 
 def resolve(
@@ -86,11 +95,13 @@ def resolve(
     environ: Mapping[str, str],
     cwd: Path,
     no_config: bool = False,
+    find_links: tuple[str, ...] = (),
 ) -> IndexSettings:
     """The indexes to use, in the order above (module docstring)."""
     flags = _Level(
         Found(index_url, "--index-url") if index_url is not None else None,
         [Found(u, "--extra-index-url") for u in extra_index_urls],
+        [Found(u, "--find-links") for u in find_links],
     )
     if no_config or _truthy(environ.get("UV_NO_CONFIG", "")):
         return _settle([flags])
@@ -103,12 +114,16 @@ def _settle(levels: list[_Level], pip: _Level | None = None) -> IndexSettings:
     # variable); configuration files add theirs after it.
     head = next((lv.extra for lv in levels[:2] if lv.extra), [])
     extra = [*head, *(f for lv in levels[2:] for f in lv.extra)]
+    links = [*next((lv.links for lv in levels[:2] if lv.links), []),
+             *(f for lv in levels[2:] for f in lv.links)]  # fmt: skip
     pip_rule = False
     if pip is not None:
         if main is None:
             main = pip.main
         if not extra:
             extra, pip_rule = pip.extra, bool(pip.extra)
+        if not links:
+            links = pip.links
     main = main or Found(PYPI, "default")
     seen = {main.url}
     unique = []
@@ -116,7 +131,12 @@ def _settle(levels: list[_Level], pip: _Level | None = None) -> IndexSettings:
         if f.url not in seen:
             seen.add(f.url)
             unique.append(f)
-    return IndexSettings(main=main, extra=tuple(unique), pip_rule=pip_rule and bool(unique))
+    folders: list[Found] = []
+    for f in links:  # the first mention of each folder
+        if all(f.url != g.url for g in folders):
+            folders.append(f)
+    return IndexSettings(main=main, extra=tuple(unique), pip_rule=pip_rule and bool(unique),
+                         links=tuple(folders))  # fmt: skip
 
 
 def _split(value: str, origin: str) -> list[Found]:
@@ -138,6 +158,8 @@ def _uv_env(environ: Mapping[str, str]) -> _Level:
             break
     for var in ("UV_INDEX", "UV_EXTRA_INDEX_URL"):
         level.extra += _split(environ.get(var, ""), var)
+    level.links = [Found(u.strip(), "UV_FIND_LINKS")
+                   for u in environ.get("UV_FIND_LINKS", "").split(",") if u.strip()]  # fmt: skip
     return level
 
 
@@ -185,6 +207,8 @@ def _uv_file(path: Path, data: dict[str, Any], prefix: str = "") -> _Level:
             level.main = Found(table["index-url"], f"{where} {prefix}{section}index-url")
         for url in _strings(table.get("extra-index-url")):
             level.extra.append(Found(url, f"{where} {prefix}{section}extra-index-url"))
+        for url in _strings(table.get("find-links")):
+            level.links.append(Found(url, f"{where} {prefix}{section}find-links"))
     for entry in data.get("index", []) if isinstance(data.get("index"), list) else []:
         if not isinstance(entry, dict) or not isinstance(entry.get("url"), str):
             continue
@@ -206,7 +230,8 @@ def _pip(environ: Mapping[str, str]) -> _Level:
             parser.read(path, encoding="utf-8")
         except (configparser.Error, UnicodeDecodeError):
             continue
-    for key, attr in (("index-url", "main"), ("extra-index-url", "extra")):
+    for key, attr in (("index-url", "main"), ("extra-index-url", "extra"),
+                      ("find-links", "links")):  # fmt: skip
         var = "PIP_" + key.replace("-", "_").upper()
         if environ.get(var):
             value, origin = environ[var], var
@@ -221,8 +246,10 @@ def _pip(environ: Mapping[str, str]) -> _Level:
             continue
         if attr == "main":
             level.main = Found(value.strip(), origin)
-        else:
+        elif attr == "extra":
             level.extra = [Found(u, origin) for u in value.split()]
+        else:
+            level.links = [Found(u, origin) for u in value.split()]
     return level
 
 
