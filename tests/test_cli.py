@@ -233,11 +233,14 @@ def test_ctrl_c_during_a_probe_keeps_finished_probes_and_resumes(
     assert proc.stderr is not None
     while "probing 1.5.0" not in seen and time.monotonic() < deadline:
         seen += proc.stderr.readline()
-    time.sleep(1.5)
-    hung = subprocess.run(
-        ["pgrep", "-f", str(repro)], capture_output=True, text=True
-    ).stdout.split()
+    # Its environment is built first: wait (a loaded machine builds slowly) until it runs.
+    hung: list[str] = []
+    while not hung and time.monotonic() < deadline:
+        time.sleep(0.5)
+        found = subprocess.run(["pgrep", "-f", str(repro)], capture_output=True, text=True)
+        hung = [p for p in found.stdout.split() if int(p) != proc.pid]  # not envbisect itself
     assert hung, "the hanging probe should be running"
+    time.sleep(0.5)
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=60)
     err = seen + err
