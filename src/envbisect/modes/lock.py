@@ -171,7 +171,7 @@ class _Lock:
                 continue
             files = client.project_files(r.name).files
             for c in build_candidates(files, target, pre=True).candidates:
-                same = str(c.version) == exact[0] or c.version == _v(exact[0])
+                same = c.version == _v(exact[0])
                 if same and c.upload_time and (best is None or c.upload_time > best[0]):
                     best = (c.upload_time, f"upload of {r.name}=={exact[0]}")
         if best is None:
@@ -346,6 +346,16 @@ class _Lock:
             "--from LOCK (delta debugging) from the last good environment; see report.md",
         )
 
+    def moved_alone(
+        self, good: Plan, name: str, version: str, held: Mapping[str, SpecifierSet]
+    ) -> Plan | Unresolvable:
+        """``good`` with only ``name`` at ``version`` and what that forces (baseline policy),
+        under the constraints on the other packages."""
+        return plan([*self.roots, Requirement(f"{name}=={version}")], self.source, self.ptarget,
+                    policy=Policy.BASELINE, baseline={str(k): v for k, v in good.pins.items()},
+                    pre=self.opts.pre, cache=self.cache,
+                    constraints={k: v for k, v in held.items() if k != name})  # fmt: skip
+
     def _toggle(
         self,
         name: str,
@@ -357,12 +367,7 @@ class _Lock:
         reference: Outcome,
     ) -> Constraint | str:
         session = self.session
-        toggled = plan([*self.roots, Requirement(f"{name}=={version}")], self.source,
-                       self.ptarget, policy=Policy.BASELINE,
-                       baseline={str(k): v for k, v in good.pins.items()},
-                       pre=self.opts.pre, constraints={k: v for k, v in held.items()
-                                                       if k != name},
-                       cache=self.cache)  # fmt: skip
+        toggled = self.moved_alone(good, name, version, held)
         if not isinstance(toggled, Plan):
             return f"{name} {version}: unresolvable on the last good environment"
         label = f"{name} {version} on {moment.label()}"
@@ -392,12 +397,8 @@ class _Lock:
              if x.installable and Version(c.last_good) < x.version < Version(c.first_bad)),
             reverse=True,
         )  # fmt: skip
-        others = {k: x for k, x in held.items() if k != c.package}
-        baseline = {str(k): x for k, x in good.pins.items()}
         for v in lower:
-            planned = plan([*self.roots, Requirement(f"{c.package}=={v}")], self.source,
-                           self.ptarget, policy=Policy.BASELINE, baseline=baseline,
-                           pre=self.opts.pre, cache=self.cache, constraints=others)  # fmt: skip
+            planned = self.moved_alone(good, c.package, str(v), held)
             if not isinstance(planned, Plan):
                 return c
             label = f"{c.package} {v} on {c.passed}"
