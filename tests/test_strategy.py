@@ -6,6 +6,7 @@ No environments: outcomes are fed in as the engine would feed them (mozregressio
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -90,16 +91,130 @@ def test_named_end_that_is_untestable_gives_no_answer() -> None:
     assert res is not None and res.status == "no-answer" and "cannot be tested" in res.reason
 
 
-def test_a_different_signal_is_skipped_unless_any_failure() -> None:
+def test_a_different_signal_is_a_segment_of_its_own() -> None:
     truth = [PASS, PASS, ABRT, SEGV, SEGV]
     bis = Bisector(n=5)
     drive(bis, truth)
     res = bis.result
-    assert res is not None and res.status == "ambiguous" and res.possible == (2, 3)
+    # The reference (SIGSEGV) starts at 3; 2 before it fails another way; 1 is the last pass.
+    assert res is not None and res.status == "found"
+    assert (res.first_new, res.last_old, res.neighbour) == (3, 1, 2)
+    assert [(b.last_old, b.first_new, b.outcome.signal) for b in res.breakpoints] == [
+        (1, 2, "SIGABRT"),
+        (2, 3, "SIGSEGV"),
+    ]
+    assert bis.drawing() == "[G, G, F, B, B]"
     bis2 = Bisector(n=5, any_failure=True)
     drive(bis2, truth)
     res2 = bis2.result
-    assert res2 is not None and (res2.status, res2.first_new) == ("found", 2)
+    assert res2 is not None and (res2.status, res2.first_new, res2.last_old) == ("found", 2, 1)
+    assert res2.neighbour is None and len(res2.breakpoints) == 2
+
+
+def test_a_fix_search_past_another_failure() -> None:
+    # Old end crashes (the reference); 3-4 fail with a ValueError; 5 on pass.
+    truth = [SEGV] * 3 + [VALUE] * 2 + [PASS] * 3
+    bis = Bisector(n=8, good=7, bad=0)
+    drive(bis, truth)
+    res = bis.result
+    assert res is not None and (res.direction, res.status) == ("fix", "found")
+    # The crash ends at 2 (last broken like the reference); 3 fails another way; 5 is fixed.
+    assert (res.last_old, res.neighbour, res.first_new) == (2, 3, 5)
+    assert [(b.last_old, b.first_new) for b in res.breakpoints] == [(2, 3), (4, 5)]
+
+
+def test_a_failure_that_comes_and_goes_is_not_a_contradiction() -> None:
+    # importy's shape: 3-4 cannot import alpha, 5 passes, 6 on cannot import beta (the bad
+    # end's). A pass after another failure is that failure's fix, not a flaky repro.
+    cannot = "ImportError: cannot import name"
+    alpha = replace(VALUE, exception="ImportError", signature=f"{cannot} 'alpha'")
+    beta = replace(VALUE, exception="ImportError", signature=f"{cannot} 'beta'")
+    truth = [PASS] * 3 + [alpha] * 2 + [PASS] + [beta] * 3
+    bis = Bisector(n=9)
+    drive(bis, truth)
+    res = bis.result
+    assert bis.mode == "plain" and res is not None and res.status == "found"
+    assert (res.first_new, res.last_old, res.neighbour) == (6, 5, None)
+    assert [b.first_new for b in res.breakpoints] == [3, 5, 6]
+
+
+def test_several_gaps_share_a_round() -> None:
+    truth = [PASS] * 10 + [VALUE] * 10 + [SEGV] * 12
+    bis = Bisector(n=32)
+    assert bis.next_batch(2) == [0, 31]
+    bis.record(0, PASS)
+    bis.record(31, SEGV)
+    (mid,) = bis.next_batch(1)
+    bis.record(mid, truth[mid])
+    assert truth[mid] is VALUE  # two gaps now: G..F and F..B
+    batch = bis.next_batch(2)
+    assert len(batch) == 2 and batch[0] < mid < batch[1]  # one point in each gap
+
+
+def _segment_truth(n: int, cuts: list[int], hidden: set[int]) -> list[Outcome]:
+    """A pass, then one failure class per cut: F1 from cuts[0], F2 from cuts[1]..."""
+    kinds = [
+        Outcome(kind=OutcomeKind.FAIL, exit_code=1, exception=f"E{j}Error", signature=f"E{j}Error")
+        for j in range(len(cuts))
+    ]
+    out = []
+    for i in range(n):
+        j = sum(1 for c in cuts if i >= c)
+        out.append(SKIP if i in hidden else (PASS if j == 0 else kinds[j - 1]))
+    return out
+
+
+@settings(max_examples=300, deadline=None)
+@given(n=st.integers(min_value=3, max_value=400), data=st.data())
+def test_every_breakpoint_in_log_time(n: int, data: st.DataObject) -> None:
+    """k failure classes after a pass, over n candidates: every boundary found exactly, the
+    answer where the bad end's failure starts, within k·ceil(log2(n - 1)) + 2 probes (the
+    bound stated in the README is k·(ceil(log2 n) + 1) + 2)."""
+    k = data.draw(st.integers(min_value=1, max_value=min(4, n - 1)), label="failures")
+    cuts = sorted(data.draw(st.sets(st.integers(min_value=1, max_value=n - 1), min_size=k,
+                                    max_size=k), label="cuts"))  # fmt: skip
+    truth = _segment_truth(n, cuts, set())
+    bis = Bisector(n=n)
+    visited = drive(bis, truth)
+    res = bis.result
+    assert res is not None and res.status == "found"
+    assert [b.first_new for b in res.breakpoints] == cuts
+    assert (res.first_new, res.last_old) == (cuts[-1], cuts[0] - 1)
+    assert res.neighbour == (cuts[-1] - 1 if k > 1 else None)
+    assert len(visited) == len(set(visited))
+    assert len(visited) <= k * math.ceil(math.log2(n - 1)) + 2
+    assert len(visited) <= k * (math.ceil(math.log2(n)) + 1) + 2
+    anyf = Bisector(n=n, any_failure=True)
+    drive(anyf, truth)
+    assert anyf.result is not None and anyf.result.first_new == cuts[0]
+
+
+@settings(max_examples=200, deadline=None)
+@given(n=st.integers(min_value=3, max_value=80), data=st.data())
+def test_breakpoints_with_untestable_points_are_exact_or_honest(
+    n: int, data: st.DataObject
+) -> None:
+    k = data.draw(st.integers(min_value=1, max_value=min(3, n - 1)), label="failures")
+    cuts = sorted(data.draw(st.sets(st.integers(min_value=1, max_value=n - 1), min_size=k,
+                                    max_size=k), label="cuts"))  # fmt: skip
+    hidden = data.draw(st.sets(st.integers(min_value=1, max_value=n - 2)), label="untestable")
+    truth = _segment_truth(n, cuts, hidden)
+    bis = Bisector(n=n)
+    visited = drive(bis, truth)
+    res = bis.result
+    assert res is not None and res.status in ("found", "ambiguous")
+    assert len(visited) == len(set(visited))
+    for b in res.breakpoints:
+        if b.possible:
+            assert all(i in hidden for i in b.possible[:-1])
+            assert any(c in b.possible for c in cuts)
+        else:
+            assert b.first_new in cuts and b.last_old == b.first_new - 1
+    # A cut with a testable point on each side of it is found exactly.
+    exact = {(b.last_old, b.first_new) for b in res.breakpoints if not b.possible}
+    for c in cuts:
+        if c not in hidden and c - 1 not in hidden:
+            assert (c - 1, c) in exact
 
 
 def test_drawing_shows_the_range() -> None:

@@ -111,6 +111,8 @@ def verdict(bis: Bisector, i: int) -> str:
         return "end"
     if step.verdict is Verdict.SKIP:
         return "skip"
+    if step.verdict is Verdict.OTHER:
+        return "other"
     regression = bis.direction == "regression"
     if step.verdict is Verdict.OLD:
         return "good" if regression else "bad"

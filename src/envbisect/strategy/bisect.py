@@ -11,26 +11,36 @@ Phases:
             nearest testable point, which stands in for it (``stand_ins``). The ends decide the
             direction: old passes and new fails -> "regression" (find the first bad);
             old fails and new passes -> "fix" (find the first fixed).
-    search  binary search between the last point in the old state and the first point in
-            the new state. Untestable points are stepped around and never narrow the range:
+    search  the range is a sequence of segments, each with one outcome class: a pass, the
+            reference failure (the failing end's), or another failure (another kind, signal,
+            exception or missing name: ``same_failure``). Every gap between two neighbouring
+            probed points of different classes is bisected (``segments.py``), so the search
+            finds the first failure of any kind and every boundary where the failure changes,
+            in log time. Untestable points are stepped around and never narrow a gap:
 
                 [G, ?, ?, ?, B]  probe the middle
                 [G, ?, S, ?, B]  middle untestable: probe its nearest neighbour
                 [G, G, S, ?, B]  ...
                 [G, G, S, B, B]  nothing left to probe: "the first bad is one of S, B"
+                [G, F, F, B, B]  another failure (F) before the reference's: two breakpoints
 
-A failure unlike the reference failure (the failing end's: another kind, signal or exception
-type) counts as untestable unless ``any_failure``: it is a different bug.
+The answer (regression): ``first_new`` is where the reference failure starts (with
+``any_failure``, the first failure of any kind), ``last_old`` the last pass before it; when
+the point right before ``first_new`` fails in another way, ``neighbour`` names it. A fix
+search is the mirror image: ``last_old`` is where the reference failure ends, ``first_new``
+the first pass after it. ``breakpoints`` lists every boundary, oldest first.
 
 Several runs per point (``--repeat``): a point whose runs include the reference failure is in
 the failing state ("a crash in any run marks it"). When the runs at a point disagree, or a
-verdict contradicts an earlier one (a failure below a pass in a regression), the search turns
-probabilistic (``flaky.py``): a posterior over the boundary from every run seen so far, probes
-where the expected information is highest (points may be probed again, with more runs), and a
+verdict contradicts an earlier one (the reference failure below a pass in a regression;
+another failure may come and go, as a bug of its own), the search turns probabilistic
+(``flaky.py``): a posterior over the boundary from every run seen so far, probes where the
+expected information is highest (points may be probed again, with more runs), and a
 stop when one boundary reaches ``confidence``.
 
 Several probes per round (``next_batch(k)``): k points split the open range k + 1 ways, so a
-search takes about log_{k+1}(n) rounds; in the first round the ends go with k - 2 guesses
+search takes about log_{k+1}(n) rounds (with several gaps open, the round's points are shared
+among them, oldest first); in the first round the ends go with k - 2 guesses
 inside, applied once the ends have decided the direction. Points the caller already has
 (``cached``: in the store) are taken first, for free.
 """
@@ -40,12 +50,21 @@ from __future__ import annotations
 import enum
 import math
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Literal
 
-from envbisect.core.outcome import representative, same_failure
+from envbisect.core.outcome import failed, representative, same_failure
 from envbisect.model import Outcome, OutcomeKind
 from envbisect.strategy import flaky
+from envbisect.strategy.segments import (
+    PASS_CLASS,
+    Breakpoint,
+    Gap,
+    breakpoints,
+    gaps,
+    inferred,
+    split_among,
+)
 
 Direction = Literal["regression", "fix"]
 
@@ -53,7 +72,8 @@ Direction = Literal["regression", "fix"]
 class Verdict(enum.Enum):
     OLD = "old"  # in the state of the old end (pass in a regression search)
     NEW = "new"  # in the state of the new end (the failure in a regression search)
-    SKIP = "skip"  # untestable, or a different failure
+    SKIP = "skip"  # untestable (or, in the probabilistic mode, a different failure)
+    OTHER = "other"  # a failure unlike the reference: a segment of its own
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -75,6 +95,11 @@ class BisectResult:
     possible: tuple[int, ...] = ()  # "ambiguous": the first new point is one of these
     reason: str = ""
     probability: float | None = None  # probabilistic mode: P(first_new is the boundary)
+    # Every boundary between segments, oldest first (one in a plain two-state range).
+    breakpoints: tuple[Breakpoint, ...] = ()
+    # The point next to the answer's boundary on the passing side when it fails in another
+    # way (regression: the one right before first_new; fix: the one right after last_old).
+    neighbour: int | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -124,9 +149,12 @@ class Bisector:
     new: _End = field(init=False)
     direction: Direction | None = field(init=False, default=None)
     reference: Outcome | None = field(init=False, default=None)
-    lo: int = field(init=False, default=-1)
-    hi: int = field(init=False, default=-1)
     runs: dict[int, tuple[Outcome, ...]] = field(init=False, default_factory=dict)
+    # The plain search's segments: each probed testable point's outcome class (PASS_CLASS,
+    # or 1 + its index in ``classes``, a representative of each failure seen).
+    cls: dict[int, int] = field(init=False, default_factory=dict)
+    classes: list[Outcome] = field(init=False, default_factory=list)
+    ref_class: int = field(init=False, default=1)
     mode: Literal["plain", "probabilistic"] = field(init=False, default="plain")
     switch_reason: str = field(init=False, default="")
     probes_since_switch: int = field(init=False, default=0)
@@ -208,14 +236,18 @@ class Bisector:
             return pending + _split(inside, self.old.index, self.new.index, k - len(pending))
         if self.mode == "probabilistic":
             return self._next_probabilistic(k)
-        candidates = self._open(self.lo, self.hi)
-        if not candidates:
+        open_gaps = [g for g in self._gaps() if g.open]
+        if not open_gaps:
             self._finish()
             return []
-        free = [i for i in candidates if cached(i)] if cached is not None else []
-        if free:  # the stored ones nearest where the search would look: no build, no run
-            return _split(free, self.lo, self.hi, k)
-        return _split(candidates, self.lo, self.hi, k)
+        if cached is not None:
+            free = [replace(g, open=tuple(i for i in g.open if cached(i))) for g in open_gaps]
+            if any(g.open for g in free):  # stored ones near where it would look: no build
+                open_gaps = free
+        chosen = []
+        for g, m in split_among(open_gaps, k):
+            chosen += _split(list(g.open), g.lo, g.hi, m)
+        return sorted(chosen)
 
     def runs_wanted(self, index: int) -> int:
         """How many runs the next probe of ``index`` should have in all (a point probed again
@@ -228,6 +260,9 @@ class Bisector:
 
     def _open(self, lo: int, hi: int) -> list[int]:
         return [i for i in range(lo + 1, hi) if i not in self.skipped]
+
+    def _gaps(self) -> list[Gap]:
+        return gaps(self.cls, self.skipped, self.old.index, self.new.index)
 
     def _settle_ends(self) -> bool:
         """Move unnamed ends inward past untestable points, and take an end's outcome from a
@@ -310,7 +345,12 @@ class Bisector:
         fails, passes = self.counts(index)
         runs = self.runs[index]
         note = ""
-        if not fails and not passes:
+        c = self._point_class(runs) if self.mode == "plain" else None
+        if c is not None and c not in (PASS_CLASS, self.ref_class) and not self.any_failure:
+            verdict = Verdict.OTHER  # a bug of its own: its segment is searched too
+            note = "another failure than the reference: a segment of its own"
+            self.cls[index] = c
+        elif not fails and not passes:
             verdict = Verdict.SKIP
             self.skipped.add(index)
             if any(o.kind is not OutcomeKind.UNTESTABLE for o in runs):
@@ -322,8 +362,8 @@ class Bisector:
             if fails and passes:
                 note = "flaky"
                 self._switch(f"the runs at one point disagree ({fails} of {fails + passes} failed)")
-            if self.mode == "plain":
-                self._narrow(index, verdict)
+            if self.mode == "plain" and c is not None and self._in_order(index, c):
+                self.cls[index] = c
         self._applied.add(index)
         self.history.append(
             Step(
@@ -337,21 +377,56 @@ class Bisector:
         )
         return verdict
 
-    def _narrow(self, index: int, verdict: Verdict) -> None:
-        if verdict is Verdict.OLD:
-            if index >= self.hi:
-                self._switch("a point in the old state lies past one in the new state")
-            elif index > self.lo:
-                self.lo = index
-        elif index <= self.lo:
+    def _class_of(self, outcome: Outcome) -> int:
+        """The class of a pass or a failure: a failure like one seen before gets its class."""
+        if outcome.kind is OutcomeKind.PASS:
+            return PASS_CLASS
+        for j, seen in enumerate(self.classes):
+            if same_failure(outcome, seen):
+                return j + 1
+        self.classes.append(outcome)
+        return len(self.classes)
+
+    def _point_class(self, runs: Sequence[Outcome]) -> int | None:
+        """A point's class from its runs: the reference failure if any run shows it; a pass
+        if any run passed and (unless ``any_failure``) no other failure counts against it;
+        else the first failure's. None: every run was untestable."""
+        assert self.reference is not None
+        failures = [o for o in runs if failed(o)]
+        if any(same_failure(o, self.reference) for o in failures):
+            return self.ref_class
+        passed = any(o.kind is OutcomeKind.PASS for o in runs)
+        if failures and (self.any_failure or not passed):
+            return self._class_of(failures[0])
+        return PASS_CLASS if passed else None
+
+    def _in_order(self, index: int, c: int) -> bool:
+        """Whether a point of class ``c`` at ``index`` agrees with the segments so far. A pass
+        and the reference failure in the wrong order (the failure below a pass in a
+        regression) contradict each other: the repro is flaky, and the search turns
+        probabilistic (with ``switch=False`` the point is left out, as a plain bisection
+        ignores a verdict that would widen its range). Other failures may come and go."""
+        if c not in (PASS_CLASS, self.ref_class):
+            return True
+        old_state = (c == PASS_CLASS) == (self.direction == "regression")
+        other = self.ref_class if c == PASS_CLASS else PASS_CLASS
+        others = [i for i, k in self.cls.items() if k == other]
+        if old_state and any(i < index for i in others):
+            self._switch("a point in the old state lies past one in the new state")
+            return False
+        if not old_state and any(i > index for i in others):
             self._switch("a point in the new state lies before one in the old state")
-        elif index < self.hi:
-            self.hi = index
+            return False
+        return True
 
     def _switch(self, reason: str) -> None:
         if self.mode == "plain" and self.switch:
             self.mode = "probabilistic"
             self.switch_reason = reason
+            # The posterior weighs the pass and the reference failure only: another failure
+            # is no evidence there, and probing it again would buy nothing.
+            self.skipped |= {i for i, c in self.cls.items()
+                             if c not in (PASS_CLASS, self.ref_class)}  # fmt: skip
 
     def _record_end(self, end: _End, runs: tuple[Outcome, ...]) -> None:
         end.retry = False
@@ -434,7 +509,9 @@ class Bisector:
             return
         self.direction = found
         self.reference = new if found == "regression" else old
-        self.lo, self.hi = self.old.index, self.new.index
+        self.ref_class = self._class_of(self.reference)
+        failing, passing = (self.new, self.old) if found == "regression" else (self.old, self.new)
+        self.cls[failing.index], self.cls[passing.index] = self.ref_class, PASS_CLASS
 
     def _rate(self, end: _End) -> str:
         runs = self.runs.get(end.index, ())
@@ -478,6 +555,11 @@ class Bisector:
         k = post.points.index(best)
         last_old = post.points[k - 1]
         hidden = tuple(range(last_old + 1, best + 1))  # untestable points before it, and it
+        assert self.reference is not None
+        at = best if self.direction == "regression" else last_old
+        shown = next((o for o in self.runs.get(at, ()) if failed(o)), self.reference)
+        point = Breakpoint(last_old=last_old, first_new=best, outcome=shown,
+                           possible=hidden if len(hidden) > 1 else ())  # fmt: skip
         if p >= self.confidence:
             self._result = BisectResult(
                 status="found" if len(hidden) == 1 else "ambiguous",
@@ -487,6 +569,7 @@ class Bisector:
                 possible=hidden if len(hidden) > 1 else (),
                 reason="" if len(hidden) == 1 else "untestable points hide the boundary",
                 probability=p,
+                breakpoints=(point,),
             )
             return
         possible = tuple(post.credible(self.confidence))
@@ -501,6 +584,7 @@ class Bisector:
                 f"boundary has probability {p:.2f}, below the confidence {self.confidence:.2f}"
             ),
             probability=p,
+            breakpoints=(point,),
         )
 
     # -- answers ------------------------------------------------------------------------------
@@ -509,21 +593,38 @@ class Bisector:
         self._result = BisectResult(status="no-answer", direction=self.direction, reason=reason)
 
     def _finish(self) -> None:
+        """The answer from the segments, once no gap has a point left to probe."""
         assert self.direction is not None
-        if self.hi == self.lo + 1:
-            self._result = BisectResult(
-                status="found", direction=self.direction, first_new=self.hi, last_old=self.lo
-            )
-            return
-        possible = (*range(self.lo + 1, self.hi), self.hi)
+        points = sorted(self.cls.items())
+
+        def failing(c: int) -> bool:
+            return c == self.ref_class or (self.any_failure and c != PASS_CLASS)
+
+        bad = [i for i, c in points if failing(c)]
+        if self.direction == "regression":
+            first_new = min(bad)
+            last_old = max(i for i, c in points if c == PASS_CLASS and i < first_new)
+            near = max(i for i, _ in points if i < first_new)
+            lo, hi, neighbour = near, first_new, near if near != last_old else None
+        else:
+            last_old = max(bad)
+            first_new = min(i for i, c in points if c == PASS_CLASS and i > last_old)
+            near = min(i for i, _ in points if i > last_old)
+            lo, hi, neighbour = last_old, near, near if near != first_new else None
+        found = hi == lo + 1
         self._result = BisectResult(
-            status="ambiguous",
+            status="found" if found else "ambiguous",
             direction=self.direction,
-            first_new=self.hi,
-            last_old=self.lo,
-            possible=possible,
-            reason="untestable points hide the boundary",
+            first_new=first_new,
+            last_old=last_old,
+            possible=() if found else tuple(range(lo + 1, hi + 1)),
+            reason="" if found else "untestable points hide the boundary",
+            breakpoints=breakpoints(self.cls, self._outcome_at, self.old.index, self.new.index),
+            neighbour=neighbour,
         )
+
+    def _outcome_at(self, index: int) -> Outcome:
+        return representative(self.runs[index])
 
     @property
     def result(self) -> BisectResult | None:
@@ -552,11 +653,12 @@ class Bisector:
         if self.mode == "probabilistic":
             left = len(self._open(self.old.index, self.new.index)) + 1
             return left, max(0, self.probe_budget() - self.probes_since_switch)
-        left = sum(1 for i in range(self.lo + 1, self.hi) if i not in self.skipped)
-        return left, math.ceil(math.log2(left + 1))
+        open_gaps = [len(g.open) for g in self._gaps()]
+        return sum(open_gaps), sum(math.ceil(math.log2(n + 1)) for n in open_gaps)
 
     def drawing(self, labels: list[str] | None = None) -> str:
-        """The current range as ``[G, ?, S, ?, B]`` (old state G, new state B, S untestable);
+        """The current range as ``[G, ?, S, F, B]`` (G a pass, B the reference failure, F
+        another failure, S untestable, ? not yet known);
         in the probabilistic mode a point that may be the first new one shows its probability
         (``[G×3, 12%, 81%, B×4]``)."""
         if self.direction is None:
@@ -578,16 +680,17 @@ class Bisector:
                     in_new = broken if self.direction == "regression" else 1 - broken
                     marks.append(new_mark if in_new >= 0.5 else old_mark)
             return "[" + ", ".join(_runs(marks)) + "]"
-        verdicts = {s.index: s.verdict for s in self.history if s.verdict is not None}
+        known = inferred(self.cls, self.old.index, self.new.index)
         for i in range(self.old.index, self.new.index + 1):
+            c = known.get(i)
             if i in self.skipped:
                 marks.append("S")
-            elif i <= self.lo or verdicts.get(i) is Verdict.OLD:
-                marks.append(old_mark)
-            elif i >= self.hi or verdicts.get(i) is Verdict.NEW:
-                marks.append(new_mark)
-            else:
+            elif c is None:
                 marks.append("?")
+            elif c == PASS_CLASS:
+                marks.append("G")
+            else:
+                marks.append("B" if c == self.ref_class else "F")
         return "[" + ", ".join(_runs(marks)) + "]"
 
 

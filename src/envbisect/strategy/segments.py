@@ -1,0 +1,115 @@
+"""A range as segments: the probed points' outcome classes in index order, the gaps still to
+search, and the breakpoints between segments.
+
+A range whose outcomes change more than once is a sequence of segments, each with one class
+(a pass, failure F1, failure F2, ...). Between two probed points of one class nothing is
+searched: the segment assumption, as a plain bisection assumes one boundary. Between two
+probed points of different classes lies at least one boundary, and probing the middle of that
+gap halves it:
+
+    [G, ?, ?, ?, ?, ?, B]   probe the middle
+    [G, ?, ?, F, ?, ?, B]   another failure: two gaps, G..F and F..B
+    [G, G, F, F, B, ?, B]   ... each searched to its boundary
+
+Cost. A gap of L open points that holds b boundaries costs at most b·ceil(log2(L + 1))
+probes: its middle splits it into halves holding b1 + b2 = b boundaries, and a half whose two
+ends agree is never searched. So a range of n candidates with k failure classes after a pass
+(k boundaries) takes at most k·ceil(log2(n - 1)) + 2 probes with the ends, untestable points
+aside (each one is stepped around, as in a plain bisection). Never a walk.
+
+Pure: indices and class numbers in, gaps and breakpoints out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection, Mapping
+from dataclasses import dataclass
+from itertools import pairwise
+
+from envbisect.model import Outcome
+
+PASS_CLASS = 0  # the class of every pass; failure classes are numbered from 1
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Gap:
+    """Two neighbouring probed points of different classes, and the points still to probe
+    between them (untestable ones left out)."""
+
+    lo: int
+    hi: int
+    open: tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Breakpoint:
+    """Where one segment ends and the next begins: ``last_old`` is the last point of the
+    segment before, ``first_new`` the first of the new one, ``outcome`` what ``first_new``
+    did. ``possible``: untestable points hide the boundary, and the new segment starts at one
+    of these (``first_new`` is the last of them)."""
+
+    last_old: int
+    first_new: int
+    outcome: Outcome
+    possible: tuple[int, ...] = ()
+
+
+def known(classes: Mapping[int, int], lo: int, hi: int) -> list[tuple[int, int]]:
+    """The probed points in ``[lo, hi]`` with their classes, in index order."""
+    return sorted((i, c) for i, c in classes.items() if lo <= i <= hi)
+
+
+def gaps(classes: Mapping[int, int], skipped: Collection[int], lo: int, hi: int) -> list[Gap]:
+    """Every pair of neighbouring probed points of different classes, in index order."""
+    points = known(classes, lo, hi)
+    out = []
+    for (a, ca), (b, cb) in pairwise(points):
+        if ca != cb:
+            out.append(Gap(lo=a, hi=b, open=tuple(i for i in range(a + 1, b) if i not in skipped)))
+    return out
+
+
+def breakpoints(
+    classes: Mapping[int, int], outcome_at: Callable[[int], Outcome], lo: int, hi: int
+) -> tuple[Breakpoint, ...]:
+    """The boundaries between segments, oldest first, once no gap has a point left to probe
+    (every point between two neighbouring probed points is then untestable)."""
+    points = known(classes, lo, hi)
+    out = []
+    for (a, ca), (b, cb) in pairwise(points):
+        if ca != cb:
+            hidden = tuple(range(a + 1, b + 1)) if b > a + 1 else ()
+            out.append(Breakpoint(last_old=a, first_new=b, outcome=outcome_at(b), possible=hidden))
+    return tuple(out)
+
+
+def inferred(classes: Mapping[int, int], lo: int, hi: int) -> dict[int, int | None]:
+    """Each point's class as far as the segments tell: a probed point's own, a point between
+    two probed points of one class theirs, a point in a gap None (not yet known)."""
+    points = known(classes, lo, hi)
+    out: dict[int, int | None] = {}
+    for (a, ca), (b, cb) in pairwise(points):
+        out[a] = ca
+        for i in range(a + 1, b):
+            out[i] = ca if ca == cb else None
+    if points:
+        out[points[-1][0]] = points[-1][1]
+    return out
+
+
+def split_among(gaps_: list[Gap], k: int) -> list[tuple[Gap, int]]:
+    """How many of ``k`` probes each gap gets this round: the gaps in index order, one each
+    while they last, the rest shared out evenly (a gap never gets more than its open points)."""
+    active = [g for g in gaps_ if g.open]
+    shares = {id(g): 0 for g in active}
+    left = k
+    while left > 0:
+        hungry = [g for g in active if shares[id(g)] < len(g.open)]
+        if not hungry:
+            break
+        for g in hungry:
+            if left == 0:
+                break
+            shares[id(g)] += 1
+            left -= 1
+    return [(g, shares[id(g)]) for g in active if shares[id(g)]]
