@@ -47,7 +47,6 @@ inside, applied once the ends have decided the direction. Points the caller alre
 
 from __future__ import annotations
 
-import enum
 import math
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
@@ -55,60 +54,19 @@ from typing import Literal
 
 from envbisect.core.outcome import failed, representative, same_failure
 from envbisect.model import Outcome, OutcomeKind
-from envbisect.strategy import flaky
+from envbisect.strategy import flaky, segments
 from envbisect.strategy.segments import (
     PASS_CLASS,
     Breakpoint,
     Gap,
+    answer,
     breakpoints,
+    collapse,
     gaps,
-    inferred,
+    split,
     split_among,
 )
-
-Direction = Literal["regression", "fix"]
-
-
-class Verdict(enum.Enum):
-    OLD = "old"  # in the state of the old end (pass in a regression search)
-    NEW = "new"  # in the state of the new end (the failure in a regression search)
-    SKIP = "skip"  # untestable (or, in the probabilistic mode, a different failure)
-    OTHER = "other"  # a failure unlike the reference: a segment of its own
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Step:
-    index: int
-    outcome: Outcome
-    verdict: Verdict | None  # None while the ends are being verified
-    note: str = ""
-    runs: int = 1
-    fails: int = 0  # runs that failed like the reference (0 before the direction is known)
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class BisectResult:
-    status: Literal["found", "ambiguous", "no-answer"]
-    direction: Direction | None = None
-    first_new: int | None = None
-    last_old: int | None = None
-    possible: tuple[int, ...] = ()  # "ambiguous": the first new point is one of these
-    reason: str = ""
-    probability: float | None = None  # probabilistic mode: P(first_new is the boundary)
-    # Every boundary between segments, oldest first (one in a plain two-state range).
-    breakpoints: tuple[Breakpoint, ...] = ()
-    # The point next to the answer's boundary on the passing side when it fails in another
-    # way (regression: the one right before first_new; fix: the one right after last_old).
-    neighbour: int | None = None
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class StandIn:
-    """A named end with no installable file, and the point that stands in for it."""
-
-    end: Literal["old", "new"]
-    asked: int
-    used: int
+from envbisect.strategy.verdicts import BisectResult, Direction, StandIn, Step, Verdict
 
 
 @dataclass(slots=True)
@@ -233,7 +191,7 @@ class Bisector:
             if k == 1:
                 return pending[:1]
             inside = [i for i in self._open(self.old.index, self.new.index) if i not in self.runs]
-            return pending + _split(inside, self.old.index, self.new.index, k - len(pending))
+            return pending + split(inside, self.old.index, self.new.index, k - len(pending))
         if self.mode == "probabilistic":
             return self._next_probabilistic(k)
         open_gaps = [g for g in self._gaps() if g.open]
@@ -246,7 +204,7 @@ class Bisector:
                 open_gaps = free
         chosen = []
         for g, m in split_among(open_gaps, k):
-            chosen += _split(list(g.open), g.lo, g.hi, m)
+            chosen += split(list(g.open), g.lo, g.hi, m)
         return sorted(chosen)
 
     def runs_wanted(self, index: int) -> int:
@@ -535,7 +493,7 @@ class Bisector:
     def probe_budget(self) -> int:
         if self.max_probes is not None:
             return self.max_probes
-        return default_max_probes(self.n, self.repeat)
+        return flaky.default_max_probes(self.n, self.repeat)
 
     def _next_probabilistic(self, k: int) -> list[int]:
         post = self.posterior()
@@ -595,32 +553,17 @@ class Bisector:
     def _finish(self) -> None:
         """The answer from the segments, once no gap has a point left to probe."""
         assert self.direction is not None
-        points = sorted(self.cls.items())
-
-        def failing(c: int) -> bool:
-            return c == self.ref_class or (self.any_failure and c != PASS_CLASS)
-
-        bad = [i for i, c in points if failing(c)]
-        if self.direction == "regression":
-            first_new = min(bad)
-            last_old = max(i for i, c in points if c == PASS_CLASS and i < first_new)
-            near = max(i for i, _ in points if i < first_new)
-            lo, hi, neighbour = near, first_new, near if near != last_old else None
-        else:
-            last_old = max(bad)
-            first_new = min(i for i, c in points if c == PASS_CLASS and i > last_old)
-            near = min(i for i, _ in points if i > last_old)
-            lo, hi, neighbour = last_old, near, near if near != first_new else None
-        found = hi == lo + 1
+        a = answer(self.cls, self.ref_class, regression=self.direction == "regression",
+                   any_failure=self.any_failure)  # fmt: skip
         self._result = BisectResult(
-            status="found" if found else "ambiguous",
+            status="found" if not a.possible else "ambiguous",
             direction=self.direction,
-            first_new=first_new,
-            last_old=last_old,
-            possible=() if found else tuple(range(lo + 1, hi + 1)),
-            reason="" if found else "untestable points hide the boundary",
+            first_new=a.first_new,
+            last_old=a.last_old,
+            possible=a.possible,
+            reason="untestable points hide the boundary" if a.possible else "",
             breakpoints=breakpoints(self.cls, self._outcome_at, self.old.index, self.new.index),
-            neighbour=neighbour,
+            neighbour=a.neighbour,
         )
 
     def _outcome_at(self, index: int) -> Outcome:
@@ -663,69 +606,14 @@ class Bisector:
         (``[G×3, 12%, 81%, B×4]``)."""
         if self.direction is None:
             return ""
-        old_mark, new_mark = ("G", "B") if self.direction == "regression" else ("B", "G")
-        marks = []
+        lo, hi = self.old.index, self.new.index
         if self.mode == "probabilistic":
             post = self.posterior()
             assert post is not None
-            mass = dict(zip(post.points, post.mass, strict=True))
-            for i in range(self.old.index, self.new.index + 1):
-                if i in self.skipped:
-                    marks.append("S")
-                elif mass.get(i, 0.0) >= 0.05:
-                    marks.append(f"{mass[i]:.0%}")
-                else:
-                    j = post.points.index(i)
-                    broken = post.broken_probability(j)
-                    in_new = broken if self.direction == "regression" else 1 - broken
-                    marks.append(new_mark if in_new >= 0.5 else old_mark)
-            return "[" + ", ".join(_runs(marks)) + "]"
-        known = inferred(self.cls, self.old.index, self.new.index)
-        for i in range(self.old.index, self.new.index + 1):
-            c = known.get(i)
-            if i in self.skipped:
-                marks.append("S")
-            elif c is None:
-                marks.append("?")
-            elif c == PASS_CLASS:
-                marks.append("G")
-            else:
-                marks.append("B" if c == self.ref_class else "F")
-        return "[" + ", ".join(_runs(marks)) + "]"
+            marks = flaky.marks(post, lo, hi, self.skipped, self.direction == "regression")
+        else:
+            marks = segments.marks(self.cls, self.skipped, self.ref_class, lo, hi)
+        return "[" + ", ".join(collapse(marks)) + "]"
 
 
-def default_max_probes(n: int, repeat: int = 1) -> int:
-    """The probabilistic mode's default cap on probes: about twenty runs per bit a plain
-    bisection needs (at a fail rate of 0.3 the search needs about eight; bench/bench_flaky.py),
-    so a repro that almost never fails cannot keep a search going for ever."""
-    bits = math.ceil(math.log2(max(n, 2))) + 2
-    return max(20, math.ceil(20 * bits / max(1, repeat)))
-
-
-def _split(candidates: list[int], lo: int, hi: int, k: int) -> list[int]:
-    """Up to ``k`` of ``candidates`` splitting (lo, hi) into k + 1 equal parts (k = 1: the
-    middle, the lower on a tie)."""
-    if k <= 0 or not candidates:
-        return []
-    if len(candidates) <= k:
-        return list(candidates)
-    chosen: list[int] = []
-    for j in range(1, k + 1):
-        target = lo + (hi - lo) * j / (k + 1)
-        left = [i for i in candidates if i not in chosen]
-        chosen.append(min(left, key=lambda i: (abs(i - target), i)))
-    return sorted(chosen)
-
-
-def _runs(marks: list[str]) -> list[str]:
-    """Collapse long runs (``G, G, G, G`` -> ``G×4``) so a wide range fits on one line."""
-    out: list[str] = []
-    i = 0
-    while i < len(marks):
-        j = i
-        while j < len(marks) and marks[j] == marks[i]:
-            j += 1
-        count = j - i
-        out += [f"{marks[i]}×{count}"] if count > 3 else marks[i:j]
-        i = j
-    return out
+__all__ = ["BisectResult", "Bisector", "Breakpoint", "StandIn", "Step", "Verdict"]

@@ -20,7 +20,7 @@ Everything here is pure: counts in, numbers out. ``strategy.Bisector`` decides w
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 
 # Beta priors (alpha, beta) on the failure rate per run.
@@ -156,3 +156,32 @@ def _binomial(n: int, p: float) -> list[float]:
 
 def _entropy(dist: Sequence[float]) -> float:
     return -sum(x * math.log2(x) for x in dist if x > 0.0)
+
+
+def marks(
+    post: Posterior, lo: int, hi: int, skipped: Collection[int], regression: bool
+) -> list[str]:
+    """One mark per point of ``[lo, hi]``: a point that may be the first new one shows its
+    probability (``12%``), the others the state they are most likely in (G or B), S
+    untestable."""
+    old_mark, new_mark = ("G", "B") if regression else ("B", "G")
+    mass = dict(zip(post.points, post.mass, strict=True))
+    out = []
+    for i in range(lo, hi + 1):
+        if i in skipped:
+            out.append("S")
+        elif mass.get(i, 0.0) >= 0.05:
+            out.append(f"{mass[i]:.0%}")
+        else:
+            broken = post.broken_probability(post.points.index(i))
+            in_new = broken if regression else 1 - broken
+            out.append(new_mark if in_new >= 0.5 else old_mark)
+    return out
+
+
+def default_max_probes(n: int, repeat: int = 1) -> int:
+    """The probabilistic mode's default cap on probes: about twenty runs per bit a plain
+    bisection needs (at a fail rate of 0.3 the search needs about eight; bench/bench_flaky.py),
+    so a repro that almost never fails cannot keep a search going for ever."""
+    bits = math.ceil(math.log2(max(n, 2))) + 2
+    return max(20, math.ceil(20 * bits / max(1, repeat)))

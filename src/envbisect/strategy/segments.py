@@ -113,3 +113,82 @@ def split_among(gaps_: list[Gap], k: int) -> list[tuple[Gap, int]]:
             shares[id(g)] += 1
             left -= 1
     return [(g, shares[id(g)]) for g in active if shares[id(g)]]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Answer:
+    """Where the reference failure starts (regression) or ends (fix), and its neighbours."""
+
+    first_new: int  # regression: the first bad point; fix: the first pass after last_old
+    last_old: int  # regression: the last pass before first_new; fix: the last broken point
+    neighbour: int | None  # next to the boundary on the passing side, failing another way
+    possible: tuple[int, ...]  # untestable points hide the boundary: one of these
+
+
+def answer(
+    classes: Mapping[int, int], ref_class: int, *, regression: bool, any_failure: bool
+) -> Answer:
+    """The answer once no gap is left to probe. Regression: ``first_new`` is the first point
+    of the reference's class (with ``any_failure``, of any failure), ``last_old`` the last
+    pass before it; a fix search is the mirror image."""
+    points = sorted(classes.items())
+    bad = [i for i, c in points if c == ref_class or (any_failure and c != PASS_CLASS)]
+    if regression:
+        first_new = min(bad)
+        last_old = max(i for i, c in points if c == PASS_CLASS and i < first_new)
+        near = max(i for i, _ in points if i < first_new)
+        lo, hi, neighbour = near, first_new, near if near != last_old else None
+    else:
+        last_old = max(bad)
+        first_new = min(i for i, c in points if c == PASS_CLASS and i > last_old)
+        near = min(i for i, _ in points if i > last_old)
+        lo, hi, neighbour = last_old, near, near if near != first_new else None
+    possible = () if hi == lo + 1 else tuple(range(lo + 1, hi + 1))
+    return Answer(first_new=first_new, last_old=last_old, neighbour=neighbour, possible=possible)
+
+
+def marks(
+    classes: Mapping[int, int], skipped: Collection[int], ref_class: int, lo: int, hi: int
+) -> list[str]:
+    """One mark per point of ``[lo, hi]``: G a pass, B the reference failure, F another
+    failure, S untestable, ? not yet known."""
+    known = inferred(classes, lo, hi)
+    out = []
+    for i in range(lo, hi + 1):
+        c = known.get(i)
+        if i in skipped:
+            out.append("S")
+        elif c is None:
+            out.append("?")
+        else:
+            out.append("G" if c == PASS_CLASS else "B" if c == ref_class else "F")
+    return out
+
+
+def split(candidates: list[int], lo: int, hi: int, k: int) -> list[int]:
+    """Up to ``k`` of ``candidates`` splitting (lo, hi) into k + 1 equal parts (k = 1: the
+    middle, the lower on a tie)."""
+    if k <= 0 or not candidates:
+        return []
+    if len(candidates) <= k:
+        return list(candidates)
+    chosen: list[int] = []
+    for j in range(1, k + 1):
+        target = lo + (hi - lo) * j / (k + 1)
+        left = [i for i in candidates if i not in chosen]
+        chosen.append(min(left, key=lambda i: (abs(i - target), i)))
+    return sorted(chosen)
+
+
+def collapse(marks: list[str]) -> list[str]:
+    """Collapse long runs (``G, G, G, G`` -> ``G×4``) so a wide range fits on one line."""
+    out: list[str] = []
+    i = 0
+    while i < len(marks):
+        j = i
+        while j < len(marks) and marks[j] == marks[i]:
+            j += 1
+        count = j - i
+        out += [f"{marks[i]}×{count}"] if count > 3 else marks[i:j]
+        i = j
+    return out
