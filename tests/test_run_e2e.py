@@ -19,7 +19,7 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib
 from conftest import RecordingReporter, split_common, write_repro
-from envbisect.core.report import other_failures_hint, to_json, verdict_line
+from envbisect.core.report import breakpoints_line, other_failures_hint, to_json, verdict_line
 from envbisect.env.repro import Repro
 from envbisect.env.uv import find_uv
 from envbisect.model import IndexConfig
@@ -211,38 +211,70 @@ def test_untestable_points_give_an_honest_one_of(
     assert reasons["1.4.0"].startswith("no wheel for cp3")
 
 
-def test_a_different_failure_is_not_the_bug(
-    index: LocalIndex, python: str, results: Path, tmp_path: Path
+def test_a_different_failure_before_the_reference_is_its_own_breakpoint(
+    index: LocalIndex, python: str, results: Path, tmp_path: Path, recorder: RecordingReporter
 ) -> None:
-    res = run_bisect(options(index, python, results, "mixed", tmp_path))
-    assert res.status == "ambiguous" and res.possible == ["1.4.0", "1.5.0"]
+    # mixed: 1.0-1.3 pass, 1.4 raises a TypeError, 1.5 on crash (the bad end's failure).
+    res = run_bisect(options(index, python, results, "mixed", tmp_path), recorder)
+    assert (res.status, res.first_new, res.last_old, res.neighbour) == (
+        "found", "1.5.0", "1.3.0", "1.4.0",
+    )  # fmt: skip
+    assert recorder.started == ["1.0.0", "1.8.0", "1.4.0", "1.2.0", "1.3.0", "1.6.0", "1.5.0"]
     row = res.row("1.4.0")
-    assert row is not None and row.verdict == "skip" and "different failure" in row.note
-    hint = other_failures_hint(res)
-    assert hint is not None and "--bad 1.4.0" in hint and "TypeError" in hint
+    assert row is not None and row.verdict == "other" and "segment of its own" in row.note
+    assert [(b.first_new, b.last_old, b.outcome.kind.value) for b in res.breakpoints] == [
+        ("1.4.0", "1.3.0", "fail"),
+        ("1.5.0", "1.4.0", "crash"),
+    ]
+    # Said in text, report.md and JSON alike; the known-good lockfile is the last pass.
+    line = verdict_line(res)
+    assert "first bad version of mixed: 1.5.0" in line
+    assert "the version before it, 1.4.0, fails another way (fail (TypeError" in line
+    assert line.endswith("last good: 1.3.0")
+    points = breakpoints_line(res) or ""
+    assert points.startswith(
+        "breakpoints: 1.4.0: fail (TypeError: a different bug) (the first failure); "
+        "1.5.0: crash (SIGSEGV"
+    )
+    out = to_json(res)
+    assert [b["first_bad"] for b in out["breakpoints"]] == ["1.4.0", "1.5.0"]
+    assert out["breakpoints"][0]["last_good"] == "1.3.0"
+    assert out["breakpoints"][0]["outcome"]["kind"] == "fail"
+    assert out["fails_another_way"] == "1.4.0"
+    report = Path(res.report_path or "").read_text()
+    assert "## Breakpoints" in report and "- 1.4.0: fail (TypeError" in report
+    assert "mixed==1.3.0" in Path(res.lock_path or "").read_text()
+    assert other_failures_hint(res) is None  # nothing hides it: the breakpoints say it all
     anyf = run_bisect(options(index, python, results, "mixed", tmp_path, any_failure=True))
-    assert (anyf.status, anyf.first_new) == ("found", "1.4.0")
+    assert (anyf.status, anyf.first_new, anyf.last_old) == ("found", "1.4.0", "1.3.0")
 
 
 def test_two_import_errors_of_different_names_are_kept_apart(
     index: LocalIndex, python: str, results: Path, tmp_path: Path, recorder: RecordingReporter
 ) -> None:
     # importy: 1.3-1.4 cannot import alpha, 1.5 passes, 1.6-1.8 cannot import beta. The bad
-    # end's failure is beta's; alpha's ImportError (same type) is another bug, so the search
-    # steps around it instead of walking into it (which would answer 1.3.0).
+    # end's failure is beta's; alpha's ImportError (same type) is another bug, a segment of its
+    # own: its boundaries are found too, and it is never taken for beta's (which would
+    # answer 1.3.0).
     res = run_bisect(options(index, python, results, "importy", tmp_path), recorder)
     assert (res.status, res.first_new, res.last_old) == ("found", "1.6.0", "1.5.0")
-    assert recorder.started == ["1.0.0", "1.8.0", "1.4.0", "1.3.0", "1.5.0", "1.6.0"]
+    assert res.neighbour is None  # 1.5.0, right before it, passes
+    assert recorder.started == ["1.0.0", "1.8.0", "1.4.0", "1.2.0", "1.3.0", "1.6.0", "1.5.0"]
+    assert [(b.first_new, b.outcome.kind.value) for b in res.breakpoints] == [
+        ("1.3.0", "fail"),
+        ("1.5.0", "pass"),
+        ("1.6.0", "fail"),
+    ]
     for version in ("1.3.0", "1.4.0"):
         row = res.row(version)
-        assert row is not None and row.verdict == "skip" and "different failure" in row.note
+        assert row is not None and row.verdict == "other"
         assert row.outcome.signature == "ImportError: cannot import name 'alpha' from 'importy'"
     bad = res.first_new_outcome
     # The message is normalised: no environment's path in it, so every version's is alike.
     assert bad is not None
     assert bad.signature == "ImportError: cannot import name 'beta' from 'importy'"
     assert res.row("1.8.0").outcome.signature == bad.signature  # type: ignore[union-attr]
-    # --any-failure is unchanged: every failure is the bug, and it finds alpha's boundary.
+    # --any-failure: every failure is the bug, and the answer is the first failure, alpha's.
     anyf = run_bisect(options(index, python, results, "importy", tmp_path, any_failure=True))
     assert (anyf.status, anyf.first_new, anyf.last_old) == ("found", "1.3.0", "1.2.0")
 

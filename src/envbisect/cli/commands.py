@@ -111,7 +111,7 @@ def no_answer(ctx: Context, res: Any, why: NoAnswer | None = None, *, hint: str 
 
 
 def cmd_run(ctx: Context) -> int:
-    from envbisect.core.report import other_failures_hint, verdict_line
+    from envbisect.core.report import breakpoints_line, other_failures_hint, verdict_line
     from envbisect.modes.run import RunOptions, run_bisect
 
     a = ctx.args
@@ -150,7 +150,8 @@ def cmd_run(ctx: Context) -> int:
         return _print_plans(ctx, result.extra["plans"])
     if result.status == "no-answer":
         return no_answer(ctx, result, hint=swapped_hint(a.good, a.bad, result.reason or ""))
-    _print_result(ctx, result, [verdict_line(result)])
+    points = breakpoints_line(result)
+    _print_result(ctx, result, [verdict_line(result), *([points] if points else [])])
     other = other_failures_hint(result)
     if other:
         ctx.console.print(f"[cyan]hint[/cyan]: {escape(other)}", highlight=False)
@@ -197,8 +198,14 @@ def _run_by_date(ctx: Context) -> int:
     res = run_by_date(opts, ctx.reporter)  # no answer: NoAnswer with the result (main.py)
     if res.status == "dry-run":
         return _print_plans(ctx, res.extra["plans"])
+    from envbisect.core.report import breakpoints_line
+
     sure = f" (probability {res.probability:.2f})" if res.probability is not None else ""
     lines = [f"first bad: {res.first_new}{sure}", f"last good: {res.last_old}"]
+    if res.neighbour:
+        lines.insert(1, f"fails another way right before it: {res.neighbour}")
+    points = breakpoints_line(res)
+    lines += [points] if points else []
     conf = {c["package"]: c for c in res.extra.get("confirmation", [])}
     for c in res.extra.get("culprits", []):
         how = conf.get(c["package"], {}).get("confirmed")

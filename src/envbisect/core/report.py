@@ -80,6 +80,33 @@ class StandIn:
         return f"{self.flag} {self.asked} cannot be tested ({self.reason}); {self.used} stands in"
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BreakpointRow:
+    """Where one segment of the range ends and the next begins, as the report names them:
+    ``first_new`` did ``outcome`` (a failure, or a pass where a failure ends), ``last_old`` is
+    the last point before it; ``possible``: untestable points hide it (one of these)."""
+
+    first_new: str
+    last_old: str
+    outcome: Outcome
+    possible: tuple[str, ...] = ()
+
+    def to_dict(self, *, fix: bool = False) -> dict[str, Any]:
+        new_key, old_key = ("first_fixed", "last_broken") if fix else ("first_bad", "last_good")
+        out: dict[str, Any] = {
+            new_key: self.first_new,
+            old_key: self.last_old,
+            "outcome": self.outcome.to_dict(),
+        }
+        if self.possible:
+            out[f"{new_key}_candidates"] = list(self.possible)
+        return out
+
+    def describe(self) -> str:
+        where = f"one of {', '.join(self.possible)}" if self.possible else self.first_new
+        return f"{where}: {self.outcome.describe()}"
+
+
 @dataclass(slots=True, kw_only=True)
 class RunResult:
     package: str
@@ -106,6 +133,11 @@ class RunResult:
     stand_ins: list[StandIn] = field(default_factory=list)
     mode: str = "search"  # "lock": no first bad version; its answer is a lock (to_json)
     verdict: str | None = None  # a mode's own verdict line, when it is not a search's
+    # Every boundary between segments of the range, oldest first (one when the outcome
+    # changes once); ``neighbour``: the point next to the answer's boundary on the passing
+    # side when it fails another way (its failure is another bug: breakpoints name it).
+    breakpoints: list[BreakpointRow] = field(default_factory=list)
+    neighbour: str | None = None
 
     def row(self, version: str | None) -> ProbeRow | None:
         """The latest row for ``version`` (a point probed again has more runs)."""
@@ -144,8 +176,33 @@ def verdict_line(res: RunResult) -> str:
     )
     return (
         f"{new_word} version of {res.package}: {res.first_new}{how}{what}; "
-        f"{old_word}: {res.last_old}{sure}{left_out}"
+        f"{_neighbour(res)}{old_word}: {res.last_old}{sure}{left_out}"
     )
+
+
+def _neighbour(res: RunResult) -> str:
+    """ "the version before it, 1.4.0, fails another way (...); " when it does."""
+    row = res.row(res.neighbour) if res.neighbour else None
+    if row is None:
+        return ""
+    side = "before" if res.direction == "regression" else "after"
+    return f"the version {side} it, {row.version}, fails another way ({row.outcome.describe()}); "
+
+
+def breakpoints_line(res: RunResult) -> str | None:
+    """Every breakpoint in order, when the outcome changes more than once:
+    ``breakpoints: 2.4.0: fail (...) (the first failure); 3.0.0: fail (...)``."""
+    if len(res.breakpoints) < 2:
+        return None
+    parts = []
+    first_failure = True
+    for b in res.breakpoints:
+        text = b.describe()
+        if first_failure and b.outcome.kind.value != "pass" and res.direction == "regression":
+            text += " (the first failure)"
+            first_failure = False
+        parts.append(text)
+    return "breakpoints: " + "; ".join(parts)
 
 
 def other_failures_hint(res: RunResult) -> str | None:
@@ -207,6 +264,10 @@ def to_json(res: RunResult) -> dict[str, Any]:
         out[f"{new_key}_candidates"] = res.possible
     if res.status == "no-answer":
         out["reason"] = res.reason
+    if res.status != "no-answer" and res.breakpoints:
+        out["breakpoints"] = [b.to_dict(fix=fix) for b in res.breakpoints]
+        if res.neighbour:
+            out["fails_another_way"] = res.neighbour
     out["probes"] = [r.to_dict() for r in res.rows if not r.reused]
     out["reused"] = [r.to_dict() for r in res.rows if r.reused]
     out["skipped"] = [{"version": v, "reason": why} for v, why in res.skipped]
@@ -271,6 +332,12 @@ def report_markdown(res: RunResult, *, when: datetime | None = None) -> str:
             f"{r.build_seconds:.1f} | {r.probe_seconds:.1f} | {_md(extra)} |"
         )
     lines += _search_section(res)
+    if len(res.breakpoints) > 1:
+        lines += ["", "## Breakpoints", "",
+                  "The outcome changes more than once in the range; each boundary, oldest first:",
+                  ""]  # fmt: skip
+        for b in res.breakpoints:
+            lines.append(f"- {_md(b.describe())} (the version before: {_md(b.last_old)})")
     if res.skipped:
         lines += ["", "## Untestable without building", ""]
         lines += [f"- {_md(v)}: {_md(why)}" for v, why in res.skipped]

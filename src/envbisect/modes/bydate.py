@@ -33,7 +33,7 @@ from envbisect.errors import NoAnswer, UsageError
 from envbisect.index.client import IndexClient
 from envbisect.index.source import IndexMetadataSource
 from envbisect.model import Outcome, OutcomeKind
-from envbisect.modes.drive import bisect
+from envbisect.modes.drive import answer, bisect
 from envbisect.modes.options import (
     CommonOptions,
     SearchOptions,
@@ -175,18 +175,13 @@ def _run(opts: DateOptions, session: Session, good: datetime, bad: datetime) -> 
         result.rows = log.rows
         final = bis.result
         assert final is not None
-        result.status, result.direction, result.reason = (
-            final.status,
-            final.direction,
-            final.reason,
-        )
+        answer(result, final, lambda i: moments[i].label())
         if final.status != "no-answer":
             assert final.first_new is not None and final.last_old is not None
-            result.first_new = moments[final.first_new].label()
-            result.last_old = moments[final.last_old].label()
-            result.possible = [moments[i].label() for i in final.possible]
-            result.probability = final.probability
-            _culprits(result, final.first_new, final.last_old, moments, plans, bis,
+            # The culprit is confirmed on the environment right before the first bad moment:
+            # the last good one, or the one that fails another way just before it.
+            before = final.neighbour if final.neighbour is not None else final.last_old
+            _culprits(result, final.first_new, before, moments, plans, bis,
                       roots=roots, source=source, ptarget=ptarget,
                       session=session)  # fmt: skip
     except KeyboardInterrupt as e:
@@ -216,8 +211,9 @@ def _culprits(
     ptarget: PlanTarget,
     session: Session,
 ) -> None:
-    """Name the release(s) at the first bad moment, and confirm each alone on top of the last
-    good environment (what the planner forces with it is recorded)."""
+    """Name the release(s) at the first bad moment, and confirm each alone on top of the
+    environment right before it, ``last_good`` (the last good one, or the neighbour that fails
+    another way); what the planner forces with it is recorded."""
     good_pins = plans.get(last_good)
     bad_pins = plans.get(first_bad)
     culprits: list[dict[str, Any]] = []
@@ -256,8 +252,10 @@ def _culprits(
                 f"{m['package']} {m['from']}→{m['to']}" for m in conf["moved_with_it"]
             )
             tail = f" (moved with it: {moved})" if moved else ""
+            env = "previous" if result.neighbour else "last good"
             lines.append(
-                f"  - confirmed: the last good environment with only this change fails{tail}"
+                f"  - confirmed: the {env} environment with only this change fails like the "
+                f"first bad one{tail}"
             )
         elif conf:
             lines.append(f"  - not confirmed alone: {conf.get('reason') or conf.get('outcome')}")

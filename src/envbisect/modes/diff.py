@@ -50,7 +50,7 @@ from envbisect.core.candidates import build_candidates
 from envbisect.core.outcome import same_failure, untestable
 from envbisect.core.pins import PinSet
 from envbisect.core.plan import MatchCache, Plan, PlanTarget, Policy, plan
-from envbisect.core.report import ProbeRow, RunResult
+from envbisect.core.report import BreakpointRow, ProbeRow, RunResult
 from envbisect.core.target import Target
 from envbisect.errors import NoAnswer, UsageError
 from envbisect.index.source import IndexMetadataSource
@@ -149,6 +149,8 @@ class _Diff:
     session: Session
     result: RunResult
     reference: Outcome | None = None
+    # Every failure counts as BAD's (--any-failure; lock: it wants an environment that works).
+    any_failure: bool = False
     rounds: int = field(default=0)
     # A probed subset's effective change set (the subset and what its plan forced).
     effective: dict[Subset, Subset] = field(default_factory=dict)
@@ -239,7 +241,9 @@ class _Diff:
         if outcome.kind is OutcomeKind.UNTESTABLE:
             return "unresolved"
         assert self.reference is not None
-        if self.session.opts.any_failure or same_failure(outcome, self.reference):
+        if self.any_failure or self.session.opts.any_failure:
+            return "fail"
+        if same_failure(outcome, self.reference):
             return "fail"
         return "unresolved"  # another bug: not evidence either way
 
@@ -285,7 +289,8 @@ class _Diff:
         if lo > hi or len(versions) <= 2:
             return None
         self.session.reporter.message(f"envbisect: first bad {name} between {good_v} and {bad_v}")
-        bis = Bisector(n=len(versions), good=0, bad=len(versions) - 1, any_failure=True,
+        any_failure = self.any_failure or self.session.opts.any_failure
+        bis = Bisector(n=len(versions), good=0, bad=len(versions) - 1, any_failure=any_failure,
                        repeat=self.session.opts.repeat)  # fmt: skip
 
         def want(i: int, runs: int) -> Want:
@@ -296,8 +301,16 @@ class _Diff:
         if final is None or final.status == "no-answer" or final.first_new is None:
             return None
         last_good = versions[final.last_old] if final.last_old is not None else lo
-        return {"package": name, "good_version": str(last_good),
-                "bad_version": str(versions[final.first_new])}  # fmt: skip
+        found: dict[str, Any] = {"package": name, "good_version": str(last_good),
+                                 "bad_version": str(versions[final.first_new])}  # fmt: skip
+        if len(final.breakpoints) > 1:  # its versions fail more than one way
+            found["breakpoints"] = [
+                BreakpointRow(first_new=str(versions[b.first_new]),
+                              last_old=str(versions[b.last_old]), outcome=b.outcome,
+                              possible=tuple(str(versions[i]) for i in b.possible)).to_dict()
+                for b in final.breakpoints
+            ]  # fmt: skip
+        return found
 
 
 class _DdminPoints(Points[Subset]):
@@ -319,17 +332,22 @@ class _DdminPoints(Points[Subset]):
 
 
 class _CulpritBisection(Bisection):
-    """A culprit's versions: a failure unlike BAD's is another bug, not evidence."""
+    """A culprit's versions. Its bad end must fail like BAD (else it is no evidence of BAD's
+    failure: untestable, and the search has no answer); between the ends, a failure unlike
+    BAD's is a segment of its own, another bug whose breakpoint is found and reported, never
+    taken for the culprit's first bad version."""
 
     def __init__(self, bis: Bisector, verdict: Any) -> None:
         super().__init__(bis)
         self.verdict = verdict
 
     def record(self, point: int, row: ProbeRow) -> None:
-        outcome = row.outcome
-        if self.verdict(outcome) == "unresolved":
+        outcome, runs = row.outcome, row.run_outcomes or (row.outcome,)
+        end = point in (self.bis.old.index, self.bis.new.index)
+        if end and self.verdict(outcome) == "unresolved":
             outcome = untestable("another outcome")
-        self.bis.record(point, outcome)
+            runs = (outcome,)
+        self.bis.record(point, outcome, runs)
 
 
 def _skip(row: ProbeRow) -> str:

@@ -17,10 +17,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any, Generic, TypeVar
 
-from envbisect.core.report import ProbeRow
+from envbisect.core.report import BreakpointRow, ProbeRow, RunResult
 from envbisect.modes.session import Session, Want
 from envbisect.strategy.base import Bisection, Strategy, note, verdict
-from envbisect.strategy.bisect import Bisector
+from envbisect.strategy.bisect import Bisector, BisectResult
 
 P = TypeVar("P")
 
@@ -79,6 +79,24 @@ def bisect(
         for r, i in zip(log.rows, log.points, strict=True)
     ]
     return log, summary(bis, rounds=log.rounds, jobs=session.opts.jobs, labels=labels)
+
+
+def answer(result: RunResult, final: BisectResult, labels: Callable[[int], str]) -> None:
+    """A bisection's answer into the result, each point by its label: the boundary, the
+    points that may hide it, every breakpoint and the neighbour that fails another way."""
+    result.status, result.direction, result.reason = final.status, final.direction, final.reason
+    if final.status == "no-answer":
+        return
+    assert final.first_new is not None and final.last_old is not None
+    result.first_new, result.last_old = labels(final.first_new), labels(final.last_old)
+    result.possible = [labels(i) for i in final.possible]
+    result.probability = final.probability
+    result.neighbour = labels(final.neighbour) if final.neighbour is not None else None
+    result.breakpoints = [
+        BreakpointRow(first_new=labels(b.first_new), last_old=labels(b.last_old),
+                      outcome=b.outcome, possible=tuple(labels(i) for i in b.possible))
+        for b in final.breakpoints
+    ]  # fmt: skip
 
 
 def summary(

@@ -18,7 +18,7 @@ exact pin (or the first release moment after it at which the requirements resolv
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from typing import Any
@@ -46,6 +46,7 @@ from envbisect.reporter import Reporter
 from envbisect.strategy.base import Fixed
 from envbisect.strategy.bisect import Bisector
 from envbisect.strategy.lock import Constraint, Constraints
+from envbisect.strategy.segments import Breakpoint
 
 MAX_ROUNDS = 25  # constraints found before giving up (each costs a search)
 MAX_START_MOMENTS = 200  # release moments tried after the newest pin's upload
@@ -218,12 +219,14 @@ class _Lock:
                     reporter.message(f"envbisect: the newest environment fails; starting "
                                      f"point {label}")  # fmt: skip
                 if when is not None:  # the ecosystem's own history: environments as of dates
-                    c, when = self.find_by_date(when, newest)
+                    found, when = self.find_by_date(when, newest)
                 else:  # upgrade mode: delta debugging against the user's lock
                     c, good = self.find_constraint(label or "", good, newest, row)
-                self.constraints.add(c)
-                reporter.message(f"envbisect: constraint {c.package}{c.specifier}: "
-                                 f"{c.describe()}")  # fmt: skip
+                    found = [c]
+                for c in found:
+                    self.constraints.add(c)
+                    reporter.message(f"envbisect: constraint {c.package}{c.specifier}: "
+                                     f"{c.describe()}")  # fmt: skip
                 label = "the last environment that passed"
                 planned = self.newest(self.constraints.specifiers())
                 if not isinstance(planned, Plan):
@@ -260,14 +263,15 @@ class _Lock:
         held = ", ".join(f"{c.package}{c.specifier}" for c in self.constraints.held)
         return f"newest with {held}" if held else "newest"
 
-    def find_by_date(self, start: datetime, newest: Plan) -> tuple[Constraint, datetime]:
+    def find_by_date(self, start: datetime, newest: Plan) -> tuple[list[Constraint], datetime]:
         """Bisect the release moments between ``start`` (its environment passes) and now,
-        every environment resolved as of its moment under the constraints so far; the
-        culprit is the release at the first bad moment. Its proof: the last good moment's
-        environment passes, and the same environment with only the culprit moved to its
-        first bad release (and what that forces) fails like the newest one. Returns the
-        constraint and the last good moment (the next round starts there: the constraint
-        hides nothing uploaded before it)."""
+        each environment as of its moment under the constraints so far. Every failure fails
+        the environment (a lock wants one that works); the search finds every breakpoint (the
+        first failure, each moment where the failure changes), each one's culprit the release
+        at its moment, proven on the last good moment's environment: with only the culprit
+        moved to its first bad release (and what that forces) it fails as that moment did.
+        Returns the constraints (the first failure's; a later breakpoint's when another
+        package fails alone too) and the last good moment (the next round starts there)."""
         session = self.session
         held = self.constraints.specifiers()
         begin = self.as_of(start, held)
@@ -289,13 +293,8 @@ class _Lock:
             plans[i] = planned
             return Want(label=label, spec=session.env_spec(planned.requirements()), runs=runs)
 
-        bis = Bisector(
-            n=len(moments),
-            good=0,
-            bad=len(moments) - 1,
-            any_failure=session.opts.any_failure,
-            repeat=session.opts.repeat,
-        )
+        bis = Bisector(n=len(moments), good=0, bad=len(moments) - 1, any_failure=True,
+                       repeat=session.opts.repeat)  # fmt: skip
         log, _ = bisect(bis, session, want, labels=lambda i: moments[i].label())  # fmt: skip
         self.result.rows += log.rows
         self.rounds += log.rounds
@@ -316,35 +315,67 @@ class _Lock:
                 hint="give --good-date DATE of an environment where the repro passes, or "
                 "--from LOCK of your working environment",
             )
-        lg = final.last_old
-        # Found: the first bad moment. Ambiguous (moments between that fail another way or
-        # cannot be built): each of them, in order; the proof decides.
-        suspects = list(final.possible) if final.status == "ambiguous" else [final.first_new]
-        assert bis.reference is not None and all(i is not None for i in suspects)
-        good = plans[lg]
-        bad = plans.get(suspects[-1] or 0)
+        lg, first = final.last_old, final.breakpoints[0]
+        # Found: the first bad moment. Ambiguous (moments between that cannot be built): each
+        # of them, in order; the proof decides.
+        found = self._culprit_at(first, plans, moments, lg, held)
+        if isinstance(found, str):
+            raise NoAnswer(
+                f"the environment broke after {moments[lg].label()}, but no release of "
+                f"{len(first.possible) or 1} moment(s) after it fails alone on the last good "
+                f"environment" + (f": {found}" if found else ""),
+                hint="an interaction between releases of that moment and later ones? try "
+                "--from LOCK (delta debugging) from the last good environment; see report.md",
+            )
+        out = [found]
+        for b in final.breakpoints[1:]:  # where the failure changes again further on
+            if b.outcome.kind is OutcomeKind.PASS:
+                continue  # a failure that a later release fixed: nothing to hold back
+            later = self._culprit_at(b, plans, moments, lg, held, exclude={c.package for c in out})
+            if isinstance(later, str):
+                session.reporter.message(
+                    f"envbisect: the failure changes at {moments[b.first_new].label()} "
+                    f"({b.outcome.describe()}); no release of it fails alone on the last good "
+                    f"environment{f': {later}' if later else ''}: the next round looks again"
+                )
+                continue
+            out.append(later)
+        return out, moments[lg].when
+
+    def _culprit_at(
+        self,
+        point: Breakpoint,
+        plans: Mapping[int, Plan],
+        moments: Sequence[Moment],
+        lg: int,
+        held: Mapping[str, SpecifierSet],
+        *,
+        exclude: Collection[str] = (),
+    ) -> Constraint | str:
+        """The constraint on a release of the breakpoint's moment (each moment it may hide,
+        in order), proven on the last good moment's environment against the breakpoint's
+        own failure, or why none is."""
+        suspects = list(point.possible) or [point.first_new]
+        good, bad = plans[lg], plans.get(point.first_new)
         failures = []
         for fb in suspects:
-            assert fb is not None
             for package, version in moments[fb].releases:
                 name = canonicalize_name(package)
                 before = good.pins.get(name)
                 after = bad.pins.get(name) if bad is not None else None
                 if before is None or after is None or Version(version) > after:
                     continue  # not what the failing environment took, or nothing to hold
+                if str(name) in exclude:
+                    failures.append(f"{name} {version}: held back already")
+                    continue
                 found = self._toggle(str(name), version, str(before), good, moments[lg], held,
-                                     bis.reference)  # fmt: skip
+                                     point.outcome)  # fmt: skip
                 if isinstance(found, str):
                     failures.append(found)
                     continue
-                return found, moments[lg].when
-        raise NoAnswer(
-            f"the environment broke after {moments[lg].label()}, but no release of "
-            f"{len(suspects)} moment(s) after it fails alone on the last good environment"
-            + (": " + "; ".join(failures) if failures else ""),
-            hint="an interaction between releases of that moment and later ones? try "
-            "--from LOCK (delta debugging) from the last good environment; see report.md",
-        )
+                found.moment = moments[point.first_new].label()
+                return found
+        return "; ".join(failures)
 
     def moved_alone(
         self, good: Plan, name: str, version: str, held: Mapping[str, SpecifierSet]
@@ -433,7 +464,7 @@ class _Lock:
             )
         diff = _Diff(good=good, bad=bad, changes=changes, source=self.source,
                      ptarget=self.ptarget, cache=self.cache, session=session,
-                     result=self.result)  # fmt: skip
+                     result=self.result, any_failure=True)  # fmt: skip
         try:
             diff.verify_ends(changes)
         except NoAnswer as e:
@@ -503,7 +534,7 @@ class _Lock:
         assert diff.reference is not None
         if p_row.outcome.kind is not OutcomeKind.PASS or not (
             f_row.outcome.kind is not OutcomeKind.PASS
-            and (session.opts.any_failure or same_failure(f_row.outcome, diff.reference))
+            and (diff.any_failure or same_failure(f_row.outcome, diff.reference))
         ):
             return (f"{name}: with the rest held, {last_good} gave {p_row.outcome.describe()} "
                     f"and {first_bad} gave {f_row.outcome.describe()}")  # fmt: skip

@@ -29,7 +29,7 @@ from envbisect.env.uvplan import UvFallback
 from envbisect.errors import NoCandidates, UnknownVersion, UsageError
 from envbisect.index.source import IndexMetadataSource
 from envbisect.model import Candidate, EnvSpec, OutcomeKind
-from envbisect.modes.drive import bisect
+from envbisect.modes.drive import answer, bisect
 from envbisect.modes.options import (  # the checks live there: probe imports no strategy
     CommonOptions,
     SearchOptions,
@@ -141,13 +141,8 @@ def _run(opts: RunOptions, session: Session, exclude_newer: datetime | None) -> 
     final = bis.result
     assert final is not None
     result.stand_ins = _stand_ins(bis, cl, good_i, labels)
-    result.status, result.direction, result.reason = final.status, final.direction, final.reason
+    answer(result, final, labels.__getitem__)
     if final.status != "no-answer":
-        assert final.first_new is not None and final.last_old is not None
-        result.first_new = labels[final.first_new]
-        result.last_old = labels[final.last_old]
-        result.possible = [labels[i] for i in final.possible]
-        result.probability = final.probability
         _yanked_between(result, cl)
         if final.status == "ambiguous" and any(r.note for r in result.rows):
             result.reason = "failures unlike the reference, or untestable points, hide it"

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from packaging.specifiers import SpecifierSet
+from packaging.version import Version
 
 from envbisect.model import Outcome
 
@@ -32,6 +33,8 @@ class Constraint:
     moved_with: list[dict[str, Any]] = field(default_factory=list)
     interaction: list[str] = field(default_factory=list)  # the other packages it needs
     round: int = 0
+    # The release moment where the failure it answers started (a by-date search), "" else.
+    moment: str = ""
     # The drop check against the final lock: without this constraint, what failed.
     still_needed: Outcome | None = None
     still_needed_label: str = ""
@@ -74,6 +77,7 @@ class Constraint:
             "moved_with": self.moved_with,
             "interaction": self.interaction,
             "round": self.round,
+            **({"breakpoint": self.moment} if self.moment else {}),
             "still_needed": (
                 {"label": self.still_needed_label, "outcome": self.still_needed.to_dict()}
                 if self.still_needed is not None
@@ -93,9 +97,12 @@ class Constraints:
         return {c.package: SpecifierSet(c.specifier) for c in self.held if c.package != without}
 
     def add(self, c: Constraint) -> None:
-        if any(h.package == c.package for h in self.held):
-            # The same package broke again lower down: the lower bound wins.
-            self.held = [h for h in self.held if h.package != c.package]
+        """Hold ``c``; a package held already keeps the lower bound (it broke again lower
+        down, or this constraint answers a later failure that the held one covers)."""
+        same = [h for h in self.held if h.package == c.package]
+        if same and all(Version(h.first_bad) <= Version(c.first_bad) for h in same):
+            return
+        self.held = [h for h in self.held if h.package != c.package]
         self.held.append(c)
 
     def drop(self, package: str, why: str) -> None:
