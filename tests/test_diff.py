@@ -1,6 +1,7 @@
 """envbisect diff: delta debugging between two locks on the local index (a transitive break,
 an interaction that needs two upgrades together, a dependency that forces another package to
-move, a version outside both ends the planner must not take), ddmin on scripted tests, bad
+move, a version outside both ends the planner must not take, a new major version that drags
+new packages in: the roots of ddmin's set, verified or not), ddmin on scripted tests, bad
 input."""
 
 from __future__ import annotations
@@ -13,12 +14,15 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from packaging.requirements import Requirement
+from packaging.version import Version
 
 from envbisect.env.repro import Repro
 from envbisect.errors import NoAnswer, UsageError
 from envbisect.model import IndexConfig, OutcomeKind
-from envbisect.modes.diff import Change, DiffOptions, culprit_text, run_diff
+from envbisect.modes.diff import Change, DiffOptions, answer, culprit_text, run_diff
 from envbisect.modes.options import CommonOptions
+from envbisect.modes.roots import forcing, reduce, root_names
 from envbisect.strategy.ddmin import Result, ddmin
 from support.corpus import flaky_crashes
 from support.index_server import LocalIndex
@@ -217,11 +221,13 @@ def test_a_forced_move_is_blamed_on_the_package_that_broke(
 
 
 @pytest.mark.slow
-def test_packages_that_cannot_move_apart_are_reported_with_each_other(
+def test_a_move_another_change_forces_is_moved_with_it_not_a_culprit(
     index: LocalIndex, python: str, tmp_path: Path
 ) -> None:
     """tiedapp 1.5 needs tiedlib<2 and tiedapp 2.0 needs tiedlib>=2: neither change can be
-    probed without the other. Both are named, each with what moved with it; with --jobs 2."""
+    probed without the other, so ddmin keeps both. But tiedapp 2.0 forces tiedlib's move
+    (GOOD's 1.0 is not >=2), and GOOD + tiedapp 2.0 (tiedlib 2.0) fails: tiedapp is the
+    culprit, tiedlib moved with it; with --jobs 2."""
     opts = options(
         index, python, tmp_path,
         good="tiedapp==1.5.0\ntiedlib==1.0.0\n",
@@ -229,15 +235,20 @@ def test_packages_that_cannot_move_apart_are_reported_with_each_other(
         repro="import tiedapp\ntiedapp.run()\n",
     )  # fmt: skip
     res = run_diff(replace(opts, common=replace(opts.common, jobs=2)))
-    assert res.extra["interaction"] is True
+    assert res.extra["interaction"] is False
     assert res.extra["culprits"] == [
         {"package": "tiedapp", "good_version": "1.5.0", "bad_version": "2.0.0",
-         "moved_with": [{"package": "tiedlib", "from": "1.0.0", "to": "2.0.0"}]},
-        {"package": "tiedlib", "good_version": "1.1.0", "bad_version": "2.0.0",
-         "moved_with": [{"package": "tiedapp", "from": "1.5.0", "to": "2.0.0"}]},
+         "moved_with": [{"package": "tiedlib", "from": "1.0.0", "to": "2.0.0"}],
+         "forced": ["tiedlib"]},
     ]  # fmt: skip
+    roots = res.extra["roots"]
+    assert (roots["ddmin"], roots["roots"], roots["verified"]) == (
+        ["tiedapp", "tiedlib"],
+        ["tiedapp"],
+        True,
+    )
     report = Path(str(res.report_path)).read_text()
-    assert "tiedlib 1.1.0 -> 2.0.0 (moved with it: tiedapp 1.5.0 -> 2.0.0)" in report
+    assert "- forced by tiedapp 2.0.0: tiedlib (its requirements; not culprits)\n" in report
 
 
 @pytest.mark.slow
@@ -265,7 +276,8 @@ def test_a_culprit_bisection_stays_inside_both_ends(
 def test_the_cli_names_what_moved_with_each_culprit(
     index: LocalIndex, python: str, tmp_path: Path
 ) -> None:
-    """The text lines and --json of the tied pair (the second run is answered by the store)."""
+    """The text lines and --json of the tied pair: tiedapp, with tiedlib forced (the second
+    run is answered by the store)."""
     (tmp_path / "good.txt").write_text("tiedapp==1.5.0\ntiedlib==1.0.0\n")
     (tmp_path / "bad.txt").write_text("tiedapp==2.0.0\ntiedlib==2.1.0\n")
     (tmp_path / "repro.py").write_text("import tiedapp\ntiedapp.run()\n")
@@ -275,13 +287,186 @@ def test_the_cli_names_what_moved_with_each_culprit(
             "--repro", str(tmp_path / "repro.py")]  # fmt: skip
     text = subprocess.run(args, capture_output=True, text=True, timeout=300)
     assert text.returncode == 0, text.stderr
-    assert text.stdout.splitlines()[:2] == [
-        "interaction: tiedapp 1.5.0 -> 2.0.0 (moved with it: tiedlib 1.0.0 -> 2.0.0)",
-        "interaction: tiedlib 1.1.0 -> 2.0.0 (moved with it: tiedapp 1.5.0 -> 2.0.0)",
+    assert text.stdout.splitlines()[:3] == [
+        "culprit: tiedapp 1.5.0 -> 2.0.0 (moved with it: tiedlib 1.0.0 -> 2.0.0)",
+        "forced by tiedapp 2.0.0: tiedlib (its requirements; not culprits)",
+        "roots verified: GOOD + tiedapp 2.0.0: fail; GOOD (without tiedapp): pass",
     ]
     data = json.loads(subprocess.run([*args, "--json"], capture_output=True, text=True,
                                      timeout=300).stdout)  # fmt: skip
-    assert [c["moved_with"] for c in data["culprits"]] == [
-        [{"package": "tiedlib", "from": "1.0.0", "to": "2.0.0"}],
-        [{"package": "tiedapp", "from": "1.5.0", "to": "2.0.0"}],
+    assert [(c["moved_with"], c["forced"]) for c in data["culprits"]] == [
+        ([{"package": "tiedlib", "from": "1.0.0", "to": "2.0.0"}], ["tiedlib"]),
     ]
+
+
+def test_roots_leave_out_what_a_change_forces() -> None:
+    """The reduction on Requires-Dist in memory: a dependency GOOD lacks, one reached only
+    through an extra, one whose GOOD version would do (not forced), one under a marker that
+    never applies (not read), and a cycle (both roots)."""
+    good = {"app": Version("1.0"), "lib": Version("1.0"), "old": Version("1.0")}
+    requires = {
+        ("app", "2.0"): ["lib", "dep1", "dep2[fast]", "old>=1"],
+        ("dep1", "1.0"): ['lib>=1.1; python_version < "3"'],
+        ("dep2", "1.0"): ['dep3; extra == "fast"'],
+        ("dep3", "1.0"): [],
+        ("lib", "1.1"): [],
+        ("old", "1.5"): [],
+    }
+
+    def deps(name: str, version: Version) -> list[Requirement]:
+        return [Requirement(r) for r in requires[(name, str(version))]]
+
+    markers = {"python_version": "3.11", "python_full_version": "3.11.0"}
+    members: list[Change] = [("app", "1.0", "2.0"), ("dep1", None, "1.0"),
+                             ("dep2", None, "1.0"), ("dep3", None, "1.0"),
+                             ("lib", "1.0", "1.1"), ("old", "1.0", "1.5")]  # fmt: skip
+    roots, forced = reduce(members, good, deps, markers)
+    assert [r[0] for r in roots] == ["app", "lib", "old"]
+    assert forced == {"app": ("dep1", "dep2", "dep3")}
+    assert forcing(members, good, deps, markers)["dep2"] == {"dep3"}
+    # Each of a and b requires a version of the other GOOD lacks: neither is forced from
+    # outside their cycle, so both are roots; c, which a requires, is forced by both.
+    cycle = {"a": {"b", "c"}, "b": {"a"}, "c": set()}
+    assert root_names(cycle) == {"a", "b"}
+
+
+ROOTS_GOOD = "rootapp==1.0.0\nrootlib==1.0.0\n"
+ROOTS_BAD = "rootapp==2.0.0\nrootdep1==1.0.0\nrootdep2==1.0.0\nrootdep3==1.0.0\nrootlib==1.1.0\n"
+DRAGGED = [{"package": f"rootdep{i}", "from": None, "to": "1.0.0"} for i in (1, 2, 3)]
+
+
+@pytest.mark.slow
+def test_a_new_major_version_is_the_culprit_not_what_it_drags_in(
+    index: LocalIndex, python: str, tmp_path: Path
+) -> None:
+    """rootapp 2.0 breaks alone and drags in rootdep1-3 (rootdep3 through rootdep2's extra).
+    ddmin cannot remove them (rootapp 2.0 never comes without them); the roots can: rootapp
+    is the culprit, rootdep1-3 are forced, rootlib's move is noise. The two verification
+    probes are answered by the store (ddmin probed both environments): 8 builds in all."""
+    res = run_diff(options(index, python, tmp_path, good=ROOTS_GOOD, bad=ROOTS_BAD,
+                           repro="import rootapp\nrootapp.run()\n"))  # fmt: skip
+    assert res.extra["interaction"] is False
+    assert res.extra["culprits"] == [
+        {"package": "rootapp", "good_version": "1.0.0", "bad_version": "2.0.0",
+         "moved_with": DRAGGED, "forced": ["rootdep1", "rootdep2", "rootdep3"]}
+    ]  # fmt: skip
+    assert res.extra["roots"] == {
+        "ddmin": ["rootapp", "rootdep1", "rootdep2", "rootdep3"],
+        "roots": ["rootapp"],
+        "verified": True,
+        "checks": [
+            {"environment": "GOOD + rootapp 2.0.0", "expected": "fail like BAD",
+             "outcome": "fail", "held": True},
+            {"environment": "GOOD (without rootapp)", "expected": "pass or unresolvable",
+             "outcome": "pass", "held": True},
+        ],
+    }  # fmt: skip
+    checks = [r for r in res.rows if r.version.startswith("roots: ")]
+    assert [(r.version, r.outcome.kind, r.reused) for r in checks] == [
+        ("roots: GOOD + rootapp 2.0.0", OutcomeKind.FAIL, True),
+        ("roots: GOOD (without rootapp)", OutcomeKind.PASS, True),
+    ]
+    assert checks[0].moved == tuple((f"rootdep{i}", None, "1.0.0") for i in (1, 2, 3))
+    assert sum(not r.reused for r in res.rows) == 8
+    report = Path(str(res.report_path)).read_text()
+    assert report.split("## Culprit\n\n")[1].split("\n\n")[0].splitlines() == [
+        f"- {line}" for line in answer(res.extra)
+    ]
+    assert answer(res.extra) == [
+        "culprit: rootapp 1.0.0 -> 2.0.0 (moved with it: rootdep1 absent -> 1.0.0, "
+        "rootdep2 absent -> 1.0.0, rootdep3 absent -> 1.0.0)",
+        "forced by rootapp 2.0.0: rootdep1, rootdep2, rootdep3 (its requirements; not culprits)",
+        "roots verified: GOOD + rootapp 2.0.0: fail; GOOD (without rootapp): pass",
+    ]
+
+
+@pytest.mark.slow
+def test_an_interaction_of_two_roots_through_the_cli(
+    index: LocalIndex, python: str, tmp_path: Path
+) -> None:
+    """rootapp 2.0's pair() breaks only with rootlib 1.1. ddmin keeps all five changes; the
+    roots are rootapp and rootlib (rootapp 2.0 requires rootlib, but GOOD's 1.0 would do):
+    an interaction, the dragged-in ones rootapp's alone. The text, report.md and --json say
+    the same. 10 environments built, the three checks answered by the store (ddmin probed
+    them); the --json run is answered by the store too: nothing built."""
+    (tmp_path / "good.txt").write_text(ROOTS_GOOD)
+    (tmp_path / "bad.txt").write_text(ROOTS_BAD)
+    (tmp_path / "repro.py").write_text("import rootapp\nrootapp.pair()\n")
+    args = [sys.executable, "-m", "envbisect", "diff", str(tmp_path / "good.txt"),
+            str(tmp_path / "bad.txt"), "--index-url", index.url, "--python", python,
+            "--results", str(tmp_path / "r"), "--cache-dir", str(tmp_path / "c"),
+            "--repro", str(tmp_path / "repro.py")]  # fmt: skip
+    text = subprocess.run(args, capture_output=True, text=True, timeout=300)
+    assert text.returncode == 0, text.stderr
+    lines = [
+        "interaction: rootapp 1.0.0 -> 2.0.0 (moved with it: rootdep1 absent -> 1.0.0, "
+        "rootdep2 absent -> 1.0.0, rootdep3 absent -> 1.0.0)",
+        "interaction: rootlib 1.0.0 -> 1.1.0",
+        "an interaction: the failure needs all of them together",
+        "forced by rootapp 2.0.0: rootdep1, rootdep2, rootdep3 (its requirements; not culprits)",
+        "roots verified: GOOD + rootapp 2.0.0, rootlib 1.1.0: fail; GOOD + rootlib 1.1.0 "
+        "(without rootapp): pass; GOOD + rootapp 2.0.0 (without rootlib): pass",
+    ]
+    assert text.stdout.splitlines()[: len(lines)] == lines
+    first = Path(text.stdout.splitlines()[-1].removeprefix("report: ")).read_text()
+    assert "environments built this run: 10;" in first
+    data = json.loads(subprocess.run([*args, "--json"], capture_output=True, text=True,
+                                     timeout=300).stdout)  # fmt: skip
+    assert data["interaction"] is True
+    assert data["culprits"] == [
+        {"package": "rootapp", "good_version": "1.0.0", "bad_version": "2.0.0",
+         "moved_with": DRAGGED, "forced": ["rootdep1", "rootdep2", "rootdep3"]},
+        {"package": "rootlib", "good_version": "1.0.0", "bad_version": "1.1.0"},
+    ]  # fmt: skip
+    roots = data["roots"]
+    assert (roots["ddmin"], roots["roots"], roots["verified"]) == (
+        ["rootapp", "rootdep1", "rootdep2", "rootdep3", "rootlib"],
+        ["rootapp", "rootlib"],
+        True,
+    )
+    assert [(c["environment"], c["outcome"]) for c in roots["checks"]] == [
+        ("GOOD + rootapp 2.0.0, rootlib 1.1.0", "fail"),
+        ("GOOD + rootlib 1.1.0 (without rootapp)", "pass"),
+        ("GOOD + rootapp 2.0.0 (without rootlib)", "pass"),
+    ]
+    assert answer(data) == lines
+    assert data["probes"] == []  # the second run built nothing
+    checks = [r for r in data["reused"] if r["version"].startswith("roots: ")]
+    assert len(checks) == 3
+    report = Path(data["report"]).read_text()
+    assert all(f"- {line}\n" in report for line in lines)
+
+
+@pytest.mark.slow
+def test_roots_that_do_not_verify_fall_back_to_ddmins_set(
+    index: LocalIndex, python: str, tmp_path: Path
+) -> None:
+    """roothost 2.0 requires rootpeer>=2, so rootpeer's move looks forced; but the failure
+    needs rootpeer 2.1, and GOOD + roothost 2.0 takes rootpeer 2.0, which passes. The roots
+    do not verify: the culprits are ddmin's set (an interaction), with a note saying why."""
+    res = run_diff(options(
+        index, python, tmp_path,
+        good="roothost==1.0.0\nrootpeer==1.0.0\n",
+        bad="roothost==2.0.0\nrootpeer==2.1.0\n",
+        repro="import roothost\nroothost.run()\n",
+    ))  # fmt: skip
+    assert res.extra["interaction"] is True
+    assert res.extra["culprits"] == [
+        {"package": "roothost", "good_version": "1.0.0", "bad_version": "2.0.0",
+         "moved_with": [{"package": "rootpeer", "from": "1.0.0", "to": "2.0.0"}]},
+        {"package": "rootpeer", "good_version": "2.0.0", "bad_version": "2.1.0",
+         "moved_with": [{"package": "roothost", "from": "1.0.0", "to": "2.0.0"}]},
+    ]  # fmt: skip
+    roots = res.extra["roots"]
+    assert (roots["roots"], roots["verified"]) == (["roothost"], False)
+    assert roots["note"] == (
+        "the roots (roothost) did not verify (GOOD + roothost 2.0.0: pass, expected fail like "
+        "BAD): the culprits are ddmin's set"
+    )
+    assert [(c["environment"], c["outcome"], c["held"]) for c in roots["checks"]] == [
+        ("GOOD + roothost 2.0.0", "pass", False),
+        ("GOOD (without roothost)", "pass", True),
+    ]
+    assert answer(res.extra)[-1] == f"roots not verified: {roots['note']}"
+    # GOOD, BAD and GOOD + roothost 2.0 (rootpeer 2.0): the rest, checks included, reused.
+    assert sum(not r.reused for r in res.rows) == 3

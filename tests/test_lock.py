@@ -164,6 +164,28 @@ def test_an_interaction_holds_back_the_newer_release(
     assert locked(res.lock_path) == want
 
 
+def test_what_a_new_major_version_drags_in_is_never_a_constraint(
+    index: LocalIndex, python: str, tmp_path: Path
+) -> None:
+    """From an old lock, the newest rootapp (2.0) breaks and drags in rootdep1-3 (corpus
+    ``_roots_family``). diff's ddmin keeps all four; its verified roots are rootapp alone, so
+    the one constraint is rootapp<2.0.0, proven with nothing else held (no interaction), the
+    dragged-in packages moved with it; rootlib, which rootapp 2.0 does not force, goes to its
+    newest."""
+    old = tmp_path / "old.txt"
+    old.write_text("rootapp==1.0.0\nrootlib==1.0.0\n")
+    res = run_lock(options(index, python, tmp_path, "rootapp", from_lock=str(old)))
+    (c,) = res.extra["constraints"]
+    assert (c["package"], c["specifier"], c["interaction"]) == ("rootapp", "<2.0.0", [])
+    assert [m["package"] for m in c["moved_with"]] == ["rootdep1", "rootdep2", "rootdep3"]
+    assert locked(res.lock_path) == {"rootapp": "1.0.0", "rootlib": "1.1.0"}
+    checks = [r.version for r in res.rows if r.version.startswith("roots: ")]
+    assert checks == ["roots: GOOD + rootapp 2.0.0", "roots: GOOD (without rootapp)"]
+    # The newest, the start, ddmin's six new subsets and the newest under rootapp<2.0.0; the
+    # checks and the proof (the start, and GOOD + rootapp 2.0) come from the store.
+    assert sum(not r.reused for r in res.rows) == 9
+
+
 def test_no_passing_starting_point_is_no_answer(
     index: LocalIndex, python: str, tmp_path: Path
 ) -> None:

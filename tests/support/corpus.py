@@ -243,6 +243,45 @@ def _span_family(root: Path, index: LocalIndex) -> None:
         index.add(IndexFile(project="spanlib", path=path, upload_time=EPOCH + timedelta(days=i)))
 
 
+def _roots_family(root: Path, index: LocalIndex) -> None:
+    """A new major version that drags new packages in. rootapp 2.0 requires rootlib (any:
+    GOOD's 1.0 does), rootdep1 and rootdep2[fast]; rootdep2's extra ``fast`` requires
+    rootdep3; rootdep1 requires rootlib>=1.1 only on Python 2 (a marker that never applies).
+    rootapp 2.0's run() breaks alone; its pair() breaks only with rootlib 1.1 (MINOR 1).
+    roothost 1.0 needs rootpeer<2, 2.0 needs rootpeer>=2; rootpeer 2.1 breaks, 2.0 does not."""
+    app = {
+        "1.0.0": "import rootlib\n\ndef run():\n    return 1\n\ndef pair():\n    return 1\n",
+        "2.0.0": (
+            "import rootlib, rootdep1, rootdep2\n\n"
+            "def run():\n    raise RuntimeError('rootapp 2 broke')\n\n"
+            "def pair():\n    if rootlib.MINOR >= 1:\n"
+            "        raise RuntimeError('rootapp 2 and rootlib 1.1 disagree')\n"
+        ),
+    }
+    wheels: list[tuple[str, str, dict[str, str], tuple[str, ...]]] = [
+        ("rootapp", "1.0.0", {"rootapp/__init__.py": app["1.0.0"]}, ("rootlib",)),
+        ("rootapp", "2.0.0", {"rootapp/__init__.py": app["2.0.0"]},
+         ("rootlib", "rootdep1", "rootdep2[fast]")),
+        ("rootlib", "1.0.0", {"rootlib/__init__.py": "MINOR = 0\n"}, ()),
+        ("rootlib", "1.1.0", {"rootlib/__init__.py": "MINOR = 1\n"}, ()),
+        ("rootdep1", "1.0.0", {"rootdep1/__init__.py": ""},
+         ('rootlib>=1.1; python_version < "3"',)),
+        ("rootdep2", "1.0.0", {"rootdep2/__init__.py": ""}, ('rootdep3; extra == "fast"',)),
+        ("rootdep3", "1.0.0", {"rootdep3/__init__.py": ""}, ()),
+        ("roothost", "1.0.0", {"roothost/__init__.py": "import rootpeer\n\ndef run():\n"
+                               "    rootpeer.run()\n"}, ("rootpeer<2",)),
+        ("roothost", "2.0.0", {"roothost/__init__.py": "import rootpeer\n\ndef run():\n"
+                               "    rootpeer.run()\n"}, ("rootpeer>=2",)),
+        ("rootpeer", "1.0.0", {"rootpeer/__init__.py": PASS}, ()),
+        ("rootpeer", "2.0.0", {"rootpeer/__init__.py": PASS}, ()),
+        ("rootpeer", "2.1.0", {"rootpeer/__init__.py": "def run():\n"
+                               "    raise RuntimeError('rootpeer 2.1 broke')\n"}, ()),
+    ]  # fmt: skip
+    for day, (name, version, files, requires) in enumerate(wheels):
+        path = build_wheel(root, name, version, files, requires=requires)
+        index.add(IndexFile(project=name, path=path, upload_time=EPOCH + timedelta(days=day)))
+
+
 FLAKY_FIRST_BAD = 7  # flakylib 1.7.0 and later crash on about half the runs
 
 
@@ -334,6 +373,7 @@ def build_index(root: Path) -> LocalIndex:
     _pair_family(root, index)
     _tied_family(root, index)
     _span_family(root, index)
+    _roots_family(root, index)
     _flaky_family(root, index)
     _lock_family(root, index)
     for project, versions in corpus().items():

@@ -218,16 +218,14 @@ def _run_by_date(ctx: Context) -> int:
 
 
 def cmd_diff(ctx: Context) -> int:
-    from envbisect.modes.diff import DiffOptions, culprit_text, run_diff
+    from envbisect.modes.diff import DiffOptions, answer, run_diff
 
     a = ctx.args
     opts = DiffOptions(
         good=a.good, bad=a.bad, common=common_options(a, command=ctx.command, repro=_repro(ctx))
     )
     res = run_diff(opts, ctx.reporter)  # no answer: NoAnswer with the result (main.py)
-    what = "interaction" if res.extra["interaction"] else "culprit"
-    lines = [f"{what}: {culprit_text(c)}" for c in res.extra["culprits"]]
-    _print_result(ctx, res, lines)
+    _print_result(ctx, res, answer(res.extra))
     return 0
 
 

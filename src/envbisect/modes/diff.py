@@ -4,9 +4,10 @@ Who does what: the two ends are read as exact pins (lockfiles, ``pylock.toml``,
 ``installed:PYTHON``; a source with ranges is resolved first); both are probed and must
 verify. ``ddmin`` (Zeller's delta debugging: a state machine in strategy/ddmin.py, driven
 by the loop every mode uses, so ``--jobs K`` tests K subsets a round) then shrinks the set of
-changed packages to a 1-minimal set that still brings the failure. Finally each culprit
-package is bisected between its good and bad versions. A minimal set of two or more packages
-is an interaction: the failure needs them together.
+changed packages to a 1-minimal set that still brings the failure; that set is reduced to its
+roots (what no other member forces), verified by probes. Finally each culprit package is
+bisected between its good and bad versions. Two or more culprits are an interaction: the
+failure needs them together.
 
 What was probed, not what was asked. Each subset ddmin tries is the good environment with
 those changes applied, made consistent by the planner (baseline GOOD, so the rest moves as
@@ -27,17 +28,24 @@ or added against both ends) is unresolved, never evidence, like a subset with no
 environment. A package neither end names (ends that list direct requirements only) is left
 to the planner: the ends say nothing of it.
 
-Culprits. Each member of the minimal set is bisected between its good and bad versions, the
-other members applied at BAD (so an interaction can show), except those its own change forces,
-which the planner moves within their spans; an old version of another package never fails in
-its place. Each culprit is reported with what had to move with it (``moved_with``: package,
+Roots. A member of the minimal set that the others' BAD versions require (a package a new
+major version drags in) is forced, not a cause: the set is reduced to its roots and the roots
+verified with probes (modes/roots.py); where they do not verify, the culprits are the minimal
+set, with a note. A single root is a single culprit, whatever it forces; two or more roots
+are an interaction.
+
+Culprits. Each culprit is bisected between its good and bad versions, the other culprits
+applied at BAD (so an interaction can show), except those its own change forces, which the
+planner moves within their spans; an old version of another package never fails in its
+place. Each culprit is reported with what had to move with it (``moved_with``: package,
 GOOD's version, the version planned where the culprit's first bad version failed; absent when
-nothing moved).
+nothing moved; what another culprit's change moves is that culprit's) and, once the roots
+verified, the members of the minimal set it forces (``forced``; absent when none).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping, Sequence, Set
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -59,6 +67,7 @@ from envbisect.modes.drive import Log, drive
 from envbisect.modes.options import CommonOptions
 from envbisect.modes.outputs import write_outputs
 from envbisect.modes.planning import read_pins
+from envbisect.modes.roots import Roots, roots_lines, verify
 from envbisect.modes.session import Session, Want
 from envbisect.reporter import Reporter
 from envbisect.strategy.base import Bisection, Fixed, Points
@@ -121,18 +130,29 @@ def _run(opts: DiffOptions, session: Session) -> RunResult:
         raise
     except KeyboardInterrupt as e:
         raise session.interrupted(e) from e
+    assert diff.found is not None
     result.status = "found"
     result.first_new, result.last_old = "BAD", "GOOD"
     result.extra = {
         "culprits": culprits,
-        "interaction": len(minimal) > 1,
+        "interaction": len(culprits) > 1,
+        "roots": diff.found.to_dict(),
         "changed": [{"package": n, "good_version": g, "bad_version": b} for n, g, b in changes],
     }
-    names = ", ".join(culprit_text(c) for c in culprits)
-    kind = "an interaction: the failure needs all of them together" if len(minimal) > 1 else ""
-    result.sections = [f"## Culprit\n\n- {names}" + (f"\n- {kind}" if kind else "")]
+    result.sections = ["## Culprit\n\n" + "\n".join(f"- {line}" for line in answer(result.extra))]
     write_outputs(result, session, label="environment")
     return result
+
+
+def answer(extra: Mapping[str, Any]) -> list[str]:
+    """The diff's answer in words, from its JSON: the CLI prints these lines, report.md lists
+    them, so the two say what ``--json`` says."""
+    culprits = extra["culprits"]
+    what = "interaction" if extra["interaction"] else "culprit"
+    lines = [f"{what}: {culprit_text(c)}" for c in culprits]
+    if extra["interaction"]:
+        lines.append("an interaction: the failure needs all of them together")
+    return lines + roots_lines(extra["roots"], culprits)
 
 
 Move = tuple[str, str | None, str | None]  # (package, GOOD's version, planned version)
@@ -154,6 +174,7 @@ class _Diff:
     rounds: int = field(default=0)
     # A probed subset's effective change set (the subset and what its plan forced).
     effective: dict[Subset, Subset] = field(default_factory=dict)
+    found: Roots | None = None  # the roots of the minimal set, once culprits() ran
     spans: dict[str, SpecifierSet] = field(init=False, default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -256,27 +277,40 @@ class _Diff:
         return machine.result
 
     def culprits(self, minimal: Sequence[Change]) -> list[dict[str, Any]]:
-        """Each culprit's first bad version, the rest of the minimal set applied at BAD
-        (so that an interaction can show) except what the culprit's own change forces."""
+        """The minimal set reduced to its roots and verified (``found``; the minimal set when
+        they do not verify), then each culprit's first bad version, the other culprits
+        applied at BAD (so that an interaction can show) except what its own change forces."""
+        self.found = verify(self, minimal)
+        chosen = self.found.culprits
         out = []
-        for c in minimal:
+        for c in chosen:
             planned, _ = self.environment(_applied([c]))
             forced = {n for n, _, _ in self.effect(planned)[0]} if planned else set()
-            others = {o[0]: o[2] for o in minimal if o != c and o[0] not in forced}
-            out.append(self.first_bad(c, others))
+            others = {o[0]: o[2] for o in chosen if o != c and o[0] not in forced}
+            theirs: set[str] = set()
+            if others:  # what the others move on their own is theirs, unless c forces it too
+                alone, _ = self.environment(others)
+                theirs = {n for n, _, _ in self.effect(alone)[1]} if alone else set()
+                theirs -= set(self.found.forced_by(c[0]))
+            culprit = self.first_bad(c, others, theirs=theirs)
+            if self.found.forced_by(c[0]):
+                culprit["forced"] = list(self.found.forced_by(c[0]))
+            out.append(culprit)
         return out
 
-    def first_bad(self, change: Change, others: Mapping[str, str | None]) -> dict[str, Any]:
+    def first_bad(
+        self, change: Change, others: Mapping[str, str | None], *, theirs: Set[str] = frozenset()
+    ) -> dict[str, Any]:
         """The first version of the culprit, between its good and bad versions, that fails,
-        and what moved with it there."""
+        and what moved with it there (not ``others``, nor ``theirs``: what they move)."""
         name, good_v, bad_v = change
         found = {"package": name, "good_version": good_v, "bad_version": bad_v}
         if good_v is not None and bad_v is not None:
             found = self._bisect(name, good_v, bad_v, others) or found
         planned, _ = self.environment({**others, name: found["bad_version"]})
         moves = self.effect(planned)[1] if planned else []
-        with_it = [{"package": n, "from": g, "to": p}
-                   for n, g, p in moves if n != name and n not in others]  # fmt: skip
+        with_it = [{"package": n, "from": g, "to": p} for n, g, p in moves
+                   if n != name and n not in others and n not in theirs]  # fmt: skip
         return {**found, "moved_with": with_it} if with_it else found
 
     def _bisect(

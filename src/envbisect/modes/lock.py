@@ -4,7 +4,8 @@ passes, proven, with every held-back package explained.
 Who does what. The planner resolves the newest consistent environment under the requirements
 and the constraints found so far; it is probed. If it passes, that is the lock. If it fails,
 ``diff``'s machinery (modes/diff.py: both ends verified, ddmin over the changed packages,
-each culprit bisected between its two versions with the rest held) runs between the last
+reduced to its verified roots, so a package another one forces is never a culprit, each
+culprit bisected between its two versions with the rest held) runs between the last
 environment known to pass and this one; the culprit's first bad version, failing the way the
 newest did, and the version below it, passing in the same environment, are the constraint's
 proof: ``culprit<first_bad``. Then resolve the newest again, and repeat. Once an environment
@@ -479,8 +480,11 @@ class _Lock:
         session.reporter.message(
             f"envbisect: {len(changes)} package(s) changed since {label}; ddmin"
         )
-        minimal = diff.ddmin(changes)
-        culprits = diff.culprits(minimal)
+        culprits = diff.culprits(diff.ddmin(changes))
+        # The culprits' changes: the verified roots (never a package another one forces), else
+        # ddmin's set; the others are held at BAD in each proof.
+        assert diff.found is not None
+        minimal = diff.found.culprits
         failures: list[str] = []
         for chosen in self._preference(culprits):
             found = self._prove(diff, chosen, minimal)
