@@ -78,6 +78,12 @@ _LIB_RELEASE = re.compile(
 _FUNC_CLONE = re.compile(r"\s*\[clone [^\]]*\]")
 _FUNC_OFFSET = re.compile(r"\s*\+\s*(?:0x[0-9a-fA-F]+|\d+)\b")
 _FUNC_AT = re.compile(r"^\s*0x[0-9a-fA-F]+\s+in\s+")
+# glibc's CPU variants of one function (x86-64 and aarch64 multiarch); only reserved "__" names
+# (the C library's own), so that no function of a project is cut.
+_IFUNC_VARIANT = re.compile(
+    r"^(?P<base>__[A-Za-z0-9_]+?)_(?:sse2|ssse3|sse4_[12]|avx2?|avx512\w*|evex\w*|erms|sve"
+    r"|asimd|generic|thunderx2?|falkor|a64fx|mops|nosimd)(?:_\w+)?$"
+)
 _FUNC_SUFFIX = re.compile(
     r"\.(?:isra|constprop|part|cold|hot|lto_priv|llvm|localalias|clone|specialized)(?:\.\d+)?$"
 )
@@ -226,8 +232,11 @@ def function_identity(name: str | None) -> str | None:
     """A native function's name as gdb printed it, without what changes between two builds
     of the same code: addresses (``0x7f...``), offsets (``+ 7``, ``+0x1c``) and the clones
     gcc and clang make of it (``[clone .isra.0]``, ``.constprop.0``, ``.part.1``, ``.cold``,
-    ``.lto_priv.0``, ``.llvm.1234``). None for no name: missing, ``??`` (a stripped library)
-    or gdb's ``<signal handler called>``. Idempotent."""
+    ``.lto_priv.0``, ``.llvm.1234``); and the CPU variant the C library picked for this
+    machine (its ifunc variants: ``__strlen_evex`` on one node is ``__strlen_avx2`` on
+    another, ``__memmove_avx_unaligned_erms``: all ``__strlen``, ``__memmove``), so that
+    one bug is one failure on every kind of node of a cluster. None for no name: missing,
+    ``??`` (a stripped library) or gdb's ``<signal handler called>``. Idempotent."""
     if not name:
         return None
     text = name
@@ -237,6 +246,7 @@ def function_identity(name: str | None) -> str | None:
         if shorter == text:
             break
         text = shorter
+    text = _IFUNC_VARIANT.sub(r"\g<base>", text)
     return None if text in ("", "??", "<signal handler called>") else text
 
 
