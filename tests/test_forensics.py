@@ -63,6 +63,7 @@ def test_cpp_crash_among_threads_names_the_library_and_function(
     out, detail = probe_crash(index, python, tmp_path, cpp_wheels, version, "boom")
     assert out["kind"] == "crash" and out["signal"] == "SIGSEGV"
     assert isinstance(out["library"], str) and out["library"].startswith(LIB)
+    assert out["function"] == KERNEL
     signature = str(out["signature"])
     assert signature.startswith(f"SIGSEGV in {LIB}")
     assert f"({KERNEL})" in signature
@@ -201,8 +202,18 @@ def test_a_stripped_library_is_not_named_after_its_caller() -> None:
     assert enrich(crash, trace).signature == (
         "SIGILL in pybind_cabess.cpython-38-x86_64-linux-gnu.so"
     )
+    assert enrich(crash, trace).function is None  # a stripped library: it does not decide
     named = parse_gdb(MAIN_THREAD_DEBUG)
     assert named.function == "crashcpp::detail::Kernel<float>::operator()"
+
+
+def test_enrich_keeps_the_library_and_function_as_gdb_printed_them() -> None:
+    """The fields same_failure compares, and the signature people read: the real soname."""
+    crash = Outcome(kind=OutcomeKind.CRASH, signal="SIGSEGV", signature="SIGSEGV")
+    out = enrich(crash, parse_gdb(WORKER_THREAD_SYMBOLS))
+    assert (out.library, out.function) == ("libkernels.so.2", "ns::detail::Kernel<ns::Type>")
+    assert out.signature == "SIGSEGV in libkernels.so.2 (ns::detail::Kernel<ns::Type>)"
+    assert out.to_dict()["function"] == "ns::detail::Kernel<ns::Type>"
 
 
 def test_parse_program_received_signal_still_works() -> None:

@@ -10,8 +10,17 @@ import time
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
-from envbisect.core.outcome import classify, failure_names, normalise_message, same_failure
+from envbisect.core.outcome import (
+    classify,
+    failure_names,
+    function_identity,
+    library_identity,
+    normalise_message,
+    same_failure,
+)
 from envbisect.env.runner import run_process
 from envbisect.model import Outcome, OutcomeKind, RawProbe
 
@@ -293,3 +302,172 @@ def test_an_outcome_stored_before_normalising_compares_with_a_new_one() -> None:
         signature="ImportError: cannot import name 'B' from 'x' (/old/x/__init__.py)",
     )  # fmt: skip
     assert not same_failure(other, new)
+
+
+# -- native crash identity: the library without its release, the function without its clones --
+
+
+@pytest.mark.parametrize(
+    ("name", "identity"),
+    [
+        ("libarrow.so.1500", "libarrow"),
+        ("libarrow.so.1200", "libarrow"),
+        ("/venv/lib/python3.11/site-packages/pyarrow/libarrow.so.1600", "libarrow"),
+        ("libfoo-1.2.so", "libfoo"),
+        ("libfoo-1.3.so", "libfoo"),
+        ("libfoo.so.1.2.3", "libfoo"),
+        ("libfoo.so", "libfoo"),
+        ("libfoo.1.2.dylib", "libfoo"),
+        ("C:\\env\\Lib\\foo-1.2.dll", "foo"),
+        ("libprotobuf.so.3.21.12.0", "libprotobuf"),
+        ("libicuuc.so.72", "libicuuc"),
+        ("libLLVM-17.so", "libLLVM"),
+        ("libglib-2.0.so.0", "libglib"),
+        ("libnvrtc-builtins.so.12.1", "libnvrtc-builtins"),
+        ("libcudnn_ops_infer.so.8", "libcudnn_ops_infer"),
+        ("libstdc++.so.6", "libstdc++"),
+        ("libc.so.6", "libc"),
+        # The dash follows a digit: part of the name, not a release.
+        ("ld-linux-x86-64.so.2", "ld-linux-x86-64"),
+        # Digits glued to the name name another build (Boost for Python 3.9), not a release.
+        ("libboost_python39.so.1.75.0", "libboost_python39"),
+        ("libboost_python310.so.1.82.0", "libboost_python310"),
+        ("libpython3.11.so.1.0", "libpython3"),
+        # Vendored copies renamed by auditwheel with a hash of their content.
+        ("libgfortran-040039e1.so.5.0.0", "libgfortran"),
+        ("libopenblas64_p-r0-15028c96.3.21.so", "libopenblas64_p-r0"),
+        ("libopenblas64_p-r0-2f7c42d4.3.26.dev.so", "libopenblas64_p-r0"),
+        # Extension modules: the interpreter's tag goes, the module's name stays.
+        ("_foo.cpython-311-x86_64-linux-gnu.so", "_foo"),
+        ("_foo.cpython-312-aarch64-linux-gnu.so", "_foo"),
+        ("_foo.abi3.so", "_foo"),
+        ("_foo.cp311-win_amd64.pyd", "_foo"),
+        ("_foo.pypy39-pp73-x86_64-linux-gnu.so", "_foo"),
+        ("_bar.cpython-311-x86_64-linux-gnu.so", "_bar"),
+        ("the python executable", "the python executable"),
+    ],
+)  # fmt: skip
+def test_library_identity(name: str, identity: str) -> None:
+    assert library_identity(name) == identity
+    assert library_identity(identity) == identity
+
+
+_STEM = st.from_regex(r"lib[a-z_]{1,12}", fullmatch=True)
+_RELEASE = st.lists(st.integers(0, 3000), min_size=1, max_size=4).map(
+    lambda parts: ".".join(map(str, parts))
+)
+_FOLDER = st.lists(st.from_regex(r"[A-Za-z0-9_.-]{1,8}", fullmatch=True), max_size=4).map(
+    lambda parts: "".join(f"/{p}" for p in parts)
+)
+
+
+@given(_STEM, _RELEASE, _RELEASE, _FOLDER, _FOLDER)
+def test_library_identity_drops_the_release_and_the_folder(
+    stem: str, one: str, two: str, here: str, there: str
+) -> None:
+    for name in (f"{here}/{stem}.so.{one}", f"{there}/{stem}-{two}.so", f"{stem}.so"):
+        assert library_identity(name) == stem  # so two different stems stay apart
+
+
+@given(st.text())
+def test_library_identity_is_idempotent(name: str) -> None:
+    assert library_identity(library_identity(name)) == library_identity(name)
+
+
+@pytest.mark.parametrize(
+    ("printed", "identity"),
+    [
+        ("sofix_kernel", "sofix_kernel"),
+        ("sofix_kernel.constprop", "sofix_kernel"),  # gdb 13 prints gcc's clone so
+        ("sofix_kernel.constprop.0", "sofix_kernel"),
+        ("f.isra.0", "f"),
+        ("f.part.1", "f"),
+        ("f.cold", "f"),
+        ("f.part.0.cold", "f"),
+        ("f.lto_priv.0", "f"),
+        ("f.llvm.1234567890", "f"),
+        ("ns::Kernel<float>::operator() [clone .isra.0]", "ns::Kernel<float>::operator()"),
+        ("ns::f<int> [clone .constprop.0] [clone .cold]", "ns::f<int>"),
+        ("0x00007ffff7478517 in arrow::compute::Exec", "arrow::compute::Exec"),
+        ("arrow::compute::Exec + 7", "arrow::compute::Exec"),
+        ("arrow::compute::Exec+0x1c", "arrow::compute::Exec"),
+        ("ns::(anonymous namespace)::crash_here", "ns::(anonymous namespace)::crash_here"),
+        # glibc's variants for the CPU it runs on: one function on every node.
+        ("__strlen_evex", "__strlen"),
+        ("__strlen_avx2", "__strlen"),
+        ("__memmove_avx_unaligned_erms", "__memmove"),
+        ("__memcpy_ssse3_back", "__memcpy"),
+        ("__strcasecmp_l_sse2", "__strcasecmp_l"),
+        ("__memcpy_generic", "__memcpy"),
+        ("my_avx2_kernel", "my_avx2_kernel"),  # a project's own name is never cut
+        ("??", None),
+        ("<signal handler called>", None),
+        ("", None),
+        (None, None),
+    ],
+)  # fmt: skip
+def test_function_identity(printed: str | None, identity: str | None) -> None:
+    assert function_identity(printed) == identity
+    assert function_identity(identity) == identity
+
+
+_FUNCTION = st.from_regex(r"[a-z][a-z0-9_]{0,10}(::[a-z_][a-z0-9_]{0,10}){0,2}", fullmatch=True)
+_CLONE = st.sampled_from(
+    ["", ".isra.0", ".constprop.1", ".part.2", ".cold", ".constprop", " [clone .isra.0]"]
+)
+
+
+@given(_FUNCTION, _CLONE, st.integers(0, 5000), st.booleans())
+def test_function_identity_drops_clones_and_offsets(
+    name: str, clone: str, offset: int, address: bool
+) -> None:
+    printed = ("0x7ffff7a1b2c3 in " if address else "") + name + clone + f" + {offset}"
+    assert function_identity(printed) == name  # so two different names stay apart
+
+
+@given(st.text())
+def test_function_identity_is_idempotent(printed: str) -> None:
+    once = function_identity(printed)
+    assert function_identity(once) == once
+
+
+def crash(library: str | None, function: str | None, signal: str = "SIGSEGV") -> Outcome:
+    """A crash as forensics.enrich leaves it: the signature as gdb saw it."""
+    where = f"{library} ({function})" if function else str(library)
+    return Outcome(
+        kind=OutcomeKind.CRASH,
+        signal=signal,
+        signature=f"{signal} in {where}",
+        library=library,
+        function=function,
+    )
+
+
+def test_the_same_native_crash_in_another_release_of_its_library() -> None:
+    reference = crash("libarrow.so.1500", "arrow::compute::Exec")
+    for other in (
+        crash("libarrow.so.1200", "arrow::compute::Exec"),
+        crash("/other/env/pyarrow/libarrow.so.1300", "arrow::compute::Exec"),
+        crash("libarrow.so.1600", "arrow::compute::Exec [clone .isra.0]"),
+        crash("libarrow.so.1700", "0x00007ffff7478517 in arrow::compute::Exec + 12"),
+        crash("libarrow.so.1800", "arrow::compute::Exec.constprop.0"),
+        crash("libarrow.so.1900", "??"),  # stripped: the function does not decide
+        crash("libarrow.so.2000", None),  # stored before the function was kept
+        crash(None, None),  # no gdb: only the signal decides
+    ):
+        assert same_failure(reference, other) and same_failure(other, reference), other
+    assert reference.signature == "SIGSEGV in libarrow.so.1500 (arrow::compute::Exec)"
+
+
+def test_another_function_library_or_signal_is_another_crash() -> None:
+    reference = crash("libarrow.so.1500", "arrow::compute::Exec")
+    for other in (
+        crash("libarrow.so.1500", "arrow::compute::Filter"),
+        crash("libarrow.so.1200", "arrow::compute::Exec<int>"),
+        crash("libparquet.so.1500", "arrow::compute::Exec"),
+        crash("libarrow.so.1500", "arrow::compute::Exec", signal="SIGABRT"),
+    ):
+        assert not same_failure(reference, other) and not same_failure(other, reference), other
+    ext = crash("_foo.cpython-311-x86_64-linux-gnu.so", "run")
+    assert same_failure(ext, crash("_foo.cpython-312-x86_64-linux-gnu.so", "run"))
+    assert not same_failure(ext, crash("_bar.cpython-311-x86_64-linux-gnu.so", "run"))

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import sqlite3
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
+from envbisect.core.outcome import same_failure
 from envbisect.errors import StoreError
 from envbisect.model import InstalledDist, Outcome, OutcomeKind, installed_hash
 from envbisect.store import ProbeRecord, Store
@@ -77,3 +79,53 @@ def test_unwritable_results_dir(tmp_path: Path) -> None:
     with pytest.raises(StoreError) as e:
         Store(blocker / "results")
     assert e.value.hint
+
+
+def native_crash(function: str | None) -> Outcome:
+    return Outcome(
+        kind=OutcomeKind.CRASH,
+        signal="SIGSEGV",
+        signature=f"SIGSEGV in libarrow.so.1500 ({function})",
+        library="libarrow.so.1500",
+        function=function,
+    )
+
+
+def test_the_faulting_function_is_kept_with_every_run(tmp_path: Path) -> None:
+    """Resumed and reused records compare as fresh ones: the function comes back, for the
+    record and for each run of a --repeat probe (its per-run JSON)."""
+    runs = (Outcome(kind=OutcomeKind.PASS), native_crash("arrow::Exec.constprop.0"))
+    rec = replace(record(), outcome=runs[1], runs=runs)
+    with Store(tmp_path) as s:
+        s.put(rec)
+    with Store(tmp_path) as s:
+        got = s.get("e1", "r1")
+    assert got is not None and got == rec
+    assert got.outcome.function == "arrow::Exec.constprop.0"
+    assert got.runs[1].function == "arrow::Exec.constprop.0" and got.runs[0].function is None
+
+
+def test_a_schema_5_store_is_migrated_and_its_crashes_have_no_function(tmp_path: Path) -> None:
+    """A store written before the function was kept (schema 5: no ``function`` column, runs
+    without it): opened, migrated, and its crashes have none, so the function does not
+    decide for them (same_failure) and an old reference still matches a new crash."""
+    old = replace(record(), outcome=native_crash(None), runs=(native_crash(None),))
+    with Store(tmp_path) as s:
+        s.put(old)
+    db = sqlite3.connect(tmp_path / "envbisect.db")
+    with db:
+        db.execute("ALTER TABLE probes DROP COLUMN function")
+        runs = db.execute("SELECT runs FROM probes").fetchone()[0]
+        assert '"function": null' in runs
+        db.execute("UPDATE probes SET runs = ?", (runs.replace('"function": null, ', ""),))
+        db.execute("UPDATE meta SET value = '5' WHERE key = 'schema'")
+    db.close()
+    with Store(tmp_path) as s:
+        got = s.get("e1", "r1")
+    assert got is not None and got.outcome.function is None and got.runs[0].function is None
+    db = sqlite3.connect(tmp_path / "envbisect.db")
+    assert db.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone() == ("6",)
+    assert "function" in [c[1] for c in db.execute("PRAGMA table_info(probes)")]
+    db.close()
+    new = replace(native_crash("arrow::Exec"), library="libarrow.so.1600")
+    assert same_failure(got.outcome, new) and same_failure(new, got.outcome)

@@ -79,9 +79,11 @@ class Outcome:
     """The classified result of a probe.
 
     ``signature`` is what tells "the same failure" from "a different one": for a crash the
-    signal (and innermost Python frame when faulthandler printed one), for a failure the
-    exception type (and message line). ``detail`` is free text for people: the traceback tail,
-    the faulthandler stack, the reason an environment was untestable.
+    signal (and innermost Python frame when faulthandler printed one; with gdb, the faulting
+    library and function as gdb saw them), for a failure the exception type (and message
+    line); ``outcome.same_failure`` decides from the fields (``library``, ``function``...),
+    not from its text. ``detail`` is free text for people: the traceback tail, the
+    faulthandler stack, the reason an environment was untestable.
     """
 
     kind: OutcomeKind
@@ -91,6 +93,9 @@ class Outcome:
     exception: str | None = None
     detail: str = ""
     library: str | None = None  # the shared library a crash faulted in (from gdb)
+    # The innermost named function of that library (from gdb), as gdb printed it; None when
+    # gdb named none (a stripped "??", no gdb, a record stored before it was kept).
+    function: str | None = None
     native_frames: tuple[str, ...] = ()
     step: str = ""  # the probe step that decided this outcome
 
@@ -101,6 +106,7 @@ class Outcome:
             "exit_code": self.exit_code,
             "signature": self.signature,
             "library": self.library,
+            "function": self.function,
             "step": self.step,
         }
 

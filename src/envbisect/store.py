@@ -19,7 +19,7 @@ from typing import Any
 from envbisect.errors import DiskFull, StoreError
 from envbisect.model import InstalledDist, Outcome, OutcomeKind, ProbeRecord
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 DB_NAME = "envbisect.db"
 __all__ = ["DB_NAME", "SCHEMA_VERSION", "ProbeRecord", "Store"]
 
@@ -50,6 +50,7 @@ CREATE TABLE IF NOT EXISTS probes (
     env_report TEXT,
     runs TEXT,
     host TEXT,
+    function TEXT,
     UNIQUE (env_id, repro_id)
 );
 CREATE TABLE IF NOT EXISTS matrix_cells (
@@ -76,6 +77,8 @@ _MIGRATIONS = {
     2: (),  # matrix_cells: created by the schema script itself
     3: ("ALTER TABLE probes ADD COLUMN runs TEXT",),  # every run of a --repeat probe
     4: ("ALTER TABLE probes ADD COLUMN host TEXT",),  # the node a probe ran on
+    # the function a crash faulted in (rows from before have none: it does not decide)
+    5: ("ALTER TABLE probes ADD COLUMN function TEXT",),
 }
 
 
@@ -158,6 +161,7 @@ class Store:
             "started_at": rec.started_at,
             "envbisect_version": rec.envbisect_version,
             "library": o.library,
+            "function": o.function,
             "step": o.step,
             "env_report": json.dumps(rec.env_report) if rec.env_report is not None else None,
             "runs": json.dumps([_run_dict(r) for r in rec.runs]) if rec.runs else None,
@@ -227,6 +231,7 @@ def _from_row(row: dict[str, Any]) -> ProbeRecord:
         exception=row["exception"],
         detail=row["detail"],
         library=row.get("library"),
+        function=row.get("function"),
         step=row.get("step") or "",
     )
     return ProbeRecord(
@@ -261,6 +266,7 @@ def _run_outcome(d: dict[str, Any]) -> Outcome:
         signature=d.get("signature") or "",
         exception=d.get("exception"),
         library=d.get("library"),
+        function=d.get("function"),
         step=d.get("step") or "",
     )
 

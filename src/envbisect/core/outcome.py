@@ -11,7 +11,10 @@ The probe exit-code protocol (README):
 
 A failure's message is kept normalised (``normalise_message``: paths cut to their last part,
 addresses, long hex and line numbers blanked), and what identifies it is the names it carries
-(``failure_names``: the missing module, attribute, import, key or shared library).
+(``failure_names``: the missing module, attribute, import, key or shared library). A crash is
+identified by its signal, the library it faulted in without the release in its file name
+(``library_identity``: ``libarrow.so.1500`` is ``libarrow.so.1200``) and the function, as gdb
+printed it, without addresses, offsets or gcc's clone suffixes (``function_identity``).
 """
 
 from __future__ import annotations
@@ -60,6 +63,30 @@ _PATH = re.compile(
     r"(?:(?<![\w.])/|~/|\b[A-Za-z]:[\\/])(?:[^\s'\"():,\\/]*[\\/])+(?P<last>[^\s'\"():,]*)"
 )
 _ADDRESS = re.compile(r"\b0x[0-9a-fA-F]+")
+# A library's file name: the shared-object suffix and any version after it; a CPython
+# extension's tag (EXT_SUFFIX: cpython-311-x86_64-linux-gnu, abi3, cp311-win_amd64, pypy39-pp73-
+# ...); the 8-hex hash auditwheel/delocate (and a longer one delvewheel) put in a vendored
+# copy's name; a release at the end of the stem (after a dot, or a dash that follows a letter).
+_LIB_SUFFIX = re.compile(r"\.(?:so|pyd|dll|dylib)(?:\.[\w.-]*)?$", re.IGNORECASE)
+_EXT_TAG = re.compile(r"\.(?:cpython|cp\d|pypy|graalpy|abi3)[\w.-]*$")
+_REPAIR_HASH = re.compile(r"-(?=[0-9a-f]*\d)[0-9a-f]{8}(?:[0-9a-f]{24})?(?=\.|$)")
+_LIB_RELEASE = re.compile(
+    r"(?:\.|(?<=[A-Za-z_])-)v?\d+(?:\.\d+)*(?:[._-]?(?:dev|rc|post|alpha|beta|a|b)\d*)?$"
+)
+# A function's clones and offsets: gdb prints C++ clones demangled ("f() [clone .isra.0]") and
+# C ones raw ("f.isra.0"; gdb 13 drops the number: "f.constprop").
+_FUNC_CLONE = re.compile(r"\s*\[clone [^\]]*\]")
+_FUNC_OFFSET = re.compile(r"\s*\+\s*(?:0x[0-9a-fA-F]+|\d+)\b")
+_FUNC_AT = re.compile(r"^\s*0x[0-9a-fA-F]+\s+in\s+")
+# glibc's CPU variants of one function (x86-64 and aarch64 multiarch); only reserved "__" names
+# (the C library's own), so that no function of a project is cut.
+_IFUNC_VARIANT = re.compile(
+    r"^(?P<base>__[A-Za-z0-9_]+?)_(?:sse2|ssse3|sse4_[12]|avx2?|avx512\w*|evex\w*|erms|sve"
+    r"|asimd|generic|thunderx2?|falkor|a64fx|mops|nosimd)(?:_\w+)?$"
+)
+_FUNC_SUFFIX = re.compile(
+    r"\.(?:isra|constprop|part|cold|hot|lto_priv|llvm|localalias|clone|specialized)(?:\.\d+)?$"
+)
 _LONG_HEX = re.compile(r"\b(?=[0-9a-f]*[a-f])(?=[0-9a-f]*\d)[0-9a-f]{8,}\b")
 _LINE_NO = re.compile(r"\b(line|lineno) \d+")
 _FILE_LINE = re.compile(r"(\.\w{1,8}):\d+\b")
@@ -136,22 +163,29 @@ def representative(runs: Sequence[Outcome]) -> Outcome:
 def same_failure(a: Outcome, b: Outcome) -> bool:
     """Whether two failing outcomes are "the same failure" for bisection purposes.
 
-    Same kind, and: for a crash the same signal (and the same faulting library when gdb named
-    both); for a failure the same exception type and the same names in its normalised message
-    (``cannot import name 'A'`` is not ``cannot import name 'B'``), or the same exit code when
-    neither printed a traceback. Paths, addresses, line numbers and free-form values in a
+    Same kind, and: for a crash the same signal, the same faulting library when gdb named both
+    (by ``library_identity``: another release of a library is the same library) and the same
+    function when gdb named both (by ``function_identity``: clones and offsets aside); for a
+    failure the same exception type and the same names in its normalised message (``cannot
+    import name 'A'`` is not ``cannot import name 'B'``), or the same exit code when neither
+    printed a traceback. Paths, addresses, line numbers and free-form values in a
     message may differ: they change from one environment to the next.
 
     The names are read from the signature, so outcomes stored before messages were
     normalised compare the same way (``failure_names`` finds the same names in the raw
     message and in its normalised form): resuming or reusing an older store needs no new
-    probe policy.
+    probe policy. Crashes stored before the function was kept have none: for them the
+    function does not decide, as before.
     """
     if a.kind is not b.kind:
         return False
     if a.kind is OutcomeKind.CRASH:
-        # A crash in another library is another crash; unknown libraries do not decide.
-        if a.library and b.library and a.library != b.library:
+        # A crash in another library, or in another function of it, is another crash; an
+        # unknown library or function (no gdb, a stripped "??") does not decide.
+        if a.library and b.library and library_identity(a.library) != library_identity(b.library):
+            return False
+        fa, fb = function_identity(a.function), function_identity(b.function)
+        if fa and fb and fa != fb:
             return False
         return a.signal == b.signal
     if a.kind is OutcomeKind.FAIL:
@@ -159,6 +193,61 @@ def same_failure(a: Outcome, b: Outcome) -> bool:
             return a.exception == b.exception and _names(a) == _names(b)
         return a.exit_code == b.exit_code
     return True
+
+
+def library_identity(name: str) -> str:
+    """The name of a shared library without where it lies and which release it is: what
+    tells "the same library" in two environments.
+
+    Dropped: the folder (``/env/lib/libfoo.so.1`` is ``libfoo.so.1``); the shared-object
+    suffix and any version after it (``libarrow.so.1500``, ``libprotobuf.so.3.21.12.0``,
+    ``libicuuc.so.72``, ``libfoo.so`` all keep only their stem: ``libarrow``...); a CPython
+    extension module's interpreter and platform tag (``_foo.cpython-311-x86_64-linux-gnu.so``
+    and ``_foo.abi3.so`` are ``_foo``, still unlike ``_bar``); the hash auditwheel and
+    delocate add to a vendored copy (``libgfortran-040039e1.so.5.0.0`` is ``libgfortran``);
+    a release set off at the end of the stem by a dot or by a dash after a letter
+    (``libfoo-1.2.so`` and ``libLLVM-17.so`` as libtool's ``-release`` names them,
+    ``libfoo.1.2.dylib``).
+
+    Kept: digits that are part of the name itself, which name another build rather than
+    another release of one: ``libboost_python39.so.1.75.0`` is ``libboost_python39`` (Boost
+    built for Python 3.9: a build for 3.10 is another library, though within one search the
+    interpreter, and so the tag, is the same), ``libQt5Core``, ``libpython3`` (of
+    ``libpython3.11.so.1.0``: its minor version is dropped like any dotted release),
+    ``ld-linux-x86-64`` (the dash there follows a digit). Pure and idempotent; a name with no
+    library form in it comes back as its last path part (``the python executable``).
+    """
+    base = name.replace("\\", "/").rsplit("/", 1)[-1].strip()
+    stem = base
+    while True:  # to a fixed point: what one pass leaves may end in another release
+        shorter = _LIB_RELEASE.sub(
+            "", _REPAIR_HASH.sub("", _EXT_TAG.sub("", _LIB_SUFFIX.sub("", stem)))
+        )
+        if shorter == stem or not shorter:
+            return stem
+        stem = shorter
+
+
+def function_identity(name: str | None) -> str | None:
+    """A native function's name as gdb printed it, without what changes between two builds
+    of the same code: addresses (``0x7f...``), offsets (``+ 7``, ``+0x1c``) and the clones
+    gcc and clang make of it (``[clone .isra.0]``, ``.constprop.0``, ``.part.1``, ``.cold``,
+    ``.lto_priv.0``, ``.llvm.1234``); and the CPU variant the C library picked for this
+    machine (its ifunc variants: ``__strlen_evex`` on one node is ``__strlen_avx2`` on
+    another, ``__memmove_avx_unaligned_erms``: all ``__strlen``, ``__memmove``), so that
+    one bug is one failure on every kind of node of a cluster. None for no name: missing,
+    ``??`` (a stripped library) or gdb's ``<signal handler called>``. Idempotent."""
+    if not name:
+        return None
+    text = name
+    while True:  # to a fixed point: clones of clones (".constprop.0.isra.0", ".part.0.cold")
+        shorter = _FUNC_AT.sub("", _FUNC_OFFSET.sub("", _FUNC_CLONE.sub("", text)))
+        shorter = " ".join(_FUNC_SUFFIX.sub("", _ADDRESS.sub("", shorter)).split())
+        if shorter == text:
+            break
+        text = shorter
+    text = _IFUNC_VARIANT.sub(r"\g<base>", text)
+    return None if text in ("", "??", "<signal handler called>") else text
 
 
 def normalise_message(message: str) -> str:

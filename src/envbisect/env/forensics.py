@@ -215,7 +215,9 @@ def function_name(text: str) -> str:
 
 
 def enrich(outcome: Outcome, trace: NativeTrace) -> Outcome:
-    """The crash outcome with the faulting library and native frames in its signature."""
+    """The crash outcome with the faulting library and function in its signature (as gdb
+    printed them: the real soname) and in its ``library`` and ``function`` fields, which
+    ``outcome.same_failure`` compares, and its native frames."""
     if outcome.kind is not OutcomeKind.CRASH:
         return outcome
     native = trace.library or "?"
@@ -234,6 +236,7 @@ def enrich(outcome: Outcome, trace: NativeTrace) -> Outcome:
         outcome,
         signature=f"{signal} in {where}{python_frame}",
         library=trace.library,
+        function=trace.function,
         native_frames=trace.frames[:8],
         detail=outcome.detail + f"\n\nnative backtrace (gdb){thread}:\n" + trace.text,
     )
