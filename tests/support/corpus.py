@@ -361,6 +361,33 @@ def _lock_family(root: Path, index: LocalIndex) -> None:
             index.add(IndexFile(project=name, path=path, upload_time=when))
 
 
+TWO_A, TWO_B = 3, 8  # twolib 1.3.0 removes a(), 1.8.0 removes b()
+
+
+def _two_family(root: Path, index: LocalIndex) -> None:
+    """Two different failures in one range (issue 20): twoapp 1.0.0 (pinned, day 0) calls
+    twolib.b() then twolib.a(); twolib 1.3.0 (day 9) removes a(), 1.8.0 (day 24) removes b().
+    So 1.0-1.2 pass, 1.3-1.7 fail on a, 1.8-1.11 fail on b: the newest fails with b's
+    error, the middle of the window with a's. twonoise releases every day change nothing."""
+    app = "import twolib, twonoise\n\ndef run():\n    twolib.b()\n    twolib.a()\n"
+    path = build_wheel(root, "twoapp", "1.0.0", {"twoapp/__init__.py": app},
+                       requires=("twolib", "twonoise"))  # fmt: skip
+    index.add(IndexFile(project="twoapp", path=path, upload_time=EPOCH + timedelta(hours=5)))
+    for i in range(12):
+        body = "".join(
+            f"def {name}():\n    return 1\n"
+            for name, gone in (("a", TWO_A), ("b", TWO_B))
+            if i < gone
+        )
+        path = build_wheel(root, "twolib", f"1.{i}.0", {"twolib/__init__.py": body or "\n"})
+        when = EPOCH + timedelta(days=3 * i, hours=1)
+        index.add(IndexFile(project="twolib", path=path, upload_time=when))
+    for j in range(40):
+        path = build_wheel(root, "twonoise", f"0.{j}.0", {"twonoise/__init__.py": ""})
+        when = EPOCH + timedelta(days=j, hours=1 if j == 0 else 13)
+        index.add(IndexFile(project="twonoise", path=path, upload_time=when))
+
+
 def build_index(root: Path) -> LocalIndex:
     root.mkdir(parents=True, exist_ok=True)
     for sub in ("pypi", "cpu", "cu121"):
@@ -376,6 +403,7 @@ def build_index(root: Path) -> LocalIndex:
     _roots_family(root, index)
     _flaky_family(root, index)
     _lock_family(root, index)
+    _two_family(root, index)
     for project, versions in corpus().items():
         for i, v in enumerate(versions):
             when = EPOCH + timedelta(days=30 * i, hours=len(project))

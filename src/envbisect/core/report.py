@@ -257,6 +257,7 @@ def to_json(res: RunResult) -> dict[str, Any]:
         "package": res.package,
         "status": res.status,
         "direction": res.direction,
+        "candidates": res.candidates,
         new_key: res.first_new if res.status != "no-answer" else None,
         old_key: res.last_old if res.status != "no-answer" else None,
     }

@@ -39,7 +39,7 @@ from envbisect.model import Outcome, OutcomeKind
 from envbisect.modes.bydate import Moment, timeline
 from envbisect.modes.diff import Change, _Diff
 from envbisect.modes.drive import bisect, drive
-from envbisect.modes.lockout import write_lock_outputs
+from envbisect.modes.lockout import dry_run_outputs, write_lock_outputs
 from envbisect.modes.options import CommonOptions, check_requirements, parse_exclude_newer
 from envbisect.modes.planning import read_pins
 from envbisect.modes.session import Session, Want
@@ -198,7 +198,7 @@ class _Lock:
                 ref="lock-unresolvable",
             )
         if session.opts.dry_run:
-            return self._dry_run(newest)
+            return dry_run_outputs(self, newest)
         reporter = session.reporter
         try:
             row = self.probe("newest", newest)
@@ -602,17 +602,6 @@ class _Lock:
         return newest, row
 
     # -- outputs ---------------------------------------------------------------------------------
-
-    def _dry_run(self, newest: Plan) -> RunResult:
-        from envbisect.modes.dryrun import plan_views
-
-        wants = [Want(label="newest", spec=self.session.env_spec(newest.requirements()))]
-        label, pins, _ = self.start(newest)
-        reqs = [f"{n}=={v}" for n, v in sorted(pins.items())]
-        wants.append(Want(label=f"starting point: {label}", spec=self.session.env_spec(reqs)))
-        self.result.status = "dry-run"
-        self.result.extra = {"dry_run": True, "plans": plan_views(self.session, wants)}
-        return self.result
 
     def _run_id(self) -> str:
         o = self.opts

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from envbisect import __version__
 from envbisect.core.plan import Plan
-from envbisect.core.report import ProbeRow, report_markdown
+from envbisect.core.report import ProbeRow, RunResult, report_markdown
 from envbisect.modes.outputs import inside, write_lockfiles
 from envbisect.strategy.lock import held_back
 from envbisect.textsafe import md_code, md_text
@@ -82,3 +82,18 @@ def write_lock_outputs(lk: _Lock, row: ProbeRow | None, newest: Plan | None = No
 
 def _str_pins(planned: Plan) -> dict[str, str]:
     return {str(n): str(v) for n, v in planned.pins.items()}
+
+
+def dry_run_outputs(lk: _Lock, newest: Plan) -> RunResult:
+    """``--dry-run``: the plans of the newest environment and of the starting point."""
+    from envbisect.modes.dryrun import plan_views
+    from envbisect.modes.session import Want
+
+    session = lk.session
+    wants = [Want(label="newest", spec=session.env_spec(newest.requirements()))]
+    label, pins, _ = lk.start(newest)
+    reqs = [f"{n}=={v}" for n, v in sorted(pins.items())]
+    wants.append(Want(label=f"starting point: {label}", spec=session.env_spec(reqs)))
+    lk.result.status = "dry-run"
+    lk.result.extra = {"dry_run": True, "plans": plan_views(session, wants)}
+    return lk.result
