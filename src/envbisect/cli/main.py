@@ -32,6 +32,7 @@ from envbisect.cli import commands
 from envbisect.cli import options as o
 from envbisect.cli.display import RichReporter, error_json, print_error
 from envbisect.errors import EnvbisectError, Interrupted, NoAnswer, UsageError
+from envbisect.redact import mask_env_args
 
 
 class _Parser(argparse.ArgumentParser):
@@ -224,7 +225,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     matrix.add_argument("file", metavar="FILE", help="a matrices/*.toml file")
     o.JOBS.add(matrix, help="cells probed at once, one per row (default 1)")
-    o.attach(matrix, o.EXECUTION)
+    o.attach(matrix, o.EXECUTION, o.ENV)
     matrix.add_argument("--full", action="store_true",
                         help="probe every cell (no inference, no --max-cells limit)")  # fmt: skip
     matrix.add_argument("--max-cells", type=o.count, default=500, metavar="N",
@@ -341,7 +342,8 @@ def _main(argv: Sequence[str] | None) -> int:
     if args.command is None:
         parser.print_help(sys.stderr)
         return 2
-    full = shlex.join(["envbisect", *(sys.argv[1:] if argv is None else argv)])
+    # For reports: a credential passed with --env is masked (URLs are, in the session).
+    full = shlex.join(["envbisect", *mask_env_args(sys.argv[1:] if argv is None else argv)])
     command = COMMANDS[args.command]
     quiet, verbose = getattr(args, "quiet", False), getattr(args, "verbose", False)
     if quiet and verbose:
