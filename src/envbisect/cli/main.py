@@ -366,6 +366,8 @@ def _main(argv: Sequence[str] | None) -> int:
                 torch = getattr(args, "torch_backend", None)
                 also = f"; torch from PyTorch's {torch} index (--torch-backend)" if torch else ""
                 reporter.message(o.index_settings(args).describe() + also)
+            if hasattr(args, "probe_env"):
+                _say_held_back(reporter, args)
             return command.run(ctx)
         finally:
             reporter.close()  # the live display ends before the answer or an error
@@ -377,6 +379,19 @@ def _main(argv: Sequence[str] | None) -> int:
         return _fail(args, e)
     except KeyboardInterrupt:
         return _fail(args, Interrupted("interrupted", hint="run the same command again to resume"))
+
+
+def _say_held_back(reporter: RichReporter, args: argparse.Namespace) -> None:
+    """One line naming the interpreter variables of this shell that probes go without."""
+    from envbisect.env.scrub import held_back
+
+    names = held_back(os.environ, o.probe_env(args))
+    if names:
+        reporter.message(
+            f"envbisect: {', '.join(names)} from your shell {'does' if len(names) == 1 else 'do'}"
+            " not reach the probes (they change what runs or what it imports); pass one "
+            "with --env NAME=VALUE to test with it"
+        )
 
 
 def _subparser(parser: argparse.ArgumentParser, command: str | None) -> argparse.ArgumentParser:

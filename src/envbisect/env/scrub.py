@@ -111,3 +111,18 @@ SET_FOR_PROBES: dict[str, str] = {
 def scrub(environ: Mapping[str, str]) -> dict[str, str]:
     """``environ`` without the variables of ``DROPPED``."""
     return {k: v for k, v in environ.items() if k not in DROPPED}
+
+
+def held_back(environ: Mapping[str, str], passed: Mapping[str, str]) -> list[str]:
+    """The interpreter variables set in ``environ`` that the scrub keeps from probes and
+    ``--env`` does not pass: what the user is told, so that a repro that needed one is not a
+    mystery. Not VIRTUAL_ENV and the like (an activated venv is the usual case, not a choice),
+    nor a value envbisect sets anyway."""
+    return sorted(
+        name
+        for name, value in environ.items()
+        if name in DROPPED
+        and name.startswith(("PYTHON", "_PYTHON"))
+        and name not in passed
+        and SET_FOR_PROBES.get(name) != value
+    )
