@@ -225,7 +225,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     matrix.add_argument("file", metavar="FILE", help="a matrices/*.toml file")
     o.JOBS.add(matrix, help="cells probed at once, one per row (default 1)")
-    o.attach(matrix, o.EXECUTION, o.ENV)
+    o.attach(matrix, o.EXECUTION)
+    o.ENV.add(matrix, help="set NAME=VALUE for every cell's probes (repeatable; interpreter "
+              "variables from your shell never reach them): part of what was probed, and "
+              "recorded in DIR/<matrix>/run.json")  # fmt: skip
     matrix.add_argument("--full", action="store_true",
                         help="probe every cell (no inference, no --max-cells limit)")  # fmt: skip
     matrix.add_argument("--max-cells", type=o.count, default=500, metavar="N",
