@@ -115,6 +115,32 @@ def test_bad_flag_values(base: list[str]) -> None:
     )
 
 
+def test_env_flags(base: list[str], index: LocalIndex, python: str, tmp_path: Path) -> None:
+    cases = {"FOO": "--env 'FOO' is not NAME=VALUE", "=1": "--env '=1' is not NAME=VALUE",
+             "1X=2": "--env '1X': not a variable name"}  # fmt: skip
+    for item, message in cases.items():
+        proc = envbisect(*base, "--package", "raisy", "--env", item, "--", "true")
+        assert_clean_error(proc, 2, message, "[bad-env]")
+        assert (
+            "hint: e.g. --env PYTHONOPTIMIZE=1" in proc.stderr or "hint: a name is" in proc.stderr
+        )
+    # probe takes it too, and refuses before anything is built.
+    proc = envbisect("probe", "--index-url", index.url, "--python", python, "--results",
+                     str(tmp_path / "p"), "--with", "raisy==1.0.0", "--env", "PATH=/x",
+                     "--", "true")  # fmt: skip
+    assert_clean_error(proc, 2, "--env PATH: envbisect sets it")
+    assert not (tmp_path / "p" / ".envs").exists()
+    # A good one: the shell's interpreter variables that probes go without are named, the one
+    # passed with --env is not.
+    shell = {**os.environ, "PYTHONPATH": str(tmp_path), "PYTHONOPTIMIZE": "1"}
+    proc = envbisect("probe", "--index-url", index.url, "--python", python, "--results",
+                     str(tmp_path / "p"), "--with", "raisy==1.0.0", "--env", "PYTHONOPTIMIZE=1",
+                     "--dry-run", "--", "true", env=shell)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert "envbisect: PYTHONPATH from your shell does not reach the probes" in proc.stderr
+    assert "PYTHONOPTIMIZE" not in proc.stderr
+
+
 def test_unreachable_index_masks_credentials(python: str, tmp_path: Path) -> None:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

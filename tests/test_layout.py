@@ -51,3 +51,20 @@ def test_modules_stay_under_about_600_lines() -> None:
     long = {p.relative_to(SRC).as_posix(): n for p in SRC.rglob("*.py")
             if (n := len(p.read_text(encoding="utf-8").splitlines())) > 640}  # fmt: skip
     assert long == {}
+
+
+PROBES = sorted((SRC / "env" / "probes").glob("*.py"))
+
+
+@pytest.mark.parametrize("path", PROBES, ids=lambda p: p.name)
+def test_builtin_probes_check_without_assert(path: Path) -> None:
+    """``--env PYTHONOPTIMIZE=1`` strips ``assert``: a probe's check must raise explicitly,
+    or it would vanish and the probe pass."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    found = [node.lineno for node in ast.walk(tree) if isinstance(node, ast.Assert)]
+    assert found == [], f"{path.name}: assert statement(s) at line(s) {found}"
+
+
+def test_the_probe_walk_sees_the_probes() -> None:
+    assert {p.name for p in PROBES} >= {"_common.py", "datasets_json.py", "lora_step.py",
+                                        "import_probe.py", "llamafactory_train.py"}  # fmt: skip

@@ -18,10 +18,11 @@ from typing import Any
 from rich.console import Console
 
 from envbisect.cli.display import STYLE, escape
-from envbisect.cli.options import common_options, extras
+from envbisect.cli.options import common_options, extras, probe_env
 from envbisect.core.names import project_name
 from envbisect.errors import NoAnswer, UsageError
 from envbisect.model import OutcomeKind
+from envbisect.redact import mask_env_map
 from envbisect.reporter import Reporter
 from envbisect.textsafe import for_terminal
 
@@ -51,6 +52,7 @@ def _repro(ctx: Context, *, default_for: str | None = None, pins: bool = False) 
         default_for=default_for,
         # LLaMA-Factory refuses to start outside its checked ranges: we test outside them.
         extra_env={"DISABLE_VERSION_CHECK": "1"} if pins else None,
+        user_env=probe_env(a),
     )
 
 
@@ -301,6 +303,7 @@ def cmd_probe(ctx: Context) -> int:
             "probe_seconds": round(rec.probe_seconds, 3),
             "reports": reports,
             "env_id": rec.env_id,
+            "env": mask_env_map(repro.user_env),
             **({"runs": len(runs), "fails": rec.fails,
                 "run_outcomes": [r.to_dict() for r in runs]} if len(runs) > 1 else {}),
         }, indent=2))  # fmt: skip
@@ -472,6 +475,7 @@ def cmd_matrix(ctx: Context) -> int:
         "counts": res.counts(),
         "full": a.full,
         "jobs": a.jobs,
+        **({"env": mask_env_map(common.env)} if common.env else {}),
     }
     out = inside(common.results, common.results / spec.name)
     out.mkdir(parents=True, exist_ok=True)

@@ -32,6 +32,7 @@ from envbisect.cli import commands
 from envbisect.cli import options as o
 from envbisect.cli.display import RichReporter, error_json, print_error
 from envbisect.errors import EnvbisectError, Interrupted, NoAnswer, UsageError
+from envbisect.redact import mask_env_args
 
 
 class _Parser(argparse.ArgumentParser):
@@ -225,6 +226,9 @@ def build_parser() -> argparse.ArgumentParser:
     matrix.add_argument("file", metavar="FILE", help="a matrices/*.toml file")
     o.JOBS.add(matrix, help="cells probed at once, one per row (default 1)")
     o.attach(matrix, o.EXECUTION)
+    o.ENV.add(matrix, help="set NAME=VALUE for every cell's probes (repeatable; interpreter "
+              "variables from your shell never reach them): part of what was probed, and "
+              "recorded in DIR/<matrix>/run.json")  # fmt: skip
     matrix.add_argument("--full", action="store_true",
                         help="probe every cell (no inference, no --max-cells limit)")  # fmt: skip
     matrix.add_argument("--max-cells", type=o.count, default=500, metavar="N",
@@ -341,7 +345,8 @@ def _main(argv: Sequence[str] | None) -> int:
     if args.command is None:
         parser.print_help(sys.stderr)
         return 2
-    full = shlex.join(["envbisect", *(sys.argv[1:] if argv is None else argv)])
+    # For reports: a credential passed with --env is masked (URLs are, in the session).
+    full = shlex.join(["envbisect", *mask_env_args(sys.argv[1:] if argv is None else argv)])
     command = COMMANDS[args.command]
     quiet, verbose = getattr(args, "quiet", False), getattr(args, "verbose", False)
     if quiet and verbose:
@@ -364,6 +369,8 @@ def _main(argv: Sequence[str] | None) -> int:
                 torch = getattr(args, "torch_backend", None)
                 also = f"; torch from PyTorch's {torch} index (--torch-backend)" if torch else ""
                 reporter.message(o.index_settings(args).describe() + also)
+            if hasattr(args, "probe_env"):
+                _say_held_back(reporter, args)
             return command.run(ctx)
         finally:
             reporter.close()  # the live display ends before the answer or an error
@@ -375,6 +382,19 @@ def _main(argv: Sequence[str] | None) -> int:
         return _fail(args, e)
     except KeyboardInterrupt:
         return _fail(args, Interrupted("interrupted", hint="run the same command again to resume"))
+
+
+def _say_held_back(reporter: RichReporter, args: argparse.Namespace) -> None:
+    """One line naming the interpreter variables of this shell that probes go without."""
+    from envbisect.env.scrub import held_back
+
+    names = held_back(os.environ, o.probe_env(args))
+    if names:
+        reporter.message(
+            f"envbisect: {', '.join(names)} from your shell {'does' if len(names) == 1 else 'do'}"
+            " not reach the probes (they change what runs or what it imports); pass one "
+            "with --env NAME=VALUE to test with it"
+        )
 
 
 def _subparser(parser: argparse.ArgumentParser, command: str | None) -> argparse.ArgumentParser:

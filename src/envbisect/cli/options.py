@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import math
 import os
+import re
 import sys
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -195,6 +196,18 @@ PROBE = opt(
     help="a built-in probe: import:PKG[,PKG], datasets-json, lora-step, "
     "llamafactory-train (repeatable; the environment fails if any fails)",
 )
+ENV = opt(
+    "--env",
+    dest="probe_env",
+    action="append",
+    default=[],
+    metavar="NAME=VALUE",
+    help="set NAME=VALUE for every probe (repeatable). Interpreter variables that change what "
+    "runs or what it imports (PYTHONOPTIMIZE, PYTHONPATH, PYTHONWARNINGS, PYTHONHASHSEED...) "
+    "never reach a probe from your shell: pass one here to test with it. What --env sets is "
+    "part of what was probed (stored outcomes with and without it are kept apart) and is "
+    "named in report.md",
+)
 TIMEOUT = opt(
     "--timeout",
     type=_positive,
@@ -312,7 +325,7 @@ INDEX = (
     TORCH_INDEX_URL,
 )
 ENVIRONMENT = (WITH, *INDEX, PYTHON, EXCLUDE_NEWER, PRE, ALLOW_SDIST)
-PROBING = (REPRO, PROBE, TIMEOUT, NATIVE_BACKTRACE, RESULTS, KEEP_ENVS, JSON)
+PROBING = (REPRO, PROBE, ENV, TIMEOUT, NATIVE_BACKTRACE, RESULTS, KEEP_ENVS, JSON)
 EXECUTION = (EXECUTOR, RAY_ADDRESS, GPUS_PER_PROBE)
 SEARCH = (JOBS, REPEAT, *EXECUTION, CONFIDENCE, PROBABILISTIC, MAX_PROBES)
 
@@ -428,6 +441,54 @@ def _torch_index(args: argparse.Namespace) -> str | None:
     return pytorch.variant_url(backend, mirror or pytorch.OFFICIAL)
 
 
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+# What envbisect or the executor sets for every probe, and where the user's own value goes.
+_ENV_RESERVED = {
+    "PATH": "probes inherit your PATH, with the environment's bin folder first",
+    "VIRTUAL_ENV": "it is the candidate environment's path",
+    "CUDA_VISIBLE_DEVICES": "probes inherit it from your shell, or --gpus-per-probe N gives "
+    "each probe its own GPUs",
+}
+
+
+def probe_env(args: argparse.Namespace) -> dict[str, str]:
+    """``--env NAME=VALUE`` flags as a mapping; a malformed one is a UsageError."""
+    from envbisect.redact import mask_env
+
+    out: dict[str, str] = {}
+    for item in getattr(args, "probe_env", None) or ():
+        name, sep, value = item.partition("=")
+        if not sep or not name:
+            shown = name + sep + mask_env(name, value) if sep else mask_env("", item)
+            raise UsageError(
+                f"--env {shown!r} is not NAME=VALUE",
+                hint="e.g. --env PYTHONOPTIMIZE=1 (an empty value: --env NAME=)",
+                ref="bad-env",
+            )
+        if not _ENV_NAME.fullmatch(name):
+            raise UsageError(
+                f"--env {name!r}: not a variable name",
+                hint="a name is ASCII letters, digits and _, not starting with a digit "
+                "(e.g. --env PYTHONOPTIMIZE=1)",
+                ref="bad-env",
+            )
+        if name in out:
+            raise UsageError(
+                f"--env {name} is given twice",
+                hint=f"pass {name} once, with the value the probes should see",
+                ref="bad-env",
+            )
+        if name in _ENV_RESERVED or name.startswith("ENVBISECT_"):
+            why = _ENV_RESERVED.get(name, "envbisect's own variables tell a probe its run")
+            raise UsageError(
+                f"--env {name}: envbisect sets it for every probe",
+                hint=f"leave it out: {why}",
+                ref="bad-env",
+            )
+        out[name] = value
+    return out
+
+
 def extras(args: argparse.Namespace) -> tuple[str, ...]:
     return tuple(e.strip() for e in (getattr(args, "extras", None) or "").split(",") if e.strip())
 
@@ -453,5 +514,6 @@ def common_options(args: argparse.Namespace, *, command: str, repro: Any = None)
         ray_address=getattr(args, "ray_address", None),
         gpus_per_probe=getattr(args, "gpus_per_probe", None) or base.gpus_per_probe,
         dry_run=getattr(args, "dry_run", False),
+        env=tuple(sorted(probe_env(args).items())),
         command=command,
     )

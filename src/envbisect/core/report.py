@@ -122,6 +122,7 @@ class RunResult:
     target: str = ""
     command: str = ""
     repro: str = ""
+    env: dict[str, str] = field(default_factory=dict)  # --env, credentials masked (redact)
     run_id: str = ""
     report_path: str | None = None
     lock_path: str | None = None
@@ -240,6 +241,7 @@ def to_json(res: RunResult) -> dict[str, Any]:
             "reused": [r.to_dict() for r in res.rows if r.reused],
             "report": res.report_path,
             "target": res.target,
+            "env": dict(res.env),
             "run_id": res.run_id,
             **{
                 k: v
@@ -281,6 +283,7 @@ def to_json(res: RunResult) -> dict[str, Any]:
     out["pylock"] = res.pylock_path
     out["report"] = res.report_path
     out["target"] = res.target
+    out["env"] = dict(res.env)
     out["run_id"] = res.run_id
     if res.search:
         out["search"] = res.search
@@ -300,9 +303,11 @@ def env_diff(
 def report_markdown(res: RunResult, *, when: datetime | None = None) -> str:
     when = when or datetime.now(timezone.utc)
     lines = [f"# envbisect: {_md(res.package)}", "", f"**{_md(verdict_line(res))}**", ""]
+    passed = ", ".join(md_code(f"{k}={v}") for k, v in sorted(res.env.items()))
     lines += [
         f"- command: {md_code(res.command)}",
         f"- repro: {md_code(res.repro)}",
+        *([f"- set for every probe (--env): {passed}"] if passed else []),
         f"- target: {_md(res.target)}",
         f"- candidates in range: {res.candidates}; environments built this run: "
         f"{sum(1 for r in res.rows if not r.reused and r.build_seconds > 0)}; "

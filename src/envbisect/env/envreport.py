@@ -111,7 +111,7 @@ if deep and "numpy" in dists:
             if mod.startswith("_"):
                 continue
             try:
-                p = subprocess.run([sys.executable, "-c", "import " + mod],
+                p = subprocess.run([sys.executable, "-I", "-c", "import " + mod],
                                    capture_output=True, text=True, timeout=120)
             except subprocess.TimeoutExpired:
                 continue

@@ -10,8 +10,11 @@ that does not pass decides the environment's outcome (the environment fails if a
                           directory and run like a repro file
 
 Every step runs with faulthandler on (every thread's Python stack on a fatal signal, and on
-the SIGABRT sent at the timeout), without the user's PYTHONPATH/PYTHONHOME/user site, so that
-only the candidate environment is tested.
+the SIGABRT sent at the timeout), in envbisect's environment without the interpreter variables
+that change what runs or what it imports (``scrub.DROPPED``: PYTHONOPTIMIZE, PYTHONPATH, the
+user site...), so that only the candidate environment is tested. What the user passes with
+``--env NAME=VALUE`` (``user_env``) is set last, and is part of ``repro_id``: a probe with
+``--env PYTHONOPTIMIZE=1`` is stored apart from one without.
 """
 
 from __future__ import annotations
@@ -29,23 +32,16 @@ from importlib import resources
 from pathlib import Path
 
 from envbisect.env.runner import run_process
+from envbisect.env.scrub import SET_FOR_PROBES, scrub
 from envbisect.env.uv import BuiltEnv
 from envbisect.errors import UsageError
 from envbisect.model import RawProbe
 
 # Bump when the way probes are run changes enough that stored outcomes should not be reused.
-POLICY_VERSION = 2
-
-_ENV_DROP = (
-    "PYTHONPATH",
-    "PYTHONHOME",
-    "PYTHONSTARTUP",
-    "PYTHONUSERBASE",
-    "VIRTUAL_ENV",
-    "CONDA_PREFIX",
-    "PYTHONEXECUTABLE",
-    "__PYVENV_LAUNCHER__",
-)
+# 3: the scrub of interpreter variables (env/scrub.py). An outcome stored before it may have
+# been made with PYTHONOPTIMIZE or PYTHONPATH leaking from the shell (an assert stripped, a
+# shadowing module imported), invisibly: it must not answer for a scrubbed probe.
+POLICY_VERSION = 3
 
 # name -> (script, needs an argument, what it does)
 BUILTINS: dict[str, tuple[str, bool, str]] = {
@@ -97,7 +93,8 @@ class Repro:
 
     steps: tuple[Step, ...]
     origin: Path = Path(".")  # the directory envbisect was started from
-    extra_env: tuple[tuple[str, str], ...] = field(default=())
+    extra_env: tuple[tuple[str, str], ...] = field(default=())  # envbisect's own, per mode
+    user_env: tuple[tuple[str, str], ...] = field(default=())  # --env NAME=VALUE, set last
 
     # -- building ------------------------------------------------------------------------------
 
@@ -119,8 +116,13 @@ class Repro:
         probes: Sequence[str] = (),
         default_for: str | None = None,
         extra_env: Mapping[str, str] | None = None,
+        user_env: Mapping[str, str] | None = None,
     ) -> Repro:
-        """Steps from the CLI's flags; with none given, the default probes for a package."""
+        """Steps from the CLI's flags; with none given, the default probes for a package.
+
+        ``extra_env``: variables a mode sets (DISABLE_VERSION_CHECK); ``user_env``: the
+        user's ``--env``, set after them and after the scrub, so any of them can be
+        overridden on purpose."""
         if repro_file and command:
             raise UsageError(
                 "both --repro and a command after -- were given",
@@ -142,18 +144,24 @@ class Repro:
                 ref="repro-missing",
             )
         return cls(
-            steps=tuple(steps), origin=origin, extra_env=tuple(sorted((extra_env or {}).items()))
+            steps=tuple(steps),
+            origin=origin,
+            extra_env=tuple(sorted((extra_env or {}).items())),
+            user_env=tuple(sorted((user_env or {}).items())),
         )
 
     # -- identity ------------------------------------------------------------------------------
 
     @property
     def repro_id(self) -> str:
-        """Changes when what runs changes, so an edited repro is probed afresh."""
+        """Changes when what runs changes, so an edited repro is probed afresh; the variables
+        set for it (``extra_env`` and ``--env``) are part of what runs. The store's key is
+        (env_id, repro_id): a probe with ``--env PYTHONOPTIMIZE=1`` never answers for one
+        without, nor the other way round."""
         blob = {
             "policy": POLICY_VERSION,
             "steps": [[s.label, s.digest, list(s.args), list(s.argv)] for s in self.steps],
-            "env": list(self.extra_env),
+            "env": sorted({**dict(self.extra_env), **dict(self.user_env)}.items()),
         }
         return hashlib.sha256(json.dumps(blob, sort_keys=True).encode()).hexdigest()[:16]
 
@@ -163,17 +171,18 @@ class Repro:
     # -- running -------------------------------------------------------------------------------
 
     def environment(self, env: BuiltEnv, base: Mapping[str, str], step: Step) -> dict[str, str]:
-        out = {k: v for k, v in base.items() if k not in _ENV_DROP}
+        """The variables of one step (and of its re-run under gdb): ``base`` scrubbed, then
+        envbisect's own, then ``--env``'s."""
+        out = scrub(base)
         out["PATH"] = os.pathsep.join([str(env.bin_dir), base.get("PATH", os.defpath)])
         out["VIRTUAL_ENV"] = str(env.path)
         out["ENVBISECT_PYTHON"] = str(env.python)
         out["ENVBISECT_ORIGIN"] = str(self.origin)
-        out["PYTHONFAULTHANDLER"] = "1"
-        out["PYTHONNOUSERSITE"] = "1"
-        out["PYTHONUNBUFFERED"] = "1"
+        out.update(SET_FOR_PROBES)
         if step.builtin:
             out.update(_BUILTIN_ENV)
         out.update(dict(self.extra_env))
+        out.update(dict(self.user_env))
         return out
 
     def command(self, env: BuiltEnv, step: Step, workdir: Path) -> list[str]:

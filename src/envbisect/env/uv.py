@@ -8,7 +8,8 @@ then reads back what was actually installed from the venv's metadata (no subproc
 All environments share uv's cache (``UV_CACHE_DIR`` when set), so a warm environment is hard
 links, not copies. uv runs with ``--no-config`` and without the index environment variables:
 the indexes come from the ``EnvSpec`` only, so uv installs from exactly the indexes envbisect
-read its candidates from.
+read its candidates from. Nor does it see the interpreter variables a probe goes without
+(``scrub.DROPPED``: PYTHONPATH, PYTHONOPTIMIZE...): an sdist's build runs Python too.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from envbisect.core.outcome import untestable
 from envbisect.core.target import FACTS_SCRIPT, Target
 from envbisect.env import guard
 from envbisect.env.runner import interrupted, run_captured
+from envbisect.env.scrub import scrub
 from envbisect.errors import (
     DiskFull,
     IndexUnreachable,
@@ -148,7 +150,9 @@ def find_uv() -> str:
 
 
 def uv_env(cache_dir: str | None = None) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k not in UV_ENV_DROP}
+    # Scrubbed as a probe's (env/scrub.py): an sdist's build backend is code run for the
+    # candidate environment, and PYTHONPATH or PYTHONOPTIMIZE would change what it builds.
+    env = {k: v for k, v in scrub(os.environ).items() if k not in UV_ENV_DROP}
     env["UV_NO_PROGRESS"] = "1"
     env.setdefault("NO_COLOR", "1")
     if cache_dir:

@@ -14,6 +14,7 @@ import itertools
 import json
 import re
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
@@ -90,13 +91,15 @@ def matrix_indexes(spec: MatrixSpec) -> IndexConfig:
     )
 
 
-def matrix_repro(spec: MatrixSpec) -> Repro:
-    """The probes (and repro file) of every cell (each cell gets ``repeats`` runs of them)."""
+def matrix_repro(spec: MatrixSpec, env: Mapping[str, str] | None = None) -> Repro:
+    """The probes (and repro file) of every cell (each cell gets ``repeats`` runs of them);
+    ``env``: the command line's ``--env``."""
     return Repro.build(
         origin=spec.path.parent,
         repro_file=spec.repro,
         probes=spec.probes,
         extra_env={"DISABLE_VERSION_CHECK": "1"},
+        user_env=env,
     )
 
 
@@ -105,7 +108,7 @@ def matrix_options(spec: MatrixSpec, common: CommonOptions) -> CommonOptions:
     runs per cell; the command line the rest (results, cache, jobs, executor)."""
     return replace(
         common,
-        repro=matrix_repro(spec),
+        repro=matrix_repro(spec, dict(common.env)),
         indexes=matrix_indexes(spec),
         timeout=spec.timeout,
         repeat=spec.repeats,

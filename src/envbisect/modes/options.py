@@ -40,6 +40,7 @@ class CommonOptions:
     ray_address: str | None = None  # --executor ray: join this cluster (None: start one)
     gpus_per_probe: int = 0  # GPUs each probe is given, pinned by CUDA_VISIBLE_DEVICES
     dry_run: bool = False  # plan every environment it would build first, build nothing
+    env: tuple[tuple[str, str], ...] = ()  # --env NAME=VALUE: set for every probe, last
     command: str = ""  # the command line, for reports (credentials masked there)
 
 

@@ -34,7 +34,7 @@ from envbisect.exec import Executor, make_executor
 from envbisect.index.cache import default_cache_dir
 from envbisect.model import EnvSpec, IndexConfig, OutcomeKind, ProbeRecord
 from envbisect.modes.options import CommonOptions
-from envbisect.redact import mask_text
+from envbisect.redact import mask_env_map, mask_text
 from envbisect.reporter import Reporter
 from envbisect.store import Store
 
@@ -213,6 +213,7 @@ class Session:
             target=f"{self.target.short} ({self.python}, Python {self.target.python_version})",
             command=mask_text(self.opts.command),
             repro=self.repro.describe(),
+            env=mask_env_map(self.repro.user_env),
             run_id=run_id,
             **kw,
         )

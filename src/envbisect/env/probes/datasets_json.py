@@ -65,11 +65,14 @@ for label, path in (("alpaca", alpaca_path), ("sharegpt", sharegpt_path)):
             cache_dir=os.path.join(here, "hf-cache-%s-%s" % (label, keep)),
         )
         row = ds[0]
-        assert len(ds) == 64, "expected 64 rows, got %d" % len(ds)
-        assert row, "the first row is empty"
+        if len(ds) != 64:
+            raise AssertionError("expected 64 rows, got %d" % len(ds))
+        if not row:
+            raise AssertionError("the first row is empty")
         for num_proc in (1, 2):
             mapped = ds.map(to_prompt, num_proc=num_proc, keep_in_memory=keep)
-            assert len(mapped) == 64 and mapped[63]["prompt_len"] > 0, "map lost rows"
+            if not (len(mapped) == 64 and mapped[63]["prompt_len"] > 0):
+                raise AssertionError("map lost rows")
         timings["%s keep_in_memory=%s" % (label, keep)] = round(time.perf_counter() - start, 3)
 
 import pyarrow

@@ -41,7 +41,8 @@ def named(fragment):
 
 base_before = named("base_layer.weight")
 lora_before = named("lora_B")
-assert base_before and lora_before, "peft did not wrap q_proj/v_proj with LoRA layers"
+if not (base_before and lora_before):
+    raise AssertionError("peft did not wrap q_proj/v_proj with LoRA layers")
 trainable = [p for p in model.parameters() if p.requires_grad]
 optimizer = torch.optim.AdamW(trainable, lr=1e-2)
 generator = torch.Generator().manual_seed(0)
@@ -61,15 +62,15 @@ if device == "cuda":
     torch.cuda.synchronize()
 step_seconds = (time.perf_counter() - start) / len(losses)
 
-assert all(math.isfinite(x) for x in losses), "non-finite loss: %r" % losses
-assert losses[-1] < losses[0], "loss did not decrease: %r" % losses
+if not all(math.isfinite(x) for x in losses):
+    raise AssertionError("non-finite loss: %r" % losses)
+if not losses[-1] < losses[0]:
+    raise AssertionError("loss did not decrease: %r" % losses)
 after = dict(model.named_parameters())
-assert any(not torch.equal(lora_before[n], after[n].detach()) for n in lora_before), (
-    "LoRA weights did not change"
-)
-assert all(torch.equal(base_before[n], after[n].detach()) for n in base_before), (
-    "base weights changed: LoRA should freeze them"
-)
+if all(torch.equal(lora_before[n], after[n].detach()) for n in lora_before):
+    raise AssertionError("LoRA weights did not change")
+if not all(torch.equal(base_before[n], after[n].detach()) for n in base_before):
+    raise AssertionError("base weights changed: LoRA should freeze them")
 report(
     probe="lora-step",
     device=device if device == "cpu" else torch.cuda.get_device_name(0),
