@@ -152,16 +152,16 @@ def test_offline_and_not_in_uvs_cache_is_a_clear_error(
     assert listener.seen == []
 
 
-def test_every_uv_call_takes_offline_from_one_place(python: str, tmp_path: Path) -> None:
+def test_every_uv_call_takes_offline_from_one_place(
+    python: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """``Uv.env`` is where uv's environment is made: offline there, offline everywhere; a
     UV_OFFLINE of the caller's own does not make uv disagree with envbisect's client."""
     on, off = Uv(binary=find_uv(), offline=False), Uv(binary=find_uv(), offline=True)
     assert off.env()["UV_OFFLINE"] == "1"
-    os.environ["UV_OFFLINE"] = "1"
-    try:
-        assert "UV_OFFLINE" not in on.env()
-    finally:
-        del os.environ["UV_OFFLINE"]
+    monkeypatch.setenv("UV_OFFLINE", "1")
+    assert "UV_OFFLINE" not in on.env() and off.env()["UV_OFFLINE"] == "1"
+    monkeypatch.delenv("UV_OFFLINE")
     # uv's interpreter lookup runs offline too, and finds what it finds online.
     version = subprocess.run([python, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
                              capture_output=True, text=True, check=True).stdout.strip()  # fmt: skip
