@@ -30,7 +30,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
 from envbisect.env.repro import Repro  # noqa: E402
-from envbisect.env.uv import BuiltEnv, Materializer, find_python, find_uv  # noqa: E402
+from envbisect.env.uv import BuiltEnv, Materializer, Uv, find_python, find_uv  # noqa: E402
 from envbisect.model import EnvSpec, IndexConfig  # noqa: E402
 from envbisect.modes.options import CommonOptions  # noqa: E402
 from envbisect.modes.run import RunOptions, run_bisect  # noqa: E402
@@ -98,7 +98,7 @@ def bench_bisection(index: LocalIndex, python: str, sizes: list[int], work: Path
             print(f"| {n} | {pos} | {built} | {math.ceil(math.log2(n)) + 2} |")
 
 
-def time_envbisect(uv: str, python: str, spec: EnvSpec, envs: Path) -> tuple[float, int]:
+def time_envbisect(uv: Uv, python: str, spec: EnvSpec, envs: Path) -> tuple[float, int]:
     m = Materializer(uv, envs)
     start = time.perf_counter()
     built = m.build(spec, python)
@@ -136,7 +136,7 @@ def time_pip(python: str, reqs: list[str], index_url: str, envs: Path) -> float:
 
 
 def bench_warm(
-    label: str, uv: str, python: str, reqs: list[str], index_url: str, work: Path, rounds: int
+    label: str, uv: Uv, python: str, reqs: list[str], index_url: str, work: Path, rounds: int
 ) -> None:
     spec = EnvSpec.build(reqs, python=python, indexes=IndexConfig(index_url=index_url))
     envs = work / "envs"
@@ -162,7 +162,7 @@ def main() -> int:
     sizes = [int(s) for s in args.sizes.split(",")]
     work = Path(tempfile.mkdtemp(prefix="envbisect-bench-"))
     os.environ.setdefault("UV_CACHE_DIR", str(work / "uv-cache"))
-    uv = find_uv()
+    uv = Uv(binary=find_uv(), offline=False)
     python = find_python(uv, args.python)
     print(f"# envbisect benchmark ({python}, {os.cpu_count()} cores)")
     index = build_bench_index(work / "files", sizes)

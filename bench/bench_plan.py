@@ -24,7 +24,7 @@ from packaging.requirements import Requirement
 from envbisect.core.candidates import build_candidates
 from envbisect.core.plan import MatchCache, Plan, PlanTarget, Policy, plan
 from envbisect.env.pinsource import load_pins
-from envbisect.env.uv import find_python, find_uv, inspect_target
+from envbisect.env.uv import Uv, find_python, find_uv, inspect_target
 from envbisect.index.client import IndexClient
 from envbisect.index.source import IndexMetadataSource
 from envbisect.model import IndexConfig
@@ -96,7 +96,7 @@ def main() -> int:
     ap.add_argument("--cells", type=int, default=1000)
     ap.add_argument("--python", default="3.11")
     args = ap.parse_args()
-    python = find_python(find_uv(), args.python)
+    python = find_python(Uv(binary=find_uv(), offline=False), args.python)
     cache = Path(tempfile.mkdtemp(prefix="envbisect-plan-bench-"))
     try:
         for label in ("cold cache", "warm cache"):

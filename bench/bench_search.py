@@ -163,7 +163,7 @@ def flaky_table(seeds: int) -> None:
 
 def real_jobs(rounds: int) -> None:
     from envbisect.env.repro import Repro
-    from envbisect.env.uv import find_python, find_uv
+    from envbisect.env.uv import Uv, find_python, find_uv
     from envbisect.model import IndexConfig
     from envbisect.modes.options import SearchOptions
     from envbisect.modes.run import RunOptions, run_bisect
@@ -177,7 +177,7 @@ def real_jobs(rounds: int) -> None:
         repro_file = root / "repro.py"
         repro_file.write_text("import time, crashy\ntime.sleep(1)\ncrashy.run()\n")
         repro = Repro.from_file(str(repro_file), root)
-        python = find_python(find_uv(), "3.11")
+        python = find_python(Uv(binary=find_uv(), offline=False), "3.11")
         times: dict[int, list[float]] = {1: [], 2: [], 4: []}
         rounds_seen: dict[int, int] = {}
         for r in range(rounds + 1):  # the first pass warms uv's cache and is not counted

@@ -58,7 +58,7 @@ def test_a_task_and_its_record_survive_a_pickle(
         spec = session.env_spec(["crashy==1.7.0"])
         rec, _ = session.probe(spec)
         task = ProbeTask(spec=spec, repro=repro, python=python, python_version="3.11",
-                         envs_dir=tmp_path / "envs", runs=2, earlier=rec)  # fmt: skip
+                         envs_dir=tmp_path / "envs", runs=2, earlier=rec, offline=True)  # fmt: skip
     assert pickle.loads(pickle.dumps(task)) == task
     assert pickle.loads(pickle.dumps(rec)) == rec
 

@@ -166,6 +166,46 @@ def test_credentials_stay_off_argv_store_and_reports(
         hostile.file_delay = 0.0
 
 
+def test_a_wrong_password_under_pips_rule_is_index_auth_with_a_warm_cache(
+    hostile: HostileIndex, index: LocalIndex, python: str, tmp_path: Path
+) -> None:
+    """pip's rule (pip.conf names an extra index: uv's unsafe-best-match) makes uv pass over an
+    index that refuses it in silence: "not found", no 401 in its output. With envbisect's
+    metadata cache warm nothing else asks that index; every version would be untestable."""
+    hostile.auth = ("bob", (SECRET,))
+    try:
+        repro = _repro(tmp_path, "authpkg")
+        pip_rule = {**os.environ, "PIP_EXTRA_INDEX_URL": index.url}  # no authpkg there: a 404
+        good = hostile.url(user="bob", password=SECRET)
+        args = ["run", "--package", "authpkg", "--repro", str(repro), "--json"]
+        warm = envbisect(*args, *_common(good, python, tmp_path), env=pip_rule)
+        assert warm.returncode == 0, warm.stderr
+        assert "pip's rule" in warm.stderr and json.loads(warm.stdout)["first_bad"] == "2.0"
+        asked, page = sum(hostile.hits.values()), hostile.hits["/simple/authpkg/"]
+
+        # Another repro (nothing from the store), uv's cache empty: uv must ask the index.
+        repro2 = _repro(tmp_path / "repro2", "authpkg")
+        bad = hostile.url(user="bob", password="wrong")
+        cold = {**pip_rule, "UV_CACHE_DIR": str(tmp_path / "uv-cold")}
+        proc = envbisect("run", "--package", "authpkg", "--repro", str(repro2),
+                         *_common(bad, python, tmp_path), env=cold)  # fmt: skip
+        assert_clean_error(proc, 3, "refused uv's credentials", "answered HTTP 401")
+        assert "[index-auth]" in proc.stderr and "wrong" not in proc.stdout + proc.stderr
+        assert "untestable" not in proc.stderr
+        assert "probing 1.0" in proc.stderr and "probing 2.0" not in proc.stderr  # the first
+        # envbisect's pages came from its cache: the page was asked for twice, by uv (a 401
+        # it kept to itself) and by envbisect's one check of the password; nothing else.
+        delta = hostile.hits["/simple/authpkg/"] - page, sum(hostile.hits.values()) - asked
+        assert delta == (2, 2)
+
+        # The planner (uv pip compile for --dry-run) says so too, not "unresolvable".
+        plan = envbisect("probe", "--with", "authpkg", "--dry-run",
+                         *_common(bad, python, tmp_path), "--", "true", env=cold)  # fmt: skip
+        assert_clean_error(plan, 3, "refused uv's credentials while planning")
+    finally:
+        hostile.auth = None
+
+
 def test_env_id_ignores_credentials() -> None:
     from envbisect.model import EnvSpec, IndexConfig
 

@@ -15,7 +15,7 @@ import pytest
 
 from envbisect.core.target import FACTS_SCRIPT
 from envbisect.env.interp import FIND_TTL, INTERPRETERS, locate
-from envbisect.env.uv import find_uv, inspect_target, run_python_json
+from envbisect.env.uv import Uv, find_uv, inspect_target, run_python_json
 
 
 def counting_interpreter(tmp_path: Path, python: str) -> tuple[Path, Path]:
@@ -31,7 +31,7 @@ def counting_interpreter(tmp_path: Path, python: str) -> tuple[Path, Path]:
 
 def test_facts_are_read_once_until_the_interpreter_changes(python: str, tmp_path: Path) -> None:
     script, runs = counting_interpreter(tmp_path, python)
-    uv, cache = find_uv(), tmp_path / "cache"
+    uv, cache = Uv(binary=find_uv(), offline=False), tmp_path / "cache"
     first = locate(uv, str(script), cache)
     again = locate(uv, str(script), cache)
     assert first == again == (str(script), inspect_target(python))
@@ -43,13 +43,13 @@ def test_facts_are_read_once_until_the_interpreter_changes(python: str, tmp_path
 
 def test_without_a_cache_every_lookup_asks(python: str, tmp_path: Path) -> None:
     script, runs = counting_interpreter(tmp_path, python)
-    locate(find_uv(), str(script), None)
-    locate(find_uv(), str(script), None)
+    locate(Uv(binary=find_uv(), offline=False), str(script), None)
+    locate(Uv(binary=find_uv(), offline=False), str(script), None)
     assert runs.read_text().count("run") == 2
 
 
 def test_a_version_request_is_kept_for_a_while(python: str, tmp_path: Path) -> None:
-    uv, cache = find_uv(), tmp_path / "cache"
+    uv, cache = Uv(binary=find_uv(), offline=False), tmp_path / "cache"
     request = ".".join(inspect_target(python).python_version.base_version.split(".")[:2])
     path, target = locate(uv, request, cache, now=1000.0)
     entries = [json.loads(p.read_text()) for p in (cache / INTERPRETERS).rglob("*.json")]
@@ -68,7 +68,7 @@ def test_a_version_request_is_kept_for_a_while(python: str, tmp_path: Path) -> N
 
 def test_a_damaged_entry_is_a_miss(python: str, tmp_path: Path) -> None:
     script, runs = counting_interpreter(tmp_path, python)
-    uv, cache = find_uv(), tmp_path / "cache"
+    uv, cache = Uv(binary=find_uv(), offline=False), tmp_path / "cache"
     locate(uv, str(script), cache)
     for entry in (cache / INTERPRETERS).rglob("*.json"):
         entry.write_text('{"key": 1, "facts": [')
@@ -81,5 +81,5 @@ def test_a_missing_interpreter_is_still_a_clear_error(tmp_path: Path) -> None:
     from envbisect.errors import UsageError
 
     with pytest.raises(UsageError) as e:
-        locate(find_uv(), "2.1", tmp_path / "cache")
+        locate(Uv(binary=find_uv(), offline=False), "2.1", tmp_path / "cache")
     assert e.value.ref == "python-not-found"

@@ -16,7 +16,7 @@ from packaging.utils import canonicalize_name
 from packaging.version import Version
 
 from envbisect.core.plan import Plan, PlanTarget, Policy, plan
-from envbisect.env.uv import find_uv, inspect_target, uv_env
+from envbisect.env.uv import Uv, find_uv, inspect_target
 from envbisect.env.uvplan import UvFallback
 from envbisect.index.client import IndexClient
 from envbisect.index.source import IndexMetadataSource
@@ -42,7 +42,8 @@ def uv_compile(index: LocalIndex, python: str, reqs: list[str]) -> dict[str, str
     proc = subprocess.run(
         [find_uv(), "pip", "compile", "--no-config", "-q", "--python", python, "--index-url",
          index.url, "--only-binary", ":all:", "--no-header", "--no-annotate", "-"],
-        input="\n".join(reqs) + "\n", capture_output=True, text=True, env=uv_env(),
+        input="\n".join(reqs) + "\n", capture_output=True, text=True,
+        env=Uv(binary=find_uv(), offline=False).env(),
     )  # fmt: skip
     if proc.returncode != 0:
         assert "No solution found" in proc.stderr or "not found" in proc.stderr, proc.stderr
@@ -82,7 +83,7 @@ def test_uv_fallback_gives_the_same_answer(index: LocalIndex, python: str, reqs:
     target = inspect_target(python)
     ptarget = PlanTarget(markers=target.marker_environment(), python_version=target.python_version)
     cfg = IndexConfig(index_url=index.url)
-    fallback = UvFallback(uv=find_uv(), python=python, indexes=cfg)
+    fallback = UvFallback(uv=Uv(binary=find_uv(), offline=False), python=python, indexes=cfg)
     with IndexClient(cfg) as client:
         source = IndexMetadataSource(client, target)
         direct = plan([Requirement(r) for r in reqs], source, ptarget)
@@ -98,7 +99,7 @@ def test_uv_fallback_keeps_the_baseline(index: LocalIndex, python: str) -> None:
     target = inspect_target(python)
     ptarget = PlanTarget(markers=target.marker_environment(), python_version=target.python_version)
     cfg = IndexConfig(index_url=index.url)
-    fallback = UvFallback(uv=find_uv(), python=python, indexes=cfg)
+    fallback = UvFallback(uv=Uv(binary=find_uv(), offline=False), python=python, indexes=cfg)
     with IndexClient(cfg) as client:
         source = IndexMetadataSource(client, target)
         result = plan([Requirement("crashy<1.9"), Requirement("raisy")], source, ptarget,

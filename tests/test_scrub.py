@@ -22,7 +22,7 @@ from envbisect.cli.options import probe_env
 from envbisect.core.report import RunResult, report_markdown, to_json
 from envbisect.env.repro import Repro
 from envbisect.env.scrub import DROPPED, KEPT, SET_FOR_PROBES, held_back, scrub
-from envbisect.env.uv import BuiltEnv, uv_env
+from envbisect.env.uv import BuiltEnv, Uv
 from envbisect.errors import UsageError
 from envbisect.model import IndexConfig
 from envbisect.modes.options import CommonOptions
@@ -109,7 +109,7 @@ def test_uv_does_not_see_them_either(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PYTHONPATH", "/somewhere")
     monkeypatch.setenv("PYTHONOPTIMIZE", "1")
     monkeypatch.setenv("PYTHONDONTWRITEBYTECODE", "1")
-    env = uv_env()
+    env = Uv(binary="uv", offline=False).env()
     assert "PYTHONPATH" not in env and "PYTHONOPTIMIZE" not in env
     assert env["PYTHONDONTWRITEBYTECODE"] == "1"
     assert scrub({"PYTHONPATH": "/x", "HOME": "/h"}) == {"HOME": "/h"}

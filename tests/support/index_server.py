@@ -8,7 +8,9 @@ Routes:
     /garbage/<project>/   200 with a body that is no index page at all
     /files/<filename>     the file itself; /files/<wheel>.metadata its METADATA
 Project pages carry the cache headers PyPI sends plus an ETag and a Last-Modified, and answer
-304 to a matching If-None-Match (or, without one, a recent enough If-Modified-Since).
+304 to a matching If-None-Match (or, without one, a recent enough If-Modified-Since);
+``page_cache`` is their Cache-Control (``max-age=0, must-revalidate``: every client asks again,
+as behind many private indexes, or after PyPI's ten minutes).
 Requests are counted per path (``hits``, keyed "GET /path"), as are body bytes sent (``sent``)
 and 304 answers (``not_modified``), so tests can check what was fetched.
 """
@@ -73,6 +75,7 @@ class LocalIndex:
     metadata_files: bool = True
     ranges: bool = True
     range_requests: int = 0
+    page_cache: str = PAGE
 
     def add(self, f: IndexFile) -> None:
         self.files.append(f)
@@ -245,12 +248,12 @@ class LocalIndex:
                 status: int,
                 ctype: str,
                 body: bytes,
-                cache: str = PAGE,
+                cache: str | None = None,
                 headers: dict[str, str] | None = None,
             ) -> None:
                 self.send_response(status)
                 self.send_header("Content-Type", ctype)
-                self.send_header("Cache-Control", cache)
+                self.send_header("Cache-Control", cache or index.page_cache)
                 for key, value in (headers or {}).items():
                     self.send_header(key, value)
                 if status != 304:

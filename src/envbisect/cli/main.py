@@ -234,7 +234,7 @@ def build_parser() -> argparse.ArgumentParser:
     matrix.add_argument("--max-cells", type=o.count, default=500, metavar="N",
                         help="refuse larger matrices without --full (default 500)")  # fmt: skip
     o.RESULTS.add(matrix, help="the store and the published tables (default ./results)")
-    o.OFFLINE.add(matrix, help="metadata from the cache only")
+    o.OFFLINE.add(matrix, help="no network: metadata and packages from the caches")
     o.CACHE_DIR.add(matrix, help="the metadata cache")
     o.JSON.add(matrix)
     o.DRY_RUN.add(matrix)

@@ -163,7 +163,7 @@ NO_CONFIG = opt(
 OFFLINE = opt(
     "--offline",
     action="store_true",
-    help="answer from the metadata cache only (run once online first)",
+    help="no network: metadata from the cache, packages from uv's cache (run once online first)",
 )
 CACHE_DIR = opt(
     "--cache-dir",

@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 
 from envbisect.core.target import FACTS_SCRIPT, Target
-from envbisect.env.uv import find_python, run_python_json
+from envbisect.env.uv import Uv, find_python, run_python_json
 from envbisect.index.cache import DiskCache
 
 INTERPRETERS = "interpreters-v1"
@@ -32,7 +32,7 @@ _SCRIPT_ID = hashlib.sha256(FACTS_SCRIPT.encode()).hexdigest()[:16]
 
 
 def locate(
-    uv: str, request: str | None, cache_dir: Path | None, *, now: float | None = None
+    uv: Uv, request: str | None, cache_dir: Path | None, *, now: float | None = None
 ) -> tuple[str, Target]:
     """The interpreter uv finds for ``request`` and its ``Target``, from the cache when the
     answers there still hold."""
@@ -51,7 +51,7 @@ def _is_request(request: str | None) -> bool:
     return not (request and os.sep in request and os.path.exists(request))
 
 
-def _found(cache: DiskCache | None, uv: str, request: str | None, now: float) -> str | None:
+def _found(cache: DiskCache | None, uv: Uv, request: str | None, now: float) -> str | None:
     if cache is None or not _is_request(request):
         return None
     entry = cache.read(INTERPRETERS, _find_key(uv, request))
@@ -63,11 +63,11 @@ def _found(cache: DiskCache | None, uv: str, request: str | None, now: float) ->
     return path if os.path.isfile(path) else None
 
 
-def _find_key(uv: str, request: str | None) -> str:
+def _find_key(uv: Uv, request: str | None) -> str:
     seen = {k: v for k, v in os.environ.items() if k.startswith("UV_PYTHON")}
     for name in ("PATH", "VIRTUAL_ENV", "CONDA_PREFIX"):
         seen[name] = os.environ.get(name, "")
-    return f"find\0{request}\0{uv}\0{_stat_id(uv)}\0{sorted(seen.items())}"
+    return f"find\0{request}\0{uv.binary}\0{_stat_id(uv.binary)}\0{sorted(seen.items())}"
 
 
 def _target(cache: DiskCache | None, path: str) -> Target:

@@ -8,8 +8,12 @@ then reads back what was actually installed from the venv's metadata (no subproc
 All environments share uv's cache (``UV_CACHE_DIR`` when set), so a warm environment is hard
 links, not copies. uv runs with ``--no-config`` and without the index environment variables:
 the indexes come from the ``EnvSpec`` only, so uv installs from exactly the indexes envbisect
-read its candidates from. Nor does it see the interpreter variables a probe goes without
-(``scrub.DROPPED``: PYTHONPATH, PYTHONOPTIMIZE...): an sdist's build runs Python too.
+read its candidates from.
+
+``Uv`` is the binary and how every call of it runs; its ``env`` is the one place uv's
+environment is made (``--offline`` becomes ``UV_OFFLINE=1`` there), so no call can forget it:
+the functions here, ``Materializer`` and the planner's ``UvFallback`` take a ``Uv``, never a
+bare path. Offline, a package missing from uv's cache is an ``offline-miss``, not untestable.
 """
 
 from __future__ import annotations
@@ -18,12 +22,13 @@ import email.parser
 import errno
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -68,6 +73,7 @@ UV_ENV_DROP = (
     "UV_SYSTEM_PYTHON",
     "VIRTUAL_ENV",
     "CONDA_PREFIX",
+    "UV_OFFLINE",  # uv is offline exactly when envbisect is (Uv.offline), like its index client
 )
 _UNRESOLVABLE = (
     "No solution found",
@@ -84,6 +90,12 @@ _UNRESOLVABLE = (
 )
 _AUTH = ("401 Unauthorized", "403 Forbidden", "lack of valid authentication credentials")
 _TAMPERED = ("Hash mismatch", "hash mismatch")
+# What uv says, offline, of a page or a file its cache lacks (before "No solution found").
+_OFFLINE_MISS = (
+    "not found in the cache",
+    "network was disabled",
+    "Network connectivity is disabled",
+)
 _NETWORK = (
     "error sending request",
     "dns error",
@@ -149,18 +161,36 @@ def find_uv() -> str:
     )
 
 
-def uv_env(cache_dir: str | None = None) -> dict[str, str]:
-    # Scrubbed as a probe's (env/scrub.py): an sdist's build backend is code run for the
-    # candidate environment, and PYTHONPATH or PYTHONOPTIMIZE would change what it builds.
-    env = {k: v for k, v in scrub(os.environ).items() if k not in UV_ENV_DROP}
-    env["UV_NO_PROGRESS"] = "1"
-    env.setdefault("NO_COLOR", "1")
-    if cache_dir:
-        env["UV_CACHE_DIR"] = cache_dir
-    return env
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Uv:
+    """The uv binary and how every call of it runs: the only maker of uv's environment.
+
+    ``offline``: uv touches no network (``UV_OFFLINE=1``; envbisect's ``--offline``), it
+    answers from its cache alone, as the index client answers from its own. ``cache_dir``:
+    uv's cache (``UV_CACHE_DIR``), else uv's default. Frozen and picklable, like a task."""
+
+    binary: str
+    offline: bool
+    cache_dir: str | None = None
+
+    def env(self, indexes: IndexConfig | None = None) -> dict[str, str]:
+        """The environment of a uv call: this process's, less what would change uv's indexes
+        or policies, plus ``indexes`` (credentials included: never on argv)."""
+        # Scrubbed as a probe's (env/scrub.py): an sdist's build backend is code run for the
+        # candidate environment, and PYTHONPATH or PYTHONOPTIMIZE would change what it builds.
+        env = {k: v for k, v in scrub(os.environ).items() if k not in UV_ENV_DROP}
+        env["UV_NO_PROGRESS"] = "1"
+        env.setdefault("NO_COLOR", "1")
+        if self.cache_dir:
+            env["UV_CACHE_DIR"] = self.cache_dir
+        if self.offline:
+            env["UV_OFFLINE"] = "1"
+        if indexes is not None:
+            env.update(index_env(indexes))
+        return env
 
 
-def find_python(uv: str, request: str | None) -> str:
+def find_python(uv: Uv, request: str | None) -> str:
     """The interpreter uv finds for ``request`` (a version such as 3.11, or a path).
 
     With no request, uv's default: the first Python on PATH (a virtualenv's when one is active).
@@ -168,10 +198,10 @@ def find_python(uv: str, request: str | None) -> str:
     if request and os.sep in request and os.path.exists(request):
         return request
     proc = subprocess.run(
-        [uv, "python", "find", "--no-config", "--no-project", *([request] if request else [])],
+        [uv.binary, "python", "find", "--no-config", "--no-project", *filter(None, [request])],
         capture_output=True,
         text=True,
-        env=uv_env(),
+        env=uv.env(),
     )
     if proc.returncode != 0 or not proc.stdout.strip():
         raise UsageError(
@@ -184,7 +214,7 @@ def find_python(uv: str, request: str | None) -> str:
     return proc.stdout.strip().splitlines()[-1]
 
 
-def _python_hint(uv: str, request: str | None) -> str:
+def _python_hint(uv: Uv, request: str | None) -> str:
     """``uv python install X`` only where uv knows a Python X to install; else the ones this
     machine has (a request such as 9.9 names no Python that exists)."""
     path_hint = "or pass --python with the path of an interpreter"
@@ -204,12 +234,12 @@ def _python_hint(uv: str, request: str | None) -> str:
     )
 
 
-def _uv_pythons(uv: str, request: str | None, *, installed: bool) -> list[str]:
+def _uv_pythons(uv: Uv, request: str | None, *, installed: bool) -> list[str]:
     """The versions ``uv python list`` shows (its download list is built in: no network)."""
-    env = uv_env()
+    env = uv.env()
     if not installed:
         env["UV_PYTHON_DOWNLOADS"] = "automatic"  # to list what exists; nothing is fetched
-    args = [uv, "python", "list", "--no-config", "--output-format", "json"]
+    args = [uv.binary, "python", "list", "--no-config", "--output-format", "json"]
     args += ["--only-installed"] if installed else []
     args += [request] if request else []
     try:
@@ -265,12 +295,9 @@ class BuildFailed:
 class Materializer:
     """Creates fresh uv virtualenvs under ``envs_dir``, one per ``build`` call."""
 
-    def __init__(
-        self, uv: str, envs_dir: Path, *, cache_dir: str | None = None, verbose: bool = False
-    ) -> None:
+    def __init__(self, uv: Uv, envs_dir: Path, *, verbose: bool = False) -> None:
         self.uv = uv
         self.envs_dir = envs_dir
-        self.cache_dir = cache_dir
         self.verbose = verbose  # uv says what it resolved and installed (-v); same install
 
     def build(
@@ -305,10 +332,10 @@ class Materializer:
         start: float,
         on_phase: Callable[[str], None],
     ) -> BuiltEnv | BuildFailed:
-        env = {**uv_env(self.cache_dir), **index_env(spec.indexes)}
+        env = self.uv.env(spec.indexes)
         venv = self._run(
             [
-                self.uv,
+                self.uv.binary,
                 "venv",
                 str(path),
                 "--python",
@@ -322,10 +349,10 @@ class Materializer:
         )
         if venv.returncode != 0:
             self.remove(path)
-            return self._failed(venv.stderr, start, what="creating the virtualenv")
+            return self._failed(venv.stderr, start, spec, what="creating the virtualenv")
         vpython = _venv_python(path)
         on_phase("resolving & installing")  # one uv command: it resolves, then installs
-        args = [self.uv, "pip", "install", "--python", str(vpython), "--no-config"]
+        args = [self.uv.binary, "pip", "install", "--python", str(vpython), "--no-config"]
         args += [] if self.verbose else ["--quiet"]
         args += index_args(spec.indexes, only_binary=spec.only_binary)
         if spec.exclude_newer:
@@ -336,7 +363,7 @@ class Materializer:
         install = self._run(args, env)
         if install.returncode != 0:
             self.remove(path)
-            return self._failed(install.stderr, start, what="installing")
+            return self._failed(install.stderr, start, spec, what="installing")
         return BuiltEnv(
             path=path,
             python=vpython,
@@ -354,46 +381,96 @@ class Materializer:
         try:
             proc = run_captured(args, env=env)
         except FileNotFoundError as e:
-            raise UvMissing(f"uv is not installed at {self.uv}", hint="pip install uv") from e
+            where = self.uv.binary
+            raise UvMissing(f"uv is not installed at {where}", hint="pip install uv") from e
         if proc.returncode in (-signal.SIGINT, 128 + signal.SIGINT) or interrupted():
             # uv shares our process group: Ctrl-C reached it too (in a --jobs worker thread,
             # before the main thread could say so). Not a failed build: an interruption.
             raise KeyboardInterrupt
         return proc
 
-    def _failed(self, stderr: str, start: float, *, what: str) -> BuildFailed:
+    def _failed(self, stderr: str, start: float, spec: EnvSpec, *, what: str) -> BuildFailed:
         text = mask_text(stderr.strip())
         if "No space left on device" in text or "os error 28" in text:
             raise DiskFull(
                 f"the disk is full while {what} an environment in {self.envs_dir}",
                 hint="free some space or pass --results on another disk; finished probes are kept",
             )
-        if any(p in text for p in _AUTH):
-            # A wrong password says nothing about the candidate (a warm metadata cache hides
-            # it from envbisect's own reads): every environment would be "untestable".
-            raise InfrastructureError(
-                f"the index refused uv's credentials while {what}: {_first_error_line(text)}",
-                hint="check the user name and password in --index-url / --extra-index-url",
-                ref="index-auth",
-            )
-        if any(p in text for p in _TAMPERED):
-            raise InfrastructureError(
-                f"a download was tampered with while {what}: its hash does not match the "
-                f"index's ({_first_error_line(text)})",
-                hint="the index, or a proxy on the way, served other bytes than it lists; "
-                "do not trust this index until that is explained",
-                ref="download-tampered",
-            )
-        if not any(p in text for p in _UNRESOLVABLE) and any(p in text for p in _NETWORK):
-            raise IndexUnreachable(
-                f"uv could not reach the index while {what}: {_first_error_line(text)}",
-                hint="check the network and the index URL; a rerun reuses finished probes",
-            )
+        refused = uv_failure(text, self.uv, spec.indexes, spec.requirements, what=what)
+        if refused is not None:
+            raise refused
         return BuildFailed(
             outcome=untestable(f"uv failed {what}: {_first_error_line(text)}", detail=text),
             seconds=time.monotonic() - start,
             log=text,
         )
+
+
+def uv_failure(
+    text: str, uv: Uv, indexes: IndexConfig, requirements: Sequence[str], *, what: str
+) -> InfrastructureError | None:
+    """The infrastructure error that a failed uv call's (masked) output shows, else None:
+    then the candidate itself could not be resolved or installed (untestable).
+
+    None of these says anything about a candidate, and each would make every environment
+    "untestable": a package uv's cache lacks while offline, credentials an index refuses
+    (uv says so for the first index; under ``unsafe-best-match`` it passes over a refusing
+    index in silence, so a "not found" from a credentialed index is checked with one request,
+    see index/auth.py), a tampered download, a network failure."""
+    if uv.offline and any(p in text for p in _OFFLINE_MISS):
+        return InfrastructureError(
+            f"offline, and uv's cache lacks a package or file while {what}: {_offline_line(text)}",
+            hint="run the same command once online (without --offline) to fill uv's cache, "
+            "with the same UV_CACHE_DIR",
+            ref="offline-miss",
+        )
+    if any(p in text for p in _AUTH):
+        return _auth_error(what, _first_error_line(text))
+    if any(p in text for p in _TAMPERED):
+        return InfrastructureError(
+            f"a download was tampered with while {what}: its hash does not match the "
+            f"index's ({_first_error_line(text)})",
+            hint="the index, or a proxy on the way, served other bytes than it lists; "
+            "do not trust this index until that is explained",
+            ref="download-tampered",
+        )
+    unresolvable = any(p in text for p in _UNRESOLVABLE)
+    if not unresolvable and any(p in text for p in _NETWORK):
+        return IndexUnreachable(
+            f"uv could not reach the index while {what}: {_first_error_line(text)}",
+            hint="check the network and the index URL; a rerun reuses finished probes",
+        )
+    if unresolvable and not uv.offline and requirements:
+        from envbisect.index.auth import refused
+
+        why = refused(indexes, _project(requirements[0]))
+        if why is not None:
+            return _auth_error(what, why)
+    return None
+
+
+def _auth_error(what: str, why: str) -> InfrastructureError:
+    # A wrong password says nothing about the candidate (a warm metadata cache hides it from
+    # envbisect's own reads): every environment would be "untestable".
+    return InfrastructureError(
+        f"the index refused uv's credentials while {what}: {why}",
+        hint="check the user name and password in --index-url / --extra-index-url",
+        ref="index-auth",
+    )
+
+
+def _offline_line(text: str) -> str:
+    """The line of uv's output that names what its cache lacks."""
+    for ln in text.splitlines():
+        if any(p in ln for p in _OFFLINE_MISS):
+            return ln.strip().removeprefix("cause:").strip().removeprefix("Because").strip()
+    return _first_error_line(text)
+
+
+def _project(requirement: str) -> str:
+    """The project name a requirement starts with (a PEP 508 name: no URL, no path)."""
+    m = re.match(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)", requirement)
+    return m.group(1) if m else ""
 
 
 def _quiet(phase: str) -> None:

@@ -4,7 +4,9 @@ resolvelib backtracks one pin at a time; on a large pin set with a conflict deep
 run for minutes where uv's PubGrub answers in seconds. ``plan()`` hands such a question here
 (``Fallback``) after ``MAX_ROUNDS``. The inputs are the same: requirements, constraints, the
 target interpreter, the indexes, wheels only; the policy is translated: ``contemporary`` is
-``--exclude-newer``, ``baseline`` seeds the output file, whose versions uv prefers.
+``--exclude-newer``, ``baseline`` seeds the output file, whose versions uv prefers. uv runs
+as the session's ``Uv`` says (offline when envbisect is); a failure that is not the question's
+(offline and not in uv's cache, credentials refused) is raised, never an unresolvable plan.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from packaging.utils import NormalizedName, canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from envbisect.core.plan import Plan, Policy, Unresolvable, moved
-from envbisect.env.uv import index_args, index_env, uv_env
+from envbisect.env.uv import Uv, index_args, uv_failure
 from envbisect.errors import IndexUnreachable
 from envbisect.model import IndexConfig
 from envbisect.redact import mask_text
@@ -33,7 +35,7 @@ _PIN = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)(?:\[[^\]]*\])?==([^\s;\\]+)")
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class UvFallback:
-    uv: str
+    uv: Uv
     python: str
     indexes: IndexConfig
     only_binary: bool = True
@@ -58,7 +60,7 @@ class UvFallback:
             out = folder / "requirements.txt"
             if policy is Policy.BASELINE:
                 out.write_text("".join(f"{n}=={v}\n" for n, v in baseline.items()))
-            args = [self.uv, "pip", "compile", "--no-config", "-q", "--python", self.python,
+            args = [self.uv.binary, "pip", "compile", "--no-config", "-q", "--python", self.python,
                     "--no-header", "--no-annotate", "-c", str(cons), "-o", str(out)]  # fmt: skip
             args += index_args(self.indexes, only_binary=self.only_binary)
             if policy is Policy.CONTEMPORARY and cutoff is not None:
@@ -68,9 +70,13 @@ class UvFallback:
             if pre:
                 args += ["--prerelease", "allow"]
             proc = subprocess.run([*args, str(reqs)], capture_output=True, text=True,
-                                  env={**uv_env(), **index_env(self.indexes)})  # fmt: skip
+                                  env=self.uv.env(self.indexes))  # fmt: skip
             if proc.returncode != 0:
                 text = mask_text(proc.stderr.strip())
+                names = [r.name for r in requirements]
+                refused = uv_failure(text, self.uv, self.indexes, names, what="planning")
+                if refused is not None:
+                    raise refused
                 if "No solution found" not in text and "unsatisfiable" not in text:
                     last = text.splitlines()[-1] if text else "no output"
                     raise IndexUnreachable(

@@ -30,7 +30,7 @@ from envbisect.core.outcome import classify, failed, representative
 from envbisect.env import envreport, forensics
 from envbisect.env.repro import Repro
 from envbisect.env.runner import interrupted
-from envbisect.env.uv import BuildFailed, BuiltEnv, Materializer, find_python, find_uv
+from envbisect.env.uv import BuildFailed, BuiltEnv, Materializer, Uv, find_python, find_uv
 from envbisect.errors import UsageError
 from envbisect.model import (
     EnvSpec,
@@ -91,6 +91,7 @@ class ProbeTask:
     record of the runs it already has (its missing runs are made, numbered after them).
     ``python`` is an interpreter request: the controller's path, which a node that lacks it
     replaces with the version (``spec.python`` says what the interpreter must be).
+    ``offline``: every uv call on the node runs offline too (``--offline``).
     """
 
     spec: EnvSpec
@@ -104,6 +105,7 @@ class ProbeTask:
     keep_envs: bool = False
     native_backtrace: str = "auto"
     uv: str | None = None
+    offline: bool
     devices: tuple[tuple[str, str], ...] = ()  # CUDA_VISIBLE_DEVICES given by the executor
 
 
@@ -117,7 +119,7 @@ def run_task(task: ProbeTask) -> ProbeRecord:
     rec = task.earlier
     earlier = rec.all_runs if rec is not None else ()
     started = rec.started_at if rec is not None else _now()
-    uv = _uv(task.uv)
+    uv = Uv(binary=_uv(task.uv), offline=task.offline)
     python = _python(uv, task.python, task.python_version)
     envs_dir = task.envs_dir or Path(tempfile.gettempdir()) / "envbisect-envs"
     w = _watcher
@@ -222,7 +224,7 @@ def _uv(given: str | None) -> str:
 
 
 @functools.cache
-def _python(uv: str, request: str, version: str) -> str:
+def _python(uv: Uv, request: str, version: str) -> str:
     if os.path.exists(request):
         return request
     return find_python(uv, version)

@@ -531,7 +531,10 @@ class IndexClient:
     ) -> httpx.Response:
         """GET, retried on transport errors and 429/5xx. The body is read into the response
         (at most ``MAX_PAGE_BYTES``), or streamed into ``sink`` when the answer is 200; the
-        body must arrive within ``DEADLINE`` seconds (ten times that into a sink)."""
+        body must arrive within ``DEADLINE`` seconds (ten times that into a sink). Offline,
+        nothing is sent: every request of this client goes through here."""
+        if self.offline:
+            raise _offline_miss(url)
         last: Exception | None = None
         for attempt in range(self.retries):
             if attempt:

@@ -27,7 +27,7 @@ from envbisect.core.target import Target
 from envbisect.env import guard, worker
 from envbisect.env.interp import locate
 from envbisect.env.repro import Repro
-from envbisect.env.uv import find_uv
+from envbisect.env.uv import Uv, find_uv
 from envbisect.env.worker import ProbeTask, check_native_backtrace, run_task
 from envbisect.errors import Interrupted
 from envbisect.exec import Executor, make_executor
@@ -78,7 +78,7 @@ class Session:
         self._transport = transport
         self._executor = executor
         self._own_executor = executor is None  # one handed in is its owner's to close
-        self._uv: str | None = None
+        self._uv: Uv | None = None
         self._targets: dict[str | None, tuple[str, Target]] = {}
         self._client: IndexClient | None = None
         self._store: Store | None = None
@@ -110,9 +110,10 @@ class Session:
     # -- the edges, opened on first use ------------------------------------------------------
 
     @property
-    def uv(self) -> str:
+    def uv(self) -> Uv:
+        """uv, as every call of it runs in this session (offline with ``--offline``)."""
         if self._uv is None:
-            self._uv = find_uv()
+            self._uv = Uv(binary=find_uv(), offline=self.opts.offline)
         return self._uv
 
     def target_for(self, request: str | None) -> tuple[str, Target]:
@@ -330,7 +331,8 @@ class Session:
             timeout=self.opts.timeout,
             keep_envs=self.opts.keep_envs,
             native_backtrace=self.opts.native_backtrace,
-            uv=self.uv,
+            uv=self.uv.binary,
+            offline=self.uv.offline,
         )
 
     def _record(self, task: ProbeTask, rec: ProbeRecord) -> tuple[ProbeRecord, bool]:
