@@ -1,6 +1,7 @@
 """nox sessions (uv backend): the project's own checks, and the compatibility matrices.
 
 nox -s tests lint typecheck
+nox -s docs                                     # the docs site, mkdocs build --strict: site/
 nox -s matrix -- matrices/datasets-pyarrow.toml [--jobs 2 --full ...]
 nox -s "matrix_file(name='datasets-pyarrow')"  # one session per matrices/*.toml
 """
@@ -27,14 +28,25 @@ def tests(session: nox.Session) -> None:
 @nox.session
 def lint(session: nox.Session) -> None:
     session.install("ruff>=0.5")
-    session.run("ruff", "check", "src", "tests", "bench", "noxfile.py")
-    session.run("ruff", "format", "--check", "src", "tests", "bench", "noxfile.py")
+    session.run("ruff", "check", "src", "tests", "bench", "docs", "noxfile.py")
+    session.run("ruff", "format", "--check", "src", "tests", "bench", "docs", "noxfile.py")
 
 
 @nox.session
 def typecheck(session: nox.Session) -> None:
     session.install("-e", ".[test]", "mypy>=1.10")
     session.run("mypy")
+
+
+@nox.session
+def docs(session: nox.Session) -> None:
+    """The docs site into site/, strict: a broken link or anchor, or a reference page the
+    hook cannot generate (docs/hooks.py), fails the build. nox -s docs -- serve: mkdocs serve."""
+    session.install("-e", ".[docs]")
+    if session.posargs[:1] == ["serve"]:
+        session.run("mkdocs", "serve", *session.posargs[1:])
+    else:
+        session.run("mkdocs", "build", "--strict", *session.posargs)
 
 
 @nox.session

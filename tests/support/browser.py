@@ -40,9 +40,11 @@ def _run(args: list[str], profile: Path) -> str:
     return proc.stdout
 
 
-def dom(url: str, profile: Path, *extra: str) -> str:
-    """The page's DOM once its scripts ran (``#...`` in the URL drives its own handlers)."""
-    return _run([*extra, "--virtual-time-budget=5000", "--dump-dom", url], profile)
+def dom(url: str, profile: Path, *extra: str, budget_ms: int = 5000) -> str:
+    """The page's DOM once its scripts ran (``#...`` in the URL drives its own handlers);
+    ``budget_ms``: the virtual time its scripts get (a harness that loads many pages needs
+    more)."""
+    return _run([*extra, f"--virtual-time-budget={budget_ms}", "--dump-dom", url], profile)
 
 
 def screenshot(url: str, out: Path, profile: Path, *, width: int, height: int) -> tuple[int, int]:

@@ -89,6 +89,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="envbisect",
         description="Find which package version broke a "
         "Python environment, prove it, and hand back one that works.",
+        epilog="docs: docs/ in the source (build and serve locally: nox -s docs, or mkdocs serve)",
     )
     parser.add_argument("--version", action="version", version=f"envbisect {__version__}")
     o.attach(parser, o.QUIET, o.VERBOSE)
