@@ -169,7 +169,7 @@ def _segment_truth(n: int, cuts: list[int], hidden: set[int]) -> list[Outcome]:
 def test_every_breakpoint_in_log_time(n: int, data: st.DataObject) -> None:
     """k failure classes after a pass, over n candidates: every boundary found exactly, the
     answer where the bad end's failure starts, within k·ceil(log2(n - 1)) + 2 probes (the
-    bound stated in the README is k·(ceil(log2 n) + 1) + 2)."""
+    bound stated in docs/explanation/algorithms.md is k·(ceil(log2 n) + 1) + 2)."""
     k = data.draw(st.integers(min_value=1, max_value=min(4, n - 1)), label="failures")
     cuts = sorted(data.draw(st.sets(st.integers(min_value=1, max_value=n - 1), min_size=k,
                                     max_size=k), label="cuts"))  # fmt: skip

@@ -1,7 +1,7 @@
 """Deciding what a probe did. ``classify`` is the one function that turns a raw probe into an
 ``Outcome``; ``untestable`` builds the outcome for environments that could not be probed.
 
-The probe exit-code protocol (README):
+The probe exit-code protocol (docs/reference/probe-protocol.md):
     0            PASS
     125          UNTESTABLE (as in ``git bisect run``: the repro could not test this point)
     killed by a signal (or a shell's 128+N for SIGSEGV/SIGABRT/SIGBUS/SIGILL/SIGFPE/SIGKILL)

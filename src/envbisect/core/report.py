@@ -228,7 +228,7 @@ def _version_key(text: str) -> tuple[int, Any]:
 
 
 def to_json(res: RunResult) -> dict[str, Any]:
-    """The object ``--json`` prints (README: JSON output)."""
+    """The object ``--json`` prints (docs/reference/json.md)."""
     if res.mode == "lock":
         return {
             "status": res.status,
