@@ -52,7 +52,7 @@ def text(s: str) -> str:
 
 def code(s: str) -> str:
     """An inline code span that holds any text, backticks and pipes included."""
-    s = " ".join(s.split()).replace("|", "\\|")
+    s = " ".join(s.split())  # a pipe inside backticks is a table cell's content
     ticks = "`" * (max((len(m) for m in re.findall(r"`+", s)), default=0) + 1)
     pad = " " if s.startswith("`") or s.endswith("`") else ""
     return f"{ticks}{pad}{s}{pad}{ticks}"
