@@ -185,7 +185,7 @@ class Site:
     line: int
     cls: str
     message: str | None  # the pattern, {expression} for what is filled in; None: not literal
-    hint: str | None
+    hint: str | None  # the same; "": none given
 
 
 @dataclass(slots=True)
@@ -236,7 +236,7 @@ def _sites(tree: ast.Module, rel: str, classes: dict[str, Any]) -> Iterator[Foun
             kw = {k.arg: k.value for k in node.keywords if k.arg}
             site = Site(path=rel, line=node.lineno, cls=_called(node) or "",
                         message=pattern(node.args[0]) if node.args else None,
-                        hint=pattern(kw.get("hint")))  # fmt: skip
+                        hint=pattern(kw["hint"]) if "hint" in kw else "")  # fmt: skip
             args = (*fn.args.posonlyargs, *fn.args.args, *fn.args.kwonlyargs) if fn else ()
             yield site, kw.get("ref"), [a.arg for a in args], fn.name if fn else ""
         for child in ast.iter_child_nodes(node):
