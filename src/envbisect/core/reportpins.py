@@ -100,15 +100,6 @@ class ReportFacts:
     def python(self) -> str | None:
         return self.report.python
 
-    def notes(self) -> list[str]:
-        """One line per mapping and per row left out, for stderr."""
-        out = [f"{self.origin}:{m.line}: {m.name} {m.reported}: {m.why}" for m in self.mapped]
-        for c in self.commits:
-            where = f" of {c.repository}" if c.repository else ""
-            out.append(f"{self.origin}: {c.package} is commit {c.commit[:12]}{where}: recorded; "
-                       "building from a commit is not used yet")  # fmt: skip
-        return out
-
     def to_dict(self) -> dict[str, Any]:
         r = self.report
         return {
