@@ -57,7 +57,8 @@ def test_llamafactory_cli_env_of_a_real_issue() -> None:
     f = facts(ps)
     assert f.formats == ("llamafactory-cli env",)
     assert reqs(ps) == ["llamafactory==0.9.3", "torch==2.7.1", "transformers==4.52.4",
-                        "datasets==3.6.0", "accelerate==1.7.0", "peft==0.15.2", "trl==0.9.6"]  # fmt: skip
+                        "datasets==3.6.0", "accelerate==1.7.0", "peft==0.15.2",
+                        "trl==0.9.6"]  # fmt: skip
     assert (f.python, f.report.system, f.report.machine) == ("3.10.6", "Linux", "x86_64")
     assert f.report.platform == "Linux-6.11.0-29-generic-x86_64-with-glibc2.39"
     assert f.variant == "cu126" and f.report.gpu == "NVIDIA GeForce RTX 2080 Ti"
