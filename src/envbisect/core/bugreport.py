@@ -154,7 +154,7 @@ def _last_error(segs: list[Segment]) -> tuple[str | None, int, str | None]:
             if m is not None and _not_prose(m["line"]):
                 start = _traceback_start(lines, i)
                 text = "\n".join(ln for _, ln in lines[start : i + 1])
-                best = (number, text if _TRACEBACK in text else m["line"], None)
+                best = (number, text, None)
                 continue
             for pattern, sig in _SIGNALS:
                 if pattern.search(stripped):
@@ -174,12 +174,17 @@ def _not_prose(line: str) -> bool:
 
 
 def _traceback_start(lines: list[tuple[int, str]], end: int) -> int:
-    for j in range(end, -1, -1):
-        if lines[j][1].strip() == _TRACEBACK:
-            return j
-        if j < end and _EXCEPTION.match(lines[j][1].strip()) and not lines[j][1].startswith(" "):
-            return end  # another exception's line first: this one stands alone
-    return end
+    """Where the traceback that ends at ``end`` starts: its header, or (pasted without one)
+    the first of the indented frame lines right above the exception line."""
+    j = end
+    while j > 0:
+        prev = lines[j - 1][1]
+        if prev.strip() == _TRACEBACK:
+            return j - 1
+        if not prev.strip() or not prev.startswith((" ", "\t")):
+            break
+        j -= 1
+    return j
 
 
 def reported_outcome(report: BugReport) -> Outcome | None:

@@ -303,12 +303,13 @@ def _fields(seg: Segment) -> EnvReport | None:
             if not rows and name in _SUBJECTS:
                 subject = name
             rows.append(Row(name=name, version=version, line=number, kind="field"))
-    if len(rows) < 2 and not (rows and ("python" in facts or "platform" in facts)):
+    said = "python" in facts or "platform" in facts
+    if len(rows) < 2 and not said:
         return None
     system, machine = platform_facts(facts.get("platform", ""))
     label = _SUBJECTS.get(subject or "", "an environment list (- X version: V)")
     return EnvReport(
-        formats=(label,),
+        formats=(label,) if rows else (),  # facts alone (a Platform line) name no format
         rows=tuple(rows),
         python=facts.get("python"),
         platform=facts.get("platform"),
@@ -522,6 +523,7 @@ _EDITABLE = re.compile(r"^(?:-e|--editable)\s+(?P<url>\S+)$")
 _EDITABLE_NOTE = re.compile(
     rf"^#\s*Editable\b.*\((?P<name>{_NAME})==(?P<version>[^\s)]+)\)\s*$", re.IGNORECASE
 )
+_PROMPT = re.compile(r"^(?:\([^)]*\)\s*)?[$%>]\s")
 _EGG = re.compile(r"[#&]egg=(?P<name>[A-Za-z0-9._-]+)")
 
 
@@ -553,8 +555,8 @@ def _freeze(seg: Segment) -> EnvReport | None:
         if note is not None:
             noted[number + 1] = Row(name=note["name"], version=note["version"], line=number)
             continue
-        if not stripped or stripped.startswith("#"):
-            continue
+        if not stripped or stripped.startswith("#") or _PROMPT.match(stripped):
+            continue  # a shell's prompt line ("$ pip freeze") is the command, not its output
         got = _freeze_row(stripped, number)
         if got is not None and got.url and not got.name and number in noted:
             got = replace(noted[number], url=got.url)
