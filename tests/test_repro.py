@@ -276,3 +276,28 @@ def test_a_local_torch_version_takes_the_variant_this_machine_can_run(
     assert (got["torch"], got["torchvision"]) == (installed, vision)
     assert said in err
     assert "freeze.txt:1: torch 2.2.0+cu121: the cu121 build: public version 2.2.0" in err
+
+
+def test_a_llamafactory_train_repro_runs_its_yaml_from_the_results_folder(
+    tmp_path: Path,
+) -> None:
+    """The command and its config become a step: the YAML written under RESULTS/repro/, its
+    relative data set folder made absolute when it lies here (each probe runs in a folder
+    of its own), the command's argument pointing at the copy."""
+    from envbisect.core.bugreport import read_bug_report
+    from envbisect.modes.options import CommonOptions
+    from envbisect.modes.repro import ReproOptions, _folder, _repro
+
+    (tmp_path / "data").mkdir()
+    text = ("```bash\nllamafactory-cli train examples/qwen.yaml\n```\n\nqwen.yaml:\n\n"
+            "```yaml\nstage: sft\ndataset: identity\n```\n")  # fmt: skip
+    opts = ReproOptions(report="x.md", common=CommonOptions(results=tmp_path / "r"), cwd=tmp_path)
+    repro, files, args = _repro(read_bug_report(text), _folder(opts, text), opts)
+    (config,) = files
+    assert Path(config).parent.parent == tmp_path / "r" / "repro"
+    data = (tmp_path / "data").resolve()
+    assert Path(config).read_text() == f"stage: sft\ndataset: identity\ndataset_dir: {data}\n"
+    (step,) = repro.steps
+    assert step.argv == ("llamafactory-cli", "train", config)
+    assert args == ["--", "llamafactory-cli", "train", config]
+    assert dict(repro.extra_env) == {"DISABLE_VERSION_CHECK": "1"}
