@@ -105,7 +105,7 @@ def run_repro(opts: ReproOptions, reporter: Reporter | None = None) -> ReproResu
         if common.dry_run:
             from envbisect.modes.dryrun import plan_views
 
-            plans = plan_views(session, [Want(label=LABEL, spec=spec)])
+            plans = plan_views(session, [Want(label=LABEL, spec=spec)], resolve=True)
             return replace(base, status=ReproStatus.DRY_RUN, plans=tuple(plans))
         try:
             log = drive(Fixed([0], repeat=common.repeat), session,
