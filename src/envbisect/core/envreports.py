@@ -303,8 +303,7 @@ def _fields(seg: Segment) -> EnvReport | None:
             if not rows and name in _SUBJECTS:
                 subject = name
             rows.append(Row(name=name, version=version, line=number, kind="field"))
-    said = "python" in facts or "platform" in facts
-    if len(rows) < 2 and not said:
+    if len(rows) < 2 and not ("python" in facts or "platform" in facts):
         return None
     system, machine = platform_facts(facts.get("platform", ""))
     label = _SUBJECTS.get(subject or "", "an environment list (- X version: V)")

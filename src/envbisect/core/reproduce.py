@@ -83,6 +83,7 @@ class ReproResult:
     env_id: str = ""
     reused: bool = False
     installed: tuple[InstalledDist, ...] = ()
+    output: str = ""  # the tail of what the repro printed here (untrusted text)
     plans: tuple[dict[str, Any], ...] = field(default=())
 
     @property
@@ -133,6 +134,7 @@ class ReproResult:
             },
             "repro": self.repro,
             "repro_files": list(self.files),
+            "output": self.output or None,
             "expected": self.expected.to_dict() if self.expected else None,
             "outcome": self.seen.to_dict() if self.seen else None,
             "why": self.why or None,

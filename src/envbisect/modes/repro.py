@@ -112,12 +112,13 @@ def run_repro(opts: ReproOptions, reporter: Reporter | None = None) -> ReproResu
                         lambda _p, runs: Want(label=LABEL, spec=spec, runs=runs))  # fmt: skip
         except KeyboardInterrupt as e:
             raise session.interrupted(e) from e
+        rec = session.stored(spec, common.repeat)  # what the repro printed, as it was stored
     row = log.rows[0]
     status = decide(base.expected, row.outcome)
     why = row.outcome.signature if status is ReproStatus.UNTESTABLE else ""
     return replace(
         base, status=status, seen=row.outcome, why=why, reused=row.reused,
-        installed=row.installed, hint="",
+        installed=row.installed, hint="", output=rec.stdout_tail if rec is not None else "",
         next=follow if status in (ReproStatus.REPRODUCED, ReproStatus.FAILS,
                                   ReproStatus.DIFFERENT) else (),
     )  # fmt: skip
