@@ -170,8 +170,9 @@ def build_parser() -> argparse.ArgumentParser:
         "pins",
         help="print what a pin source asks for, and what applies to the target",
         description="Read a pin source (a project folder, pyproject.toml, requirements file, "
-        "pylock.toml, installed:PYTHON, or a released distribution such as "
-        "llamafactory==0.9.5) and print its requirements.",
+        "pylock.toml, installed:PYTHON, a released distribution such as llamafactory==0.9.5, "
+        "an environment report or a Markdown file holding one, - for stdin, or a PEP 723 "
+        "script) and print its requirements.",
     )
     pins.add_argument("source", metavar="SOURCE")
     o.EXTRAS.add(pins, help="optional-dependency groups to select")

@@ -126,7 +126,10 @@ PINS = opt(
     default=[],
     metavar="SOURCE",
     help="the project's pins: a folder, pyproject.toml, requirements file, pylock.toml, "
-    "installed:PYTHON, or name==version from the index (repeatable)",
+    "installed:PYTHON, name==version from the index, an environment report (pip freeze, pip "
+    "list, conda list, llamafactory-cli env, transformers env, accelerate env, torch's "
+    "collect_env; a Markdown file that holds one; - for stdin: its Python and torch build "
+    "set --python and --torch-backend), or a PEP 723 script (repeatable)",
 )
 EXTRAS = opt("--extras", metavar="A,B", help="optional-dependency groups of the pins")
 PLATFORM = opt(
@@ -187,7 +190,12 @@ TORCH_INDEX_URL = opt(
 
 # -- what runs in each environment, and what is kept -------------------------------------------
 
-REPRO = opt("--repro", metavar="FILE", help="a Python file run as python -X faulthandler FILE")
+REPRO = opt(
+    "--repro",
+    metavar="FILE",
+    help="a Python file run as python -X faulthandler FILE; a PEP 723 '# /// script' block "
+    "in it adds its dependencies to --with and its requires-python sets --python",
+)
 PROBE = opt(
     "--probe",
     dest="probes",
