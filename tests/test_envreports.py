@@ -273,3 +273,19 @@ def test_what_the_facts_mean_here() -> None:
     assert backend == "cpu" and "no GPU" in why and "CPU build" in why
     assert torch_backend("rocm6.2", driver_cuda=None)[0] == "cpu"
     assert torch_backend(None, driver_cuda="12.4") == (None, "")
+
+
+def test_what_names_no_package_is_left_out_and_said() -> None:
+    text = (
+        "- `llamafactory` version: 0.9.3\n- CUDA runtime version: 12.1\n"
+        "- GPU driver version: 535.104\n- Weird$Name version: 1.0\n- PEFT version: 0.15.2\n\n"
+        "Package    Version\n---------- -------\nfoo@bar    1.0\nnumpy      1.26.4\n"
+    )
+    report = read_report(text)
+    assert report is not None
+    ps = report_pins(report, origin="r.md")
+    # Keys of several words are no package's label; a row whose name is no project name is
+    # left out with why, never turned into a requirement.
+    assert reqs(ps) == ["llamafactory==0.9.3", "peft==0.15.2", "numpy==1.26.4"]
+    assert [(m.name, m.used, m.why) for m in facts(ps).mapped] == [
+        ("foo@bar", None, "not a project name: left out")]  # fmt: skip

@@ -194,12 +194,12 @@ def _merge(parts: Sequence[EnvReport]) -> EnvReport:
     and the first of each fact."""
     rows: dict[str, Row] = {}
     unnamed: list[Row] = []
-    for p in parts:
-        for row in p.rows:
-            if not row.key:
-                unnamed.append(row)
-            elif row.key not in rows:
-                rows[row.key] = row
+    # In the text's order, whichever format read them: the first row of a name wins.
+    for row in sorted((r for p in parts for r in p.rows), key=lambda r: r.line):
+        if not row.key:
+            unnamed.append(row)
+        elif row.key not in rows:
+            rows[row.key] = row
 
     def first(attr: str) -> str | None:
         return next((v for p in parts if (v := getattr(p, attr)) is not None), None)
@@ -290,7 +290,10 @@ def _fields(seg: Segment) -> EnvReport | None:
             vm = _VERSION_KEY.match(key)
             if vm is None:
                 continue
-            said = canonicalize_name(vm["name"].strip())
+            word = vm["name"].strip()
+            if not re.fullmatch(_NAME, word):
+                continue  # several words ("CUDA runtime", "GPU driver"): no package's label
+            said = canonicalize_name(word)
             if said in _NOT_PACKAGES or not value or _ABSENT.match(value):
                 continue
             name = _FIELD_NAMES.get(said, str(said))

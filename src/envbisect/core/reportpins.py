@@ -29,6 +29,7 @@ from packaging.requirements import Requirement
 from packaging.version import InvalidVersion, Version
 
 from envbisect.core.envreports import EnvReport, Row
+from envbisect.core.names import is_project_name
 from envbisect.core.pins import Pin, PinSet
 
 # Canonical name -> every version the index has; None where it could not be asked.
@@ -126,10 +127,11 @@ def report_pins(report: EnvReport, *, origin: str, releases: Releases | None = N
     commits: dict[str, Commit] = {}
     variant = torch_variant(report)
     for row in report.rows:
-        if not row.key:
-            why = "an editable install that names no package: left out"
-            mapped.append(Mapped(name="?", reported=row.url or "", used=None, line=row.line,
-                                 why=why))  # fmt: skip
+        if not row.key or not is_project_name(row.name):
+            why = ("an editable install that names no package: left out" if not row.key
+                   else "not a project name: left out")  # fmt: skip
+            mapped.append(Mapped(name=row.key or "?", reported=row.url or row.version,
+                                 used=None, line=row.line, why=why))  # fmt: skip
             continue
         text, why, commit, warn = _map_row(row, report, releases)
         if commit is not None and row.key not in commits:
