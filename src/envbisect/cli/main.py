@@ -3,7 +3,8 @@
 Errors become one ``error:`` line (ending in the error's stable reference) and one ``hint:``
 line on stderr, and the exit code of their class (errors.py); with ``--json`` the error is
 also an ``error`` object on stdout. Exit codes: 0 done, 1 no answer, 2 bad usage,
-3 infrastructure, 4 ``envbisect probe``: the environment does not pass, 130 Ctrl-C, 143
+3 infrastructure, 4 ``envbisect probe``: the environment does not pass (``envbisect repro``:
+the report's failure does not happen here: it passes, or fails another way), 130 Ctrl-C, 143
 SIGTERM, 129 SIGHUP, 141 stdout closed by its reader (``| head``: nothing more is printed, no
 traceback). SIGTERM and SIGHUP (``timeout``, ``docker stop``, CI cancellation, a closed
 terminal) take Ctrl-C's path: every live probe group is killed, finished probes are kept; the
@@ -28,7 +29,7 @@ from typing import NoReturn, cast
 from rich.console import Console
 
 from envbisect import __version__
-from envbisect.cli import commands
+from envbisect.cli import commands, implied
 from envbisect.cli import options as o
 from envbisect.cli.display import RichReporter, error_json, print_error
 from envbisect.errors import EnvbisectError, Interrupted, NoAnswer, UsageError
@@ -73,6 +74,7 @@ class Command:
 COMMANDS: dict[str, Command] = {
     "run": Command(commands.cmd_run, tail=True),
     "probe": Command(commands.cmd_probe, tail=True),
+    "repro": Command(commands.cmd_repro),
     "diff": Command(commands.cmd_diff, tail=True),
     "lock": Command(commands.cmd_lock, tail=True),
     "pins": Command(commands.cmd_pins),
@@ -147,12 +149,31 @@ def build_parser() -> argparse.ArgumentParser:
     )
     o.attach(probe, o.ENVIRONMENT, o.PROBING, o.DRY_RUN)
 
+    repro = sub.add_parser(
+        "repro",
+        help="reproduce a bug report: build its environment here, run its repro, compare",
+        usage="envbisect repro REPORT [options]",
+        description="REPORT is a bug report in Markdown (a GitHub issue's text saved to a "
+        "file, or - for stdin): its environment block (llamafactory-cli env, transformers "
+        "env, pip freeze, conda list, collect_env...) is built for this machine, its first "
+        "Python code block (or its llamafactory-cli train CONFIG.yaml command with the YAML "
+        "block) is run there, and the failure seen is compared with the one the report shows. "
+        "Exit 0: reproduced (the same failure); 4: not reproduced (it passes, or fails "
+        "another way); 1: it cannot be tried here (another OS, no GPU for a CUDA repro, a "
+        "download it needs, an environment that cannot be built). The next commands to run "
+        "(lock, run) follow the answer.",
+    )
+    repro.add_argument("report", metavar="REPORT", help="a Markdown file, or - for stdin")
+    o.attach(repro, o.ENVIRONMENT, o.REPEAT, o.EXECUTION, o.ENV, o.TIMEOUT, o.NATIVE_BACKTRACE,
+             o.RESULTS, o.KEEP_ENVS, o.JSON, o.ALLOW_DOWNLOAD, o.DRY_RUN)  # fmt: skip
+
     pins = sub.add_parser(
         "pins",
         help="print what a pin source asks for, and what applies to the target",
         description="Read a pin source (a project folder, pyproject.toml, requirements file, "
-        "pylock.toml, installed:PYTHON, or a released distribution such as "
-        "llamafactory==0.9.5) and print its requirements.",
+        "pylock.toml, installed:PYTHON, a released distribution such as llamafactory==0.9.5, "
+        "an environment report or a Markdown file holding one, - for stdin, or a PEP 723 "
+        "script) and print its requirements.",
     )
     pins.add_argument("source", metavar="SOURCE")
     o.EXTRAS.add(pins, help="optional-dependency groups to select")
@@ -366,9 +387,11 @@ def _main(argv: Sequence[str] | None) -> int:
                     f"envbisect {args.command} takes no command after --",
                     hint=f"see envbisect {args.command} --help",
                 )
+            implied.apply(args, reporter.message)  # a report's Python and torch, a script's
             if hasattr(args, "index_url"):  # one line: which indexes, and where each came from
                 torch = getattr(args, "torch_backend", None)
-                also = f"; torch from PyTorch's {torch} index (--torch-backend)" if torch else ""
+                also = (f"; torch from PyTorch's {torch} index (--torch-backend)"
+                        if torch and torch != "none" else "")  # fmt: skip
                 reporter.message(o.index_settings(args).describe() + also)
             if hasattr(args, "probe_env"):
                 _say_held_back(reporter, args)

@@ -126,7 +126,10 @@ PINS = opt(
     default=[],
     metavar="SOURCE",
     help="the project's pins: a folder, pyproject.toml, requirements file, pylock.toml, "
-    "installed:PYTHON, or name==version from the index (repeatable)",
+    "installed:PYTHON, name==version from the index, an environment report (pip freeze, pip "
+    "list, conda list, llamafactory-cli env, transformers env, accelerate env, torch's "
+    "collect_env; a Markdown file that holds one; - for stdin: its Python and torch build "
+    "set --python and --torch-backend), or a PEP 723 script (repeatable)",
 )
 EXTRAS = opt("--extras", metavar="A,B", help="optional-dependency groups of the pins")
 PLATFORM = opt(
@@ -176,7 +179,8 @@ TORCH_BACKEND = opt(
     metavar="VARIANT",
     help="take torch, torchvision, torchaudio from PyTorch's index for this "
     "variant: cpu, cu118, cu121, cu124, cu126, cu128, rocm6.2..., or auto "
-    "(from nvidia-smi)",
+    "(from nvidia-smi); none: from the main index like any package (an environment "
+    "report's torch build sets it otherwise)",
 )
 TORCH_INDEX_URL = opt(
     "--torch-index-url",
@@ -186,7 +190,12 @@ TORCH_INDEX_URL = opt(
 
 # -- what runs in each environment, and what is kept -------------------------------------------
 
-REPRO = opt("--repro", metavar="FILE", help="a Python file run as python -X faulthandler FILE")
+REPRO = opt(
+    "--repro",
+    metavar="FILE",
+    help="a Python file run as python -X faulthandler FILE; a PEP 723 '# /// script' block "
+    "in it adds its dependencies to --with and its requires-python sets --python",
+)
 PROBE = opt(
     "--probe",
     dest="probes",
@@ -305,6 +314,13 @@ MAX_PROBES = opt(
     "per bit of the range)",
 )
 
+ALLOW_DOWNLOAD = opt(
+    "--allow-download",
+    action="store_true",
+    help="let the repro download the models and data sets it names from the Hugging Face "
+    "Hub (by default a report whose repro needs a download says so and is not run)",
+)
+
 DRY_RUN = opt(
     "--dry-run",
     action="store_true",
@@ -418,6 +434,8 @@ def _torch_index(args: argparse.Namespace) -> str | None:
 
     backend = getattr(args, "torch_backend", None)
     mirror = getattr(args, "torch_index_url", None)
+    if backend == "none":
+        return None  # said so: torch from the main index, whatever a report's build
     if backend is None:
         if mirror:
             raise UsageError(
@@ -429,7 +447,7 @@ def _torch_index(args: argparse.Namespace) -> str | None:
     if not pytorch.valid_backend(backend):
         raise UsageError(
             f"--torch-backend {backend!r} is not a PyTorch index variant",
-            hint="use cpu, cu118, cu121, cu124, cu126, cu128, rocm6.2, xpu or auto",
+            hint="use cpu, cu118, cu121, cu124, cu126, cu128, rocm6.2, xpu, auto or none",
             ref="bad-torch-backend",
         )
     if backend == "auto":

@@ -32,7 +32,7 @@ import sys
 from collections.abc import Callable, Collection, Mapping
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from packaging.markers import Marker, UndefinedComparison, UndefinedEnvironmentName
 from packaging.requirements import InvalidRequirement, Requirement
@@ -43,6 +43,9 @@ from packaging.version import InvalidVersion, Version
 from envbisect.core.reqfile import Collected, Reader, requirement_lines
 from envbisect.errors import UsageError
 from envbisect.redact import mask_text, mask_url
+
+if TYPE_CHECKING:
+    from envbisect.core.reportpins import ReportFacts
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -66,7 +69,9 @@ FetchMetadata = Callable[[str, str], str]
 
 FORMS_HINT = (
     "--pins takes a project folder, a pyproject.toml, a requirements file, a pylock.toml, "
-    "installed:PYTHON, or a released distribution as name==version"
+    "installed:PYTHON, a released distribution as name==version, an environment report "
+    "(pip freeze, pip list, conda list, llamafactory-cli env...; a Markdown file; - for "
+    "stdin), or a PEP 723 script"
 )
 _PYPI_SIMPLE = ("https://pypi.org/simple", "https://pypi.org/simple/")
 
@@ -140,6 +145,8 @@ class PinSet:
     and the ``extras`` passed to the methods add to them. ``skipped`` records lines that name
     no index requirement (editables, local paths, bare URLs) so that callers can warn.
     ``index_url`` keeps its credentials (uv needs them); ``to_dict`` masks them.
+    ``report``: what an environment report says besides its pins (its Python, platform,
+    torch build, how each version was mapped; core/reportpins.py), None for other sources.
     """
 
     source: str
@@ -155,6 +162,7 @@ class PinSet:
     extras: tuple[str, ...] = ()
     self_references: tuple[Pin, ...] = ()
     requires_python: str | None = None
+    report: ReportFacts | None = None
 
     def selected_extras(
         self, env: Mapping[str, str] | None = None, extras: Collection[str] = ()
@@ -220,6 +228,7 @@ class PinSet:
             "is_lock": self.is_lock,
             "extras": sorted(chosen),
             "skipped": list(self.skipped),
+            **({"report": self.report.to_dict()} if self.report is not None else {}),
         }
 
 

@@ -6,17 +6,27 @@ the rest of this module does the IO that needs and hands back plain data, parsin
 ``read_text`` reads a file as UTF-8 (a BOM is dropped); ``file_reader`` is the ``read`` callable
 that follows a requirements file's includes on disk; ``installed_distributions`` runs the
 interpreter that ``installed:PYTHON`` names, isolated (``-I``: no ``PYTHON*`` variables, no user
-site, not the current folder), and returns what ``importlib.metadata`` finds there. Every error
-is a ``UsageError`` with ref ``pins-unreadable`` or ``pins-no-interpreter``.
+site, not the current folder), and returns what ``importlib.metadata`` finds there.
+``read_source`` reads a file, or standard input for ``-`` (once: a second reader gets the same
+text). Every error is a ``UsageError`` with ref ``pins-unreadable`` or ``pins-no-interpreter``.
+
+Which parser reads a file: its name first (``pylock*.toml``, ``*.toml``, ``METADATA``); a
+Markdown file (``*.md``) or standard input is an environment report (core/envreports.py,
+mapped by core/reportpins.py; ``releases`` says which versions the index has, for the dev
+versions it maps); a ``*.py`` file, its PEP 723 ``# /// script`` block; any other file is an
+environment report when it is one (pip freeze output included: only ``name==V`` rows and pip's
+comments), else a requirements file.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
 import shutil
 import subprocess
+import sys
 from collections.abc import Collection
 from dataclasses import replace
 from pathlib import Path
@@ -25,6 +35,7 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
+from envbisect.core.envreports import is_freeze, read_report
 from envbisect.core.pins import (
     FORMS_HINT,
     FetchMetadata,
@@ -36,7 +47,9 @@ from envbisect.core.pins import (
     parse_requirements,
     select_extras,
 )
+from envbisect.core.reportpins import Releases, report_pins
 from envbisect.core.reqfile import Reader
+from envbisect.core.scriptmeta import read_script_metadata
 from envbisect.errors import UsageError
 from envbisect.redact import mask_text
 
@@ -130,6 +143,33 @@ def read_text(path: Path, label: str) -> str:
     return decode(data, label)
 
 
+STDIN = "-"
+REPORT_FORMS = (
+    "the output of pip freeze, uv pip freeze, pip list, conda list, llamafactory-cli env, "
+    "transformers env, accelerate env or python -m torch.utils.collect_env"
+)
+
+
+@functools.cache
+def _stdin_bytes() -> bytes:
+    """Standard input, read once: ``--pins -`` and ``envbisect repro -`` may both ask."""
+    try:
+        return sys.stdin.buffer.read()
+    except (OSError, ValueError, AttributeError) as e:
+        raise UsageError(
+            f"cannot read standard input: {e}",
+            hint="pipe the report in (pbpaste | envbisect ...) or name a file",
+            ref="pins-unreadable",
+        ) from e
+
+
+def read_source(spec: str, cwd: Path) -> tuple[str, str]:
+    """(text, label) of a file, or of standard input for ``-``."""
+    if spec == STDIN:
+        return decode(_stdin_bytes(), "standard input"), "stdin"
+    return read_text(resolve(cwd, spec), spec), spec
+
+
 def decode(data: bytes, label: str) -> str:
     """``data`` as UTF-8 text, without a byte-order mark."""
     try:
@@ -149,20 +189,53 @@ def load_pins(
     cwd: Path,
     extras: Collection[str] = (),
     fetch_metadata: FetchMetadata | None = None,
+    releases: Releases | None = None,
 ) -> PinSet:
     """Read the pin source the user named (see the module docstring for the forms)."""
     source = mask_text(spec)
     if spec.startswith("installed:"):
         pins = _load_installed(spec.removeprefix("installed:"), cwd=cwd)
+    elif spec == STDIN:
+        text, label = read_source(spec, cwd)
+        pins = _report(text, label, releases)
     else:
         path = resolve(cwd, spec)
         if path.is_dir():
             pins = _load_folder(spec, path, cwd)
         elif path.is_file():
-            pins = _load_file(spec, path, cwd)
+            pins = _load_file(spec, path, cwd, releases)
         else:
             pins, extras = _load_distribution(spec, source, fetch_metadata, extras)
     return select_extras(replace(pins, source=source), extras, label=source)
+
+
+def _report(text: str, label: str, releases: Releases | None) -> PinSet:
+    """An environment report's pins; a text with none is an error."""
+    if not text.strip():
+        raise UsageError(f"{label} is empty", hint=f"paste {REPORT_FORMS} into it",
+                         ref="pins-empty")  # fmt: skip
+    report = read_report(text)
+    if report is None or not report.rows:
+        raise UsageError(
+            f"{label} names no package versions",
+            hint=f"add the reporter's environment to it: {REPORT_FORMS}",
+            ref="pins-no-versions",
+        )
+    return report_pins(report, origin=label, releases=releases)
+
+
+def _script(text: str, label: str) -> PinSet:
+    meta = read_script_metadata(text, origin=label)
+    if meta is None:
+        raise UsageError(
+            f"{label} has no '# /// script' block (PEP 723 inline script metadata)",
+            hint="give it one (# /// script, # dependencies = [...], # ///) or pass "
+            "its requirements with --with",
+            ref="pins-no-script-metadata",
+        )
+    where = f"{label}:{meta.line} [script]"
+    pins = tuple(Pin(requirement=Requirement(d), origin=where, text=d) for d in meta.dependencies)
+    return PinSet(source=label, requirements=pins, requires_python=meta.requires_python)
 
 
 def _load_folder(label: str, folder: Path, cwd: Path) -> PinSet:
@@ -184,7 +257,7 @@ def _load_folder(label: str, folder: Path, cwd: Path) -> PinSet:
     )
 
 
-def _load_file(label: str, path: Path, cwd: Path) -> PinSet:
+def _load_file(label: str, path: Path, cwd: Path, releases: Releases | None = None) -> PinSet:
     text = read_text(path, label)
     name = path.name
     if name == "pylock.toml" or re.fullmatch(r"pylock\.[^.]+\.toml", name):
@@ -193,6 +266,13 @@ def _load_file(label: str, path: Path, cwd: Path) -> PinSet:
         return parse_pyproject(text, origin=label)
     if name == "METADATA" or name.endswith(".metadata"):
         return parse_metadata(text, origin=label)
+    if name.lower().endswith((".md", ".markdown")):
+        return _report(text, label, releases)
+    if name.endswith(".py"):
+        return _script(text, label)
+    report = read_report(text) if text.strip() else None
+    if report is not None and (report.formats != ("pip freeze",) or is_freeze(text)):
+        return report_pins(report, origin=label, releases=releases)
     return parse_requirements(text, origin=label, read=file_reader(cwd))
 
 

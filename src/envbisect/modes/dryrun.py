@@ -21,8 +21,13 @@ from envbisect.env.uvplan import UvFallback
 from envbisect.modes.session import Session, Want
 
 
-def plan_views(session: Session, wants: Sequence[Want]) -> list[dict[str, Any]]:
-    """Each wanted environment as ``{"label", "requirements", "pins", "conflict"}``."""
+def plan_views(
+    session: Session, wants: Sequence[Want], *, resolve: bool = False
+) -> list[dict[str, Any]]:
+    """Each wanted environment as ``{"label", "requirements", "pins", "conflict"}``.
+
+    ``resolve``: uv resolves even requirements that are all exact pins, which are then only
+    part of the environment (an environment report's few packages), not all of it."""
     out = []
     for w in wants:
         view: dict[str, Any] = {"label": w.label, "requirements": [], "pins": {}, "conflict": None}
@@ -31,7 +36,7 @@ def plan_views(session: Session, wants: Sequence[Want]) -> list[dict[str, Any]]:
             out.append(view)
             continue
         view["requirements"] = list(w.spec.requirements)
-        exact = _exact_pins(w.spec.requirements)
+        exact = None if resolve else _exact_pins(w.spec.requirements)
         if exact is not None:
             view["pins"] = exact
         else:

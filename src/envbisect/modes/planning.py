@@ -18,12 +18,13 @@ from packaging.specifiers import SpecifierSet
 from packaging.utils import canonicalize_name
 from packaging.version import Version
 
-from envbisect.core.candidates import CandidateList
+from envbisect.core.candidates import CandidateList, file_version
 from envbisect.core.pins import PinSet
 from envbisect.core.plan import Fallback, MatchCache, Plan, PlanTarget, Policy, Unresolvable, plan
+from envbisect.core.reportpins import Releases
 from envbisect.core.target import Target
 from envbisect.env.pinsource import load_pins
-from envbisect.errors import UsageError
+from envbisect.errors import UnknownPackage, UsageError
 from envbisect.index.client import IndexClient
 from envbisect.index.source import IndexMetadataSource
 from envbisect.model import Candidate
@@ -32,10 +33,26 @@ from envbisect.model import Candidate
 def read_pins(
     sources: Sequence[str], client: IndexClient, *, cwd: Path, extras: Sequence[str] = ()
 ) -> list[PinSet]:
-    """Each pin source, a released distribution's read through ``client`` (its metadata)."""
+    """Each pin source, a released distribution's read through ``client`` (its metadata), an
+    environment report's dev versions mapped to what ``client``'s indexes have."""
+    fetch, releases = client.metadata_for, index_releases(client)
     return [
-        load_pins(s, cwd=cwd, extras=extras, fetch_metadata=client.metadata_for) for s in sources
+        load_pins(s, cwd=cwd, extras=extras, fetch_metadata=fetch, releases=releases)
+        for s in sources
     ]
+
+
+def index_releases(client: IndexClient) -> Releases:
+    """Every version the indexes have of a project (None for a project they do not have)."""
+
+    def releases(name: str) -> list[Version] | None:
+        try:
+            files = client.project_files(name).files
+        except UnknownPackage:
+            return None
+        return sorted({v for f in files if not f.yanked and (v := file_version(f.filename))})
+
+    return releases
 
 
 @dataclass(slots=True, kw_only=True)
@@ -75,11 +92,15 @@ class RunPlanner:
                 self.baseline.update(ps.baseline(env))
 
     def allowed(self) -> SpecifierSet:
-        """The package's own range according to the pins (``!=`` exclusions included)."""
+        """The package's own range according to the pins (``!=`` exclusions included).
+
+        An environment report's pin of the package is where the reporter was (a baseline
+        version, as ``--bad`` names it), not a range: it does not narrow the search."""
         spec = SpecifierSet()
         env = self.target.marker_environment()
         for ps in self.pins:
-            spec &= ps.specifier_for(self.key, env, self.extras)
+            if ps.report is None:
+                spec &= ps.specifier_for(self.key, env, self.extras)
         return spec
 
     def restrict(self, cl: CandidateList, keep: Sequence[Version]) -> CandidateList:

@@ -43,7 +43,10 @@ def plan_one(opts: ProbeOptions, reporter: Reporter | None = None) -> list[dict[
     from envbisect.modes.dryrun import plan_views
 
     with Session(opts.common, reporter) as session:
-        return plan_views(session, [Want(label="the environment", spec=_spec(opts, session))])
+        want = Want(label="the environment", spec=_spec(opts, session))
+        # Pins may name part of the environment only (an environment report's few packages):
+        # uv resolves the rest, as the build will.
+        return plan_views(session, [want], resolve=bool(opts.pins))
 
 
 def _spec(opts: ProbeOptions, session: Session) -> EnvSpec:

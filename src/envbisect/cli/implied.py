@@ -1,0 +1,166 @@
+"""Flags the inputs imply: what an environment report or a PEP 723 script says, as if typed.
+
+Who does what: before the options are read (main.py), ``apply`` looks at the pin sources the
+command names (``--pins``, ``--baseline``, ``envbisect repro REPORT``, ``envbisect pins
+SOURCE``) and at ``--repro FILE``. The first environment report among them sets ``--python``
+to its Python (major.minor: uv finds or installs one, as for a typed flag) and
+``--torch-backend`` to its torch build as this machine can run it (core/reportpins.py decides;
+nvidia-smi says whether there is a GPU); a flag the user typed always wins. A ``--repro`` file
+with a ``# /// script`` block adds its dependencies to ``--with`` (the package under test's
+aside: the search sets it) and sets ``--python`` to its ``requires-python``. Everything it
+sets, a report from another OS or architecture, and each version a report had mapped, is
+said on stderr. Sources that are not reports, or that cannot be read, are left to the mode,
+which reads them again and reports their errors.
+"""
+
+from __future__ import annotations
+
+import argparse
+import platform
+from collections.abc import Callable
+from pathlib import Path
+
+from envbisect.core.reportpins import (
+    ReportFacts,
+    platform_note,
+    python_request,
+    torch_backend,
+)
+from envbisect.core.scriptmeta import read_script_metadata
+from envbisect.errors import UsageError
+
+Say = Callable[[str], None]
+
+
+def apply(args: argparse.Namespace, say: Say, *, cwd: Path | None = None) -> None:
+    """Set the flags the command's inputs imply on ``args`` (module doc), saying each."""
+    here = cwd or Path.cwd()
+    _script(args, say, here)
+    for facts in _reports(args, here):
+        _report(args, facts, say)
+        break  # the first report decides; the others' pins are still read by the mode
+
+
+def _sources(args: argparse.Namespace) -> list[str]:
+    found = list(getattr(args, "pins", None) or ())
+    for attr in ("baseline", "report", "source"):
+        value = getattr(args, attr, None)
+        if isinstance(value, str):
+            found.append(value)
+    return found
+
+
+def _reports(args: argparse.Namespace, cwd: Path) -> list[ReportFacts]:
+    from envbisect.env.pinsource import STDIN, load_pins, resolve
+
+    out = []
+    for spec in _sources(args):
+        if spec != STDIN and not resolve(cwd, spec).is_file():
+            continue  # a folder, installed:PYTHON, name==version: no report
+        try:
+            facts = load_pins(spec, cwd=cwd).report
+            if facts is not None and any(m.used and "<" in m.used for m in facts.mapped):
+                facts = _with_releases(args, spec, cwd) or facts
+        except UsageError:
+            continue  # the mode reads it again and says what is wrong with it
+        if facts is not None:
+            out.append(facts)
+    return out
+
+
+def _with_releases(args: argparse.Namespace, spec: str, cwd: Path) -> ReportFacts | None:
+    """The report read again with the index at hand, so that the lines said name the release
+    each dev version maps to (the mode reads it the same way, from the same cache)."""
+    from envbisect.cli.options import index_settings
+    from envbisect.env.pinsource import load_pins
+    from envbisect.errors import EnvbisectError
+    from envbisect.index.cache import default_cache_dir
+    from envbisect.index.client import IndexClient
+    from envbisect.model import IndexConfig
+    from envbisect.modes.planning import index_releases
+
+    if not hasattr(args, "index_url"):
+        return None
+    try:
+        found = index_settings(args)
+        config = IndexConfig(index_url=found.main.url,
+                             extra_index_urls=tuple(f.url for f in found.extra))  # fmt: skip
+        cache = getattr(args, "cache_dir", None) or default_cache_dir()
+        with IndexClient(config, cache_dir=cache, offline=getattr(args, "offline", False)) as c:
+            return load_pins(spec, cwd=cwd, releases=index_releases(c)).report
+    except EnvbisectError:
+        return None  # the index is the mode's to reach, and its errors the mode's to say
+
+
+def _report(args: argparse.Namespace, facts: ReportFacts, say: Say) -> None:
+    r = facts.report
+    pins = len(r.rows)
+    said = ", ".join(x for x in (f"Python {r.python}" if r.python else "", r.platform or "") if x)
+    say(f"envbisect: {facts.origin}: {' + '.join(r.formats)}: {pins} package(s)"
+        + (f"; {said}" if said else ""))  # fmt: skip
+    if hasattr(args, "python"):
+        wanted = python_request(facts)
+        if wanted and args.python is None:
+            args.python = wanted
+            say(f"envbisect: Python {wanted}, the report's ({r.python}); --python chooses "
+                "another")  # fmt: skip
+        elif wanted and args.python != wanted:
+            say(f"envbisect: the report's Python is {r.python}; --python {args.python} is used")
+    note = platform_note(facts, system=platform.system(), machine=platform.machine())
+    if note:
+        say(f"envbisect: {note}")
+    if hasattr(args, "torch_backend") and facts.variant and args.torch_backend is None:
+        from envbisect.env import envreport  # nvidia-smi; a module attribute, for tests
+
+        smi = envreport.read_nvidia_smi()
+        driver = smi.get("cuda") if smi and smi.get("gpus") else None
+        backend, why = torch_backend(facts.variant, driver_cuda=driver)
+        if backend is not None:
+            args.torch_backend = backend
+            say(f"envbisect: {why}; --torch-backend chooses another")
+    for m in facts.mapped:
+        say(f"{'warning' if m.warning else 'envbisect'}: {facts.origin}:{m.line}: {m.name} "
+            f"{m.reported}: {m.why}")  # fmt: skip
+    for c in facts.commits:
+        where = f" of {c.repository}" if c.repository else ""
+        say(f"envbisect: {facts.origin}: {c.package} is commit {c.commit[:12]}{where}: "
+            "recorded; building from a commit is not used yet")  # fmt: skip
+    if r.left_out:
+        shown = "; ".join(r.left_out[:3]) + (f"; and {len(r.left_out) - 3} more"
+                                             if len(r.left_out) > 3 else "")  # fmt: skip
+        say(f"envbisect: {facts.origin}: {len(r.left_out)} row(s) left out: {shown}")
+
+
+def _script(args: argparse.Namespace, say: Say, cwd: Path) -> None:
+    """A ``--repro`` file's PEP 723 block, as ``--with`` and ``--python``."""
+    from envbisect.env.pinsource import read_text, resolve
+
+    name = getattr(args, "repro", None)
+    if not isinstance(name, str) or not name.endswith(".py"):
+        return
+    path = resolve(cwd, name)
+    if not path.is_file():
+        return  # Repro.build says the file does not exist
+    meta = read_script_metadata(read_text(path, name), origin=name)
+    if meta is None:
+        return
+    from packaging.requirements import Requirement
+    from packaging.utils import canonicalize_name
+
+    package = getattr(args, "package", None)
+    under_test = canonicalize_name(package) if package else None
+    added, aside = [], []
+    if hasattr(args, "with_reqs"):
+        for dep in meta.dependencies:
+            if under_test and canonicalize_name(Requirement(dep).name) == under_test:
+                aside.append(dep)
+            elif dep not in args.with_reqs:
+                added.append(dep)
+        args.with_reqs = [*args.with_reqs, *added]
+    if added:
+        say(f"envbisect: {name}: its script metadata adds --with {' --with '.join(added)}")
+    if aside:
+        say(f"envbisect: {name}: {', '.join(aside)} left to the search (--package {package})")
+    if meta.requires_python and hasattr(args, "python") and args.python is None:
+        args.python = meta.requires_python
+        say(f"envbisect: {name}: Python {meta.requires_python}, its requires-python")
