@@ -18,7 +18,7 @@ from envbisect.textsafe import md_code, md_text
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class TestedCommit:
+class ProbedCommit:
     """One commit probed (or answered from the store), in the order the search asked."""
 
     commit: Commit
@@ -72,7 +72,7 @@ class CommitAnswer:
     last_old: Commit | None = None
     possible: tuple[Commit, ...] = ()
     commits: int = 0
-    tested: tuple[TestedCommit, ...] = ()
+    tested: tuple[ProbedCommit, ...] = ()
     untestable: tuple[tuple[Commit, str], ...] = ()
     breakpoints: tuple[CommitBreakpoint, ...] = ()
     build: BuildInfo | None = None

@@ -257,18 +257,20 @@ def merge_base(git: Git, mirror_path: Path, a: str, b: str) -> str | None:
     return sha if proc.returncode == 0 and SHA.fullmatch(sha) else None
 
 
-_FORMAT = "%H%x1f%P%x1f%aI%x1f%s%x1e"
+# One commit per NUL-separated record (-z: a subject cannot hold a NUL), its subject last so
+# that a separator inside a subject stays in it.
+_FORMAT = "%H%x1f%P%x1f%aI%x1f%s"
 
 
 def commit(git: Git, mirror_path: Path, sha: str) -> Commit:
-    proc = git.read(mirror_path, "log", "-1", f"--format={_FORMAT}", _sha(sha), "--")
+    proc = git.read(mirror_path, "log", "-z", "-1", f"--format={_FORMAT}", _sha(sha), "--")
     (one,) = _commits(proc.stdout)
     return one
 
 
 def first_parent(git: Git, mirror_path: Path, good: str, bad: str) -> list[Commit]:
     """The first-parent commits after ``good`` up to ``bad`` (included), oldest first."""
-    proc = git.read(mirror_path, "log", "--first-parent", "--reverse", f"--format={_FORMAT}",
+    proc = git.read(mirror_path, "log", "-z", "--first-parent", "--reverse", f"--format={_FORMAT}",
                     f"{_sha(good)}..{_sha(bad)}", "--")  # fmt: skip
     if proc.returncode != 0:
         raise InfrastructureError(f"git log failed: {_last_line(proc.stderr)}",
@@ -279,8 +281,8 @@ def first_parent(git: Git, mirror_path: Path, good: str, bad: str) -> list[Commi
 
 def _commits(out: str) -> list[Commit]:
     found = []
-    for record in out.split("\x1e"):
-        fields = record.strip("\n").split("\x1f")
+    for record in out.split("\0"):
+        fields = record.split("\x1f", 3)
         if len(fields) != 4 or not SHA.fullmatch(fields[0]):
             continue
         sha, parents, date, subject = fields

@@ -28,7 +28,7 @@ from pathlib import Path
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
-from envbisect.core.commitreport import CommitAnswer, CommitBreakpoint, TestedCommit
+from envbisect.core.commitreport import CommitAnswer, CommitBreakpoint, ProbedCommit
 from envbisect.core.commits import (
     BuildInfo,
     Commit,
@@ -294,7 +294,7 @@ def search(
     assert final is not None
     _check_ends(final, log.rows, log.points, rng, package, bis)
     tested = tuple(
-        TestedCommit(commit=rng.points[i], outcome=r.outcome, verdict=r.verdict,
+        ProbedCommit(commit=rng.points[i], outcome=r.outcome, verdict=r.verdict,
                      version=_version_of(r.installed, key), env_id=r.env_id, reused=r.reused,
                      build_seconds=r.build_seconds, probe_seconds=r.probe_seconds)
         for r, i in zip(log.rows, log.points, strict=True)
