@@ -106,7 +106,8 @@ def test_first_bad_commit_between_two_releases(
     assert (ans.good_ref, ans.bad_ref) == ("v1.0.0", "gitpkg-2.0.0")
     # The path: the ends, the middle (does not build), its neighbour, ... (support/gitrepos).
     path = [0, 20, 10, 9, 14, 11, 12, 13]
-    assert recorder.started == [main[i][:12] for i in path]
+    # First release 1.0.0's environment (the rest of every commit's), then the commits.
+    assert recorder.started == ["1.0.0", *(main[i][:12] for i in path)]
     assert [t.commit.sha for t in ans.tested] == [main[i] for i in path]
     assert ans.commits == 21 and ans.probes == len(path)
     # Two untestable points cost a probe each; the rest is a bisection's.
@@ -159,7 +160,7 @@ def test_a_merge_on_the_path_is_one_point(
     assert ans.first_new.sha == gitpkg.main[8] and ans.first_new.merge
     assert ans.last_old.sha == gitpkg.main[7]
     assert not set(gitpkg.side) & {t.commit.sha for t in ans.tested}
-    assert recorder.started == [gitpkg.main[i][:12] for i in (0, 20, 10, 9, 4, 6, 7, 8)]
+    assert recorder.started[1:] == [gitpkg.main[i][:12] for i in (0, 20, 10, 9, 4, 6, 7, 8)]
     assert to_json(res)["first_bad_commit"]["merge"] is True
 
 
@@ -212,6 +213,81 @@ def test_run_commits_after_the_first_bad_release(
     assert data["commits"]["commits_in_range"] == 21
     report = Path(data["report"]).read_text()
     assert "first bad version of gitpkg: 2.0.0" in report and "## First bad commit" in report
+
+
+def test_run_commits_on_the_command_line(
+    gindex: LocalIndex, python: str, tmp_path: Path, gitpkg: GitPkg,
+    capsys: pytest.CaptureFixture[str],
+) -> None:  # fmt: skip
+    repro = tmp_path / "repro.py"
+    repro.write_text(RUN)
+    args = ["run", "--package", "gitpkg", "--good", "1.0.0", "--bad", "2.1.0", "--with",
+            "gitdep<2", "--commits", "--repo", str(gitpkg.path), "--index-url", gindex.url,
+            "--python", python, "--repro", str(repro), "--results", str(tmp_path / "r"),
+            "--cache-dir", str(tmp_path / "c"), "--jobs", "2"]  # fmt: skip
+    got, out, err = cli(capsys, *args)
+    assert got == 0, err
+    lines = out.splitlines()
+    assert lines[0].startswith("first bad version of gitpkg: 2.0.0")
+    assert lines[1].startswith(f"first bad commit of gitpkg: {gitpkg.main[14][:12]}: fail")
+    assert lines[2] == (f"  first bad: {gitpkg.main[14][:12]} run: raise on purpose "
+                        f"(2024-03-01) {SOURCE}/commit/{gitpkg.main[14]}")  # fmt: skip
+    assert lines[4].startswith("  commits tested: 7 of 21 between v1.0.0 and gitpkg-2.0.0")
+    assert "first bad release of gitpkg: 2.0.0; now the commits since 1.0.0" in err
+    # --repo without --commits is a mistake, said before anything is built.
+    got, _, err = cli(capsys, *[a for a in args if a != "--commits"])
+    assert got == 2 and "--repo is for the commit search" in one_error(err)[0]
+
+
+def test_a_good_ref_on_a_maintenance_branch_starts_at_the_merge_base(
+    gindex: LocalIndex, python: str, tmp_path: Path, gitpkg: GitPkg, recorder: RecordingReporter
+) -> None:
+    """v1.0.1 is no ancestor of gitpkg-2.0.0: the range starts at their merge base (main[0]),
+    as git bisect tests it first. 1.0.1 is not on the index: the rest is what uv resolves for
+    the merge base's own build, which is then the good end."""
+    opts = commits(gindex, python, tmp_path, gitpkg.path, good="1.0.1")
+    res = run_commits(opts, recorder)
+    ans = res.commits
+    assert ans is not None and ans.first_new is not None and ans.first_new.sha == gitpkg.main[14]
+    assert ans.start.startswith("v1.0.1 is not an ancestor of gitpkg-2.0.0")
+    assert gitpkg.main[0][:12] in ans.start
+    assert ans.tested[0].commit.sha == gitpkg.main[0] and ans.tested[0].reused  # the base build
+    assert gitpkg.maintenance not in {t.commit.sha for t in ans.tested}
+    assert "as uv resolved it for" in ans.rest
+    assert recorder.started[0] == gitpkg.main[0][:12]
+    assert recorder.started.count(gitpkg.main[0][:12]) == 2  # built once, then from the store
+    assert recorder.finished[1] == (gitpkg.main[0][:12], "pass", True)
+
+
+def test_run_commits_after_a_fix_finds_the_first_fixed_commit(
+    gindex: LocalIndex, python: str, tmp_path: Path, gitpkg: GitPkg
+) -> None:
+    """A repro that waits for run() to raise: releases 1.0.0 fail it, 2.0.0 passes (a fix
+    search, --good newer than --bad); its commits: the first fixed one is main[14]."""
+    waits = (
+        "import gitpkg\ntry:\n    gitpkg.run()\nexcept ValueError:\n    pass\n"
+        "else:\n    raise SystemExit('not yet')\n"
+    )
+    common = _common(gindex, python, tmp_path, waits)
+    opts = RunOptions(
+        package="gitpkg",
+        common=common,
+        good="2.1.0",
+        bad="1.0.0",
+        with_reqs=("gitdep<2",),
+        commits=CommitRefs(repo=str(gitpkg.path)),
+    )
+    res = run_bisect(opts)
+    assert (res.direction, res.first_new, res.last_old) == ("fix", "2.0.0", "1.0.0")
+    ans = res.commits
+    assert ans is not None and ans.fix and ans.status == "found"
+    assert ans.first_new is not None and ans.first_new.sha == gitpkg.main[14]
+    assert ans.last_old is not None and ans.last_old.sha == gitpkg.main[13]
+    assert (ans.good_ref, ans.bad_ref) == ("gitpkg-2.0.0", "v1.0.0")
+    data = to_json(res)
+    assert data["first_fixed_commit"]["sha"] == gitpkg.main[14]
+    assert data["commits"]["last_broken"]["sha"] == gitpkg.main[13]
+    assert "first fixed commit of gitpkg" in ans.verdict()
 
 
 def test_offline_uses_the_mirror_as_it_is(
@@ -473,7 +549,7 @@ def test_build_timeout_makes_a_commit_untestable(
     assert [c.sha for c in ans.possible] == shas[1:]
     (why,) = [w for c, w in ans.untestable if c.sha == shas[1]]
     assert "longer than --build-timeout 3 s" in why
-    assert recorder.started == [s[:12] for s in shas[:1] + shas[2:] + shas[1:2]]
+    assert recorder.started == ["1.0.0", *(s[:12] for s in shas[:1] + shas[2:] + shas[1:2])]
 
 
 def test_a_build_of_another_project_is_untestable(

@@ -15,9 +15,11 @@ commits, release 2.0.0 (tag ``gitpkg-2.0.0``: another naming style), then 2.1.0 
     main[11]  its version is not a version: its metadata cannot be read
     main[13]  its subject carries a terminal escape (untrusted text)
     main[14]  ``gitpkg.run()`` raises ValueError: the first bad commit for that repro
-Release 2.2.0 is on the index but has no tag. Every release's metadata names its repository
-on GitHub (Project-URL), as a real package's does; gitdep 2.0 removed ``helper``, which every
-gitpkg imports: an environment not held at gitdep 1.0 fails another way.
+Release 1.0.1 (tag ``v1.0.1``) is on a maintenance branch from main[0], never merged, and not
+on the index; release 2.2.0 is on the index but has no tag. Every release's metadata names
+its repository on GitHub (Project-URL), as a real package's does; gitdep 2.0 removed
+``helper``, which every gitpkg imports: an environment not held at gitdep 1.0 fails another
+way.
 """
 
 from __future__ import annotations
@@ -185,6 +187,7 @@ class GitPkg:
     main: list[str] = field(default_factory=list)  # main[i]: point i of 1.0.0..2.0.0
     side: list[str] = field(default_factory=list)  # the merged side branch's commits
     after: list[str] = field(default_factory=list)  # after 2.0.0, up to 2.1.0
+    maintenance: str = ""  # v1.0.1, on the 1.0.x branch
 
 
 def _tree(
@@ -240,6 +243,12 @@ def make_gitpkg(path: Path) -> GitPkg:
     facts.after.append(git.commit("notes 21", _tree("2.1.0.dev0", BAD_RUN, BAD_OTHER, 21)))
     facts.after.append(git.commit("release 2.1.0", _tree("2.1.0", BAD_RUN, BAD_OTHER, 22)))
     git("tag", "gitpkg-2.1.0")
+    # A maintenance release on a branch of its own, never merged: v1.0.1 is no ancestor of
+    # gitpkg-2.0.0 (their merge base is main[0]).
+    git("checkout", "-q", "-b", "1.0.x", facts.main[0])
+    facts.maintenance = git.commit("release 1.0.1", _tree("1.0.1", PASS_RUN, PASS_OTHER, 1))
+    git("tag", "v1.0.1")
+    git("checkout", "-q", "main")
     return facts
 
 

@@ -474,7 +474,7 @@ def _base(
     if good.version is not None and _on_index(session, opts.package, good.version):
         spec = session.env_spec([f"{opts.package}=={good.version}", *opts.with_reqs],
                                 only_binary=only_binary)  # fmt: skip
-        (row,) = session.rows([Want(label=good.version, spec=spec)])
+        row = _probe_base(session, Want(label=good.version, spec=spec))
         if row.outcome.kind is not OutcomeKind.UNTESTABLE:
             where = f"as in {opts.package} {good.version}'s environment ({row.outcome.describe()})"
             session.reporter.message(f"envbisect: the rest of each environment {where}")
@@ -484,12 +484,25 @@ def _base(
     spec = session.env_spec(list(opts.with_reqs), only_binary=only_binary,
                             source=SourceBuild(package=key, commit=c.sha))  # fmt: skip
     first = Want(label=c.short, spec=spec, source_repo=str(src.mirror))
-    (row,) = session.rows([first])
+    row = _probe_base(session, first)
     if row.outcome.kind is OutcomeKind.UNTESTABLE:
         cannot_build(opts.package, c, row.outcome.signature, rng.build)
     where = f"as uv resolved it for {c.short}'s build ({good.name})"
     session.reporter.message(f"envbisect: the rest of each environment {where}")
     return rest_of(row.installed, opts.package), where, first
+
+
+def _probe_base(session: Session, want: Want) -> ProbeRow:
+    """The probe that gives the rest of every environment, with its progress lines."""
+    reporter = session.reporter
+    reporter.probe_started(want.label, 0, 0)
+    try:
+        (row,) = session.rows([want])
+    except KeyboardInterrupt as e:
+        raise session.interrupted(e) from e
+    reporter.probe_finished(row.version, row.outcome, row.build_seconds + row.probe_seconds,
+                            row.reused, "")  # fmt: skip
+    return row
 
 
 def _on_index(session: Session, package: str, version: str) -> bool:
