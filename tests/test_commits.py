@@ -311,7 +311,7 @@ def test_offline_uses_the_mirror_as_it_is(
     assert offline.commits is not None and online.commits is not None
     assert offline.commits.first_new == online.commits.first_new
     assert [r.reused for r in offline.rows].count(False) == len(offline.rows)  # built again
-    assert any("as it is (offline)" in m for m in rec.messages)
+    assert any("used as it is (--offline)" in m for m in rec.messages)
     assert Git(mirrors[0])("tag") == before and "later" not in before
     with pytest.raises(UsageError) as e:  # the new tag is not in the mirror
         run_commits(commits(gindex, python, tmp_path, gitpkg.path, bad="later", offline=True))

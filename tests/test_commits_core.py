@@ -244,8 +244,8 @@ def test_git_reads_what_a_repository_says(tmp_path: Path) -> None:
     _git(repo, "remote", "add", "origin", "git@github.com:o/r.git")
     git = g.Git(binary=g.find_git())
     assert g.origin_url(git, repo) == "git@github.com:o/r.git"
-    mirror, fetched = g.mirror(git, g.check_repo(str(repo), origin=tmp_path), tmp_path / "c")
-    assert fetched and (mirror / "HEAD").is_file()
+    mirror, done = g.mirror(git, g.check_repo(str(repo), origin=tmp_path), tmp_path / "c")
+    assert done == "cloned" and (mirror / "HEAD").is_file()
     assert g.tags(git, mirror) == ["v1.0"]
     sha = g.resolve(git, mirror, "v1.0")
     assert sha is not None and g.resolve(git, mirror, "nope") is None
@@ -253,6 +253,7 @@ def test_git_reads_what_a_repository_says(tmp_path: Path) -> None:
     assert head is not None
     (after,) = g.first_parent(git, mirror, sha, head)
     assert after.sha == head and "unit separator" in after.subject
-    again, fetched = g.mirror(g.Git(binary=git.binary, offline=True),
+    again, done = g.mirror(g.Git(binary=git.binary, offline=True),
                               g.check_repo(str(repo), origin=tmp_path), tmp_path / "c")  # fmt: skip
-    assert again == mirror and not fetched
+    assert again == mirror and done == "offline"
+    assert g.mirror(git, g.check_repo(str(repo), origin=tmp_path), tmp_path / "c")[1] == "fetched"

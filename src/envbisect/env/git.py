@@ -165,19 +165,20 @@ class Git:
         return self.run(["--git-dir", str(mirror), *args])
 
 
-def mirror(git: Git, repo: Repo, cache_dir: Path) -> tuple[Path, bool]:
+def mirror(git: Git, repo: Repo, cache_dir: Path) -> tuple[Path, str]:
     """The bare mirror of ``repo`` under ``cache_dir``, cloned or fetched now unless offline;
-    and whether it was updated. Offline with no mirror: ``offline-miss``."""
+    and what was done ("cloned", "fetched", "offline": as it is). Offline with no mirror:
+    ``offline-miss``."""
     folder = cache_dir / MIRRORS
     path = folder / repo.key
     if path.is_dir():
         if git.offline:
-            return path, False
+            return path, "offline"
         proc = git.run(["--git-dir", str(path), "fetch", "--quiet", "--prune", "--tags",
                         "origin"], timeout=NETWORK_TIMEOUT)  # fmt: skip
         if proc.returncode != 0:
             raise _clone_error(repo, proc.stderr, doing="fetching")
-        return path, True
+        return path, "fetched"
     if git.offline:
         raise InfrastructureError(
             f"offline, and the cache holds no mirror of {repo.shown}",
@@ -206,7 +207,7 @@ def mirror(git: Git, repo: Repo, cache_dir: Path) -> tuple[Path, bool]:
                 raise
     finally:
         shutil.rmtree(partial, ignore_errors=True)
-    return path, True
+    return path, "cloned"
 
 
 def _clone_error(repo: Repo, stderr: str, *, doing: str) -> UsageError | InfrastructureError:

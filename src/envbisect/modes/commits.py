@@ -110,9 +110,10 @@ def open_source(
     where = g.check_repo(repo, origin=origin)
     git = g.Git(binary=g.find_git(), offline=session.opts.offline)
     cache = session.opts.cache_dir or default_cache_dir()
-    mirror, fetched = g.mirror(git, where, cache)
-    reporter.message(f"envbisect: mirror of {where.shown}: "
-                     f"{'up to date' if fetched else 'as it is (offline)'}")  # fmt: skip
+    mirror, done = g.mirror(git, where, cache)
+    said = {"cloned": f"cloned into {mirror}", "fetched": "fetched (up to date)",
+            "offline": "used as it is (--offline)"}  # fmt: skip
+    reporter.message(f"envbisect: mirror of {where.shown}: {said[done]}")
     web = where.web
     if web is None and where.local:  # a local clone: its origin's host, else the metadata's
         origin_url = g.origin_url(git, Path(where.url))
