@@ -167,7 +167,10 @@ def test_a_merge_on_the_path_is_one_point(
 def test_jobs_2_probes_two_commits_a_round(
     gindex: LocalIndex, python: str, tmp_path: Path, gitpkg: GitPkg, recorder: RecordingReporter
 ) -> None:
-    res = run_commits(commits(gindex, python, tmp_path, gitpkg.path, jobs=2), recorder)
+    """Two at a time, in worker processes (each task crosses a pickle, as to another machine:
+    the mirror's folder goes with it, the checkout is made where the build runs)."""
+    opts = commits(gindex, python, tmp_path, gitpkg.path, jobs=2, executor="process")
+    res = run_commits(opts, recorder)
     ans = res.commits
     assert ans is not None and ans.first_new is not None and ans.first_new.sha == gitpkg.main[14]
     rounds: dict[int, list[str]] = {}
@@ -234,6 +237,16 @@ def test_run_commits_on_the_command_line(
                         f"(2024-03-01) {SOURCE}/commit/{gitpkg.main[14]}")  # fmt: skip
     assert lines[4].startswith("  commits tested: 7 of 21 between v1.0.0 and gitpkg-2.0.0")
     assert "first bad release of gitpkg: 2.0.0; now the commits since 1.0.0" in err
+    assert f"mirror of {gitpkg.path}: cloned into" in err
+    # The releases' commits named with --good-ref/--bad-ref (a tag, a commit id): the same
+    # commits, so the store answers every probe; the mirror is fetched, not cloned again.
+    got, out, err = cli(capsys, *args, "--good-ref", "v1.0.0", "--bad-ref", gitpkg.main[20],
+                        "--json")  # fmt: skip
+    data = json.loads(out)
+    assert got == 0 and data["commits"]["bad_ref"] == gitpkg.main[20]
+    assert data["first_bad_commit"]["sha"] == gitpkg.main[14]
+    assert all(t["reused"] for t in data["commits"]["tested"])
+    assert f"mirror of {gitpkg.path}: fetched (up to date)" in err
     # --repo without --commits is a mistake, said before anything is built.
     got, _, err = cli(capsys, *[a for a in args if a != "--commits"])
     assert got == 2 and "--repo is for the commit search" in one_error(err)[0]
@@ -521,7 +534,7 @@ def test_the_repository_from_the_metadata_and_its_links(
 
 
 def test_a_package_that_cannot_be_built_here_stops(
-    gindex: LocalIndex, python: str, tmp_path: Path
+    gindex: LocalIndex, python: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """Its build backend is nowhere: the good end does not build, one line and a hint (never
     a first bad commit)."""
@@ -532,6 +545,16 @@ def test_a_package_that_cannot_be_built_here_stops(
     assert e.value.ref == "cannot-build"
     assert "gitpkg cannot be built from source here" in e.value.message
     assert e.value.hint and "build backend" in e.value.hint
+    # On the command line: one line, a hint, exit 3 (the machine, not the question).
+    repro = tmp_path / "repro.py"
+    repro.write_text(RUN)
+    got, out, err = cli(capsys, "commits", "--package", "gitpkg", "--good", "v1.0.0", "--bad",
+                        "v2.0.0", "--repo", str(tmp_path / "nobackend"), "--index-url",
+                        gindex.url, "--python", python, "--repro", str(repro), "--results",
+                        str(tmp_path / "r"), "--cache-dir", str(tmp_path / "c"))  # fmt: skip
+    line, hint = one_error(err)
+    assert got == 3 and "cannot be built from source here" in line and "build backend" in hint
+    assert "first bad commit" not in out
 
 
 def test_build_timeout_makes_a_commit_untestable(
