@@ -595,3 +595,41 @@ def test_a_build_of_another_project_is_untestable(
     assert ans is not None and ans.status == "ambiguous"
     (why,) = [w for c, w in ans.untestable if c.sha == shas[1]]
     assert "installed no gitpkg distribution" in why
+
+
+def test_ends_that_do_not_verify_are_no_answer(
+    gindex: LocalIndex, python: str, tmp_path: Path, gitpkg: GitPkg,
+    capsys: pytest.CaptureFixture[str],
+) -> None:  # fmt: skip
+    """Both ends fail: no first bad commit (exit 1), the report is written and says why."""
+    repro = tmp_path / "repro.py"
+    repro.write_text(RUN)
+    got, out, err = cli(
+        capsys,
+        "commits",
+        "--package",
+        "gitpkg",
+        "--good",
+        "2.0.0",
+        "--bad",
+        "2.1.0",
+        "--repo",
+        str(gitpkg.path),
+        "--with",
+        "gitdep<2",
+        "--index-url",
+        gindex.url,
+        "--python",
+        python,
+        "--repro",
+        str(repro),
+        "--results",
+        str(tmp_path / "r"),
+        "--cache-dir",
+        str(tmp_path / "c"),
+    )
+    line, hint = one_error(err)
+    assert got == 1 and "the ends did not verify: both ends fail" in line
+    assert "refs that pass and fail" in hint
+    report = Path(out.splitlines()[-1].removeprefix("report: ")).read_text()
+    assert "no first bad commit of gitpkg" in report

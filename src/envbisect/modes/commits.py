@@ -139,25 +139,27 @@ def _metadata_repo(
 
 
 def find_ref(src: Source, package: str, text: str, flag: str) -> Ref:
-    """The commit a ref or a release version names: the ref itself when the repository has
-    it, else the release's tag (v1.2.0, 1.2.0, NAME-1.2.0, NAME-v1.2.0)."""
+    """The commit a release version or a ref names: a version's tag (v1.2.0, 1.2.0,
+    NAME-1.2.0, NAME-v1.2.0) first, so that a version is never read as an abbreviated commit
+    id; else the ref itself (a tag, a branch, a commit id)."""
     g.check_ref(text, flag)
     tags = g.tags(src.git, src.mirror)
+    if _is_version(text):
+        tag = match_tag(tags, package, text)
+        sha = g.resolve(src.git, src.mirror, tag) if tag is not None else None
+        if tag is not None and sha is not None:
+            return Ref(flag=flag, asked=text, name=tag, sha=sha, version=text)
     sha = g.resolve(src.git, src.mirror, text)
     if sha is not None:
         named = tag_version(text, package) if text in tags else None
         return Ref(flag=flag, asked=text, name=text, sha=sha,
                    version=str(named) if named is not None else None)  # fmt: skip
     if _is_version(text):
-        tag = match_tag(tags, package, text)
-        sha = g.resolve(src.git, src.mirror, tag) if tag is not None else None
-        if tag is not None and sha is not None:
-            return Ref(flag=flag, asked=text, name=tag, sha=sha, version=text)
         tried = ", ".join(tag_candidates(package, text))
         raise UsageError(
             f"no tag for {package} {text} in {src.repo.shown} (tried {tried}, and any tag "
             "of those forms naming the same version)",
-            hint=f"name its commit: {_ref_flag(flag)} TAG-OR-COMMIT",
+            hint=f"name its commit: {flag} TAG-OR-COMMIT",
             ref="no-tag",
         )
     raise UsageError(
@@ -165,10 +167,6 @@ def find_ref(src: Source, package: str, text: str, flag: str) -> Ref:
         hint=f"git ls-remote --tags {src.repo.shown} lists its tags; or name a commit id",
         ref="unknown-ref",
     )
-
-
-def _ref_flag(flag: str) -> str:
-    return flag if flag.endswith("-ref") or flag in ("--good", "--bad") else f"{flag}-ref"
 
 
 def _is_version(text: str) -> bool:
@@ -391,8 +389,7 @@ def _run(opts: CommitOptions, session: Session) -> RunResult:
     if ans.first_new is not None and ans.last_old is not None:
         result.first_new, result.last_old = ans.first_new.short, ans.last_old.short
         result.possible = [c.short for c in ans.possible]
-    result.skipped = [(c.short, why) for c, why in ans.untestable]
-    attach(result, ans)
+    result.commits = ans  # --json's first_bad_commit and commits, report.md's section
     result.verdict = ans.verdict()
     run_dir = inside(session.opts.results, session.opts.results / result.run_id)
     run_dir.mkdir(parents=True, exist_ok=True)
@@ -407,12 +404,6 @@ def _run(opts: CommitOptions, session: Session) -> RunResult:
         err.result = result
         raise err
     return result
-
-
-def attach(result: RunResult, ans: CommitAnswer) -> None:
-    """The answer into a run's result (--json's first_bad_commit and commits, report.md's
-    section: core/report.py)."""
-    result.commits = ans
 
 
 # -- run --commits ------------------------------------------------------------------------------
@@ -453,7 +444,7 @@ def after_release(
         session, package=package, src=src, rng=rng, good=good, bad=bad, rest=rest,
         rest_from=where, only_binary=not allow_sdist, search_opts=search_opts, fix=fix,
     )  # fmt: skip
-    attach(result, ans)
+    result.commits = ans
     return ans
 
 
