@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import math
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -28,7 +29,10 @@ from envbisect.store import Store
 from support.gitrepos import ESCAPE_SUBJECT, SOURCE, GitPkg, build_index, make_gitpkg, make_plain
 from support.index_server import LocalIndex
 
-pytestmark = pytest.mark.slow
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(shutil.which("git") is None, reason="the commit search needs git"),
+]
 
 RUN = "import gitpkg\ngitpkg.run()\n"
 OTHER = "import gitpkg\ngitpkg.other()\n"

@@ -7,6 +7,7 @@ Fast: no build. The few git calls run real git on a repository made here.
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -232,6 +233,7 @@ def _git(repo: Path, *args: str) -> str:
                           text=True, check=True).stdout.strip()  # fmt: skip
 
 
+@pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
 def test_git_reads_what_a_repository_says(tmp_path: Path) -> None:
     """Real git: a subject with a separator git would use is kept whole, a local clone's
     origin gives the links, the mirror resolves tags, refs and nothing else."""
