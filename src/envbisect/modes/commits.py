@@ -126,8 +126,9 @@ def open_source(
 def _metadata_repo(
     session: Session, package: str, versions: Sequence[str], *, quiet: bool = False
 ) -> str | None:
-    """The repository the metadata of the first of ``versions`` the index has names."""
-    for v in versions:
+    """The repository the metadata of the first of ``versions`` the index has names (none
+    given: of the newest version)."""
+    for v in versions or _newest(session, package):
         try:
             text = session.client.metadata_for(package, v)
         except EnvbisectError:
@@ -367,8 +368,6 @@ def run_commits(opts: CommitOptions, reporter: Reporter | None = None) -> RunRes
 def _run(opts: CommitOptions, session: Session) -> RunResult:
     package = opts.package
     versions = [v for v in (opts.bad, opts.good) if _is_version(v)]
-    if not versions and opts.repo is None:
-        versions = _newest(session, package)
     src = open_source(session, package, opts.repo, versions)
     good = find_ref(src, package, opts.good, "--good")
     bad = find_ref(src, package, opts.bad, "--bad")
