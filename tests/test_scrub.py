@@ -125,7 +125,7 @@ def test_every_command_that_runs_probes_takes_env() -> None:
     (sub,) = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
     taking = {name for name, p in sub.choices.items()
               if any("--env" in a.option_strings for a in p._actions)}  # fmt: skip
-    assert taking == {"run", "probe", "repro", "diff", "lock", "matrix"}
+    assert taking == {"run", "probe", "repro", "diff", "lock", "matrix", "commits"}
     args = parser.parse_args(["probe", "--env", "A=1", "--env", "B=2"])
     assert probe_env(args) == {"A": "1", "B": "2"}
 

@@ -173,8 +173,25 @@ class IndexConfig:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class SourceBuild:
+    """One package built from one commit of its repository, into an environment whose rest
+    comes from the indexes. The commit's id names the tree: where the repository lives (a URL,
+    a mirror folder) is not part of what was built, so it is not part of the id."""
+
+    package: str  # canonical project name
+    commit: str  # the full commit id (hex)
+
+    def to_dict(self) -> dict[str, str]:
+        return {"package": self.package, "commit": self.commit}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class EnvSpec:
-    """What one candidate environment is asked to contain: canonical and hashable."""
+    """What one candidate environment is asked to contain: canonical and hashable.
+
+    ``source``: one package built from a commit (``envbisect commits``); the requirements are
+    then the rest of the environment. Only a spec with a source has the key in its id's form,
+    so every id made before it existed is unchanged."""
 
     requirements: tuple[str, ...]
     python: str
@@ -182,6 +199,7 @@ class EnvSpec:
     only_binary: bool = True
     exclude_newer: str | None = None
     prerelease: bool = False
+    source: SourceBuild | None = None
 
     @classmethod
     def build(
@@ -193,6 +211,7 @@ class EnvSpec:
         only_binary: bool = True,
         exclude_newer: str | None = None,
         prerelease: bool = False,
+        source: SourceBuild | None = None,
     ) -> EnvSpec:
         # Sorted by canonical name so that argument order never changes the id.
         reqs = tuple(sorted({r.strip() for r in requirements}, key=_req_sort_key))
@@ -203,10 +222,11 @@ class EnvSpec:
             only_binary=only_binary,
             exclude_newer=exclude_newer,
             prerelease=prerelease,
+            source=source,
         )
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "requirements": list(self.requirements),
             "python": self.python,
             "indexes": self.indexes.to_dict(),
@@ -214,6 +234,9 @@ class EnvSpec:
             "exclude_newer": self.exclude_newer,
             "prerelease": self.prerelease,
         }
+        if self.source is not None:  # ids of specs without a source unchanged
+            out["source"] = self.source.to_dict()
+        return out
 
     @property
     def env_id(self) -> str:

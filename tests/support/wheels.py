@@ -30,14 +30,17 @@ def build_wheel(
     requires: Iterable[str] = (),
     requires_python: str | None = None,
     tag: str = "py3-none-any",
+    headers: Iterable[str] = (),
 ) -> Path:
-    """Write ``{name}-{version}-{tag}.whl`` into ``outdir`` and return its path."""
+    """Write ``{name}-{version}-{tag}.whl`` into ``outdir`` and return its path (``headers``:
+    more METADATA lines, such as ``Project-URL: Source, https://...``)."""
     dist = name.replace("-", "_")
     info = f"{dist}-{version}.dist-info"
     meta = ["Metadata-Version: 2.1", f"Name: {name}", f"Version: {version}"]
     if requires_python:
         meta.append(f"Requires-Python: {requires_python}")
     meta += [f"Requires-Dist: {r}" for r in requires]
+    meta += list(headers)
     contents: dict[str, bytes] = {
         path: data.encode() if isinstance(data, str) else data for path, data in files.items()
     }

@@ -118,6 +118,9 @@ def cmd_run(ctx: Context) -> int:
 
     a = ctx.args
     if a.by_date:
+        from envbisect.cli.commitcmd import commit_refs
+
+        commit_refs(a)  # --commits, --repo...: not with --by-date
         return _run_by_date(ctx)
     if not a.package:
         raise UsageError(
@@ -127,6 +130,9 @@ def cmd_run(ctx: Context) -> int:
             ref="bad-usage",
         )
     project_name(a.package, what="--package")  # before anything is read, built or written
+    from envbisect.cli.commitcmd import commit_lines, commit_refs
+
+    refs = commit_refs(a)
     repro = _repro(ctx, default_for=a.package, pins=bool(a.pins))
     opts = RunOptions(
         package=a.package,
@@ -142,6 +148,7 @@ def cmd_run(ctx: Context) -> int:
         baseline=a.baseline,
         rest=a.rest,
         search=_search(a),
+        commits=refs,
     )
     if not (a.repro or ctx.tail or a.probes):
         ctx.console.print(
@@ -153,7 +160,8 @@ def cmd_run(ctx: Context) -> int:
     if result.status == "no-answer":
         return no_answer(ctx, result, hint=swapped_hint(a.good, a.bad, result.reason or ""))
     points = breakpoints_line(result)
-    _print_result(ctx, result, [verdict_line(result), *([points] if points else [])])
+    lines = [verdict_line(result), *([points] if points else []), *commit_lines(result)]
+    _print_result(ctx, result, lines)
     other = other_failures_hint(result)
     if other:
         ctx.console.print(f"[cyan]hint[/cyan]: {escape(other)}", highlight=False)

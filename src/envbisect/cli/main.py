@@ -29,7 +29,7 @@ from typing import NoReturn, cast
 from rich.console import Console
 
 from envbisect import __version__
-from envbisect.cli import commands, implied
+from envbisect.cli import commands, commitcmd, implied
 from envbisect.cli import options as o
 from envbisect.cli.display import RichReporter, error_json, print_error
 from envbisect.errors import EnvbisectError, Interrupted, NoAnswer, UsageError
@@ -75,6 +75,7 @@ COMMANDS: dict[str, Command] = {
     "run": Command(commands.cmd_run, tail=True),
     "probe": Command(commands.cmd_probe, tail=True),
     "repro": Command(commands.cmd_repro),
+    "commits": Command(commitcmd.cmd_commits, tail=True),
     "diff": Command(commands.cmd_diff, tail=True),
     "lock": Command(commands.cmd_lock, tail=True),
     "pins": Command(commands.cmd_pins),
@@ -129,6 +130,27 @@ def build_parser() -> argparse.ArgumentParser:
         "else latest)",
     )
     o.attach(run, o.SEARCH, o.ENVIRONMENT, o.PROBING, o.DRY_RUN)
+    o.attach(run, o.COMMITS, o.REPO, o.GOOD_REF, o.BAD_REF, o.BUILD_TIMEOUT)
+
+    commits = sub.add_parser(
+        "commits",
+        help="bisect a package's commits between two refs, each built from source",
+        usage="envbisect commits --package NAME --good REF --bad REF [--repo URL] [options] "
+        "[--repro FILE | --probe NAME | -- CMD ARGS...]",
+        description="Find the first bad commit of one package between two refs (tags, "
+        "branches, commit ids, or release versions mapped to their tags): the first-parent "
+        "commits, oldest first, each built from source with uv into a fresh environment whose "
+        "rest is held fixed (as in the good release's environment, or as uv resolves it for "
+        "the good commit). A commit that does not build is untestable: skipped, never bad.",
+    )
+    commits.add_argument("--package", metavar="NAME", required=True,
+                         help="the package built from its commits")  # fmt: skip
+    commits.add_argument("--good", metavar="REF", required=True,
+                         help="a ref (or release version) that works")  # fmt: skip
+    commits.add_argument("--bad", metavar="REF", required=True,
+                         help="a ref (or release version) that fails")  # fmt: skip
+    o.attach(commits, o.REPO, o.BUILD_TIMEOUT, o.ANY_FAILURE, o.SEARCH, o.WITH, o.INDEX,
+             o.PYTHON, o.ALLOW_SDIST, o.PROBING)  # fmt: skip
 
     probe = sub.add_parser(
         "probe",

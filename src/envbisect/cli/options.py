@@ -320,6 +320,39 @@ ALLOW_DOWNLOAD = opt(
     help="let the repro download the models and data sets it names from the Hugging Face "
     "Hub (by default a report whose repro needs a download says so and is not run)",
 )
+# -- past the release: its commits ------------------------------------------------------------
+
+COMMITS = opt(
+    "--commits",
+    action="store_true",
+    help="after the first bad release, bisect the first-parent commits between the last good "
+    "release's tag and the first bad one's: each built from source with uv, the rest of the "
+    "environment held as in the last good release's probe",
+)
+REPO = opt(
+    "--repo",
+    metavar="URL",
+    help="the package's git repository: a URL or the path of a local clone (default: the "
+    "Source, Repository or Homepage URL of its metadata, on a known code host); mirrored "
+    "once under the cache folder, fetched on each run (--offline: used as it is)",
+)
+GOOD_REF = opt(
+    "--good-ref",
+    metavar="REF",
+    help="the last good release's commit (tag, branch or commit id; default: its tag: "
+    "v1.2.0, 1.2.0, NAME-1.2.0 or NAME-v1.2.0)",
+)
+BAD_REF = opt(
+    "--bad-ref",
+    metavar="REF",
+    help="the first bad release's commit (default: its tag, as --good-ref)",
+)
+BUILD_TIMEOUT = opt(
+    "--build-timeout",
+    type=_positive,
+    metavar="SECONDS",
+    help="cut a build from source after this long: that commit is untestable (default: no limit)",
+)
 
 DRY_RUN = opt(
     "--dry-run",
@@ -533,5 +566,6 @@ def common_options(args: argparse.Namespace, *, command: str, repro: Any = None)
         gpus_per_probe=getattr(args, "gpus_per_probe", None) or base.gpus_per_probe,
         dry_run=getattr(args, "dry_run", False),
         env=tuple(sorted(probe_env(args).items())),
+        build_timeout=getattr(args, "build_timeout", None),
         command=command,
     )

@@ -17,6 +17,7 @@ from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from envbisect import __version__
+from envbisect.core.commitreport import CommitAnswer
 from envbisect.model import DistFile, IndexConfig, InstalledDist, Outcome
 from envbisect.redact import mask_url, strip_credentials
 from envbisect.textsafe import md_block, md_code, md_text
@@ -139,6 +140,7 @@ class RunResult:
     # side when it fails another way (its failure is another bug: breakpoints name it).
     breakpoints: list[BreakpointRow] = field(default_factory=list)
     neighbour: str | None = None
+    commits: CommitAnswer | None = None  # run --commits, envbisect commits: the commit search
 
     def row(self, version: str | None) -> ProbeRow | None:
         """The latest row for ``version`` (a point probed again has more runs)."""
@@ -287,6 +289,10 @@ def to_json(res: RunResult) -> dict[str, Any]:
     out["run_id"] = res.run_id
     if res.search:
         out["search"] = res.search
+    if res.commits is not None:
+        fixed = res.commits.fix
+        out["first_fixed_commit" if fixed else "first_bad_commit"] = res.commits.first_bad()
+        out["commits"] = res.commits.to_dict()
     out.update(res.extra)
     return out
 
@@ -361,7 +367,7 @@ def report_markdown(res: RunResult, *, when: datetime | None = None) -> str:
             lines += [f"| {_md(n)} | {_md(a or '-')} | {_md(b or '-')} |" for n, a, b in diff]
         else:
             lines.append("(nothing but the package under test, or the lists were not recorded)")
-    for section in res.sections:
+    for section in [*res.sections, *([res.commits.markdown()] if res.commits else [])]:
         lines += ["", section.rstrip()]
     if res.lock_path:
         lines += ["", "## Known-good lockfile", ""]

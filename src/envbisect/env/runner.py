@@ -127,11 +127,12 @@ def run_process(
 
 
 def run_captured(
-    argv: Sequence[str], *, env: Mapping[str, str]
+    argv: Sequence[str], *, env: Mapping[str, str], timeout: float | None = None
 ) -> subprocess.CompletedProcess[str]:
-    """Run a helper (uv) to completion, output captured, in a process group of its own that
-    ``interrupt_all`` kills like a probe's: a SIGTERM to envbisect stops a uv install in a
-    worker thread at once, not when it is done. The group is killed on any exception."""
+    """Run a helper (uv, git) to completion, output captured, in a process group of its own
+    that ``interrupt_all`` kills like a probe's: a SIGTERM to envbisect stops a uv install in a
+    worker thread at once, not when it is done. The group is killed on any exception, and
+    after ``timeout`` seconds (then ``subprocess.TimeoutExpired`` is raised)."""
     if _stopping.is_set():
         raise KeyboardInterrupt
     proc = subprocess.Popen(
@@ -146,7 +147,7 @@ def run_captured(
     with _live_lock:
         _live.add(proc.pid)
     try:
-        out, err = proc.communicate()
+        out, err = proc.communicate(timeout=timeout)
     except BaseException:
         _signal_group(proc.pid, signal.SIGKILL)
         proc.wait()

@@ -301,13 +301,21 @@ class Materializer:
         self.verbose = verbose  # uv says what it resolved and installed (-v); same install
 
     def build(
-        self, spec: EnvSpec, python: str, on_phase: Callable[[str], None] | None = None
+        self,
+        spec: EnvSpec,
+        python: str,
+        on_phase: Callable[[str], None] | None = None,
+        *,
+        source_repo: str | None = None,
+        build_timeout: float | None = None,
     ) -> BuiltEnv | BuildFailed:
         """Create a venv for ``python`` and install ``spec`` into it.
 
         An environment that cannot be resolved or installed is a ``BuildFailed`` (untestable);
         a network failure raises ``IndexUnreachable`` and a full disk ``DiskFull``, because
-        those say nothing about the candidate.
+        those say nothing about the candidate. A spec with a ``source`` builds that package
+        from its commit, checked out of the mirror at ``source_repo`` (env/srcbuild.py); the
+        install is then cut at ``build_timeout`` seconds (untestable).
         """
         start = time.monotonic()
         try:
@@ -318,7 +326,9 @@ class Materializer:
         except OSError as e:
             raise _os_error(e, self.envs_dir) from e
         try:
-            return self._build(spec, python, path, start, on_phase or _quiet)
+            return self._build(
+                spec, python, path, start, on_phase or _quiet, source_repo, build_timeout
+            )
         except BaseException:
             # Ctrl-C or an infrastructure error mid-build: no half-built environment stays.
             self.remove(path)
@@ -331,6 +341,8 @@ class Materializer:
         path: Path,
         start: float,
         on_phase: Callable[[str], None],
+        source_repo: str | None = None,
+        build_timeout: float | None = None,
     ) -> BuiltEnv | BuildFailed:
         env = self.uv.env(spec.indexes)
         venv = self._run(
@@ -359,16 +371,45 @@ class Materializer:
             args += ["--exclude-newer", spec.exclude_newer]
         if spec.prerelease:
             args += ["--prerelease", "allow"]
-        args += ["--", *spec.requirements]
-        install = self._run(args, env)
+        tree: list[str] = []
+        if spec.source is not None:
+            from envbisect.env import srcbuild
+
+            on_phase("checking out")
+            tree = [str(srcbuild.checkout(spec.source, source_repo, path / srcbuild.FOLDER))]
+            args += srcbuild.install_args(spec)
+            on_phase("building from source & installing")
+        args += ["--", *spec.requirements, *tree]
+        try:
+            install = self._run(args, env, timeout=build_timeout if tree else None)
+        except subprocess.TimeoutExpired:
+            from envbisect.env import srcbuild
+
+            self.remove(path)
+            assert build_timeout is not None
+            outcome = srcbuild.timed_out(build_timeout)
+            return BuildFailed(outcome=outcome, seconds=time.monotonic() - start)
+        finally:
+            if tree:  # built and installed (or not): the checkout is not part of the env
+                shutil.rmtree(tree[0], ignore_errors=True)
         if install.returncode != 0:
             self.remove(path)
-            return self._failed(install.stderr, start, spec, what="installing")
+            # uv names the checkout's folder: its temporary path says nothing, and differs.
+            text = install.stderr.replace(str(path), "<env>")
+            return self._failed(text, start, spec, what="building" if tree else "installing")
+        installed = read_installed(path)
+        if spec.source is not None:
+            from envbisect.env import srcbuild
+
+            why_not = srcbuild.unreadable(spec.source, installed)
+            if why_not:
+                self.remove(path)
+                return BuildFailed(outcome=untestable(why_not), seconds=time.monotonic() - start)
         return BuiltEnv(
             path=path,
             python=vpython,
             bin_dir=vpython.parent,
-            installed=read_installed(path),
+            installed=installed,
             seconds=time.monotonic() - start,
             log=mask_text(install.stderr) if self.verbose else "",
         )
@@ -377,9 +418,11 @@ class Materializer:
         shutil.rmtree(path, ignore_errors=True)
         guard.released(path)
 
-    def _run(self, args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    def _run(
+        self, args: list[str], env: dict[str, str], timeout: float | None = None
+    ) -> subprocess.CompletedProcess[str]:
         try:
-            proc = run_captured(args, env=env)
+            proc = run_captured(args, env=env, timeout=timeout)
         except FileNotFoundError as e:
             where = self.uv.binary
             raise UvMissing(f"uv is not installed at {where}", hint="pip install uv") from e

@@ -107,6 +107,10 @@ class ProbeTask:
     uv: str | None = None
     offline: bool
     devices: tuple[tuple[str, str], ...] = ()  # CUDA_VISIBLE_DEVICES given by the executor
+    # A spec with a source: the mirror its commit is checked out of (a folder on the machine
+    # that runs the probe), and the cap on the build (--build-timeout; None: no cap).
+    source_repo: str | None = None
+    build_timeout: float | None = None
 
 
 def run_task(task: ProbeTask) -> ProbeRecord:
@@ -125,7 +129,13 @@ def run_task(task: ProbeTask) -> ProbeRecord:
     w = _watcher
     materializer = Materializer(uv, envs_dir, verbose=w is not None and w.verbose)
     _tell(task, "building")
-    built = materializer.build(task.spec, python, lambda phase: _tell(task, phase))
+    built = materializer.build(
+        task.spec,
+        python,
+        lambda phase: _tell(task, phase),
+        source_repo=task.source_repo,
+        build_timeout=task.build_timeout,
+    )
     _tell(task, stream="uv", text=built.log)
     installed: tuple[InstalledDist, ...] = ()
     report: dict[str, Any] | None = rec.env_report if rec is not None else None

@@ -41,7 +41,19 @@ class CommonOptions:
     gpus_per_probe: int = 0  # GPUs each probe is given, pinned by CUDA_VISIBLE_DEVICES
     dry_run: bool = False  # plan every environment it would build first, build nothing
     env: tuple[tuple[str, str], ...] = ()  # --env NAME=VALUE: set for every probe, last
+    build_timeout: float | None = None  # --build-timeout: the cap on a build from source
     command: str = ""  # the command line, for reports (credentials masked there)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CommitRefs:
+    """``run --commits``: after the first bad release, its commits (``--repo``, else the
+    repository the package's metadata names; ``--good-ref``/``--bad-ref`` for the two
+    releases' commits, else their tags)."""
+
+    repo: str | None = None
+    good_ref: str | None = None
+    bad_ref: str | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -31,6 +31,7 @@ from envbisect.index.source import IndexMetadataSource
 from envbisect.model import Candidate, EnvSpec, OutcomeKind
 from envbisect.modes.drive import answer, bisect
 from envbisect.modes.options import (  # the checks live there: probe imports no strategy
+    CommitRefs,
     CommonOptions,
     SearchOptions,
     check_requirements,
@@ -58,6 +59,7 @@ class RunOptions:
     baseline: str | None = None
     rest: str | None = None  # "baseline" | "contemporary" | "latest"; None: the default
     search: SearchOptions = field(default_factory=lambda: SearchOptions())
+    commits: CommitRefs | None = None  # --commits: then the first bad release's commits
 
 
 def run_bisect(opts: RunOptions, reporter: Reporter | None = None) -> RunResult:
@@ -119,6 +121,13 @@ def _run(opts: RunOptions, session: Session, exclude_newer: datetime | None) -> 
     )
     result.skipped = pre_skipped
     points = _Points(opts=opts, session=session, planner=planner, cl=cl)
+    source = None
+    if opts.commits is not None and not session.opts.dry_run:
+        from envbisect.modes import commits
+
+        # Before any build: a repository that cannot be had stops the run at once.
+        newest = [labels[bis.new.index], labels[bis.old.index]]
+        source = commits.open_source(session, opts.package, opts.commits.repo, newest)
     if session.opts.dry_run:  # both ends, as the search would build them first
         from envbisect.modes.dryrun import plan_views
 
@@ -146,6 +155,13 @@ def _run(opts: RunOptions, session: Session, exclude_newer: datetime | None) -> 
         _yanked_between(result, cl)
         if final.status == "ambiguous" and any(r.note for r in result.rows):
             result.reason = "failures unlike the reference, or untestable points, hide it"
+    if source is not None and opts.commits is not None and final.status != "no-answer":
+        from envbisect.modes import commits
+
+        commits.after_release(
+            session, result, src=source, refs=opts.commits, with_reqs=opts.with_reqs,
+            allow_sdist=opts.allow_sdist, search_opts=opts.search,
+        )  # fmt: skip
     write_outputs(result, session, label=opts.package, allow_sdist=opts.allow_sdist)
     return result
 
@@ -276,8 +292,13 @@ def _run_id(opts: RunOptions, session: Session) -> str:
             "rest": opts.rest,
             # How sure the answer is differs with this (not with --jobs): its own report.
             **({"probabilistic": True} if opts.search.probabilistic else {}),
+            **(_commits_id(opts.commits) if opts.commits is not None else {}),
         },
     )
+
+
+def _commits_id(refs: CommitRefs) -> dict[str, object]:
+    return {"commits": [refs.repo, refs.good_ref, refs.bad_ref]}
 
 
 def _planner(opts: RunOptions, session: Session) -> RunPlanner | None:

@@ -32,7 +32,7 @@ from envbisect.env.worker import ProbeTask, check_native_backtrace, run_task
 from envbisect.errors import Interrupted
 from envbisect.exec import Executor, make_executor
 from envbisect.index.cache import default_cache_dir
-from envbisect.model import EnvSpec, IndexConfig, OutcomeKind, ProbeRecord
+from envbisect.model import EnvSpec, IndexConfig, OutcomeKind, ProbeRecord, SourceBuild
 from envbisect.modes.options import CommonOptions
 from envbisect.redact import mask_env_map, mask_text
 from envbisect.reporter import Reporter
@@ -60,6 +60,7 @@ class Want:
     why_not: str = ""
     moved: Moved = ()
     python: str | None = None
+    source_repo: str | None = None  # a spec with a source: the mirror its commit comes from
 
 
 class Session:
@@ -173,6 +174,7 @@ class Session:
         prerelease: bool = False,
         target: Target | None = None,
         indexes: IndexConfig | None = None,
+        source: SourceBuild | None = None,
     ) -> EnvSpec:
         return EnvSpec.build(
             list(requirements),
@@ -181,6 +183,7 @@ class Session:
             only_binary=only_binary,
             exclude_newer=exclude_newer,
             prerelease=prerelease,
+            source=source,
         )
 
     def run_id(self, name: str, fields: dict[str, Any]) -> str:
@@ -230,7 +233,7 @@ class Session:
     def stored(self, spec: EnvSpec, runs: int) -> ProbeRecord | None:
         """The stored record that answers for ``spec`` with ``runs`` runs, if there is one."""
         rec = self.store.get(spec.env_id, self.repro.repro_id)
-        if rec is None or _stale(rec, self.opts.timeout):
+        if rec is None or _stale(rec, self.opts):
             return None
         if len(rec.all_runs) >= runs or rec.outcome.kind is OutcomeKind.UNTESTABLE:
             return _first_runs(rec, runs)
@@ -318,7 +321,7 @@ class Session:
         request = want.python if want.python is not None else self.opts.python
         path, target = self.target_for(request)
         earlier = self.store.get(want.spec.env_id, self.repro.repro_id)
-        if earlier is not None and _stale(earlier, self.opts.timeout):
+        if earlier is not None and _stale(earlier, self.opts):
             earlier = None
         return ProbeTask(
             spec=want.spec,
@@ -333,6 +336,8 @@ class Session:
             native_backtrace=self.opts.native_backtrace,
             uv=self.uv.binary,
             offline=self.uv.offline,
+            source_repo=want.source_repo,
+            build_timeout=self.opts.build_timeout if want.spec.source is not None else None,
         )
 
     def _record(self, task: ProbeTask, rec: ProbeRecord) -> tuple[ProbeRecord, bool]:
@@ -387,6 +392,11 @@ def _first_runs(rec: ProbeRecord, runs: int) -> ProbeRecord:
     return replace(rec, runs=kept if runs > 1 else (), outcome=outcome)
 
 
-def _stale(rec: ProbeRecord, timeout: float) -> bool:
-    """A stored timeout under a shorter limit than today's says nothing: probe again."""
-    return rec.outcome.kind is OutcomeKind.TIMEOUT and (rec.timeout or 0) < timeout
+def _stale(rec: ProbeRecord, opts: CommonOptions) -> bool:
+    """A stored timeout under a shorter limit than today's says nothing: probe again (a
+    build cut at a lower --build-timeout too)."""
+    if rec.outcome.kind is OutcomeKind.UNTESTABLE and rec.spec.get("source"):
+        from envbisect.env.srcbuild import stale_build
+
+        return stale_build(rec.outcome, opts.build_timeout)
+    return rec.outcome.kind is OutcomeKind.TIMEOUT and (rec.timeout or 0) < opts.timeout

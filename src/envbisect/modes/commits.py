@@ -1,0 +1,503 @@
+"""``envbisect commits`` and ``run --commits``: the first bad commit between two releases.
+
+Who does what:
+    env/git.py         the mirror (cloned once, fetched each run, as it is with --offline),
+                       refs and tags, the first-parent commits, a build's checkout
+    core/commits.py    tags for a version, the code host's links, the repository a package's
+                       metadata names, the build backend and whether it compiles
+    strategy.Bisector  which commit to probe next, and every breakpoint (as for releases)
+    drive.bisect       the loop: plan each commit, probe through the session, record
+    session            the store, the executor, --jobs, --repeat: a commit probe is a probe
+    env/srcbuild.py    (in the worker) the commit's checkout and its build, through uv
+This module maps refs to commits, holds the rest of the environment fixed and turns the
+search's end into a ``CommitAnswer``; it never decides an outcome itself.
+
+The points are the good end and every first-parent commit after it up to the bad end,
+oldest first (a merge is one point: what it brought in is judged as one change, as the
+project's history shows it). Every point's environment is the rest held exactly (each other
+distribution pinned as the good environment had it: the last good release's probe, or the
+good commit's own build) with only this package built from the commit.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from packaging.utils import canonicalize_name
+from packaging.version import InvalidVersion, Version
+
+from envbisect.core.commitreport import CommitAnswer, CommitBreakpoint, ProbedCommit
+from envbisect.core.commits import (
+    BuildInfo,
+    Commit,
+    build_info,
+    match_tag,
+    repo_from_metadata,
+    tag_candidates,
+    tag_version,
+    web_base,
+)
+from envbisect.core.report import ProbeRow, RunResult
+from envbisect.env import git as g
+from envbisect.errors import EnvbisectError, InfrastructureError, NoAnswer, UsageError
+from envbisect.index.cache import default_cache_dir
+from envbisect.model import InstalledDist, OutcomeKind, SourceBuild
+from envbisect.modes.drive import bisect
+from envbisect.modes.options import CommitRefs, CommonOptions, SearchOptions
+from envbisect.modes.outputs import inside
+from envbisect.modes.session import Session, Want
+from envbisect.reporter import Reporter
+from envbisect.strategy.bisect import Bisector, BisectResult
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CommitOptions:
+    """``envbisect commits``: ``good`` and ``bad`` are refs (a tag, a branch, a commit id) or
+    release versions (mapped to their tags)."""
+
+    package: str
+    common: CommonOptions
+    good: str
+    bad: str
+    repo: str | None = None
+    with_reqs: tuple[str, ...] = ()
+    allow_sdist: bool = False
+    search: SearchOptions = field(default_factory=lambda: SearchOptions())
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Source:
+    """A repository, its mirror on this machine and how git runs for it."""
+
+    git: g.Git
+    repo: g.Repo
+    mirror: Path
+    web: str | None  # where links point (the repository's host, or the metadata's)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Ref:
+    flag: str
+    asked: str  # what the user (or the release search) named
+    name: str  # the ref or tag it resolved to
+    sha: str
+    version: str | None  # the release a tag names, if it names one
+
+
+# -- the repository ------------------------------------------------------------------------------
+
+
+def open_source(
+    session: Session, package: str, repo: str | None, versions: Sequence[str]
+) -> Source:
+    """The repository (``--repo``, else the one the package's metadata names) and its mirror,
+    cloned or brought up to date now (as it is, with --offline)."""
+    reporter = session.reporter
+    origin = session.repro.origin if session.opts.repro is not None else Path.cwd()
+    if repo is None:
+        found = _metadata_repo(session, package, versions)
+        if found is None:
+            raise UsageError(
+                f"no repository known for {package}: its metadata names no source on a "
+                "known code host (Project-URL Source, Repository or Homepage)",
+                hint="pass --repo URL (a git URL, or the path of a local clone)",
+                ref="no-repo",
+            )
+        reporter.message(f"envbisect: {package}'s repository, from its metadata: {found}")
+        repo = found
+    where = g.check_repo(repo, origin=origin)
+    git = g.Git(binary=g.find_git(), offline=session.opts.offline)
+    cache = session.opts.cache_dir or default_cache_dir()
+    mirror, done = g.mirror(git, where, cache)
+    said = {"cloned": f"cloned into {mirror}", "fetched": "fetched (up to date)",
+            "offline": "used as it is (--offline)"}  # fmt: skip
+    reporter.message(f"envbisect: mirror of {where.shown}: {said[done]}")
+    web = where.web
+    if web is None and where.local:  # a local clone: its origin's host, else the metadata's
+        origin_url = g.origin_url(git, Path(where.url))
+        web = web_base(origin_url) if origin_url else None
+        if web is None:
+            web = _metadata_repo(session, package, versions, quiet=True)
+    return Source(git=git, repo=where, mirror=mirror, web=web)
+
+
+def _metadata_repo(
+    session: Session, package: str, versions: Sequence[str], *, quiet: bool = False
+) -> str | None:
+    """The repository the metadata of the first of ``versions`` the index has names (none
+    given: of the newest version)."""
+    for v in versions or _newest(session, package):
+        try:
+            text = session.client.metadata_for(package, v)
+        except EnvbisectError:
+            if quiet:
+                continue
+            raise
+        return repo_from_metadata(text)
+    return None
+
+
+def find_ref(src: Source, package: str, text: str, flag: str) -> Ref:
+    """The commit a release version or a ref names: a version's tag (v1.2.0, 1.2.0,
+    NAME-1.2.0, NAME-v1.2.0) first, so that a version is never read as an abbreviated commit
+    id; else the ref itself (a tag, a branch, a commit id)."""
+    g.check_ref(text, flag)
+    tags = g.tags(src.git, src.mirror)
+    if _is_version(text):
+        tag = match_tag(tags, package, text)
+        sha = g.resolve(src.git, src.mirror, tag) if tag is not None else None
+        if tag is not None and sha is not None:
+            return Ref(flag=flag, asked=text, name=tag, sha=sha, version=text)
+    sha = g.resolve(src.git, src.mirror, text)
+    if sha is not None:
+        named = tag_version(text, package) if text in tags else None
+        return Ref(flag=flag, asked=text, name=text, sha=sha,
+                   version=str(named) if named is not None else None)  # fmt: skip
+    if _is_version(text):
+        tried = ", ".join(tag_candidates(package, text))
+        raise UsageError(
+            f"no tag for {package} {text} in {src.repo.shown} (tried {tried}, and any tag "
+            "of those forms naming the same version)",
+            hint=f"name its commit: {flag} TAG-OR-COMMIT",
+            ref="no-tag",
+        )
+    raise UsageError(
+        f"{flag} {text}: no such tag, branch or commit in {src.repo.shown}",
+        hint=f"git ls-remote --tags {src.repo.shown} lists its tags; or name a commit id",
+        ref="unknown-ref",
+    )
+
+
+def _is_version(text: str) -> bool:
+    try:
+        Version(text)
+    except InvalidVersion:
+        return False
+    return text[:1].isdigit()
+
+
+# -- the range --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Range:
+    points: tuple[Commit, ...]  # the good end first, the bad end last
+    start: str  # why the good end is not the good ref itself, or ""
+    build: BuildInfo
+
+
+def commit_range(src: Source, package: str, good: Ref, bad: Ref, reporter: Reporter) -> Range:
+    """The good end and the first-parent commits after it up to the bad end, oldest first.
+    A good ref that is not an ancestor of the bad one (a maintenance branch) starts the range
+    at their merge base, as ``git bisect`` tests the merge base first."""
+    git, mirror = src.git, src.mirror
+    start = ""
+    old = good.sha
+    if good.sha == bad.sha:
+        raise UsageError(f"{good.name} and {bad.name} are the same commit ({good.sha[:12]})",
+                         hint="name two different refs", ref="same-ends")  # fmt: skip
+    if not g.is_ancestor(git, mirror, good.sha, bad.sha):
+        base = g.merge_base(git, mirror, good.sha, bad.sha)
+        if base is None or g.is_ancestor(git, mirror, bad.sha, good.sha):
+            raise UsageError(
+                f"{good.name} does not come before {bad.name}: nothing lies between them",
+                hint="were the ends swapped? --good names the older ref", ref="bad-range",
+            )  # fmt: skip
+        start = (f"{good.name} is not an ancestor of {bad.name}: the range starts at their "
+                 f"merge base {base[:12]}")  # fmt: skip
+        reporter.message(f"envbisect: {start}")
+        old = base
+    points = (g.commit(git, mirror, old), *g.first_parent(git, mirror, old, bad.sha))
+    info = build_info(
+        g.show(git, mirror, bad.sha, "pyproject.toml"),
+        g.show(git, mirror, bad.sha, "setup.py"),
+        g.files(git, mirror, bad.sha),
+    )
+    reporter.message(f"envbisect: {info.describe(package)}")
+    reporter.message(f"envbisect: {len(points) - 1} first-parent commit(s) after {good.name} "
+                     f"up to {bad.name}; each built from source")  # fmt: skip
+    return Range(points=points, start=start, build=info)
+
+
+# -- the search ---------------------------------------------------------------------------------
+
+
+@dataclass(slots=True, kw_only=True)
+class _Points:
+    """Each commit's environment: the rest pinned as the good one had it, the package built
+    from that commit. ``first``: the good end's own spec when its build made the rest."""
+
+    session: Session
+    package: str
+    src: Source
+    rng: Range
+    rest: tuple[str, ...]
+    only_binary: bool
+    first: Want | None = None
+
+    def spec_of(self, i: int) -> Want:
+        if i == 0 and self.first is not None:
+            return self.first
+        c = self.rng.points[i]
+        source = SourceBuild(package=self.package, commit=c.sha)
+        spec = self.session.env_spec(self.rest, only_binary=self.only_binary, source=source)
+        return Want(label=c.short, spec=spec, source_repo=str(self.src.mirror))
+
+    def want(self, i: int, runs: int) -> Want:
+        w = self.spec_of(i)
+        return Want(label=w.label, spec=w.spec, runs=runs, source_repo=w.source_repo)
+
+    def cached(self, i: int, runs: int) -> bool:
+        w = self.spec_of(i)
+        return w.spec is not None and self.session.stored(w.spec, runs) is not None
+
+
+def rest_of(installed: Sequence[InstalledDist], package: str) -> tuple[str, ...]:
+    """Every distribution of an environment but ``package``, pinned exactly."""
+    key = canonicalize_name(package)
+    return tuple(sorted(f"{d.name}=={d.version}" for d in installed
+                        if canonicalize_name(d.name) != key))  # fmt: skip
+
+
+def search(
+    session: Session,
+    *,
+    package: str,
+    src: Source,
+    rng: Range,
+    good: Ref,
+    bad: Ref,
+    rest: tuple[str, ...],
+    rest_from: str,
+    only_binary: bool,
+    search_opts: SearchOptions,
+    fix: bool = False,
+    first: Want | None = None,
+) -> tuple[CommitAnswer, list[ProbeRow]]:
+    """Bisect the range's commits; the answer and the rows, in the order probed."""
+    key = canonicalize_name(package)
+    n = len(rng.points)
+    bis = search_opts.bisector(
+        n=n, good=n - 1 if fix else 0, bad=0 if fix else n - 1,
+        any_failure=session.opts.any_failure, repeat=session.opts.repeat,
+    )  # fmt: skip
+    points = _Points(session=session, package=key, src=src, rng=rng, rest=rest,
+                     only_binary=only_binary, first=first)  # fmt: skip
+    labels = [c.short for c in rng.points]
+    try:
+        log, _ = bisect(bis, session, points.want, labels=labels.__getitem__, cached=points.cached)
+    except KeyboardInterrupt as e:
+        raise session.interrupted(e) from e
+    final = bis.result
+    assert final is not None
+    _check_ends(final, log.rows, log.points, rng, package, bis)
+    tested = tuple(
+        ProbedCommit(commit=rng.points[i], outcome=r.outcome, verdict=r.verdict,
+                     version=_version_of(r.installed, key), env_id=r.env_id, reused=r.reused,
+                     build_seconds=r.build_seconds, probe_seconds=r.probe_seconds)
+        for r, i in zip(log.rows, log.points, strict=True)
+    )  # fmt: skip
+    skipped = tuple(
+        (rng.points[i], r.outcome.signature or "untestable")
+        for r, i in zip(log.rows, log.points, strict=True)
+        if r.outcome.kind is OutcomeKind.UNTESTABLE
+    )
+    ans = CommitAnswer(
+        package=package, repo=src.repo.shown, web=src.web, good_ref=good.name, bad_ref=bad.name,
+        status=final.status, direction=final.direction, reason=final.reason, commits=n,
+        tested=tested, untestable=tuple(dict.fromkeys(skipped)), build=rng.build,
+        rest=rest_from, start=rng.start,
+        first_new=rng.points[final.first_new] if final.first_new is not None else None,
+        last_old=rng.points[final.last_old] if final.last_old is not None else None,
+        possible=tuple(rng.points[i] for i in final.possible),
+        breakpoints=tuple(
+            CommitBreakpoint(first_new=rng.points[b.first_new], last_old=rng.points[b.last_old],
+                             outcome=b.outcome, possible=tuple(rng.points[i] for i in b.possible))
+            for b in final.breakpoints
+        ),
+    )  # fmt: skip
+    return ans, log.rows
+
+
+def _check_ends(
+    final: BisectResult,
+    rows: Sequence[ProbeRow],
+    points: Sequence[int],
+    rng: Range,
+    package: str,
+    bis: Bisector,
+) -> None:
+    """An end that does not build from source: this machine cannot build the package (the
+    release was built once, somewhere): one line and a hint, never an answer."""
+    if final.status != "no-answer":
+        return
+    ends = {bis.old.index, bis.new.index}
+    for r, i in zip(rows, points, strict=True):
+        built = r.outcome.kind is not OutcomeKind.UNTESTABLE or r.probe_seconds > 0
+        if i in ends and not built:  # (an untestable repro run, exit 125, did build)
+            cannot_build(package, rng.points[i], r.outcome.signature, rng.build)
+
+
+def cannot_build(package: str, c: Commit, why: str, info: BuildInfo) -> None:
+    needs = (
+        f"it compiles ({info.why}): install its toolchain and headers, or raise --build-timeout"
+        if info.compiles
+        else "check that its build backend is on the index (or in uv's cache with --offline)"
+    )
+    raise InfrastructureError(
+        f"{package} cannot be built from source here ({c.short}: {why})",
+        hint=f"{needs}; -v shows uv's build output", ref="cannot-build",
+    )  # fmt: skip
+
+
+def _version_of(installed: Sequence[InstalledDist], key: str) -> str | None:
+    return next((d.version for d in installed if canonicalize_name(d.name) == key), None)
+
+
+# -- envbisect commits ----------------------------------------------------------------------------
+
+
+def run_commits(opts: CommitOptions, reporter: Reporter | None = None) -> RunResult:
+    """Bisect the commits between two refs (no release search)."""
+    with Session(opts.common, reporter) as session:
+        return _run(opts, session)
+
+
+def _run(opts: CommitOptions, session: Session) -> RunResult:
+    package = opts.package
+    versions = [v for v in (opts.bad, opts.good) if _is_version(v)]
+    src = open_source(session, package, opts.repo, versions)
+    good = find_ref(src, package, opts.good, "--good")
+    bad = find_ref(src, package, opts.bad, "--bad")
+    rng = commit_range(src, package, good, bad, session.reporter)
+    rest, rest_from, first = _base(session, opts, src, good, rng)
+    ans, rows = search(
+        session, package=package, src=src, rng=rng, good=good, bad=bad, rest=rest,
+        rest_from=rest_from, only_binary=not opts.allow_sdist, search_opts=opts.search,
+        first=first,
+    )  # fmt: skip
+    run_id = session.run_id(package, {
+        "commits": True, "package": canonicalize_name(package), "good": good.sha,
+        "bad": bad.sha, "with": sorted(opts.with_reqs), "sdist": opts.allow_sdist,
+    })  # fmt: skip
+    result = session.result(package=package, candidates=len(rng.points), run_id=run_id)
+    result.rows = rows
+    result.status, result.direction, result.reason = ans.status, ans.direction, ans.reason
+    if ans.first_new is not None and ans.last_old is not None:
+        result.first_new, result.last_old = ans.first_new.short, ans.last_old.short
+        result.possible = [c.short for c in ans.possible]
+    result.commits = ans  # --json's first_bad_commit and commits, report.md's section
+    result.verdict = ans.verdict()
+    run_dir = inside(session.opts.results, session.opts.results / result.run_id)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    from envbisect.core.report import report_markdown
+
+    report = run_dir / "report.md"
+    result.report_path = str(report)
+    report.write_text(report_markdown(result), encoding="utf-8")
+    if ans.status == "no-answer":
+        err = NoAnswer(f"the ends did not verify: {ans.reason}",
+                       hint="pick --good/--bad refs that pass and fail")  # fmt: skip
+        err.result = result
+        raise err
+    return result
+
+
+# -- run --commits ------------------------------------------------------------------------------
+
+
+def after_release(
+    session: Session,
+    result: RunResult,
+    *,
+    src: Source,
+    refs: CommitRefs,
+    with_reqs: Sequence[str] = (),
+    allow_sdist: bool = False,
+    search_opts: SearchOptions,
+) -> CommitAnswer:
+    """The commits between the two releases a run's answer brackets (the last good and the
+    first bad; a fix search: the last broken and the first fixed), the rest of each
+    environment held as in the passing release's probe."""
+    package = result.package
+    assert result.first_new is not None and result.last_old is not None
+    fix = result.direction == "fix"
+    good_v, bad_v = (result.first_new, result.last_old) if fix else (
+        result.last_old, result.first_new)  # fmt: skip
+    verb = "fixed" if fix else "bad"
+    session.reporter.message(
+        f"envbisect: first {verb} release of {package}: {result.first_new}; "
+        f"now the commits since {result.last_old}"
+    )
+    good = find_ref(src, package, refs.good_ref or good_v, "--good-ref")
+    bad = find_ref(src, package, refs.bad_ref or bad_v, "--bad-ref")
+    old, new = (bad, good) if fix else (good, bad)
+    rng = commit_range(src, package, old, new, session.reporter)
+    passing = result.row(good_v)
+    installed = passing.installed if passing is not None else ()
+    rest = rest_of(installed, package) if installed else tuple(with_reqs)
+    where = f"as in {package} {good_v}'s probe (the last good release's environment)"
+    ans, _ = search(
+        session, package=package, src=src, rng=rng, good=good, bad=bad, rest=rest,
+        rest_from=where, only_binary=not allow_sdist, search_opts=search_opts, fix=fix,
+    )  # fmt: skip
+    result.commits = ans
+    return ans
+
+
+def _newest(session: Session, package: str) -> list[str]:
+    try:
+        known = sorted(session.client.project_files(package).versions(), reverse=True)
+    except EnvbisectError:
+        return []
+    return [str(v) for v in known[:1]]
+
+
+def _base(
+    session: Session, opts: CommitOptions, src: Source, good: Ref, rng: Range
+) -> tuple[tuple[str, ...], str, Want | None]:
+    """The rest of every environment: as in the good release's probe when the good ref is a
+    release the index has (the same environment ``run`` probes, so its stored probe answers),
+    else as uv resolves it for the good commit's own build (which is then the good end)."""
+    only_binary = not opts.allow_sdist
+    if good.version is not None and _on_index(session, opts.package, good.version):
+        spec = session.env_spec([f"{opts.package}=={good.version}", *opts.with_reqs],
+                                only_binary=only_binary)  # fmt: skip
+        row = _probe_base(session, Want(label=good.version, spec=spec))
+        if row.outcome.kind is not OutcomeKind.UNTESTABLE:
+            where = f"as in {opts.package} {good.version}'s environment ({row.outcome.describe()})"
+            session.reporter.message(f"envbisect: the rest of each environment {where}")
+            return rest_of(row.installed, opts.package), where, None
+    key = canonicalize_name(opts.package)
+    c = rng.points[0]
+    spec = session.env_spec(list(opts.with_reqs), only_binary=only_binary,
+                            source=SourceBuild(package=key, commit=c.sha))  # fmt: skip
+    first = Want(label=c.short, spec=spec, source_repo=str(src.mirror))
+    row = _probe_base(session, first)
+    if row.outcome.kind is OutcomeKind.UNTESTABLE:
+        cannot_build(opts.package, c, row.outcome.signature, rng.build)
+    where = f"as uv resolved it for {c.short}'s build ({good.name})"
+    session.reporter.message(f"envbisect: the rest of each environment {where}")
+    return rest_of(row.installed, opts.package), where, first
+
+
+def _probe_base(session: Session, want: Want) -> ProbeRow:
+    """The probe that gives the rest of every environment, with its progress lines."""
+    reporter = session.reporter
+    reporter.probe_started(want.label, 0, 0)
+    try:
+        (row,) = session.rows([want])
+    except KeyboardInterrupt as e:
+        raise session.interrupted(e) from e
+    reporter.probe_finished(row.version, row.outcome, row.build_seconds + row.probe_seconds,
+                            row.reused, "")  # fmt: skip
+    return row
+
+
+def _on_index(session: Session, package: str, version: str) -> bool:
+    try:
+        return bool(session.client.project_files(package).files_of(Version(version)))
+    except EnvbisectError:
+        return False
