@@ -2,7 +2,7 @@
 
 Run from the repository root after the first-plan bench (it reads the same cached pages):
 
-    python bench/bench_lock_step.py [--plan /tmp/plan.json] [--rounds 5]
+    python bench/bench_lock_step.py [--rounds 5]
 
 The installed set is the first plan of ``envbisect run --dry-run --json`` (default: LLaMA-Factory
 0.9.5's pins plus datasets 4.0.0, 125 distributions). The index client reads their project

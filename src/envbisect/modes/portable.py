@@ -121,7 +121,10 @@ def portable_entries(entries: list[LockEntry], public: PublicSources) -> Portabl
                 files.append(replace(f, url="", index=""))
                 broken.append(f"{e.name} {e.version}: {f.filename} from a local folder: {why}")
         kept = e.index if e.index and not is_local(e.index) else None
-        out.append(replace(e, files=tuple(files), index=named or kept))
+        # A file both on the index and in the folder is now there twice: once is enough.
+        unique = {(f.filename, f.hash("sha256")): f for f in reversed(files)}
+        ordered = [f for f in files if unique.get((f.filename, f.hash("sha256"))) is f]
+        out.append(replace(e, files=tuple(ordered), index=named or kept))
     return Portable(entries=tuple(out), unchecked=tuple(unchecked), not_portable=tuple(broken))
 
 
