@@ -1,6 +1,7 @@
 """nox sessions (uv backend): the project's own checks, and the compatibility matrices.
 
 nox -s tests lint typecheck
+nox -s bench [-- --full]                      # the benches: docs/explanation/figures.md
 nox -s matrix -- matrices/datasets-pyarrow.toml [--jobs 2 --full ...]
 nox -s "matrix_file(name='datasets-pyarrow')"  # one session per matrices/*.toml
 """
@@ -35,6 +36,14 @@ def lint(session: nox.Session) -> None:
 def typecheck(session: nox.Session) -> None:
     session.install("-e", ".[test]", "mypy>=1.10")
     session.run("mypy")
+
+
+@nox.session
+def bench(session: nox.Session) -> None:
+    """Run the benches side by side with uv and pip and write docs/explanation/figures.md
+    (bench/figures.py: --quick by default, -- --full for every size; -- --only NAME,...)."""
+    session.install("-e", ".[test]")
+    session.run("python", "bench/figures.py", *(session.posargs or ["--quick"]))
 
 
 @nox.session
