@@ -81,7 +81,8 @@ def main() -> int:
     env = clean_env()
     ours = [str(BIN / "envbisect"), "run", "--package", args.package, "--pins", args.pins,
             "--python", python, "--good", args.good, "--bad", args.bad, "--dry-run", "--json",
-            "--no-config", "--results", str(work / "r"), "--", "true"]  # fmt: skip
+            "--no-config", "--results", str(work / "r")]  # fmt: skip
+    repro = ["--", "true"]  # the command after --: anything after it is the repro's
 
     def compile_both(*extra: str) -> float:
         return sum(
@@ -107,14 +108,16 @@ def main() -> int:
         )
 
     sides: dict[str, Callable[[], float]] = {
-        "envbisect --dry-run (2 plans)": lambda: _run(ours, env=env),
-        "envbisect --dry-run --offline": lambda: _run([*ours, "--offline"], env=env),
+        "envbisect --dry-run (2 plans)": lambda: _run([*ours, *repro], env=env),
+        # --offline before the --: after it, it would be an argument of the repro.
+        "envbisect --dry-run --offline": lambda: _run([*ours, "--offline", *repro], env=env),
         "uv pip compile x2, online": lambda: compile_both(),
         "uv pip compile x2, --offline": lambda: compile_both("--offline"),
     }
     times: dict[str, list[float]] = {k: [] for k in sides}
     for r in range(args.rounds + 1):  # the first round warms both caches
-        for name, fn in sides.items():
+        order = list(sides.items())
+        for name, fn in order if r % 2 else reversed(order):  # alternate who goes first
             t = fn()
             if r:
                 times[name].append(t)
@@ -122,17 +125,18 @@ def main() -> int:
     what = (f"first 2 plans in a fresh process ({args.pins}'s pins + {args.package} "
             f"{args.good} / {args.bad}, Python {args.python})")  # fmt: skip
     cmd_a = (f"envbisect run --package {args.package} --pins {args.pins} --good {args.good} "
-             f"--bad {args.bad} --dry-run --no-config -- true")  # fmt: skip
+             f"--bad {args.bad} --dry-run --no-config")  # fmt: skip
     cmd_b = "uv pip compile --no-config --only-binary :all: end.in (x2: both ends)"
     figures = [
         Figure(what=f"{what}, online",
                a=Side(label="envbisect --dry-run", value=med["envbisect --dry-run (2 plans)"],
-                      command=cmd_a),
+                      command=cmd_a + " -- true"),
                b=Side(label="uv pip compile x2", value=med["uv pip compile x2, online"],
                       command=cmd_b)),
         Figure(what=f"{what}, offline",
                a=Side(label="envbisect --dry-run --offline",
-                      value=med["envbisect --dry-run --offline"], command=cmd_a + " --offline"),
+                      value=med["envbisect --dry-run --offline"],
+                      command=cmd_a + " --offline -- true"),
                b=Side(label="uv pip compile x2 --offline",
                       value=med["uv pip compile x2, --offline"], command=cmd_b + " --offline")),
     ]  # fmt: skip

@@ -16,8 +16,9 @@ from typing import Any
 
 # What every bench passes to both sides, said once on the page.
 SETTINGS = (
-    "user index settings set aside on both sides: envbisect --no-config, uv --no-config, "
-    "pip --isolated, no UV_INDEX*/PIP_* variables"
+    "the user's index settings are set aside on both sides (envbisect --no-config, uv "
+    "--no-config, pip --isolated, no UV_INDEX*/PIP_* variables): both read the same index, "
+    "PyPI or the tests' one on 127.0.0.1"
 )
 
 

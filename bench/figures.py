@@ -119,7 +119,7 @@ def page(
         f"The run took {took / 60:.0f} min; the load average (1 min) was {load}: other work "
         "shares this machine's cores, and absolute seconds move with it.",
         "",
-        f"Both sides read the same indexes: {SETTINGS}.",
+        f"Settings: {SETTINGS}.",
         "",
         "| what | A | B | A vs B | reproduce |",
         "|---|---|---|---:|---|",
