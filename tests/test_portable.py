@@ -146,6 +146,7 @@ def lock_for(
     return req.read_text(), tomllib.loads(pl.read_text())
 
 
+@pytest.mark.slow
 def test_a_table_lock_names_the_public_twin_of_each_local_file_and_installs(
     world: tuple[LocalIndex, Path], tmp_path: Path
 ) -> None:
