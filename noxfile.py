@@ -2,6 +2,7 @@
 
 nox -s tests lint typecheck
 nox -s docs                                     # the docs site, mkdocs build --strict: site/
+nox -s bench [-- --full]                      # the benches: docs/explanation/figures.md
 nox -s matrix -- matrices/datasets-pyarrow.toml [--jobs 2 --full ...]
 nox -s "matrix_file(name='datasets-pyarrow')"  # one session per matrices/*.toml
 """
@@ -47,6 +48,14 @@ def docs(session: nox.Session) -> None:
         session.run("mkdocs", "serve", *session.posargs[1:])
     else:
         session.run("mkdocs", "build", "--strict", *session.posargs)
+
+
+@nox.session
+def bench(session: nox.Session) -> None:
+    """Run the benches side by side with uv and pip and write docs/explanation/figures.md
+    (bench/figures.py: --quick by default, -- --full for every size; -- --only NAME,...)."""
+    session.install("-e", ".[test]")
+    session.run("python", "bench/figures.py", *(session.posargs or ["--quick"]))
 
 
 @nox.session

@@ -40,7 +40,7 @@ from support.corpus import EPOCH, build_index  # noqa: E402
 def commands(url: str, work: Path) -> dict[str, list[str]]:
     rep = work / "repro.py"
     rep.write_text("import twoapp\ntwoapp.run()\n")
-    common = ["--index-url", url, "--repro", str(rep), "--json", "--timeout", "60"]
+    common = ["--index-url", url, "--no-config", "--repro", str(rep), "--json", "--timeout", "60"]
     good = (EPOCH + timedelta(hours=12)).strftime("%Y-%m-%dT%H:%M:%SZ")
     bad = (EPOCH + timedelta(days=40)).strftime("%Y-%m-%dT%H:%M:%SZ")
     return {

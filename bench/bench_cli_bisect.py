@@ -1,19 +1,23 @@
 """Benchmark: a whole bisection through the CLI against a hand-written uv binary search.
 
-Run from the repository root: python bench/bench_cli_bisect.py [--versions 16] [--rounds 3]
+Run from the repository root:
+python bench/bench_cli_bisect.py [--versions 16] [--rounds 3] [--json]
 
 A package (bisectpkg 1.0.0 to 1.N-1.0, no dependencies; 1.B.0 on raise, B = 2N/3) is served
 by the tests' local index on 127.0.0.1. Timed, each a whole process, rounds alternating:
 
 - envbisect: ``envbisect run --package bisectpkg --good 1.0.0 --bad 1.N-1.0 --index-url URL
-  --python PY -- python -c "import bisectpkg; bisectpkg.run()"`` with a fresh ``--results``
+  --no-config --python PY -- python -c "import bisectpkg; bisectpkg.run()"`` with a fresh
+  ``--results``
   (the store never answers), one metadata cache for the whole run;
 - by hand: a Python loop that checks both ends, then halves the range: at each version it
   runs ``uv venv`` + ``uv pip install bisectpkg==V`` + the same command, as a user would script
   it (bench_probe.py's floor, once per step).
 
-One ``UV_CACHE_DIR`` for both, warmed by an untimed round. Both must name the same first bad
-version and build the same number of environments; prints medians and the ratio.
+One ``UV_CACHE_DIR`` for both, warmed by an untimed round; both set the user's index
+settings aside (``--no-config``). Both must name the same first bad version and build the
+same number of environments, every round (the bench stops with exit 1 otherwise); prints
+medians and the ratio (``--json``: the figure, for bench/figures.py).
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import bench_probe as bp
+from benchfig import Figure, Side, emit, shown
 
 from support.index_server import IndexFile, LocalIndex
 from support.wheels import build_wheel
@@ -90,7 +95,7 @@ def ours(envbisect: str, python: str, url: str, n: int, work: Path, env: dict[st
     results = Path(tempfile.mkdtemp(prefix="results-", dir=work))
     try:
         argv = [envbisect, "run", "--package", PACKAGE, "--good", "1.0.0", "--bad",
-                f"1.{n - 1}.0", "--index-url", url, "--python", python, "--results",
+                f"1.{n - 1}.0", "--index-url", url, "--no-config", "--python", python, "--results",
                 str(results), "--cache-dir", str(work / "meta"), "--json", "--",
                 *REPRO]  # fmt: skip
         proc = subprocess.run(argv, env=env, capture_output=True, text=True)
@@ -109,6 +114,7 @@ def main() -> int:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--envbisect", default=str(Path(sys.executable).parent / "envbisect"))
     ap.add_argument("--python", default=None)
+    ap.add_argument("--json", action="store_true", help="print the figure as JSON")
     args = ap.parse_args()
     n, first_bad = args.versions, (2 * args.versions) // 3
     work = Path(tempfile.mkdtemp(prefix="envbisect-bench-bisect-"))
@@ -129,16 +135,37 @@ def main() -> int:
                 if r:
                     times[label].append(time.perf_counter() - start)
                 seen[label] = got
+            # Both sides answer the same, with as many environments, every round.
+            if len(set(seen.values())) != 1:
+                print(f"the two sides disagree: {seen}", file=sys.stderr)
+                return 1
     finally:
         index.stop()
         shutil.rmtree(work, ignore_errors=True)
     med = {k: statistics.median(v) for k, v in times.items()}
+    first, built = seen["envbisect run"]
+    assert first == first_bad, (first, first_bad)  # the answer is the one built in
+    what = f"a whole bisection, {n} versions, {built} environments (first bad 1.{first}.0)"
+    cmd = ["envbisect", "run", "--package", PACKAGE, "--good", "1.0.0", "--bad", f"1.{n - 1}.0",
+           "--index-url", "URL", "--no-config", "--", *REPRO]  # fmt: skip
+    fig = Figure(
+        what=what,
+        a=Side(label="envbisect run", value=med["envbisect run"], command=shown(cmd, {})),
+        b=Side(label="a hand-written uv binary search", value=med["uv binary search by hand"],
+               command="uv venv + uv pip install --no-config bisectpkg==V + the repro, "
+               "per step"),
+        note="both sides: the same first bad version and the same number of environments",
+    )  # fmt: skip
+    if args.json:
+        emit("bench_cli_bisect", [fig], rounds=args.rounds)
+        return 0
     print(f"# one bisection over {n} versions (first bad 1.{first_bad}.0), {args.rounds} rounds\n")
     print("| | median s | first bad | environments |\n|---|---:|---:|---:|")
-    for k, s in med.items():
-        print(f"| {k} | {s:.2f} | 1.{seen[k][0]}.0 | {seen[k][1]} |")
+    for k, sec in med.items():
+        print(f"| {k} | {sec:.2f} | 1.{seen[k][0]}.0 | {seen[k][1]} |")
     ours_s, hand_s = med["envbisect run"], med["uv binary search by hand"]
-    print(f"\nenvbisect / by hand: {ours_s / hand_s:.2f}x ({ours_s - hand_s:+.2f} s)")
+    print(f"\nenvbisect / by hand: {fig.comparison()} ({ours_s - hand_s:+.2f} s); both sides "
+          "agree on the answer and the environments built")  # fmt: skip
     return 0
 
 

@@ -3,13 +3,16 @@
 Run from the repository root (needs PyPI, and Python 3.11 where uv finds it):
 
     python bench/bench_cli_plan.py [--rounds 3] [--pins llamafactory==0.9.5]
-        [--package datasets --good 4.0.0 --bad 4.1.0]
+        [--package datasets --good 4.0.0 --bad 4.1.0] [--json]
 
-envbisect: ``envbisect run --package P --pins PINS --good G --bad B --dry-run`` in a fresh
-process plans both ends (the pins that apply to the target plus ``P==G``, and ``P==B``) and
-builds nothing. uv: ``uv pip compile`` of the same two requirement sets, one after the other,
-online (uv's cache revalidated) and ``--offline`` (uv's cache only). The metadata caches of
-both are warmed by one untimed round. Rounds alternate; medians and ratios.
+envbisect: ``envbisect run --package P --pins PINS --good G --bad B --dry-run --no-config`` in
+a fresh process plans both ends (the pins that apply to the target plus ``P==G``, and ``P==B``)
+and builds nothing. uv: ``uv pip compile --no-config`` of the same two requirement sets, one
+after the other. Two arms: online (uv's cache revalidated; envbisect's too) and offline
+(envbisect ``--offline`` against ``uv pip compile --offline``: the caches only). Both sides
+set the user's index settings aside (``--no-config``, no UV_INDEX*/PIP_* variables), so both
+read PyPI alone. The metadata caches of both are warmed by one untimed round. Rounds
+alternate; medians and ratios (``--json``: the figures, for bench/figures.py).
 """
 
 from __future__ import annotations
@@ -25,6 +28,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from benchfig import Figure, Side, emit
+
 BIN = Path(sys.executable).parent
 
 
@@ -36,9 +41,16 @@ def _run(argv: list[str], **kw: object) -> float:
     return time.perf_counter() - start
 
 
+def clean_env() -> dict[str, str]:
+    """This process's environment without the index variables of uv and pip."""
+    drop = ("UV_INDEX", "UV_DEFAULT_INDEX", "UV_EXTRA_INDEX_URL", "UV_FIND_LINKS", "PIP_")
+    return {k: v for k, v in os.environ.items() if not k.startswith(drop)}
+
+
 def requirement_sets(args: argparse.Namespace, python: str) -> list[list[str]]:
     out = subprocess.run([str(BIN / "envbisect"), "pins", args.pins, "--python", python,
-                          "--json"], capture_output=True, text=True, check=True).stdout  # fmt: skip
+                          "--json", "--no-config"], capture_output=True, text=True, check=True,
+                         env=clean_env()).stdout  # fmt: skip
     rows = json.loads(out)["requirements"]
     pins = [f"{r['name']}{r['specifier']}" + (f" ; {r['marker']}" if r["marker"] else "")
             for r in rows if r["applies"] and r["name"] != args.package]  # fmt: skip
@@ -53,6 +65,7 @@ def main() -> int:
     ap.add_argument("--good", default="4.0.0")
     ap.add_argument("--bad", default="4.1.0")
     ap.add_argument("--python", default="3.11")
+    ap.add_argument("--json", action="store_true", help="print the figures as JSON")
     args = ap.parse_args()
     uv = subprocess.run([sys.executable, "-c", "import uv; print(uv.find_uv_bin())"],
                         capture_output=True, text=True, check=True).stdout.strip()  # fmt: skip
@@ -65,10 +78,11 @@ def main() -> int:
         path = work / f"end{i}.in"
         path.write_text("\n".join(reqs) + "\n")
         ins.append(path)
-    env = {k: v for k, v in os.environ.items() if not k.startswith("UV_INDEX")}
+    env = clean_env()
     ours = [str(BIN / "envbisect"), "run", "--package", args.package, "--pins", args.pins,
             "--python", python, "--good", args.good, "--bad", args.bad, "--dry-run", "--json",
-            "--results", str(work / "r"), "--", "true"]  # fmt: skip
+            "--no-config", "--results", str(work / "r")]  # fmt: skip
+    repro = ["--", "true"]  # the command after --: anything after it is the repro's
 
     def compile_both(*extra: str) -> float:
         return sum(
@@ -94,31 +108,51 @@ def main() -> int:
         )
 
     sides: dict[str, Callable[[], float]] = {
-        "envbisect --dry-run (2 plans)": lambda: _run(ours, env=env),
-        "envbisect --dry-run --offline": lambda: _run([*ours, "--offline"], env=env),
+        "envbisect --dry-run (2 plans)": lambda: _run([*ours, *repro], env=env),
+        # --offline before the --: after it, it would be an argument of the repro.
+        "envbisect --dry-run --offline": lambda: _run([*ours, "--offline", *repro], env=env),
         "uv pip compile x2, online": lambda: compile_both(),
         "uv pip compile x2, --offline": lambda: compile_both("--offline"),
     }
     times: dict[str, list[float]] = {k: [] for k in sides}
     for r in range(args.rounds + 1):  # the first round warms both caches
-        for name, fn in sides.items():
+        order = list(sides.items())
+        for name, fn in order if r % 2 else reversed(order):  # alternate who goes first
             t = fn()
             if r:
                 times[name].append(t)
     med = {k: statistics.median(v) for k, v in times.items()}
+    what = (f"first 2 plans in a fresh process ({args.pins}'s pins + {args.package} "
+            f"{args.good} / {args.bad}, Python {args.python})")  # fmt: skip
+    cmd_a = (f"envbisect run --package {args.package} --pins {args.pins} --good {args.good} "
+             f"--bad {args.bad} --dry-run --no-config")  # fmt: skip
+    cmd_b = "uv pip compile --no-config --only-binary :all: end.in (x2: both ends)"
+    figures = [
+        Figure(what=f"{what}, online",
+               a=Side(label="envbisect --dry-run", value=med["envbisect --dry-run (2 plans)"],
+                      command=cmd_a + " -- true"),
+               b=Side(label="uv pip compile x2", value=med["uv pip compile x2, online"],
+                      command=cmd_b)),
+        Figure(what=f"{what}, offline",
+               a=Side(label="envbisect --dry-run --offline",
+                      value=med["envbisect --dry-run --offline"],
+                      command=cmd_a + " --offline -- true"),
+               b=Side(label="uv pip compile x2 --offline",
+                      value=med["uv pip compile x2, --offline"], command=cmd_b + " --offline")),
+    ]  # fmt: skip
+    if args.json:
+        emit("bench_cli_plan", figures, rounds=args.rounds)
+        return 0
     print(
         f"# first plans of a fresh process ({args.pins} + {args.package} {args.good} and "
-        f"{args.bad}, Python {args.python}, {os.cpu_count()} cores, {args.rounds} rounds)\n"
+        f"{args.bad}, Python {args.python}, {os.cpu_count()} cores, {args.rounds} rounds; "
+        "index settings set aside on both sides: --no-config)\n"
     )
     print("| | median s |\n|---|---:|")
-    for name, s in med.items():
-        print(f"| {name} | {s:.2f} |")
-    base = med["uv pip compile x2, online"]
-    print(
-        f"\nenvbisect / uv online: {med['envbisect --dry-run (2 plans)'] / base:.2f}x; "
-        f"envbisect --offline / uv --offline: "
-        f"{med['envbisect --dry-run --offline'] / med['uv pip compile x2, --offline']:.1f}x"
-    )
+    for name, sec in med.items():
+        print(f"| {name} | {sec:.2f} |")
+    print(f"\nenvbisect / uv online: {figures[0].comparison()}; "
+          f"envbisect --offline / uv --offline: {figures[1].comparison()}")  # fmt: skip
     return 0
 
 

@@ -2,7 +2,7 @@
 
 Run from the repository root after the first-plan bench (it reads the same cached pages):
 
-    python bench/bench_lock_step.py [--plan /tmp/plan.json] [--rounds 5]
+    python bench/bench_lock_step.py [--rounds 5] [--json]
 
 The installed set is the first plan of ``envbisect run --dry-run --json`` (default: LLaMA-Factory
 0.9.5's pins plus datasets 4.0.0, 125 distributions). The index client reads their project
@@ -22,8 +22,11 @@ import json
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
+
+from benchfig import Figure, Side, emit
 
 from envbisect.core.candidates import file_version
 from envbisect.env.uv import find_uv, inspect_target
@@ -35,10 +38,12 @@ BIN = Path(sys.executable).parent
 
 
 def plan(pins: str, python: str) -> list[InstalledDist]:
-    out = subprocess.run([str(BIN / "envbisect"), "run", "--package", "datasets", "--pins", pins,
-                          "--python", python, "--good", "4.0.0", "--bad", "4.1.0", "--dry-run",
-                          "--json", "--results", "/tmp/envbisect-lock-step", "--", "true"],
-                         capture_output=True, text=True, check=True).stdout  # fmt: skip
+    with tempfile.TemporaryDirectory(prefix="envbisect-lock-step-") as results:
+        out = subprocess.run([str(BIN / "envbisect"), "run", "--package", "datasets", "--pins",
+                              pins, "--python", python, "--good", "4.0.0", "--bad", "4.1.0",
+                              "--dry-run", "--json", "--no-config", "--results", results, "--",
+                              "true"], capture_output=True, text=True,
+                             check=True).stdout  # fmt: skip
     reqs = json.loads(out)["plans"][0]["requirements"]
     return [InstalledDist(name=r.split("==")[0], version=r.split("==")[1]) for r in reqs]
 
@@ -48,6 +53,7 @@ def main() -> int:
     ap.add_argument("--pins", default="llamafactory==0.9.5")
     ap.add_argument("--python", default=sys.executable)
     ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--json", action="store_true", help="print the figure as JSON")
     args = ap.parse_args()
     installed = tuple(plan(args.pins, args.python))
     target = inspect_target(args.python)
@@ -84,13 +90,24 @@ def main() -> int:
     for _ in range(args.rounds):
         times["lock_entries (one version's rows)"].append(now())
         times["every file filtered again"].append(before())
+    med = {k: statistics.median(v) for k, v in times.items()}
+    a, b = med["lock_entries (one version's rows)"], med["every file filtered again"]
+    fig = Figure(
+        what=f"the lockfile step, {len(installed)} distributions ({args.pins}'s first plan), "
+        "in-process",
+        a=Side(label="lock_entries: one version's rows", value=a,
+               command="modes.outputs.lock_entries(installed, target, client)"),
+        b=Side(label="every file filtered again (the old way)", value=b,
+               command="project_files(name).files walked whole, every filename parsed"),
+    )  # fmt: skip
+    if args.json:
+        emit("bench_lock_step", [fig], rounds=args.rounds)
+        return 0
     print(f"# the lockfile step, {len(installed)} installed distributions, {args.rounds} rounds\n")
     print("| | median s |\n|---|---:|")
-    med = {k: statistics.median(v) for k, v in times.items()}
-    for k, s in med.items():
-        print(f"| {k} | {s:.3f} |")
-    a, b = med["lock_entries (one version's rows)"], med["every file filtered again"]
-    print(f"\nnow / before: {a / b:.2f}x")
+    for k, sec in med.items():
+        print(f"| {k} | {sec:.3f} |")
+    print(f"\nnow / before: {fig.comparison()}")
     return 0
 
 

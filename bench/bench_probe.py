@@ -3,14 +3,15 @@
 Run from the repository root, with any Python that has ``packaging`` (the tests' helpers need
 it), e.g. the project's venv:
 
-    python bench/bench_probe.py --before OLD/.venv/bin/envbisect \\
-        --after .venv/bin/envbisect [--rounds 15] [--python PATH]
+    python bench/bench_probe.py [--before OLD/.venv/bin/envbisect] \\
+        --after .venv/bin/envbisect [--rounds 15] [--python PATH] [--json]
 
-It compares two installations of envbisect (say the code before a refactor and after it) on
+It compares two installations of envbisect (say the code before a refactor and after it), or
+one (``--after`` alone: envbisect against the floor, the figure of bench/figures.py), on
 one tiny wheel (benchpkg 1.0, no dependencies) served by the tests' local index on 127.0.0.1.
 Each timed probe is the whole process, wall time:
 
-    ENVBISECT probe --with benchpkg==1.0 --index-url URL --python PY \\
+    ENVBISECT probe --with benchpkg==1.0 --index-url URL --no-config --python PY \\
         --results FRESH_DIR --cache-dir META_CACHE -- python -c pass
 
 A fresh ``--results`` directory every time, so the store never answers and every probe really
@@ -44,6 +45,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
+
+from benchfig import Figure, Side, emit, shown  # noqa: E402
 
 from envbisect.env.uv import UV_ENV_DROP  # noqa: E402
 from support.index_server import IndexFile, LocalIndex  # noqa: E402
@@ -114,6 +117,7 @@ def envbisect_probe(
                     f"{PACKAGE}=={VERSION}",
                     "--index-url",
                     index_url,
+                    "--no-config",
                     "--python",
                     python,
                     "--results",
@@ -221,49 +225,71 @@ def print_table(subjects: list[Subject], floor: Subject) -> None:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    ap.add_argument("--before", required=True, metavar="ENVBISECT", help="the A installation")
+    ap.add_argument("--before", metavar="ENVBISECT", help="the A installation (optional)")
     ap.add_argument("--after", required=True, metavar="ENVBISECT", help="the B installation")
     ap.add_argument("--rounds", type=int, default=15, help="timed rounds (default 15)")
     ap.add_argument("--python", default=None, help="interpreter of the environments")
     ap.add_argument("--uv", default=None, help="uv for the floor (default: next to --after)")
+    ap.add_argument("--json", action="store_true", help="print the figure as JSON")
     args = ap.parse_args()
-    for exe in (args.before, args.after):
+    for exe in filter(None, (args.before, args.after)):
         if not (os.path.isfile(exe) and os.access(exe, os.X_OK)):
             ap.error(f"not an executable: {exe}")
 
     work = Path(tempfile.mkdtemp(prefix="envbisect-bench-probe-"))
     env = bench_env(work / "uv-cache")
     uv = args.uv or uv_next_to(args.after)
-    uv_before = uv_next_to(args.before)
+    uv_before = uv_next_to(args.before or args.after)
     python = find_python(uv, args.python, env)
     index = build_index(work / "files")
+    log = sys.stderr if args.json else sys.stdout
     try:
-        print(f"# envbisect probe overhead ({python}, {os.cpu_count()} cores)\n")
-        print(f"before: {args.before} ({output_of([args.before, '--version'], env)})")
-        print(f"after:  {args.after} ({output_of([args.after, '--version'], env)})")
-        print(f"floor:  {uv} ({output_of([uv, '--version'], env)})")
+        print(f"# envbisect probe overhead ({python}, {os.cpu_count()} cores)\n", file=log)
+        if args.before:
+            print(f"before: {args.before} ({output_of([args.before, '--version'], env)})",
+                  file=log)  # fmt: skip
+        print(f"after:  {args.after} ({output_of([args.after, '--version'], env)})", file=log)
+        print(f"floor:  {uv} ({output_of([uv, '--version'], env)})", file=log)
         if output_of([uv_before, "--version"], env) != output_of([uv, "--version"], env):
-            print(f"note: the before installation's uv differs: {uv_before}")
-        print(f"index:  {index.url} ({PACKAGE}=={VERSION}, one wheel)\n")
-        before = Subject(
-            "before",
-            envbisect_probe(args.before, python, index.url, work / "meta-before", work, env),
-        )
+            print(f"note: the before installation's uv differs: {uv_before}", file=log)
+        print(f"index:  {index.url} ({PACKAGE}=={VERSION}, one wheel)\n", file=log)
         after = Subject(
             "after", envbisect_probe(args.after, python, index.url, work / "meta-after", work, env)
         )
         floor = Subject("floor", floor_probe(uv, python, index.url, work, env))
-        subjects = [before, after, floor]
+        subjects = [after, floor]
+        if args.before:
+            before = Subject(
+                "before",
+                envbisect_probe(args.before, python, index.url, work / "meta-before", work, env),
+            )
+            subjects.insert(0, before)
         # Warm uv's cache and each installation's metadata cache: one untimed run each.
         for s in subjects:
             s.once()
         run_rounds(subjects, args.rounds)
+        ma, fmed = statistics.median(after.seconds), statistics.median(floor.seconds)
+        if args.json:
+            emit("bench_probe", [Figure(
+                what=f"one envbisect probe ({PACKAGE}=={VERSION}: one wheel, local index)",
+                a=Side(label="envbisect probe", value=ma, command=shown(
+                    ["envbisect", "probe", "--with", f"{PACKAGE}=={VERSION}", "--index-url",
+                     "URL", "--no-config", "--", "python", "-c", "pass"], {})),
+                b=Side(label="uv venv + uv pip install + run, by hand", value=fmed,
+                       command="uv venv --no-config && uv pip install --no-config --index-url "
+                       f"URL {PACKAGE}=={VERSION} && python -c pass"),
+                compare="difference",
+                note="the fixed cost of a probe over the same work scripted by hand",
+            )], rounds=args.rounds)  # fmt: skip
+            return 0
         print(f"{args.rounds} rounds, order rotating each round; whole-process wall time\n")
         print_table(subjects, floor)
-        mb, ma = statistics.median(before.seconds), statistics.median(after.seconds)
-        fmed = statistics.median(floor.seconds)
-        print(f"\nafter / before (medians): {ma / mb:.3f}x")
-        print(f"overhead over floor: before {mb - fmed:+.3f} s, after {ma - fmed:+.3f} s")
+        if args.before:
+            mb = statistics.median(subjects[0].seconds)
+            print(f"\nafter / before (medians): {ma / mb:.3f}x")
+            print(f"overhead over floor: before {mb - fmed:+.3f} s, after {ma - fmed:+.3f} s")
+        else:
+            print(f"\noverhead over floor: {ma - fmed:+.3f} s")
     except BenchError as e:
         print(f"\nbench aborted, a command failed: {e}", file=sys.stderr)
         return 1

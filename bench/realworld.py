@@ -426,6 +426,7 @@ def command(case: Case, work: Path, cache: Path, timeout: int) -> list[str]:
         *ENVBISECT,
         *head,
         *args,
+        "--no-config",  # the user's index settings set aside: PyPI alone, on any machine
         "--python",
         find_interpreter(case.python),
         "--timeout",

@@ -277,6 +277,10 @@ def build_parser() -> argparse.ArgumentParser:
                         help="probe every cell (no inference, no --max-cells limit)")  # fmt: skip
     matrix.add_argument("--max-cells", type=o.count, default=500, metavar="N",
                         help="refuse larger matrices without --full (default 500)")  # fmt: skip
+    o.FIND_LINKS.add(matrix, help="a folder of wheels of this machine (repeatable): replaces "
+                     "the file's find_links and stands in for its torch_backend index; default: "
+                     "your settings' find-links (pip.conf, uv.toml, UV_FIND_LINKS)")  # fmt: skip
+    o.NO_CONFIG.add(matrix, help="ignore the find-links folders of your settings")
     o.RESULTS.add(matrix, help="the store and the published tables (default ./results)")
     o.OFFLINE.add(matrix, help="no network: metadata and packages from the caches")
     o.CACHE_DIR.add(matrix, help="the metadata cache")
@@ -292,6 +296,10 @@ def build_parser() -> argparse.ArgumentParser:
     publish.add_argument("files", nargs="*", metavar="FILE",
                          help="matrices/*.toml files (default: all of matrices/)")  # fmt: skip
     o.attach(publish, o.RESULTS)
+    o.FIND_LINKS.add(publish, help="a folder of wheels of this machine (repeatable), as for "
+                     "matrix: the lockfiles name the file's public indexes, each file from the "
+                     "folder checked there by hash")  # fmt: skip
+    o.NO_CONFIG.add(publish, help="ignore the find-links folders of your settings")
     o.JSON.add(publish, help="print the files written as one JSON object on stdout")
     o.OFFLINE.add(publish, help="metadata from the cache only")
     o.CACHE_DIR.add(publish, help="the metadata cache")
@@ -415,6 +423,15 @@ def _main(argv: Sequence[str] | None) -> int:
                 also = (f"; torch from PyTorch's {torch} index (--torch-backend)"
                         if torch and torch != "none" else "")  # fmt: skip
                 reporter.message(o.index_settings(args).describe() + also)
+            elif hasattr(args, "find_links") and o.index_settings(args).links:
+                # matrix, publish: the file names the indexes; a folder of this machine's
+                # overrides its folders (modes/matrix.py matrix_indexes).
+                from envbisect.redact import mask_url
+
+                links = o.index_settings(args).links
+                folders = ", ".join(f"{mask_url(f.url)} ({f.origin})" for f in links)
+                reporter.message(f"envbisect: find-links: {folders}; over the matrix file's "
+                                 "find_links and torch_backend")  # fmt: skip
             if hasattr(args, "probe_env"):
                 _say_held_back(reporter, args)
             return command.run(ctx)

@@ -403,8 +403,10 @@ def index_settings(args: argparse.Namespace) -> IndexSettings:
         extra_index_urls=tuple(getattr(args, "extra_index_url", ())),
         environ=os.environ,
         cwd=Path.cwd(),
-        # a command without index flags (matrix, publish) takes its indexes from its file
-        no_config=getattr(args, "no_config", False) or not hasattr(args, "index_url"),
+        # A command without index flags (matrix, publish) takes its indexes from its file
+        # and only the wheel folders from the flags and the settings (matrix_options).
+        no_config=getattr(args, "no_config", False)
+        or not (hasattr(args, "index_url") or hasattr(args, "find_links")),
         find_links=tuple(getattr(args, "find_links", ())),
     )
     for f in (found.main, *found.extra):

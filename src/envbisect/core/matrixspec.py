@@ -16,7 +16,12 @@ what was expected); version lists in, the versions an axis selects out.
     repeats = 1                        # run the probes N times; a failure in any run counts
     executor = "local"                 # local | process | ray (the command line's wins)
     gpus_per_probe = 0                 # GPUs each cell's probe is given (Ray's num_gpus)
-    index_url / extra_index_urls / find_links / torch_backend / torch_index_url / extras
+    torch_backend = "cpu"              # torch from PyTorch's index for this variant (as uv's
+                                       # --torch-backend); torch_index_url: a mirror of it
+    index_url / extra_index_urls / find_links / extras
+                                       # find_links: URLs or folders relative to this file,
+                                       # never an absolute folder of one machine: that goes on
+                                       # the command line (--find-links) and overrides these
 
     [[axis]]                           # rows: the first axis; columns: the second;
     package = "datasets"               # any further axes split the table into sections
@@ -29,6 +34,7 @@ what was expected); version lists in, the versions an axis selects out.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -41,6 +47,8 @@ from envbisect.core.names import SLUG, is_project_name
 from envbisect.errors import UsageError
 
 SELECT_RULES = ("all", "minor-latest", "major-latest")
+# PyTorch's index variants (index/pytorch.py has the same rule; core imports no IO edge).
+_VARIANT = re.compile(r"cpu|cu\d{3}|rocm\d+(\.\d+)*|xpu")
 POLICIES = ("baseline", "contemporary", "latest")
 _MATRIX_KEYS = {
     "name", "description", "python", "range_from", "pins", "extras", "with", "probes", "repro",
@@ -137,6 +145,21 @@ def parse_matrix(data: Mapping[str, Any], *, path: Path) -> MatrixSpec:
     gpus = m.get("gpus_per_probe", 0)
     if not isinstance(gpus, int) or isinstance(gpus, bool) or not 0 <= gpus <= 64:
         raise bad("[matrix] gpus_per_probe", "an integer from 0 to 64", gpus)
+    for folder in strings("find_links"):
+        # A matrix file is committed and run elsewhere: a folder of this machine's breaks
+        # there (and its path would reach every published lockfile).
+        if "://" not in folder and (folder.startswith(("/", "~", "\\")) or folder[1:3] == ":\\"):
+            raise UsageError(
+                f"{shown}: [matrix] find_links: {folder!r} is a folder of one machine",
+                hint='name a public index (index_url, torch_backend = "cpu") in the file and '
+                "pass your folder on the command line: --find-links DIR (or find-links in "
+                "pip.conf / uv.toml); a folder relative to the matrix file is fine",
+                ref="matrix-local-folder",
+            )
+    backend = string("torch_backend", None)
+    if backend is not None and (backend == "auto" or not _VARIANT.fullmatch(backend)):
+        raise bad("[matrix] torch_backend", "a PyTorch index variant: cpu, cu121, cu128, rocm6.2, "
+                  "xpu (auto depends on the machine: not in a file)", backend)  # fmt: skip
     probes, repro = strings("probes"), string("repro", None)
     if not probes and not repro:
         raise bad("[matrix] probes", "at least one probe (or a repro file)")

@@ -48,8 +48,16 @@ def combo(cell: Cell) -> str:
     return " + ".join(f"{k} {v}" for k, v in cell["versions"].items())
 
 
-def answer_html(cells: Sequence[Cell], rec_files: Mapping[str, str], *, prefix: str = "") -> str:
-    """Per Python: the recommended combination and a link to its lockfile."""
+def answer_html(
+    cells: Sequence[Cell],
+    rec_files: Mapping[str, str],
+    *,
+    prefix: str = "",
+    installs: Mapping[str, str] | None = None,
+) -> str:
+    """Per Python: the recommended combination and a link to its lockfile. ``installs``: the
+    command each lockfile's header gives (a lock naming two indexes needs uv's best-match
+    rule); ``uv pip install --require-hashes -r NAME`` where there is none."""
     rec = fnd.recommended(cells)
     if not rec:
         return "<p class='none'>No combination passed: there is nothing to recommend.</p>"
@@ -58,7 +66,8 @@ def answer_html(cells: Sequence[Cell], rec_files: Mapping[str, str], *, prefix: 
         name = rec_files.get(py)
         link = (f" <a class='rec' id='rec-py{_e(py)}' href='{_href(prefix + name)}'>{_e(name)}"
                 "</a>" if name else "")  # fmt: skip
-        cmd = (f"<code>uv venv &amp;&amp; uv pip install --require-hashes -r {_e(name)}</code>"
+        install = (installs or {}).get(py) or f"uv pip install --require-hashes -r {name}"
+        cmd = (f"<code>uv venv &amp;&amp; {_e(install)}</code>"
                if name and not prefix else "")  # fmt: skip
         items.append(f"<li>Python {_e(py)}: <strong>{_e(combo(cell))}</strong>{link}"
                      f"{' ' + cmd if cmd else ''}</li>")  # fmt: skip
@@ -118,7 +127,11 @@ def _legend() -> str:
 
 
 def html_page(
-    meta: Mapping[str, Any], cells: Sequence[Cell], *, rec_files: Mapping[str, str]
+    meta: Mapping[str, Any],
+    cells: Sequence[Cell],
+    *,
+    rec_files: Mapping[str, str],
+    installs: Mapping[str, str] | None = None,
 ) -> str:
     """One standalone page: the answer, the findings, the grid; details on click."""
     axes = meta["axes"]
@@ -151,7 +164,7 @@ def html_page(
         measured=_e(f"{meta.get('measured', '?')} on {meta.get('machine', '?')}"),
         probes=_e(", ".join(meta.get("probes", []))),
         counts=_e(counts_text(cells)),
-        answer=answer_html(cells, rec_files),
+        answer=answer_html(cells, rec_files, installs=installs),
         findings=findings_html(fnd.findings(cells, axes, sections)),
         hide_text=(
             f"hide the {unresolvable} unresolvable cells (never built)"

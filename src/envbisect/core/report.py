@@ -8,6 +8,7 @@ Lockfiles come in two forms, both pinned with hashes:
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
@@ -470,10 +471,19 @@ def requirements_lock(
 
 
 def pylock(
-    entries: list[LockEntry], *, requires_python: str, environment: str, when: datetime
+    entries: list[LockEntry],
+    *,
+    requires_python: str,
+    environment: str,
+    when: datetime,
+    notes: Sequence[str] = (),
 ) -> str:
-    """A PEP 751 lockfile (``lock-version = "1.0"``)."""
+    """A PEP 751 lockfile (``lock-version = "1.0"``). ``notes``: what keeps it from
+    installing anywhere (comments at the top, and ``[tool.envbisect] notes``); a file whose
+    public URL is unknown (``url == ""``) is written without one, which PEP 751 installers
+    refuse, rather than with a guessed one."""
     out = [
+        *(f"# {n}" for n in notes),
         'lock-version = "1.0"',
         f"environments = [{_toml_str(environment)}]",
         f"requires-python = {_toml_str(requires_python)}",
@@ -499,12 +509,16 @@ def pylock(
         out.append("")
     out.append("[tool.envbisect]")
     out.append(f"generated = {when.strftime('%Y-%m-%dT%H:%M:%SZ')}")
+    if notes:
+        out.append("notes = [" + ", ".join(_toml_str(n) for n in notes) + "]")
     return "\n".join(out) + "\n"
 
 
 def _file_table(f: DistFile) -> str:
     parts = [f"name = {_toml_str(f.filename)}"]
-    if f.url.startswith("file://"):  # a --find-links folder: PEP 751 names local files by path
+    if not f.url:  # no public URL known (modes/portable.py): none guessed
+        pass
+    elif f.url.startswith("file://"):  # a --find-links folder: PEP 751 names local files by path
         parts.append(f"path = {_toml_str(unquote(urlsplit(f.url).path))}")
     else:
         parts.append(f"url = {_toml_str(strip_credentials(f.url))}")

@@ -105,6 +105,25 @@ class Target:
             f"{self.implementation} {version}{self.abiflags} {plats[0] if plats else self.platform}"
         )
 
+    def described(self) -> dict[str, str]:
+        """The interpreter as a published table records it: implementation, full version, ABI
+        tag and best platform tag (``identity``'s facts, one field each), never its path:
+        a committed ``results.json`` reads the same on every machine."""
+        plats = self.platform_tags()
+        return {
+            "implementation": self.implementation,
+            "version": ".".join(map(str, self.version)),
+            "abi": self.abi_tag,
+            "platform": plats[0] if plats else self.platform,
+        }
+
+    @property
+    def abi_tag(self) -> str:
+        """``cp311``, ``cp313t``: the ABI tag of CPython's own wheels; ``none`` elsewhere."""
+        if self.implementation != "cpython":
+            return "none"
+        return f"cp{self.version[0]}{self.version[1]}{self.abiflags}"
+
     @property
     def interpreter_tag(self) -> str:
         prefix = tags.INTERPRETER_SHORT_NAMES.get(self.implementation, self.implementation)

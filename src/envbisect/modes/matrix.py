@@ -41,6 +41,7 @@ from envbisect.modes.drive import drive
 from envbisect.modes.options import CommonOptions
 from envbisect.modes.outputs import inside, write_lockfiles
 from envbisect.modes.planning import RunPlanner, read_pins
+from envbisect.modes.portable import PublicSources
 from envbisect.modes.session import Session, Want
 from envbisect.reporter import Reporter
 from envbisect.store import Store
@@ -61,7 +62,8 @@ class MatrixResult:
     spec: MatrixSpec
     axes: dict[str, list[list[str]]] = field(default_factory=dict)  # python -> axis versions
     cells: list[Cell] = field(default_factory=list)
-    targets: dict[str, str] = field(default_factory=dict)  # python -> target label
+    # python -> the interpreter's identity (Target.described: no path)
+    targets: dict[str, dict[str, str]] = field(default_factory=dict)
     command: str = ""
     started: str = ""
     plans: list[dict[str, Any]] = field(default_factory=list)  # --dry-run: every cell's plan
@@ -77,7 +79,22 @@ class MatrixResult:
         return out
 
 
-def matrix_indexes(spec: MatrixSpec) -> IndexConfig:
+def matrix_indexes(spec: MatrixSpec, folders: tuple[str, ...] = ()) -> IndexConfig:
+    """Where a matrix's packages come from: the public sources its file names (``index_url``,
+    ``extra_index_urls``, ``find_links``, ``torch_backend``), unless this machine has a wheel
+    folder of its own (``folders``: ``--find-links`` or the user's settings), which overrides
+    the file: the folder replaces its ``find_links`` and stands in for its PyTorch index
+    (the torch packages then come from the folder, else the main index, as with find_links
+    alone). A lock written for the table names the file's sources all the same
+    (``public_indexes``; modes/portable.py checks each file taken from the folder)."""
+    public = public_indexes(spec)
+    if not folders:
+        return public
+    return replace(public, find_links=folders, torch_index=None)
+
+
+def public_indexes(spec: MatrixSpec) -> IndexConfig:
+    """The sources the matrix file names, as any machine reads them."""
     torch = None
     if spec.torch_backend:
         torch = variant_url(spec.torch_backend, spec.torch_index_url or OFFICIAL)
@@ -105,11 +122,12 @@ def matrix_repro(spec: MatrixSpec, env: Mapping[str, str] | None = None) -> Repr
 
 def matrix_options(spec: MatrixSpec, common: CommonOptions) -> CommonOptions:
     """The session's options for a matrix: its file names the indexes, probes, timeout and
-    runs per cell; the command line the rest (results, cache, jobs, executor)."""
+    runs per cell (a wheel folder of the command line or the user's settings overrides its
+    folders: ``matrix_indexes``); the command line the rest (results, cache, jobs, executor)."""
     return replace(
         common,
         repro=matrix_repro(spec, dict(common.env)),
-        indexes=matrix_indexes(spec),
+        indexes=matrix_indexes(spec, common.indexes.find_links),
         timeout=spec.timeout,
         repeat=spec.repeats,
         any_failure=True,
@@ -150,9 +168,10 @@ def _run_python(
     python, target = session.target_for(request)
     client = session.client
     session.reporter.planning("cells (reading the axes' versions)", 0, 0)
-    # Tables and file names say "3.11"; the interpreter's path goes in ``targets``.
+    # Tables and file names say "3.11"; ``targets`` says which interpreter, by what it is
+    # (never its path: run.json and results.json are committed).
     label = f"{target.version[0]}.{target.version[1]}"
-    result.targets[label] = f"{target.short} ({python})"
+    result.targets[label] = target.described()
     axes = axis_versions(spec, client, target)
     result.axes[label] = [[str(v) for v in a] for a in axes]
     n = 1
@@ -375,6 +394,9 @@ def publish_matrix(spec: MatrixSpec, session: Session) -> list[Path]:
         cells = published_cells(spec, session.store)
         run_file = out / "run.json"
         run_meta = json.loads(run_file.read_text()) if run_file.is_file() else {}
+        if run_meta and without_paths(run_meta) != run_meta:  # written by an older envbisect
+            run_meta = without_paths(run_meta)
+            run_file.write_text(json.dumps(run_meta, indent=2) + "\n", encoding="utf-8")
         if not cells and published.is_file():
             return _republish(spec, session, out)
     except (ValueError, KeyError, TypeError, AttributeError) as e:
@@ -409,6 +431,10 @@ def _write_locks(
     rec_files: dict[str, str] = {}
     best_of = findings.recommended(cells)
     passing = [c for c in cells if c["state"] == "measured" and c["kind"] == "pass"]
+    # Committed tables: the locks name the file's indexes, never this machine's folders.
+    public = PublicSources(public_indexes(spec), session)
+    shown = spec.path.name if spec.path.is_absolute() else spec.path.as_posix()
+    again = f"envbisect publish {shown} (online; --find-links DIR where the wheels are local)"
     for py in sorted({str(c["python"]) for c in passing}):
         target = session.target_for(py)[1]
         folder = inside(out, out / "locks" / f"py{py}")
@@ -420,7 +446,7 @@ def _write_locks(
             header = [f"{spec.name}: {', '.join(f'{k}=={v}' for k, v in versions.items())}"
                       f" passes {', '.join(meta['probes'])} on {target.short}"]  # fmt: skip
             req, pl = write_lockfiles(folder, installed, session, header=header, name=slug,
-                                      target=target)  # fmt: skip
+                                      target=target, public=public, again=again)  # fmt: skip
             c["lock"], c["pylock"] = req.relative_to(out).as_posix(), pl.relative_to(out).as_posix()
             written += [req, pl]
         best = best_of[py]
@@ -439,9 +465,10 @@ def _write_pages(
     out: Path, meta: dict[str, Any], cells: list[dict[str, Any]], rec_files: dict[str, str]
 ) -> list[Path]:
     axes = meta["axes"]
+    installs = {py: cmd for py, name in rec_files.items() if (cmd := _install_line(out / name))}
     files = {
         "table.md": publish.markdown(meta, cells, rec_files),
-        "table.html": page.html_page(meta, cells, rec_files=rec_files),
+        "table.html": page.html_page(meta, cells, rec_files=rec_files, installs=installs),
         "heatmap.svg": publish.svg(meta, cells),
         "results.csv": publish.csv_text(cells, axes),
         "results.json": json.dumps({"matrix": meta, "cells": cells}, indent=2) + "\n",
@@ -451,12 +478,57 @@ def _write_pages(
     return [out / name for name in files]
 
 
+# An interpreter as older records named it: its tags, then its path in parentheses.
+_OLD_TARGET = re.compile(r"(?P<interp>[a-z]+)(?P<nodot>\d+)-(?P<platform>\S+) \((?P<path>.*)\)\Z")
+_INTERPRETERS = {"cp": "cpython", "pp": "pypy", "gp": "graalpy"}
+
+
+def without_paths(meta: Mapping[str, Any]) -> dict[str, Any]:
+    """A published matrix's meta with each target named by identity (``Target.described``),
+    never by path. Older records said ``cp311-manylinux_2_36_x86_64 (/path/to/python)``:
+    kept is what the label says (implementation, ABI, platform); the path and the full
+    version it did not record are not guessed."""
+    out = dict(meta)
+    targets = meta.get("targets")
+    if not isinstance(targets, dict):
+        return out
+    fixed: dict[str, Any] = {}
+    for py, value in targets.items():
+        m = _OLD_TARGET.match(value) if isinstance(value, str) else None
+        if m is None:
+            fixed[py] = value if not isinstance(value, str) else value.split(" (", 1)[0]
+            continue
+        interp = m.group("interp")
+        fixed[py] = {
+            "implementation": _INTERPRETERS.get(interp, interp),
+            "abi": f"{interp}{m.group('nodot')}" if interp == "cp" else "none",
+            "platform": m.group("platform"),
+        }
+    out["targets"] = fixed
+    return out
+
+
+def _install_line(lock: Path) -> str:
+    """The install command a lockfile's header gives (``# Install: CMD  (or ...)``), or ""."""
+    try:
+        lines = lock.read_text(encoding="utf-8").splitlines()
+    except OSError:
+        return ""
+    for line in lines:
+        if line.startswith("# Install: "):
+            return line[len("# Install: ") :].split("  (", 1)[0].strip()
+        if not line.startswith("#"):
+            break
+    return ""
+
+
 def _read_published(folder: Path) -> tuple[dict[str, Any], list[dict[str, Any]], dict[str, str]]:
     """A published matrix read back: its meta, its cells, its recommended lockfiles present."""
     data = json.loads((folder / "results.json").read_text(encoding="utf-8"))
     meta, cells = data["matrix"], data["cells"]
     if not isinstance(meta, dict) or not isinstance(cells, list) or "axes" not in meta:
         raise ValueError("results.json holds no matrix and cells")
+    meta = without_paths(meta)
     rec_files = {
         py: f"recommended-py{py}.txt"
         for py in findings.recommended(cells)

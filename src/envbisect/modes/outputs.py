@@ -16,7 +16,9 @@ from envbisect.core.target import Target
 from envbisect.errors import EnvbisectError, UsageError
 from envbisect.index.client import IndexClient, local_sha256
 from envbisect.model import InstalledDist
+from envbisect.modes.portable import PublicSources, portable_entries, public_config
 from envbisect.modes.session import Session
+from envbisect.redact import mask_url
 
 
 def write_outputs(
@@ -53,24 +55,49 @@ def write_lockfiles(
     name: str = "",
     target: Target | None = None,
     allow_sdist: bool = False,
+    public: PublicSources | None = None,
+    again: str = "",
 ) -> tuple[Path, Path]:
     """A hash-pinned requirements file and a PEP 751 lock of one environment, both saying
     where their files come from (the session's indexes and --find-links folders), so that
     ``uv pip install --require-hashes -r``, ``pip install --require-hashes -r`` and
     ``uv pip sync`` install them on another machine. ``name`` makes ``NAME.txt`` and
     ``pylock.NAME.toml`` (uv takes only ``pylock.<name>.toml`` with no dots in the name);
-    without it, ``requirements.txt`` and ``pylock.toml``."""
+    without it, ``requirements.txt`` and ``pylock.toml``.
+
+    ``public``: the lock is for a committed table, so it names these indexes (the matrix
+    file's) and no folder of this machine: each file taken from a folder is named by its twin
+    on a public index, checked by hash, or said to be unchecked or not portable
+    (modes/portable.py); ``again`` is the command that writes it again."""
     target = target or session.target
     indexes = session.opts.indexes
     entries = lock_entries(installed, target, session.client, allow_sdist=allow_sdist)
     stem = name.replace(".", "_")
     req = inside(session.opts.results, folder / (f"{name}.txt" if name else "requirements.txt"))
     pl = inside(session.opts.results, folder / (f"pylock.{stem}.toml" if name else "pylock.toml"))
+    notes: list[str] = []
+    pylock_ok = True
+    if public is not None:
+        found = portable_entries(entries, public)
+        entries, indexes = list(found.entries), public_config(public.config)
+        pylock_ok = found.pylock_portable
+        notes += [f"unchecked: {line}" for line in found.unchecked]
+        notes += [f"not portable: {line}" for line in found.not_portable]
+        if notes and again:
+            notes.append(f"to check it again where that index can be read: {again}")
+    named = (indexes.index_url, *indexes.extra_index_urls, *filter(None, [indexes.torch_index]))
+    used = {f.index for e in entries for f in e.files} & {mask_url(u) for u in named}
+    # uv's first-index rule would ask a second index (PyTorch's, which also serves numpy and
+    # others at a few versions) for every package it holds: the best match across indexes,
+    # pip's rule, finds each pinned file wherever it is (its hash decides).
+    strategy = " --index-strategy unsafe-best-match" if len(used) > 1 else ""
+    sync = f"uv pip sync {pl.name}" if pylock_ok else f"{pl.name} is not portable: see above"
     req.write_text(
         requirements_lock(entries, indexes=indexes, header=[
             *header,
-            f"Install: uv pip install --require-hashes -r {req.name}  "
-            f"(or pip install --require-hashes -r {req.name}, or uv pip sync {pl.name})",
+            *notes,
+            f"Install: uv pip install{strategy} --require-hashes -r {req.name}  "
+            f"(or pip install --require-hashes -r {req.name}, or {sync})",
         ]),
         encoding="utf-8",
     )  # fmt: skip
@@ -83,7 +110,7 @@ def write_lockfiles(
     )
     pl.write_text(
         pylock(entries, requires_python=f"=={major}.{minor}.*", environment=env_marker,
-               when=datetime.now(timezone.utc)),
+               when=datetime.now(timezone.utc), notes=notes),
         encoding="utf-8",
     )  # fmt: skip
     return req, pl

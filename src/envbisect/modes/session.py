@@ -82,6 +82,7 @@ class Session:
         self._uv: Uv | None = None
         self._targets: dict[str | None, tuple[str, Target]] = {}
         self._client: IndexClient | None = None
+        self._others: dict[IndexConfig, IndexClient] = {}  # index_client's, by config
         self._store: Store | None = None
         self._gdb_checked = False
         self._gdb_warned = False
@@ -105,6 +106,8 @@ class Session:
                 self._executor.close()
         if self._client is not None:
             self._client.close()
+        for other in self._others.values():
+            other.close()
         if self._store is not None:
             self._store.close()
 
@@ -144,6 +147,22 @@ class Session:
                 offline=self.opts.offline,
             )
         return self._client
+
+    def index_client(self, config: IndexConfig) -> IndexClient:
+        """A client of other indexes than the session's (the public ones a lockfile names),
+        read the way the session's are: the same transport, cache and --offline."""
+        if config == self.opts.indexes:
+            return self.client
+        if config not in self._others:
+            from envbisect.index.client import IndexClient
+
+            self._others[config] = IndexClient(
+                config,
+                transport=self._transport,
+                cache_dir=self.opts.cache_dir or default_cache_dir(),
+                offline=self.opts.offline,
+            )
+        return self._others[config]
 
     @property
     def store(self) -> Store:
