@@ -55,6 +55,7 @@ from typing import Literal
 from envbisect.core.outcome import failed, representative, same_failure
 from envbisect.model import Outcome, OutcomeKind
 from envbisect.strategy import flaky, segments
+from envbisect.strategy.ends import End, look
 from envbisect.strategy.segments import (
     PASS_CLASS,
     Breakpoint,
@@ -67,16 +68,6 @@ from envbisect.strategy.segments import (
     split_among,
 )
 from envbisect.strategy.verdicts import BisectResult, Direction, StandIn, Step, Verdict
-
-
-@dataclass(slots=True)
-class _End:
-    index: int
-    fixed: bool
-    inward: int  # +1 for the old end, -1 for the new end
-    outcome: Outcome | None = None
-    retry: bool = False  # probe it again (a flaky end not yet failing)
-    retries: int = 0
 
 
 @dataclass(slots=True)
@@ -103,8 +94,9 @@ class Bisector:
     stand_in: bool = False  # a named end with no installable file: step it inward
     history: list[Step] = field(default_factory=list)
     skipped: set[int] = field(init=False)
-    old: _End = field(init=False)
-    new: _End = field(init=False)
+    upfront: frozenset[int] = field(init=False)  # untestable known without a probe
+    old: End = field(init=False)
+    new: End = field(init=False)
     direction: Direction | None = field(init=False, default=None)
     reference: Outcome | None = field(init=False, default=None)
     runs: dict[int, tuple[Outcome, ...]] = field(init=False, default_factory=dict)
@@ -122,15 +114,16 @@ class Bisector:
     _result: BisectResult | None = field(init=False, default=None)
 
     def __post_init__(self) -> None:
-        self.skipped = set(self.untestable)
+        self.upfront = frozenset(self.untestable)
+        self.skipped = set(self.upfront)
         if self.n < 2:
             self._result = BisectResult(status="no-answer", reason="fewer than two candidates")
         if self.probabilistic:
             self.mode = "probabilistic"
             self.switch_reason = "asked for (--probabilistic)"
         old_i, new_i, old_fixed, new_fixed = self._ends()
-        self.old = _End(index=old_i, fixed=old_fixed, inward=+1)
-        self.new = _End(index=new_i, fixed=new_fixed, inward=-1)
+        self.old = End(index=old_i, fixed=old_fixed, inward=+1)
+        self.new = End(index=new_i, fixed=new_fixed, inward=-1)
         if self.good is not None:
             self._expected = "regression" if self.good == old_i else "fix"
         elif self.bad is not None:
@@ -141,7 +134,8 @@ class Bisector:
                 # one now, any found untestable when probed later); stand_ins says where.
                 self._asked[self._end_name(end)] = end.index
                 end.fixed = False
-                self._settle(end)
+        if self.stand_in:
+            self._settle_ends()  # a stand-in's point, where stand_ins can name it
 
     def _ends(self) -> tuple[int, int, bool, bool]:
         g, b, last = self.good, self.bad, self.n - 1
@@ -186,7 +180,12 @@ class Bisector:
         k = max(1, k)
         if self._result is not None or not self._settle_ends():
             return []
-        pending = [e.index for e in (self.old, self.new) if e.outcome is None]
+        # Ends first; while both look for their point, the one that has probed less goes
+        # first (ends.py: a gallop from one side must not run into the other's untestable
+        # points before the other side has looked).
+        waiting = sorted((e for e in (self.old, self.new) if e.outcome is None),
+                         key=lambda e: (e.tries, e is self.new))  # fmt: skip
+        pending = list(dict.fromkeys(e.index for e in waiting))
         if pending:
             if k == 1:
                 return pending[:1]
@@ -223,33 +222,41 @@ class Bisector:
         return gaps(self.cls, self.skipped, self.old.index, self.new.index)
 
     def _settle_ends(self) -> bool:
-        """Move unnamed ends inward past untestable points, and take an end's outcome from a
-        guess already probed there. False once there is no answer."""
+        """Point each end that has no outcome yet at what it should probe: a named end stays
+        (it must verify); an unnamed one looks for the first testable point from its side
+        (ends.py). An end whose point is already probed takes its outcome from there. False
+        once there is no answer."""
         changed = True
         while changed and self._result is None:
             changed = False
             for end in (self.old, self.new):
-                if end.outcome is None:
-                    if not self._settle(end):
+                if end.outcome is not None or end.retry:
+                    continue
+                if end.fixed:
+                    if end.index in self.skipped and end.index not in self.runs:
+                        self._no_answer(f"the {self._end_name(end)} end cannot be tested "
+                                        "(no installable file)")  # fmt: skip
                         return False
-                    if end.index in self.runs and not end.retry:
+                    if end.index in self.runs:
                         self._record_end(end, self.runs[end.index])
                         changed = True
+                    continue
+                other = self.new if end is self.old else self.old
+                testable = [i for i in self.runs if i not in self.skipped]
+                at = look(end, far=other.start, untestable=self.skipped, free=self.upfront,
+                          testable=testable)  # fmt: skip
+                if at is None:
+                    self._no_answer("fewer than two testable candidates in the range")
+                    return False
+                settled = other.outcome is not None or other.fixed
+                if settled and end.key(at) >= end.key(other.index):  # it met the other end
+                    self._no_answer("fewer than two testable candidates in the range")
+                    return False
+                end.index = at
+                if at in self.runs:  # its point: the first testable one from its side
+                    self._settle_end(end)
+                    changed = True
         return self._result is None
-
-    def _settle(self, end: _End) -> bool:
-        """Move an unnamed end inward past known-untestable points. False if none is left."""
-        while end.index in self.skipped:
-            if end.fixed:
-                self._no_answer(
-                    f"the {self._end_name(end)} end cannot be tested (no installable file)"
-                )
-                return False
-            end.index += end.inward
-            if self.old.index >= self.new.index:
-                self._no_answer("fewer than two testable candidates in the range")
-                return False
-        return True
 
     # -- telling ------------------------------------------------------------------------------
 
@@ -262,6 +269,7 @@ class Bisector:
         for end in (self.old, self.new):
             if end.outcome is None and index == end.index:
                 self._record_end(end, all_runs)
+                self._settle_ends()  # an unnamed end's point, and with both the direction
                 return None
         if self.direction is None:
             return None  # a guess from the first round: applied once the direction is known
@@ -386,8 +394,8 @@ class Bisector:
             self.skipped |= {i for i, c in self.cls.items()
                              if c not in (PASS_CLASS, self.ref_class)}  # fmt: skip
 
-    def _record_end(self, end: _End, runs: tuple[Outcome, ...]) -> None:
-        end.retry = False
+    def _record_end(self, end: End, runs: tuple[Outcome, ...]) -> None:
+        end.retry, end.tries = False, end.tries + 1
         outcome = representative(runs)
         self.history.append(Step(index=end.index, outcome=outcome, verdict=None, runs=len(runs)))
         if outcome.kind is OutcomeKind.UNTESTABLE:
@@ -396,9 +404,21 @@ class Bisector:
                 self._no_answer(
                     f"the {self._end_name(end)} end is untestable: {outcome.describe()}"
                 )
+            else:
+                end.landed_untestable()
             return None
-        end.outcome = outcome
+        if end.fixed:
+            self._settle_end(end)
+        # An unnamed end: whether this is its point, ``_settle_ends`` decides (ends.look).
+        return None
+
+    def _settle_end(self, end: End) -> None:
+        """The end's point is known and probed: its outcome; with both, the direction."""
+        end.outcome = representative(self.runs[end.index])
         if self.old.outcome is not None and self.new.outcome is not None:
+            if self.old.index >= self.new.index:
+                self._no_answer("fewer than two testable candidates in the range")
+                return None
             if self._retry_bad_end():
                 return None
             self._decide_direction(self.old.outcome, self.new.outcome)
@@ -471,14 +491,14 @@ class Bisector:
         failing, passing = (self.new, self.old) if found == "regression" else (self.old, self.new)
         self.cls[failing.index], self.cls[passing.index] = self.ref_class, PASS_CLASS
 
-    def _rate(self, end: _End) -> str:
+    def _rate(self, end: End) -> str:
         runs = self.runs.get(end.index, ())
         if len(runs) < 2:
             return ""
         failed = sum(1 for o in runs if o.kind is not OutcomeKind.PASS)
         return f"{failed} of {len(runs)} runs failed, "
 
-    def _end_name(self, end: _End) -> Literal["old", "new"]:
+    def _end_name(self, end: End) -> Literal["old", "new"]:
         return "old" if end is self.old else "new"
 
     # -- the probabilistic mode ----------------------------------------------------------------
