@@ -158,7 +158,19 @@ def _communicate(proc: subprocess.Popen[str], limit: float) -> tuple[str, str, b
         return out, err, True
 
 
-def run_case(case: Case, rev: Revision, opts: argparse.Namespace) -> Result:
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Ran:
+    """What one command did: its stdout (the JSON), stderr, exit status and time."""
+
+    stdout: str
+    stderr: str
+    returncode: int | None
+    timed_out: bool
+    seconds: float
+    cache_growth_kib: int | None = None
+
+
+def run_case(case: Case, rev: Revision, opts: argparse.Namespace) -> Ran:
     with tempfile.TemporaryDirectory(prefix=f"rw-{case.name}-") as tmp:
         work = Path(tmp)
         for name, text in case.files.items():
@@ -167,41 +179,67 @@ def run_case(case: Case, rev: Revision, opts: argparse.Namespace) -> Result:
         env = dict(os.environ, UV_CACHE_DIR=str(opts.cache / "uv"), PYTHONPATH=str(rev.src))
         before = _du_kib(opts.cache / "uv") if case.heavy else None
         started = time.monotonic()
-        proc = subprocess.Popen(
-            cmd,
-            cwd=work,
-            env=env,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            start_new_session=True,
-        )
+        proc = subprocess.Popen(cmd, cwd=work, env=env, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True,
+                                start_new_session=True)  # fmt: skip
         stdout, stderr, timed_out = _communicate(proc, opts.case_timeout)
         seconds = time.monotonic() - started
-        growth = None
-        if before is not None:
-            after = _du_kib(opts.cache / "uv")
-            growth = after - before if after is not None else None
+        after = _du_kib(opts.cache / "uv") if before is not None else None
+        growth = after - before if after is not None and before is not None else None
+        ran = Ran(stdout=stdout, stderr=stderr, returncode=proc.returncode, timed_out=timed_out,
+                  seconds=seconds, cache_growth_kib=growth)  # fmt: skip
         if opts.verbose:
             sys.stderr.write(stderr)
         if opts.save:
-            folder = opts.save / re.sub(r"[^\w.-]+", "_", rev.label)
+            folder = _folder(opts.save, rev.label)
             folder.mkdir(parents=True, exist_ok=True)
             (folder / f"{case.name}.json").write_text(stdout)
             (folder / f"{case.name}.stderr").write_text(stderr)
             (folder / f"{case.name}.cmd").write_text(shlex.join(cmd) + "\n")
-        try:
-            out: dict[str, Any] = json.loads(stdout)
-        except json.JSONDecodeError:
-            tail = (stderr.strip().splitlines() or ["no output"])[-1]
-            why = f"no answer within --case-timeout {opts.case_timeout} s" if timed_out else tail
-            judgement = Judgement(verdict="error", answer=f"exit {proc.returncode}",
-                                  notes=(cell(why, 300),))  # fmt: skip
-            return Result(case=case, revision=rev.label, judgement=judgement, probes=0,
-                          seconds=seconds, cache_growth_kib=growth)  # fmt: skip
-        return Result(case=case, revision=rev.label, judgement=judge(case, out),
-                      probes=len(out.get("probes") or []), seconds=seconds,
-                      cache_growth_kib=growth)  # fmt: skip
+            run = {"returncode": ran.returncode, "timed_out": timed_out, "seconds": seconds,
+                   "cache_growth_kib": growth}  # fmt: skip
+            (folder / f"{case.name}.run.json").write_text(json.dumps(run) + "\n")
+        return ran
+
+
+def _folder(save: Path, label: str) -> Path:
+    return save / re.sub(r"[^\w.-]+", "_", label)
+
+
+def result_of(case: Case, revision: str, ran: Ran, case_timeout: float) -> Result:
+    """The judged result of one command (run now, or read back with --rejudge)."""
+    try:
+        out: dict[str, Any] = json.loads(ran.stdout)
+    except json.JSONDecodeError:
+        tail = (ran.stderr.strip().splitlines() or ["no output"])[-1]
+        why = f"no answer within --case-timeout {case_timeout} s" if ran.timed_out else tail
+        judgement = Judgement(verdict="error", answer=f"exit {ran.returncode}",
+                              notes=(cell(why, 300),))  # fmt: skip
+        return Result(case=case, revision=revision, judgement=judgement, probes=0,
+                      seconds=ran.seconds, cache_growth_kib=ran.cache_growth_kib)  # fmt: skip
+    return Result(case=case, revision=revision, judgement=judge(case, out),
+                  probes=len(out.get("probes") or []), seconds=ran.seconds,
+                  cache_growth_kib=ran.cache_growth_kib)  # fmt: skip
+
+
+def rejudge(save: Path, cases: Sequence[Case]) -> tuple[list[str], list[Result]]:
+    """The revisions and results a --save folder holds, judged again (no command runs)."""
+    labels = json.loads((save / "revisions.json").read_text())
+    results = []
+    for label in labels:
+        folder = _folder(save, label)
+        for c in cases:
+            run_file = folder / f"{c.name}.run.json"
+            if not run_file.exists():
+                continue
+            run = json.loads(run_file.read_text())
+            ran = Ran(stdout=(folder / f"{c.name}.json").read_text(),
+                      stderr=(folder / f"{c.name}.stderr").read_text(),
+                      returncode=run["returncode"], timed_out=run["timed_out"],
+                      seconds=run["seconds"],
+                      cache_growth_kib=run["cache_growth_kib"])  # fmt: skip
+            results.append(result_of(c, label, ran, 0))
+    return labels, results
 
 
 # -- tables -----------------------------------------------------------------------------------
@@ -252,8 +290,10 @@ def table(results: Sequence[Result]) -> str:
     lines += ["", summary(results) + f" ({date.today().isoformat()})."]
     notes = [(r.case.name, n) for r in results for n in r.judgement.notes
              if r.judgement.verdict != "right"]  # fmt: skip
-    notes += [(r.case.name, f"uv cache grew by {r.cache_growth_kib / 1048576:.1f} GiB")
-              for r in results if r.cache_growth_kib is not None]  # fmt: skip
+    for r in results:
+        if r.cache_growth_kib is not None:
+            grew = f"uv cache grew by {r.cache_growth_kib / 1048576:.1f} GiB during the case"
+            notes.append((r.case.name, f"{grew}; {r.case.cost}"))
     if notes:
         lines.append("")
         lines += [f"- {name}: {note}" for name, note in notes]
@@ -279,6 +319,16 @@ def _this_tree() -> str:
     dirty = subprocess.run(["git", "status", "--porcelain", "src"], cwd=ROOT,
                            capture_output=True, text=True, check=False).stdout.strip()  # fmt: skip
     return f"this tree ({head or '?'}{'+changes' if dirty else ''})"
+
+
+def _print(results: Sequence[Result], labels: Sequence[str]) -> None:
+    for label in labels:
+        if len(labels) > 1:
+            print(f"\n### {label}\n")
+        print(table([r for r in results if r.revision == label]))
+    if len(labels) > 1:
+        print("\n### side by side\n")
+        print(side_by_side(results, labels))
 
 
 def _list(cases: Sequence[Case]) -> None:
@@ -314,6 +364,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="give up on a case after this long (default 3600 s)")  # fmt: skip
     parser.add_argument("--save", type=Path, metavar="DIR",
                         help="keep each command, JSON and stderr in DIR/REVISION")  # fmt: skip
+    parser.add_argument("--rejudge", type=Path, metavar="DIR",
+                        help="judge a --save folder again (run nothing)")  # fmt: skip
     parser.add_argument("-v", "--verbose", action="store_true", help="show envbisect's progress")
     opts = parser.parse_args(argv)
     problems = check_ranges(CASES)
@@ -332,32 +384,37 @@ def main(argv: list[str] | None = None) -> int:
     if opts.list:
         _list(cases)
         return 0
+    if opts.rejudge:
+        if not (opts.rejudge / "revisions.json").exists():
+            parser.error(f"{opts.rejudge} is not a --save folder (no revisions.json)")
+        saved_labels, saved = rejudge(opts.rejudge, cases)
+        _print(saved, saved_labels)
+        return 0 if all(r.judgement.verdict == "right" for r in saved
+                        if r.revision == saved_labels[-1]) else 1  # fmt: skip
     opts.cache = opts.cache.absolute()
     revisions = [Revision(label=_this_tree(), src=ROOT / "src", meta="meta")]
     if opts.against:
         src = archived(opts.against, Path(tempfile.mkdtemp(prefix="rw-src-")))
         safe = re.sub(r"[^\w.-]+", "_", opts.against)
         revisions.insert(0, Revision(label=opts.against, src=src, meta=f"meta-{safe}"))
+    labels = [rev.label for rev in revisions]
+    if opts.save:
+        opts.save.mkdir(parents=True, exist_ok=True)
+        (opts.save / "revisions.json").write_text(json.dumps(labels) + "\n")
     results: list[Result] = []
     for c in cases:
         for rev in revisions:
             sys.stderr.write(f"realworld: {c.name} [{rev.label}] ...\n")
             sys.stderr.flush()
-            r = run_case(c, rev, opts)
+            r = result_of(c, rev.label, run_case(c, rev, opts), opts.case_timeout)
             j = r.judgement
             sys.stderr.write(
                 f"realworld: {c.name} [{rev.label}]: {j.answer}: {j.verdict} ({r.probes}"
                 f" probes, {r.seconds:.0f} s){'; ' + '; '.join(j.notes) if j.notes else ''}\n"
             )
             results.append(r)
-    for rev in revisions:
-        if len(revisions) > 1:
-            print(f"\n### {rev.label}\n")
-        print(table([r for r in results if r.revision == rev.label]))
-    if len(revisions) > 1:
-        print("\n### side by side\n")
-        print(side_by_side(results, [rev.label for rev in revisions]))
-    mine = [r for r in results if r.revision == revisions[-1].label]
+    _print(results, labels)
+    mine = [r for r in results if r.revision == labels[-1]]
     return 0 if all(r.judgement.verdict == "right" for r in mine) else 1
 
 

@@ -295,8 +295,10 @@ def judge(case: Case, out: Mapping[str, Any]) -> Judgement:
                          notes=(cell(str(out.get("reason", "")), 300),))  # fmt: skip
     if status == "ambiguous":
         key = "first_fixed_candidates" if case.fix else "first_bad_candidates"
-        cands = ", ".join(str(v) for v in out.get(key) or [])
-        return Judgement(verdict="ambiguous", answer=f"one of {cands}",
+        cands = [str(v) for v in out.get(key) or []]
+        shown = cands if len(cands) <= 4 else [*cands[:2], "…", cands[-1]]
+        what = ", ".join(shown) if len(cands) <= 4 else f"{len(cands)}: {', '.join(shown)}"
+        return Judgement(verdict="ambiguous", answer=cell(f"one of {what}", 160),
                          failure=_describe(out.get("first_bad_outcome")))  # fmt: skip
     if status != "found":
         return Judgement(verdict="error", answer=f"status {status}")
