@@ -1,23 +1,38 @@
-"""Real-world suite: real breakpoints from PyPI's history, each run with the real CLI.
+"""Real-world suite: real breakages from PyPI's history, each run with the real CLI and judged
+on the version and the failure it names.
 
 Run from the repository root (needs PyPI): ``python bench/realworld.py`` prints a Markdown
-table, one row a case: case | kind | truth | answer | right? | probes built | seconds.
-``--only NAME`` (repeatable) runs some; ``--list`` lists them with their sources.
+table, one row a case: case | mode | truth | answer | answer's failure | verdict | probes |
+seconds. ``--only NAME`` (repeatable) runs some; ``--list`` lists them with their sources and
+why their ranges are what they are; ``--check-ranges`` checks that no end is the answer (done
+before every run too); ``--against REV`` also runs every case with ``git archive REV src`` on
+PYTHONPATH and prints both tables and a side-by-side one (before and after, in one run).
 
-Every case is a breakage that users hit and reported (the source column: an issue or the
-release notes), and every truth was checked by hand with plain uv before it went in here:
-``uv venv --python PY`` + ``uv pip install`` of the version just below the first bad one and of
-the first bad one, and the repro run in each (it passes below, fails at the first bad one).
+The cases (realworld_simple.py, realworld_cases.py) are breakages users hit and reported, each
+verified by hand with plain uv, and each given the range a user would give: no ends, ends at
+least 8 releases or 3 months from the truth, or the project's own pins; no end is the answer.
+realworld_judge.py decides the verdicts.
 
-Each case runs ``envbisect run`` (by version or ``--by-date``) or ``envbisect diff`` as a
-subprocess with ``--json``, a fresh results folder in a temporary directory, and one shared
-cache (``--cache DIR``: uv's downloads under ``DIR/uv``, envbisect's metadata under
-``DIR/meta``), so a second run of the suite downloads nothing. Ranges are given with
-``--good``/``--bad`` so that each case takes a few probes; ``--timeout`` bounds every probe.
+A verdict says whether the answer is right and, when not, how it went wrong:
+    right           the version (by date: the culprit release; diff: the culprit and its first
+                    bad version, what it drags in forced; lock: the constraint) and the failure
+                    it names are the verified ones, and every breakpoint the case lists is there
+    wrong version   another version, culprit or constraint (or a breakpoint missing)
+    wrong failure   the right version, but its failure is not the verified one by envbisect's
+                    own failure identity (``outcome.same_failure``)
+    ambiguous       several candidates (untestable points hide the boundary)
+    no answer       the search gave none (exit 1)
+    error           no JSON answer: a usage or infrastructure error, or the case's time ran out
 
-Interpreters: a version such as ``3.10`` is passed to envbisect as the path of a pyenv
-interpreter when ``~/.pyenv/versions/3.10.*`` exists (uv does not look behind pyenv's shims),
-else as it is.
+Each case runs ``envbisect run`` (by version or ``--by-date``), ``diff`` or ``lock`` as a
+subprocess with ``--json``, ``--no-config`` (the suite reads PyPI alone, whatever this
+machine's uv.toml or pip.conf say, as on a user's machine), a fresh results folder in a
+temporary directory and one shared cache (``--cache DIR``: uv's downloads under ``DIR/uv``,
+envbisect's metadata under ``DIR/meta``; another revision's under ``DIR/meta-REV``), so that a
+second run downloads nothing. ``--timeout`` bounds every probe, ``--case-timeout`` a case.
+
+Interpreters: a version such as ``3.10`` is passed as the path of a pyenv interpreter when
+``~/.pyenv/versions/3.10.*`` exists (uv does not look behind pyenv's shims), else as it is.
 """
 
 from __future__ import annotations
@@ -25,373 +40,33 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shlex
+import signal
 import subprocess
 import sys
+import tarfile
 import tempfile
 import time
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import date
+from io import BytesIO
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
-ENVBISECT = [sys.executable, "-m", "envbisect"]
+sys.path.insert(0, str(ROOT / "src"))
 
-# Two lockfiles of one app, flask==2.2.2 on Python 3.11: ``uv pip compile`` of ``flask==2.2.2``
-# with --exclude-newer 2023-01-01 (GOOD) and 2024-06-01 (BAD). Five packages differ.
-DIFF_GOOD = """\
-click==8.1.3
-flask==2.2.2
-itsdangerous==2.1.2
-jinja2==3.1.2
-markupsafe==2.1.1
-werkzeug==2.2.2
-"""
-DIFF_BAD = """\
-click==8.1.7
-flask==2.2.2
-itsdangerous==2.2.0
-jinja2==3.1.4
-markupsafe==2.1.5
-werkzeug==3.0.3
-"""
+from realworld_cases import CASES as NEW_CASES  # noqa: E402
+from realworld_cases import Case  # noqa: E402
+from realworld_judge import VERDICTS, Judgement, cell, check_ranges, judge  # noqa: E402
+from realworld_simple import CASES as SIMPLE_CASES  # noqa: E402
 
-# The reproducer of abess-team/abess#496 (a linear regression fit), as filed.
-ABESS_REPRO = """\
-from abess.linear import LinearRegression
-from abess.datasets import make_glm_data
-import numpy as np
-
-np.random.seed(12345)
-data = make_glm_data(n=100, p=50, k=10, family="gaussian")
-model = LinearRegression(support_size=10)
-model.fit(data.x, data.y)
-print(model.predict(data.x)[:4])
-"""
+CASES: tuple[Case, ...] = SIMPLE_CASES + NEW_CASES
 
 
-def py(code: str) -> list[str]:
-    return ["python", "-c", code]
-
-
-@dataclass(frozen=True)
-class Case:
-    """One real breakpoint.
-
-    ``mode``: ``run`` (``--package``), ``by-date`` or ``diff``. ``truth``: the culprit package
-    and its first bad version (``fix``: a fix search, ``--good`` newer than ``--bad``, and the
-    truth is the first fixed version). ``args``: the command's own arguments (range, ``--with``...),
-    ``repro``: the command after ``--``. ``verified``: what was checked by hand with plain uv.
-    """
-
-    name: str
-    kind: str
-    mode: str
-    truth: tuple[str, str]
-    python: str
-    args: tuple[str, ...]
-    repro: tuple[str, ...]
-    source: str
-    verified: str
-    files: dict[str, str] = field(default_factory=dict)
-    fix: bool = False
-
-
-CASES: tuple[Case, ...] = (
-    Case(
-        name="numpy2-float_",
-        kind="API removal",
-        mode="run",
-        truth=("numpy", "2.0.0"),
-        python="3.11",
-        args=("--package", "numpy", "--good", "1.26.4", "--bad", "2.1.0"),
-        repro=tuple(py("import numpy as np; np.float_")),
-        source="https://numpy.org/doc/stable/release/2.0.0-notes.html",
-        verified="1.26.4 passes; 2.0.0: AttributeError: `np.float_` was removed in the NumPy 2.0"
-        " release",
-    ),
-    Case(
-        name="numpy124-bool-alias",
-        kind="API removal",
-        mode="run",
-        truth=("numpy", "1.24.0"),
-        python="3.11",
-        args=("--package", "numpy", "--good", "1.23.5", "--bad", "1.25.0"),
-        repro=tuple(py("import numpy as np; np.bool")),
-        source="https://numpy.org/doc/stable/release/1.24.0-notes.html",
-        verified="1.23.5 passes (DeprecationWarning); 1.24.0: AttributeError: module 'numpy' has"
-        " no attribute 'bool'",
-    ),
-    Case(
-        name="numpy2-abi-pandas",
-        kind="ABI break (transitive)",
-        mode="run",
-        truth=("numpy", "2.0.0"),
-        python="3.11",
-        args=(
-            "--package",
-            "numpy",
-            "--with",
-            "pandas==2.0.3",
-            "--good",
-            "1.26.4",
-            "--bad",
-            "2.0.2",
-        ),
-        repro=tuple(py("import pandas")),
-        source="https://pandas.pydata.org/docs/whatsnew/v2.2.2.html",
-        verified="pandas 2.0.3 (no numpy cap) + numpy 1.26.4 imports; + numpy 2.0.0: ValueError:"
-        " numpy.dtype size changed, may indicate binary incompatibility",
-    ),
-    Case(
-        name="pandas2-append",
-        kind="API removal",
-        mode="run",
-        truth=("pandas", "2.0.0"),
-        python="3.11",
-        args=("--package", "pandas", "--with", "numpy<2", "--good", "1.5.3", "--bad", "2.0.3"),
-        repro=tuple(py("import pandas as pd; pd.DataFrame().append({'a': 1}, ignore_index=True)")),
-        source="https://pandas.pydata.org/docs/whatsnew/v2.0.0.html",
-        verified="1.5.3 passes (FutureWarning); 2.0.0: AttributeError: 'DataFrame' object has no"
-        " attribute 'append'",
-    ),
-    Case(
-        name="sqlalchemy2-execute",
-        kind="API removal",
-        mode="run",
-        truth=("sqlalchemy", "2.0.0"),
-        python="3.11",
-        args=("--package", "sqlalchemy", "--good", "1.4.50", "--bad", "2.0.1"),
-        repro=tuple(
-            py("import sqlalchemy as sa; sa.create_engine('sqlite://').execute('select 1')")
-        ),
-        source="https://docs.sqlalchemy.org/en/20/changelog/migration_20.html",
-        verified="1.4.54 (the newest 1.4, just below 2.0.0 in version order) passes"
-        " (RemovedIn20Warning); 2.0.0: AttributeError: 'Engine' object has no attribute 'execute'",
-    ),
-    Case(
-        name="werkzeug3-flask222",
-        kind="two-package (app pinned)",
-        mode="run",
-        truth=("werkzeug", "3.0.0"),
-        python="3.11",
-        args=(
-            "--package",
-            "werkzeug",
-            "--with",
-            "flask==2.2.2",
-            "--good",
-            "2.3.7",
-            "--bad",
-            "3.0.1",
-        ),
-        repro=tuple(py("import flask")),
-        source="https://github.com/pallets/werkzeug/issues/2789",
-        verified="flask 2.2.2 + werkzeug 2.3.7 and 2.3.8 (2.3.8 came out after 3.0.0, below it"
-        " in version order) import; + 3.0.0: ImportError: cannot import name 'url_quote' from"
-        " 'werkzeug.urls'",
-    ),
-    Case(
-        name="werkzeug21-safe_str_cmp",
-        kind="API removal",
-        mode="run",
-        truth=("werkzeug", "2.1.0"),
-        python="3.11",
-        args=("--package", "werkzeug", "--good", "2.0.3", "--bad", "2.1.2"),
-        repro=tuple(py("from werkzeug.security import safe_str_cmp")),
-        source="https://werkzeug.palletsprojects.com/en/stable/changes/#version-2-1-0",
-        verified="2.0.3 passes; 2.1.0: ImportError: cannot import name 'safe_str_cmp'",
-    ),
-    Case(
-        name="click81-black",
-        kind="transitive (app pinned)",
-        mode="run",
-        truth=("click", "8.1.0"),
-        python="3.10",
-        args=("--package", "click", "--with", "black==22.1.0", "--good", "8.0.4", "--bad", "8.1.3"),
-        repro=("black", "--version"),
-        source="https://github.com/psf/black/issues/2964",
-        verified="black 22.1.0 + click 8.0.4: `black --version` prints; + click 8.1.0:"
-        " ImportError: cannot import name '_unicodefun' from 'click'",
-    ),
-    Case(
-        name="by-date-black-click",
-        kind="transitive, by date",
-        mode="by-date",
-        truth=("click", "8.1.0"),
-        python="3.10",
-        args=("--with", "black==22.1.0", "--good", "2022-03-01", "--bad", "2022-04-15"),
-        repro=("black", "--version"),
-        source="https://github.com/psf/black/issues/2964",
-        verified="as click81-black; click 8.1.0 was uploaded 2022-03-28, inside the window",
-    ),
-    Case(
-        name="by-date-jinja2-markupsafe",
-        kind="transitive, by date",
-        mode="by-date",
-        truth=("markupsafe", "2.1.0"),
-        python="3.10",
-        args=("--with", "jinja2==2.11.3", "--good", "2021-06-01", "--bad", "2022-06-01"),
-        repro=tuple(py("import jinja2")),
-        source="https://github.com/pallets/jinja/issues/1596",
-        verified="jinja2 2.11.3 + markupsafe 2.0.1 imports; + markupsafe 2.1.0: ImportError:"
-        " cannot import name 'soft_unicode' from 'markupsafe'",
-    ),
-    Case(
-        name="importlib-metadata5-get",
-        kind="API removal",
-        mode="run",
-        truth=("importlib-metadata", "5.0.0"),
-        python="3.11",
-        args=("--package", "importlib-metadata", "--good", "4.12.0", "--bad", "5.1.0"),
-        repro=tuple(
-            py("import importlib_metadata as m; m.entry_points().get('console_scripts', [])")
-        ),
-        source="https://github.com/python/importlib_metadata/issues/409",
-        verified="4.13.0 passes (DeprecationWarning); 5.0.0: AttributeError: 'EntryPoints'"
-        " object has no attribute 'get'",
-    ),
-    Case(
-        name="urllib3-2-method_whitelist",
-        kind="API removal",
-        mode="run",
-        truth=("urllib3", "2.0.0"),
-        python="3.11",
-        args=("--package", "urllib3", "--good", "1.26.18", "--bad", "2.0.2"),
-        repro=tuple(py("from urllib3.util.retry import Retry; Retry(method_whitelist=['GET'])")),
-        source="https://urllib3.readthedocs.io/en/stable/changelog.html",
-        verified="1.26.15 and 1.26.20 (the newest 1.26, below 2.0.0 in version order) pass"
-        " (DeprecationWarning); 2.0.0: TypeError: Retry.__init__() got an unexpected keyword"
-        " argument 'method_whitelist'",
-    ),
-    Case(
-        name="pyyaml6-load-loader",
-        kind="signature change",
-        mode="run",
-        truth=("pyyaml", "6.0"),
-        python="3.9",
-        args=("--package", "pyyaml", "--good", "5.4.1", "--bad", "6.0.1"),
-        repro=tuple(py("import yaml; yaml.load('a: 1')")),
-        source="https://github.com/yaml/pyyaml/pull/561",
-        verified="5.4.1 passes (YAMLLoadWarning); 6.0: TypeError: load() missing 1 required"
-        " positional argument: 'Loader'",
-    ),
-    Case(
-        name="jinja2-31-Markup",
-        kind="API removal",
-        mode="run",
-        truth=("jinja2", "3.1.0"),
-        python="3.11",
-        args=("--package", "jinja2", "--good", "3.0.3", "--bad", "3.1.2"),
-        repro=tuple(py("from jinja2 import Markup")),
-        source="https://jinja.palletsprojects.com/en/stable/changes/#version-3-1-0",
-        verified="3.0.3 passes; 3.1.0: ImportError: cannot import name 'Markup' from 'jinja2'",
-    ),
-    Case(
-        name="itsdangerous21-json",
-        kind="API removal",
-        mode="run",
-        truth=("itsdangerous", "2.1.0"),
-        python="3.11",
-        args=("--package", "itsdangerous", "--good", "2.0.1", "--bad", "2.1.2"),
-        repro=tuple(py("from itsdangerous import json")),
-        source="https://itsdangerous.palletsprojects.com/en/stable/changes/#version-2-1-0",
-        verified="2.0.1 passes; 2.1.0: ImportError: cannot import name 'json' from 'itsdangerous'",
-    ),
-    Case(
-        name="networkx3-to_numpy_matrix",
-        kind="API removal",
-        mode="run",
-        truth=("networkx", "3.0"),
-        python="3.11",
-        args=("--package", "networkx", "--good", "2.8.8", "--bad", "3.1"),
-        repro=tuple(py("import networkx as nx; nx.to_numpy_matrix")),
-        source="https://networkx.org/documentation/stable/release/release_3.0.html",
-        verified="2.8.8 passes; 3.0: AttributeError: module 'networkx' has no attribute"
-        " 'to_numpy_matrix'",
-    ),
-    Case(
-        name="scipy114-simps",
-        kind="API removal (binary wheel)",
-        mode="run",
-        truth=("scipy", "1.14.0"),
-        python="3.11",
-        args=("--package", "scipy", "--good", "1.13.1", "--bad", "1.14.1"),
-        repro=tuple(py("from scipy.integrate import simps")),
-        source="https://docs.scipy.org/doc/scipy/release/1.14.0-notes.html",
-        verified="1.13.1 passes; 1.14.0: ImportError: cannot import name 'simps' from"
-        " 'scipy.integrate'",
-    ),
-    Case(
-        name="pyarrow21-datasets",
-        kind="transitive (app pinned)",
-        mode="run",
-        truth=("pyarrow", "21.0.0"),
-        python="3.11",
-        args=(
-            "--package",
-            "pyarrow",
-            "--with",
-            "datasets==2.14.6",
-            "--with",
-            "numpy<2",
-            "--good",
-            "19.0.1",
-            "--bad",
-            "21.0.0",
-        ),
-        repro=tuple(py("import datasets")),
-        source="https://arrow.apache.org/release/21.0.0.html",
-        verified="datasets 2.14.6 + numpy<2 + pyarrow 20.0.0 imports; + pyarrow 21.0.0:"
-        " AttributeError: module 'pyarrow' has no attribute 'PyExtensionType'",
-    ),
-    Case(
-        name="abess-crash",
-        kind="native crash (released wheel)",
-        mode="run",
-        truth=("abess", "0.4.6"),
-        python="3.8",
-        args=("--package", "abess", "--good", "0.4.4", "--bad", "0.4.7", "--repro", "{repro.py}"),
-        repro=(),
-        source="https://github.com/abess-team/abess/issues/496",
-        verified="0.4.4 and 0.4.5 print predictions; 0.4.6 and 0.4.7 die with SIGILL (exit"
-        " 132) in pybind_cabess.cpython-38-x86_64-linux-gnu.so (gdb: 0.4.6 in"
-        " Normalize(Eigen::Matrix<double...>&, ...) at `vcvtsi2sd %edx,%xmm0,%xmm16`, 0.4.7 in"
-        " a stripped `??` frame at `vpmaxsq`: AVX-512 instructions, and this CPU has AVX2 only;"
-        " the issue reports a SIGSEGV on Azure);"
-        " `import abess` alone passes. Not monotone further down: 0.4.2 and 0.4.3 die the same"
-        " way (hence --good 0.4.4)",
-        files={"repro.py": ABESS_REPRO},
-    ),
-    Case(
-        name="abess-crash-fixed",
-        kind="native crash, fix search",
-        mode="run",
-        truth=("abess", "0.4.8"),
-        python="3.8",
-        args=("--package", "abess", "--good", "0.4.8", "--bad", "0.4.6", "--repro", "{repro.py}"),
-        repro=(),
-        source="https://github.com/abess-team/abess/issues/496",
-        verified="0.4.6 and 0.4.7 SIGILL as in abess-crash (0.4.7rc1 is a pre-release, left"
-        " out); 0.4.8 passes",
-        files={"repro.py": ABESS_REPRO},
-        fix=True,
-    ),
-    Case(
-        name="diff-flask-locks",
-        kind="two lockfiles (diff)",
-        mode="diff",
-        truth=("werkzeug", "3.0.0"),
-        python="3.11",
-        args=("{good.txt}", "{bad.txt}"),
-        repro=tuple(py("import flask")),
-        source="https://github.com/pallets/werkzeug/issues/2789",
-        verified="GOOD installs and imports; BAD: ImportError: cannot import name 'url_quote';"
-        " werkzeug 2.3.8 / 3.0.0 with flask 2.2.2 as in werkzeug3-flask222",
-        files={"good.txt": DIFF_GOOD, "bad.txt": DIFF_BAD},
-    ),
-)
+# -- running ----------------------------------------------------------------------------------
 
 
 def find_interpreter(version: str) -> str:
@@ -405,26 +80,44 @@ def find_interpreter(version: str) -> str:
     return version
 
 
-@dataclass
+def archived(rev: str, into: Path) -> Path:
+    """``git archive REV src`` unpacked under ``into``: that revision's package."""
+    blob = subprocess.run(["git", "archive", rev, "src"], cwd=ROOT, capture_output=True,
+                          check=True).stdout  # fmt: skip
+    with tarfile.open(fileobj=BytesIO(blob)) as tf:
+        tf.extractall(into, filter="data")
+    return into / "src"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Revision:
+    label: str  # as the tables name it
+    src: Path  # put on PYTHONPATH
+    meta: str  # its metadata cache's folder under --cache
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Result:
     case: Case
-    answer: str
-    right: bool
+    revision: str
+    judgement: Judgement
     probes: int
     seconds: float
-    note: str
+    cache_growth_kib: int | None = None
 
 
-def command(case: Case, work: Path, cache: Path, timeout: int) -> list[str]:
+HEAD = {"run": ["run"], "by-date": ["run", "--by-date"], "diff": ["diff"], "lock": ["lock"]}
+
+
+def command(case: Case, work: Path, meta: Path, timeout: int) -> list[str]:
     args = list(case.args)
     for name in case.files:
         args = [a.replace("{" + name + "}", str(work / name)) for a in args]
-    head = ["diff"] if case.mode == "diff" else ["run"]
-    if case.mode == "by-date":
-        head.append("--by-date")
     return [
-        *ENVBISECT,
-        *head,
+        sys.executable,
+        "-m",
+        "envbisect",
+        *HEAD[case.mode],
         *args,
         "--no-config",  # the user's index settings set aside: PyPI alone, on any machine
         "--python",
@@ -434,111 +127,255 @@ def command(case: Case, work: Path, cache: Path, timeout: int) -> list[str]:
         "--results",
         str(work / "results"),
         "--cache-dir",
-        str(cache / "meta"),
+        str(meta),
+        "--no-config",
         "--json",
         *(["--", *case.repro] if case.repro else []),
     ]
 
 
-def crash_of(out: dict[str, Any]) -> str:
-    """`` (SIGILL in libfoo.so)`` when the failing outcome is a crash, else ``""`` (in a fix
-    search, the last broken version's outcome)."""
-    outcome = out.get("first_bad_outcome") or {}
-    if outcome.get("kind") != "crash":
-        return ""
-    where = f" in {outcome['library']}" if outcome.get("library") else ", library not named"
-    broken = f"last broken {out.get('last_broken')}: " if out.get("direction") == "fix" else ""
-    return f" ({broken}{outcome.get('signal')}{where})"
+def _du_kib(path: Path) -> int | None:
+    proc = subprocess.run(["du", "-sk", "--dereference-args", str(path)], capture_output=True,
+                          text=True, check=False)  # fmt: skip
+    return int(proc.stdout.split()[0]) if proc.returncode == 0 and proc.stdout else None
 
 
-def answer_of(case: Case, out: dict[str, Any]) -> tuple[str, bool, str]:
-    """(answer, right?, note) from the command's JSON object."""
-    package, version = case.truth
-    if "error" in out and out.get("status") == "error":
-        err = out["error"]
-        return f"error [{err.get('ref')}]", False, str(err.get("message"))
-    status = out.get("status")
-    if case.mode == "run":
-        if status == "found":
-            first = str(out.get("first_fixed" if case.fix else "first_bad"))
-            return f"{package} {first}{crash_of(out)}", first == version, ""
-        if status == "ambiguous":
-            cands = [str(v) for v in out.get("first_bad_candidates") or []]
-            return f"one of {', '.join(cands)}", False, "ambiguous"
-        return str(status), False, str(out.get("reason", ""))
-    culprits = out.get("culprits") or []
-    named = [f"{c['package']} {c['bad_version']}" for c in culprits]
-    answer = " + ".join(named) if named else str(status)
-    right = len(culprits) == 1 and (culprits[0]["package"], culprits[0]["bad_version"]) == (
-        package,
-        version,
-    )
-    note = "" if culprits else str(out.get("reason", ""))
-    return answer, right, note
+def _communicate(proc: subprocess.Popen[str], limit: float) -> tuple[str, str, bool]:
+    try:
+        out, err = proc.communicate(timeout=limit)
+        return out, err, False
+    except subprocess.TimeoutExpired:
+        for sig in (signal.SIGTERM, signal.SIGKILL):  # the case's own process group only
+            try:
+                os.killpg(proc.pid, sig)
+            except ProcessLookupError:
+                break
+            try:
+                out, err = proc.communicate(timeout=30)
+                return out, err, True
+            except subprocess.TimeoutExpired:
+                continue
+        out, err = proc.communicate()
+        return out, err, True
 
 
-def run_case(case: Case, cache: Path, timeout: int, verbose: bool) -> Result:
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Ran:
+    """What one command did: its stdout (the JSON), stderr, exit status and time."""
+
+    stdout: str
+    stderr: str
+    returncode: int | None
+    timed_out: bool
+    seconds: float
+    cache_growth_kib: int | None = None
+
+
+def run_case(case: Case, rev: Revision, opts: argparse.Namespace) -> Ran:
     with tempfile.TemporaryDirectory(prefix=f"rw-{case.name}-") as tmp:
         work = Path(tmp)
         for name, text in case.files.items():
             (work / name).write_text(text)
-        cmd = command(case, work, cache, timeout)
-        env = dict(os.environ, UV_CACHE_DIR=str(cache / "uv"))
-        env["PYTHONPATH"] = os.pathsep.join(
-            p for p in (str(ROOT / "src"), os.environ.get("PYTHONPATH", "")) if p
-        )
+        cmd = command(case, work, opts.cache / rev.meta, opts.timeout)
+        env = dict(os.environ, UV_CACHE_DIR=str(opts.cache / "uv"), PYTHONPATH=str(rev.src))
+        before = _du_kib(opts.cache / "uv") if case.heavy else None
         started = time.monotonic()
-        proc = subprocess.run(cmd, cwd=work, env=env, capture_output=True, text=True, check=False)
+        proc = subprocess.Popen(cmd, cwd=work, env=env, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True,
+                                start_new_session=True)  # fmt: skip
+        stdout, stderr, timed_out = _communicate(proc, opts.case_timeout)
         seconds = time.monotonic() - started
-        if verbose:
-            sys.stderr.write(proc.stderr)
-        try:
-            out: dict[str, Any] = json.loads(proc.stdout)
-        except json.JSONDecodeError:
-            tail = (proc.stderr.strip().splitlines() or ["no output"])[-1]
-            return Result(case, f"exit {proc.returncode}", False, 0, seconds, tail)
-        answer, right, note = answer_of(case, out)
-        probes = len(out.get("probes") or [])
-        return Result(case, answer, right, probes, seconds, note)
+        after = _du_kib(opts.cache / "uv") if before is not None else None
+        growth = after - before if after is not None and before is not None else None
+        ran = Ran(stdout=stdout, stderr=stderr, returncode=proc.returncode, timed_out=timed_out,
+                  seconds=seconds, cache_growth_kib=growth)  # fmt: skip
+        if opts.verbose:
+            sys.stderr.write(stderr)
+        if opts.save:
+            folder = _folder(opts.save, rev.label)
+            folder.mkdir(parents=True, exist_ok=True)
+            (folder / f"{case.name}.json").write_text(stdout)
+            (folder / f"{case.name}.stderr").write_text(stderr)
+            (folder / f"{case.name}.cmd").write_text(shlex.join(cmd) + "\n")
+            run = {"returncode": ran.returncode, "timed_out": timed_out, "seconds": seconds,
+                   "cache_growth_kib": growth}  # fmt: skip
+            (folder / f"{case.name}.run.json").write_text(json.dumps(run) + "\n")
+        return ran
 
 
-def table(results: list[Result]) -> str:
+def _folder(save: Path, label: str) -> Path:
+    return save / re.sub(r"[^\w.-]+", "_", label)
+
+
+def result_of(case: Case, revision: str, ran: Ran, case_timeout: float) -> Result:
+    """The judged result of one command (run now, or read back with --rejudge)."""
+    try:
+        out: dict[str, Any] = json.loads(ran.stdout)
+    except json.JSONDecodeError:
+        tail = (ran.stderr.strip().splitlines() or ["no output"])[-1]
+        why = f"no answer within --case-timeout {case_timeout} s" if ran.timed_out else tail
+        judgement = Judgement(verdict="error", answer=f"exit {ran.returncode}",
+                              notes=(cell(why, 300),))  # fmt: skip
+        return Result(case=case, revision=revision, judgement=judgement, probes=0,
+                      seconds=ran.seconds, cache_growth_kib=ran.cache_growth_kib)  # fmt: skip
+    return Result(case=case, revision=revision, judgement=judge(case, out),
+                  probes=len(out.get("probes") or []), seconds=ran.seconds,
+                  cache_growth_kib=ran.cache_growth_kib)  # fmt: skip
+
+
+def rejudge(save: Path, cases: Sequence[Case]) -> tuple[list[str], list[Result]]:
+    """The revisions and results a --save folder holds, judged again (no command runs)."""
+    labels = json.loads((save / "revisions.json").read_text())
+    results = []
+    for label in labels:
+        folder = _folder(save, label)
+        for c in cases:
+            run_file = folder / f"{c.name}.run.json"
+            if not run_file.exists():
+                continue
+            run = json.loads(run_file.read_text())
+            ran = Ran(stdout=(folder / f"{c.name}.json").read_text(),
+                      stderr=(folder / f"{c.name}.stderr").read_text(),
+                      returncode=run["returncode"], timed_out=run["timed_out"],
+                      seconds=run["seconds"],
+                      cache_growth_kib=run["cache_growth_kib"])  # fmt: skip
+            results.append(result_of(c, label, ran, 0))
+    return labels, results
+
+
+# -- tables -----------------------------------------------------------------------------------
+
+
+def truth_text(case: Case) -> str:
+    if case.mode == "lock":
+        return f"{case.package}{case.truth}"
+    text = f"{case.package} {case.truth}" + (" (first fixed)" if case.fix else "")
+    if case.breakpoints:
+        text += f" (+ breakpoint {', '.join(p.version for p in case.breakpoints)})"
+    if case.yanked:
+        text += f" ({', '.join(case.yanked)} yanked)"
+    if case.forced:
+        text += f" ({', '.join(case.forced)} forced)"
+    return text
+
+
+def _mode(case: Case) -> str:
+    return "run --by-date" if case.mode == "by-date" else case.mode
+
+
+def _mark(verdict: str) -> str:
+    return verdict if verdict == "right" else f"**{verdict}**"
+
+
+def summary(results: Sequence[Result]) -> str:
+    counts = {v: sum(r.judgement.verdict == v for r in results) for v in VERDICTS}
+    parts = [f"{n} {v}" for v, n in counts.items() if n and v != "right"]
+    return (
+        f"{counts['right']}/{len(results)} right" + (f" ({', '.join(parts)})" if parts else "")
+        + f"; {sum(r.probes for r in results)} environments built,"
+        f" {sum(r.seconds for r in results):.0f} s in all"
+    )  # fmt: skip
+
+
+def table(results: Sequence[Result]) -> str:
     lines = [
-        "| case | kind | truth | answer | right? | probes built | seconds |",
-        "|---|---|---|---|---|---:|---:|",
+        "| case | mode | truth | answer | answer's failure | verdict | probes | s |",
+        "|---|---|---|---|---|---|---:|---:|",
     ]
     for r in results:
-        truth = " ".join(r.case.truth) + (" (fixed)" if r.case.fix else "")
-        mark = "yes" if r.right else "**no**"
+        j = r.judgement
         lines.append(
-            f"| {r.case.name} | {r.case.kind} | {truth} | {r.answer} | {mark} | {r.probes} |"
-            f" {r.seconds:.0f} |"
+            f"| {r.case.name} | {_mode(r.case)} | {cell(truth_text(r.case))} | {j.answer} |"
+            f" {j.failure} | {_mark(j.verdict)} | {r.probes} | {r.seconds:.0f} |"
         )
-    right = sum(r.right for r in results)
-    total = sum(r.seconds for r in results)
-    lines.append("")
-    lines.append(
-        f"{right}/{len(results)} right, {sum(r.probes for r in results)} environments built,"
-        f" {total:.0f} s in all ({date.today().isoformat()})."
-    )
+    lines += ["", summary(results) + f" ({date.today().isoformat()})."]
+    notes = [(r.case.name, n) for r in results for n in r.judgement.notes
+             if r.judgement.verdict != "right"]  # fmt: skip
+    for r in results:
+        if r.cache_growth_kib is not None:
+            grew = f"uv cache grew by {r.cache_growth_kib / 1048576:.1f} GiB during the case"
+            notes.append((r.case.name, f"{grew}; {r.case.cost}"))
+    if notes:
+        lines.append("")
+        lines += [f"- {name}: {note}" for name, note in notes]
     return "\n".join(lines)
+
+
+def side_by_side(results: Sequence[Result], labels: Sequence[str]) -> str:
+    head = " | ".join(f"{label}: verdict, probes, s" for label in labels)
+    lines = [f"| case | {head} |", "|---|" + "---|" * len(labels)]
+    by = {(r.case.name, r.revision): r for r in results}
+    for name in dict.fromkeys(r.case.name for r in results):
+        cells = []
+        for label in labels:
+            r = by.get((name, label))
+            cells.append(f"{_mark(r.judgement.verdict)}, {r.probes}, {r.seconds:.0f}" if r else "-")
+        lines.append(f"| {name} | {' | '.join(cells)} |")
+    return "\n".join(lines)
+
+
+def _this_tree() -> str:
+    head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT,
+                          capture_output=True, text=True, check=False).stdout.strip()  # fmt: skip
+    dirty = subprocess.run(["git", "status", "--porcelain", "src"], cwd=ROOT,
+                           capture_output=True, text=True, check=False).stdout.strip()  # fmt: skip
+    return f"this tree ({head or '?'}{'+changes' if dirty else ''})"
+
+
+def _print(results: Sequence[Result], labels: Sequence[str]) -> None:
+    for label in labels:
+        if len(labels) > 1:
+            print(f"\n### {label}\n")
+        print(table([r for r in results if r.revision == label]))
+    if len(labels) > 1:
+        print("\n### side by side\n")
+        print(side_by_side(results, labels))
+
+
+def _list(cases: Sequence[Case]) -> None:
+    for c in cases:
+        print(f"{c.name}: {c.kind}; {truth_text(c)} (Python {c.python})")
+        repro = f" -- {shlex.join(c.repro)}" if c.repro else ""
+        print(f"    envbisect {_mode(c)} {shlex.join(c.args)}{repro}")
+        print(f"    failure: {c.failure.short()!r}")
+        print(f"    range: {c.ends}")
+        print(f"    source: {c.source}")
+        print(f"    verified by hand: {c.verified}")
+        if c.cost:
+            print(f"    cost: {c.cost}")
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
     parser.add_argument("--only", action="append", metavar="NAME", help="run this case only")
     parser.add_argument("--list", action="store_true", help="list the cases and their sources")
+    parser.add_argument("--check-ranges", action="store_true",
+                        help="check that no case's end is its answer, and stop")  # fmt: skip
+    parser.add_argument("--against", metavar="REV",
+                        help="also run every case with this git revision's src")  # fmt: skip
     parser.add_argument(
         "--cache",
         type=Path,
         default=Path.home() / ".cache" / "envbisect-realworld",
         help="shared cache: uv's under DIR/uv, envbisect's metadata under DIR/meta",
     )
-    parser.add_argument(
-        "--timeout", type=int, default=120, help="kill a probe after this long (default 120)"
-    )
+    parser.add_argument("--timeout", type=int, default=120,
+                        help="kill a probe after this long (default 120)")  # fmt: skip
+    parser.add_argument("--case-timeout", type=float, default=3600,
+                        help="give up on a case after this long (default 3600 s)")  # fmt: skip
+    parser.add_argument("--save", type=Path, metavar="DIR",
+                        help="keep each command, JSON and stderr in DIR/REVISION")  # fmt: skip
+    parser.add_argument("--rejudge", type=Path, metavar="DIR",
+                        help="judge a --save folder again (run nothing)")  # fmt: skip
     parser.add_argument("-v", "--verbose", action="store_true", help="show envbisect's progress")
     opts = parser.parse_args(argv)
+    problems = check_ranges(CASES)
+    if problems or opts.check_ranges:
+        for p in problems:
+            print(f"range: {p}", file=sys.stderr)
+        if not problems:
+            print(f"{len(CASES)} cases: no end is an answer, every truth lies between its ends")
+        return 1 if problems else 0
     cases = list(CASES)
     if opts.only:
         unknown = set(opts.only) - {c.name for c in CASES}
@@ -546,28 +383,40 @@ def main(argv: list[str] | None = None) -> int:
             parser.error(f"unknown case(s): {', '.join(sorted(unknown))} (see --list)")
         cases = [c for c in CASES if c.name in opts.only]
     if opts.list:
-        for c in cases:
-            print(f"{c.name}: {c.kind}; {' '.join(c.truth)} (Python {c.python})")
-            head = "run --by-date" if c.mode == "by-date" else c.mode
-            print(f"    envbisect {head} {shlex.join(c.args)} -- {shlex.join(c.repro)}")
-            print(f"    source: {c.source}")
-            print(f"    verified by hand: {c.verified}")
+        _list(cases)
         return 0
-    results = []
+    if opts.rejudge:
+        if not (opts.rejudge / "revisions.json").exists():
+            parser.error(f"{opts.rejudge} is not a --save folder (no revisions.json)")
+        saved_labels, saved = rejudge(opts.rejudge, cases)
+        _print(saved, saved_labels)
+        return 0 if all(r.judgement.verdict == "right" for r in saved
+                        if r.revision == saved_labels[-1]) else 1  # fmt: skip
+    opts.cache = opts.cache.absolute()
+    revisions = [Revision(label=_this_tree(), src=ROOT / "src", meta="meta")]
+    if opts.against:
+        src = archived(opts.against, Path(tempfile.mkdtemp(prefix="rw-src-")))
+        safe = re.sub(r"[^\w.-]+", "_", opts.against)
+        revisions.insert(0, Revision(label=opts.against, src=src, meta=f"meta-{safe}"))
+    labels = [rev.label for rev in revisions]
+    if opts.save:
+        opts.save.mkdir(parents=True, exist_ok=True)
+        (opts.save / "revisions.json").write_text(json.dumps(labels) + "\n")
+    results: list[Result] = []
     for c in cases:
-        sys.stderr.write(f"realworld: {c.name} ...\n")
-        sys.stderr.flush()
-        r = run_case(c, opts.cache, opts.timeout, opts.verbose)
-        sys.stderr.write(
-            f"realworld: {c.name}: {r.answer} ({'right' if r.right else 'WRONG'}, {r.probes}"
-            f" probes, {r.seconds:.0f} s){' ' + r.note if r.note else ''}\n"
-        )
-        results.append(r)
-    print(table(results))
-    for r in results:
-        if not r.right and r.note:
-            print(f"\n{r.case.name}: {r.note}")
-    return 0 if all(r.right for r in results) else 1
+        for rev in revisions:
+            sys.stderr.write(f"realworld: {c.name} [{rev.label}] ...\n")
+            sys.stderr.flush()
+            r = result_of(c, rev.label, run_case(c, rev, opts), opts.case_timeout)
+            j = r.judgement
+            sys.stderr.write(
+                f"realworld: {c.name} [{rev.label}]: {j.answer}: {j.verdict} ({r.probes}"
+                f" probes, {r.seconds:.0f} s){'; ' + '; '.join(j.notes) if j.notes else ''}\n"
+            )
+            results.append(r)
+    _print(results, labels)
+    mine = [r for r in results if r.revision == labels[-1]]
+    return 0 if all(r.judgement.verdict == "right" for r in mine) else 1
 
 
 if __name__ == "__main__":
