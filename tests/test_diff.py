@@ -17,6 +17,7 @@ import pytest
 from packaging.requirements import Requirement
 from packaging.version import Version
 
+from conftest import RecordingReporter
 from envbisect.env.repro import Repro
 from envbisect.errors import NoAnswer, UsageError
 from envbisect.model import IndexConfig, OutcomeKind
@@ -129,6 +130,27 @@ def test_transitive_break_between_two_locks(index: LocalIndex, python: str, tmp_
     install_and_run(
         Path(str(res.lock_path)), Path(str(res.pylock_path)), "dateapp", python, tmp_path
     )
+
+
+@pytest.mark.slow
+def test_goods_own_move_is_not_a_change(
+    index: LocalIndex, python: str, tmp_path: Path, recorder: RecordingReporter
+) -> None:
+    """GOOD pins gapwheel 1.0.0, which has no wheel for this target: the planner installs
+    1.1.0 (inside the span). That is GOOD as probed, not a change: ddmin must not tie
+    gapwheel to every failing subset (bench/realworld.py's flask locks: markupsafe 2.1.1)."""
+    res = run_diff(options(
+        index, python, tmp_path,
+        good="gapwheel==1.0.0\ngapculprit==1.0.0\n",
+        bad="gapwheel==1.2.0\ngapculprit==2.0.0\n",
+        repro="import gapculprit\ngapculprit.run()\n",
+    ), recorder)  # fmt: skip
+    assert [(c["package"], c["good_version"], c["bad_version"]) for c in res.extra["culprits"]] \
+        == [("gapculprit", "1.0.0", "2.0.0")]  # fmt: skip
+    assert res.extra["interaction"] is False
+    assert any("GOOD as it installs here: gapwheel 1.0.0 -> 1.1.0" in m for m in recorder.messages)
+    changed = {c["package"]: c["good_version"] for c in res.extra["changed"]}
+    assert changed == {"gapwheel": "1.1.0", "gapculprit": "1.0.0"}
 
 
 @pytest.mark.slow

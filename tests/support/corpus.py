@@ -388,6 +388,20 @@ def _two_family(root: Path, index: LocalIndex) -> None:
         index.add(IndexFile(project="twonoise", path=path, upload_time=when))
 
 
+def _wheelgap_family(root: Path, index: LocalIndex) -> None:
+    """A lock that cannot be installed as written here (as flask 2.2.2's lock of 2022 pins
+    markupsafe 2.1.1, which has no wheel for Python 3.11): gapwheel 1.0.0 has only a wheel for
+    another platform, 1.1.0 and 1.2.0 have one for every target; gapculprit 2.0.0 breaks."""
+    for i, version in enumerate(("1.0.0", "1.1.0", "1.2.0")):
+        tag = FOREIGN_TAG if i == 0 else "py3-none-any"
+        path = build_wheel(root, "gapwheel", version, {"gapwheel/__init__.py": ""}, tag=tag)
+        index.add(IndexFile(project="gapwheel", path=path, upload_time=EPOCH + timedelta(days=i)))
+    for i, (version, body) in enumerate((("1.0.0", PASS), ("2.0.0", RAISE))):
+        path = build_wheel(root, "gapculprit", version, {"gapculprit/__init__.py": body})
+        when = EPOCH + timedelta(days=i)
+        index.add(IndexFile(project="gapculprit", path=path, upload_time=when))
+
+
 def build_index(root: Path) -> LocalIndex:
     root.mkdir(parents=True, exist_ok=True)
     for sub in ("pypi", "cpu", "cu121"):
@@ -404,6 +418,7 @@ def build_index(root: Path) -> LocalIndex:
     _flaky_family(root, index)
     _lock_family(root, index)
     _two_family(root, index)
+    _wheelgap_family(root, index)
     for project, versions in corpus().items():
         for i, v in enumerate(versions):
             when = EPOCH + timedelta(days=30 * i, hours=len(project))

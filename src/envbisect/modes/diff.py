@@ -178,6 +178,9 @@ class _Diff:
     spans: dict[str, SpecifierSet] = field(init=False, default_factory=dict)
 
     def __post_init__(self) -> None:
+        self._spans()
+
+    def _spans(self) -> None:
         for n in self.good.keys() | self.bad.keys():
             g, b = self.good.get(n), self.bad.get(n)
             if g is not None and b is not None and g != b:
@@ -242,7 +245,31 @@ class _Diff:
                               "repeat": self.session.opts.repeat}  # fmt: skip
         return log
 
+    def as_installable(self) -> None:
+        """GOOD as it can be installed here. A lock's version with no file for the target (an
+        old release without wheels for this Python) is moved by the planner, inside the span;
+        from then on GOOD is what was probed, so that ddmin and the roots never count GOOD's
+        own move as a change (it would tie that package to every failing subset)."""
+        planned, _ = self.environment({})
+        if planned is None:
+            return
+        pins = {str(n): v for n, v in planned.pins.items()}
+        moved = {n: pins[n] for n in self.good if n in pins and pins[n] != self.good[n]}
+        if not moved:
+            return
+        self.session.reporter.message(
+            "envbisect: GOOD as it installs here: "
+            + ", ".join(f"{n} {self.good[n]} -> {v}" for n, v in sorted(moved.items()))
+            + " (the lock's version cannot be installed with the rest on this target)"
+        )
+        self.good.update(moved)
+        changes = [(n, str(self.good[n]) if n in self.good else g, b) for n, g, b in self.changes]
+        self.changes[:] = [c for c in changes if c[1] != c[2]]
+        self._spans()
+
     def verify_ends(self, changes: Sequence[Change]) -> None:
+        self.as_installable()
+        changes = [c for c in self.changes if c[0] in {n for n, _, _ in changes}]
         ends: Fixed[tuple[str, Subset]] = Fixed(
             [("GOOD", ()), ("BAD", tuple(changes))], repeat=self.session.opts.repeat
         )
