@@ -23,16 +23,16 @@ import math
 import os
 import subprocess
 import sys
-import tarfile
 import tempfile
 import time
 from datetime import timedelta
-from io import BytesIO
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
+
+from revision import archived  # noqa: E402
 
 from support.corpus import EPOCH, build_index  # noqa: E402
 
@@ -100,14 +100,6 @@ def _moments(stderr: str) -> int:
 
 def bound(n: int, k: int = 2) -> int:
     return k * (math.ceil(math.log2(max(n, 2))) + 1) + 2
-
-
-def archived(rev: str, into: Path) -> Path:
-    blob = subprocess.run(["git", "archive", rev, "src"], cwd=ROOT, capture_output=True,
-                          check=True).stdout  # fmt: skip
-    with tarfile.open(fileobj=BytesIO(blob)) as tf:
-        tf.extractall(into, filter="data")
-    return into / "src"
 
 
 def main() -> int:

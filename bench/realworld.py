@@ -45,13 +45,11 @@ import shlex
 import signal
 import subprocess
 import sys
-import tarfile
 import tempfile
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import date
-from io import BytesIO
 from pathlib import Path
 from typing import Any
 
@@ -62,6 +60,7 @@ from realworld_cases import CASES as NEW_CASES  # noqa: E402
 from realworld_cases import Case  # noqa: E402
 from realworld_judge import VERDICTS, Judgement, cell, check_ranges, judge  # noqa: E402
 from realworld_simple import CASES as SIMPLE_CASES  # noqa: E402
+from revision import archived  # noqa: E402
 
 CASES: tuple[Case, ...] = SIMPLE_CASES + NEW_CASES
 
@@ -78,15 +77,6 @@ def find_interpreter(version: str) -> str:
             if exe.exists():
                 return str(exe)
     return version
-
-
-def archived(rev: str, into: Path) -> Path:
-    """``git archive REV src`` unpacked under ``into``: that revision's package."""
-    blob = subprocess.run(["git", "archive", rev, "src"], cwd=ROOT, capture_output=True,
-                          check=True).stdout  # fmt: skip
-    with tarfile.open(fileobj=BytesIO(blob)) as tf:
-        tf.extractall(into, filter="data")
-    return into / "src"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
