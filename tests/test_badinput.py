@@ -7,9 +7,9 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-from test_cli import assert_clean_error, envbisect
 
 from envbisect.store import Store
+from support.cli import assert_clean_error, envbisect
 from support.index_server import LocalIndex
 
 MATRIX = "[matrix]\nprobes = ['import:a']\n[[axis]]\npackage = 'a'\n"

@@ -4,21 +4,15 @@ quietly. The real CLI in a subprocess, on the local index (127.0.0.1)."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from conftest import write_repro
+from support.cli import envbisect, start
 from support.index_server import LocalIndex
 
 pytestmark = pytest.mark.slow
-
-
-def envbisect(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "envbisect", *args], capture_output=True,
-                          text=True, timeout=300, cwd=cwd)  # fmt: skip
 
 
 def nothing_built(results: Path) -> bool:
@@ -79,11 +73,7 @@ def test_matrix_dry_run_plans_every_cell(index: LocalIndex, python: str, tmp_pat
 
 def test_a_closed_stdout_ends_quietly(index: LocalIndex, python: str, tmp_path: Path) -> None:
     """``envbisect ... --json | head``: the reader is gone before the answer is printed."""
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "envbisect", "versions", "crashy", "--json", "--index-url",
-         index.url, "--python", python],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
+    proc = start("versions", "crashy", "--json", "--index-url", index.url, "--python", python)
     assert proc.stdout is not None and proc.stderr is not None
     proc.stdout.close()
     err = proc.stderr.read()

@@ -12,7 +12,6 @@ import json
 import os
 import pickle
 import subprocess
-import sys
 from datetime import timedelta
 from pathlib import Path
 
@@ -29,6 +28,7 @@ from envbisect.modes.matrix import load_matrix, run_matrix
 from envbisect.modes.options import CommonOptions
 from envbisect.modes.run import RunOptions, run_bisect
 from envbisect.modes.session import Session
+from support.cli import envbisect
 from support.corpus import EPOCH
 from support.index_server import LocalIndex
 
@@ -183,11 +183,6 @@ def test_one_interpreter_through_two_paths_is_one_environment(
 
 
 # -- no answer: exit 1 and a report, in every mode ---------------------------------------------
-
-
-def envbisect(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "envbisect", *args], capture_output=True,
-                          text=True, timeout=300)  # fmt: skip
 
 
 def _report_of(proc: subprocess.CompletedProcess[str]) -> Path:

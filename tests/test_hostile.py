@@ -15,8 +15,8 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
-from test_cli import assert_clean_error, envbisect
 
+from support.cli import assert_clean_error, envbisect, start
 from support.hostile import HostileIndex
 from support.index_server import IndexFile, LocalIndex
 from support.wheels import build_wheel
@@ -117,12 +117,7 @@ def test_credentials_stay_off_argv_store_and_reports(
         repro = _repro(tmp_path, "authpkg")
         args = ["run", "--package", "authpkg", "--repro", str(repro), "--json"]
         url = hostile.url(user="bob", password=SECRET)
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "envbisect", *args, *_common(url, python, tmp_path)],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
+        proc = start(*args, *_common(url, python, tmp_path))
         seen: dict[int, bytes] = {}
         watcher = threading.Thread(target=_watch, args=(proc, seen))
         watcher.start()

@@ -13,8 +13,6 @@ from __future__ import annotations
 import json
 import re
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +22,7 @@ from hypothesis import strategies as st
 
 from envbisect.core import findings, page, publish
 from support import browser
+from support.cli import envbisect
 
 ROOT = Path(__file__).resolve().parents[1]
 PUBLISHED = ROOT / "results"
@@ -113,10 +112,9 @@ def republished(tmp_path_factory: pytest.TempPathFactory) -> Path:
     for m in matrices:
         shutil.copytree(PUBLISHED / m.stem, out / m.stem,
                         ignore=shutil.ignore_patterns("table.*", "heatmap.svg"))  # fmt: skip
-    proc = subprocess.run(
-        [sys.executable, "-m", "envbisect", "publish", "--offline", "--results", str(out),
-         *map(str, matrices)],
-        capture_output=True, text=True, timeout=300, cwd=out.parent,
+    proc = envbisect(
+        "publish", "--offline", "--results", str(out),
+        *map(str, matrices), cwd=out.parent,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     assert "made again from" in proc.stderr and str(out / "index.html") in proc.stdout
@@ -214,10 +212,9 @@ def test_a_damaged_results_json_is_a_clean_error(tmp_path: Path) -> None:
     out = tmp_path / "results" / "transformers-peft"
     out.mkdir(parents=True)
     (out / "results.json").write_text('{"matrix": {"name": "x"}, "cells": 7}')
-    proc = subprocess.run(
-        [sys.executable, "-m", "envbisect", "publish", "--offline", "--results",
-         str(tmp_path / "results"), str(ROOT / "matrices" / "transformers-peft.toml")],
-        capture_output=True, text=True, timeout=120, cwd=tmp_path,
+    proc = envbisect(
+        "publish", "--offline", "--results",
+        str(tmp_path / "results"), str(ROOT / "matrices" / "transformers-peft.toml"), cwd=tmp_path,
     )  # fmt: skip
     assert proc.returncode == 3, proc.stderr
     assert "Traceback" not in proc.stderr and "[store-damaged]" in proc.stderr

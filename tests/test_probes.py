@@ -10,7 +10,6 @@ import json
 import os
 import shutil
 import sqlite3
-import subprocess
 import sys
 from pathlib import Path
 
@@ -19,15 +18,11 @@ import pytest
 from envbisect.env import envreport
 from envbisect.env.forensics import parse_gdb
 from envbisect.store import SCHEMA_VERSION, Store
+from support.cli import envbisect
 from support.index_server import LocalIndex
 from support.wheels import build_c_extension_wheel
 
 needs_gdb = pytest.mark.skipif(shutil.which("gdb") is None, reason="gdb is not installed")
-
-
-def envbisect(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "envbisect", *args], capture_output=True,
-                          text=True, env=env, timeout=300)  # fmt: skip
 
 
 def probe_args(index: LocalIndex, python: str, tmp_path: Path) -> list[str]:

@@ -12,16 +12,15 @@ from __future__ import annotations
 import json
 import os
 import shlex
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
-from test_cli import assert_clean_error
 
 from envbisect.cli.main import main
 from envbisect.env import envreport
+from support.cli import assert_clean_error, envbisect
 from support.index_server import LocalIndex
 
 PY = f"{sys.version_info.major}.{sys.version_info.minor}"
@@ -43,15 +42,6 @@ def report(pins: str, code: str, error: str = "", *, platform: str = "") -> str:
     system = f"- Platform: {platform}\n- Python version: {PY}.4\n\n" if platform else ""
     return (f"### System Info\n\n{system}```text\n$ pip freeze\n{pins}```\n\n### Reproduction"
             f"\n\n```python\n{code}```\n\nIt fails:\n\n{error}")  # fmt: skip
-
-
-def envbisect(
-    *args: str, input: str | None = None, env: dict[str, str] | None = None,
-    cwd: Path | None = None,
-) -> subprocess.CompletedProcess[str]:  # fmt: skip
-    """The real CLI in a subprocess (test_cli's helper, with standard input)."""
-    return subprocess.run([sys.executable, "-m", "envbisect", *args], capture_output=True,
-                          text=True, input=input, env=env, cwd=cwd, timeout=600)  # fmt: skip
 
 
 def installed(row: dict[str, Any]) -> dict[str, str]:

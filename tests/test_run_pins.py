@@ -6,8 +6,6 @@ Real uv environments from the local index; the planner decides each environment 
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 from conftest import RecordingReporter
@@ -16,6 +14,7 @@ from envbisect.env.repro import Repro
 from envbisect.model import IndexConfig
 from envbisect.modes.options import CommonOptions
 from envbisect.modes.run import RunOptions, run_bisect
+from support.cli import envbisect
 from support.index_server import LocalIndex
 
 
@@ -97,11 +96,6 @@ def test_contemporary_rest_uses_the_libraries_of_each_release(
     assert helper["1.1.0"] == "1.0.0"
     assert helper["1.5.0"] == "2.0.0"
     assert (res.direction, res.first_new) == ("fix", "1.3.0")
-
-
-def envbisect(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "envbisect", *args], capture_output=True,
-                          text=True, timeout=120)  # fmt: skip
 
 
 def test_pins_command_json(index: LocalIndex, python: str, tmp_path: Path) -> None:
