@@ -32,6 +32,7 @@ from support.index_server import LocalIndex
 
 
 SLEEPY = "import time\ntime.sleep(3)\nimport raisy\nraisy.run()\n"
+PHASES = ("building", "resolving & installing", "running")  # a local probe's, in order
 
 
 def _under_pty(argv: list[str], env: dict[str, str], cols: int = 100) -> tuple[int, str, str]:
@@ -99,8 +100,9 @@ def test_live_display_shows_the_elapsed_time_advance_during_one_probe(
     seen = [float(s) for s in re.findall(r"1\.4\.0: running (\d+\.\d) s", plain)]
     assert len(set(seen)) >= 4, plain
     assert seen == sorted(seen) and seen[-1] >= 2.0  # it advances, during the 3 s sleep
-    # a phase before it (uv venv is quick: a frame may miss it)
-    assert re.search(r"1\.4\.0: (building|resolving & installing) \d+\.\d s", plain)
+    # each phase before it, in order: drawn when it starts, however short (a warm build is)
+    firsts = [plain.find(f"1.4.0: {phase} ") for phase in PHASES]
+    assert -1 not in firsts and firsts == sorted(firsts), plain
     assert "\x1b[" in screen  # redrawn in place (cursor movement), not printed line by line
     # the second probe knows how long one takes: an ETA from the measured probe
     assert re.search(r"this step and at most 0 more, about \d+\.\d s left", plain), plain
@@ -165,6 +167,23 @@ def test_the_reporter_fits_the_range_and_counts_down() -> None:
     odd = Outcome(kind=OutcomeKind.FAIL, signature="ValueError: [bold]x[/bold] :six: end\\")
     rep.probe_finished("1.0.0", odd, 1.0, False, "[G, B]")
     assert "1.0.0: fail (ValueError: [bold]x[/bold] :six: end\\) (1.0 s) [G, B]" in buf.getvalue()
+
+
+def test_each_phase_is_drawn_when_it_starts_however_short() -> None:
+    """Three phases begun and the probe finished within a millisecond, well inside one tick
+    of the display's own refresh (8 a second): each is still drawn, in order, as it starts."""
+    from rich.console import Console
+
+    buf = io.StringIO()
+    rep = RichReporter(Console(file=buf, width=100, force_terminal=True), live=True)
+    rep.probe_started("1.4.0", 1, 1)
+    for phase in PHASES:
+        rep.phase("1.4.0", phase)
+    rep.probe_finished("1.4.0", Outcome(kind=OutcomeKind.PASS), 0.001, False, "[G, B]")
+    plain = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", buf.getvalue())
+    firsts = [plain.find(f"1.4.0: {phase} ") for phase in PHASES]
+    assert -1 not in firsts and firsts == sorted(firsts), plain
+    assert "1.4.0: pass" in plain and rep._live is None  # the display gone before the result
 
 
 # -- -q and -v ------------------------------------------------------------------------------------
@@ -425,7 +444,7 @@ def test_local_probes_report_their_phases_and_a_broken_reporter_changes_nothing(
     built = [r.version for r in res.rows if r.build_seconds]
     for version in built:  # each built probe: its phases, in order
         phases = [p for v, p in seen.phases if v == version]
-        assert phases == ["building", "resolving & installing", "running"]
+        assert phases == list(PHASES)
     assert ("1.7.0", "stderr") in seen.outputs  # -v: the crash's faulthandler text
     broken = PhaseRecorder(explode=True, verbose=True)
     again = run_bisect(_crashy(index, python, tmp_path, "b"), broken)
