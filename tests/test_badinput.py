@@ -100,6 +100,7 @@ except ValueError:
 """
 
 
+@pytest.mark.slow
 def test_untrusted_text_is_stripped_for_the_terminal_and_escaped_for_markdown(
     index: LocalIndex, python: str, tmp_path: Path
 ) -> None:

@@ -73,6 +73,7 @@ def test_unknown_probe_lists_the_known_ones(base: list[str]) -> None:
     assert "datasets-json" in proc.stderr and "lora-step" in proc.stderr
 
 
+@pytest.mark.slow
 def test_bad_flag_values(base: list[str]) -> None:
     assert_clean_error(
         envbisect(*base, "--package", "x", "--timeout", "-5", "--", "true"), 2, "--timeout"
@@ -92,6 +93,7 @@ def test_bad_flag_values(base: list[str]) -> None:
     )
 
 
+@pytest.mark.slow
 def test_env_flags(base: list[str], index: LocalIndex, python: str, tmp_path: Path) -> None:
     cases = {"FOO": "--env 'FOO' is not NAME=VALUE", "=1": "--env '=1' is not NAME=VALUE",
              "1X=2": "--env '1X': not a variable name"}  # fmt: skip
@@ -199,6 +201,7 @@ def test_full_disk_is_an_infrastructure_error(
         subprocess.run(["umount", str(mnt)], check=False)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("jobs", ["1", "2"])
 def test_ctrl_c_during_a_probe_keeps_finished_probes_and_resumes(
     index: LocalIndex, python: str, tmp_path: Path, jobs: str

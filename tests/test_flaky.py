@@ -51,6 +51,7 @@ def simulate(
     return made, rounds
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("rate", [0.5, 0.3])
 def test_probabilistic_search_is_right_at_its_confidence_over_200_seeds(rate: float) -> None:
     n, right, made, probs = 24, 0, [], []
@@ -73,6 +74,7 @@ def test_probabilistic_search_is_right_at_its_confidence_over_200_seeds(rate: fl
     assert statistics.median(made) < (5 if rate == 0.5 else 10) * (bits + 2)
 
 
+@pytest.mark.slow
 def test_plain_bisection_with_the_same_budget_is_wrong_more_often() -> None:
     """The reason for the probabilistic mode: spend its median budget on plain bisection
     (--repeat R at each point, a crash in any run marks it) and count the right answers."""

@@ -158,6 +158,7 @@ def _seen(proc: subprocess.CompletedProcess[str]) -> list[str]:
 RAISY = [f"1.{i}.0" for i in range(8)]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "var",
     [
@@ -192,6 +193,7 @@ def test_a_local_index_named_only_in_a_variable_is_used(
     assert _seen(ignored) == RAISY and CLOSED not in ignored.stderr
 
 
+@pytest.mark.slow
 def test_pips_extra_indexes_follow_pips_rule_and_uvs_follow_uvs(
     index: LocalIndex, python: str, tmp_path: Path
 ) -> None:
@@ -266,6 +268,7 @@ def test_a_folder_named_only_in_pip_find_links_is_used(
     assert "--no-config" in gone.stderr and "Traceback" not in gone.stderr
 
 
+@pytest.mark.slow
 def test_the_flag_beats_the_variable_which_beats_the_file_which_beats_pip(
     index: LocalIndex, python: str, tmp_path: Path
 ) -> None:

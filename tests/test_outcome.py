@@ -122,6 +122,7 @@ def test_deadlock_is_a_timeout_with_every_threads_stack(tmp_path: Path) -> None:
     assert "in worker" in out.detail and "in main_locks" in out.detail
 
 
+@pytest.mark.slow
 def test_timeout_kills_the_whole_process_group(tmp_path: Path) -> None:
     pidfile = tmp_path / "grandchild.pid"
     grandchild = tmp_path / "grandchild.py"

@@ -121,6 +121,7 @@ def republished(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return out
 
 
+@pytest.mark.slow
 def test_republished_pages_match_the_committed_ones(republished: Path) -> None:
     for name in (m.stem for m in (ROOT / "matrices").glob("*.toml")):
         for f in ("table.html", "table.md", "heatmap.svg", "results.json"):
@@ -131,6 +132,7 @@ def test_republished_pages_match_the_committed_ones(republished: Path) -> None:
     assert md.index(use) < md.index("- peft 0.16.0 to 0.17.1 fail") < md.index("## Python 3.11")
 
 
+@pytest.mark.slow
 def test_the_page_leads_with_the_answer_in_a_real_browser(
     republished: Path, tmp_path: Path
 ) -> None:
@@ -160,6 +162,7 @@ def test_the_page_leads_with_the_answer_in_a_real_browser(
     assert not re.search(r'<(script|img|link)[^>]+(src|href)="', got)
 
 
+@pytest.mark.slow
 def test_the_filter_hides_unresolvable_cells_when_clicked(
     republished: Path, tmp_path: Path
 ) -> None:
@@ -176,6 +179,7 @@ def test_the_filter_hides_unresolvable_cells_when_clicked(
                               width=1280, height=1400) == (1280, 1400)  # fmt: skip
 
 
+@pytest.mark.slow
 def test_a_phone_width_and_dark_mode(republished: Path, tmp_path: Path) -> None:
     for name in ("transformers-peft", "datasets-pyarrow"):
         html_file = republished / name / "table.html"

@@ -66,6 +66,7 @@ def write(tmp_path: Path, name: str, text: str) -> Path:
     return path
 
 
+@pytest.mark.slow
 def test_reproduced_then_the_next_command_finds_the_first_bad_release(
     base: list[str], tmp_path: Path
 ) -> None:
@@ -91,6 +92,7 @@ def test_reproduced_then_the_next_command_finds_the_first_bad_release(
     assert all(installed(r)["helperlib"] == "1.0.0" for r in res["probes"])
 
 
+@pytest.mark.slow
 def test_not_reproduced_and_a_different_failure(base: list[str], tmp_path: Path) -> None:
     passes = write(tmp_path, "passes.md", raisy_report("1.2.0"))
     proc = envbisect("repro", str(passes), *base, "--json", cwd=tmp_path)
@@ -113,6 +115,7 @@ def test_not_reproduced_and_a_different_failure(base: list[str], tmp_path: Path)
     assert lines[3].startswith("next: envbisect lock --with mixed==1.5.0")
 
 
+@pytest.mark.slow
 def test_a_crash_from_stdin_and_the_dry_run(base: list[str], tmp_path: Path) -> None:
     crash = (
         "```\nFatal Python error: Segmentation fault\n\nCurrent thread 0x00007f (most recent "
@@ -136,6 +139,7 @@ def test_a_crash_from_stdin_and_the_dry_run(base: list[str], tmp_path: Path) -> 
     assert copy.name == "report.md" and copy.read_text(encoding="utf-8") == text
 
 
+@pytest.mark.slow
 def test_pins_from_a_report_on_stdin_and_in_markdown(index: LocalIndex, tmp_path: Path) -> None:
     """The report's Python is the target when --python is not given; a dev version is mapped
     to the release below it on the index; a report from another OS is said, and used."""
@@ -159,6 +163,7 @@ def test_pins_from_a_report_on_stdin_and_in_markdown(index: LocalIndex, tmp_path
     assert f"(for cp{PY.replace('.', '')}-" in shown.stdout and "raisy ==1.4.0" in shown.stdout
 
 
+@pytest.mark.slow
 def test_a_pep723_script_bisected_with_no_other_pins(index: LocalIndex, tmp_path: Path) -> None:
     script = write(tmp_path, "script.py", (
         f"# /// script\n# requires-python = \"=={PY}.*\"\n"
@@ -179,6 +184,7 @@ def test_a_pep723_script_bisected_with_no_other_pins(index: LocalIndex, tmp_path
     assert res["target"].startswith(f"cp{PY.replace('.', '')}-")
 
 
+@pytest.mark.slow
 def test_bad_reports_get_one_line_and_a_hint(base: list[str], tmp_path: Path) -> None:
     empty = write(tmp_path, "empty.md", "\n\n")
     assert_clean_error(envbisect("repro", str(empty), *base), 2, f"the report {empty} is empty",
@@ -205,6 +211,7 @@ def test_bad_reports_get_one_line_and_a_hint(base: list[str], tmp_path: Path) ->
     assert "hint: inline script metadata is TOML between" in proc.stderr
 
 
+@pytest.mark.slow
 def test_what_cannot_be_reproduced_here_is_said_in_one_line(
     base: list[str], tmp_path: Path
 ) -> None:

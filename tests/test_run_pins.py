@@ -8,6 +8,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from conftest import RecordingReporter
 from envbisect.core.report import to_json
 from envbisect.env.repro import Repro
@@ -25,6 +27,7 @@ def repro(tmp_path: Path, body: str) -> Repro:
                        extra_env={"DISABLE_VERSION_CHECK": "1"})  # fmt: skip
 
 
+@pytest.mark.slow
 def test_range_from_pins_and_what_moved_with_the_baseline(
     index: LocalIndex, python: str, tmp_path: Path, recorder: RecordingReporter
 ) -> None:
@@ -98,6 +101,7 @@ def test_contemporary_rest_uses_the_libraries_of_each_release(
     assert (res.direction, res.first_new) == ("fix", "1.3.0")
 
 
+@pytest.mark.slow
 def test_pins_command_json(index: LocalIndex, python: str, tmp_path: Path) -> None:
     pyproject = tmp_path / "pyproject.toml"
     pyproject.write_text(
@@ -135,6 +139,7 @@ def test_pins_from_a_released_distribution(index: LocalIndex, python: str, tmp_p
     assert lines[2].startswith("hint: ")
 
 
+@pytest.mark.slow
 def test_versions_command_says_why(index: LocalIndex, python: str, tmp_path: Path) -> None:
     pins = tmp_path / "req.txt"
     pins.write_text("crashy>=1.2.0,!=1.8.0\n")

@@ -118,6 +118,7 @@ def test_sigterm_and_sighup_take_ctrl_c_path(
     assert _stored(results) == 1  # 1.0.0 finished; the hanging one is not half-stored
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("jobs", "executor"), [("1", "local"), ("2", "local"), ("2", "process")])
 def test_sigkill_leaves_no_probe_and_no_environment(
     index: LocalIndex, python: str, tmp_path: Path, jobs: str, executor: str
@@ -222,6 +223,7 @@ def test_leftovers_of_a_dead_envbisect_are_reaped_on_the_next_start(
             stray.kill()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("jobs", ["1", "2"])
 def test_kill_at_random_moments_then_rerun(
     index: LocalIndex, python: str, tmp_path: Path, jobs: str

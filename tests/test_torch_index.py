@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from envbisect.env.repro import Repro
 from envbisect.index.client import IndexClient
 from envbisect.index.pytorch import resolve_backend, variant_url
@@ -72,6 +74,7 @@ def test_run_keeps_torchvision_paired_and_finds_the_bad_torch(
     assert installed == {"torch": "2.3.0+cu121", "torchvision": "0.18.0+cu121"}
 
 
+@pytest.mark.slow
 def test_unreachable_pytorch_index_says_so(python: str, tmp_path: Path) -> None:
     proc = envbisect(
         "versions", "torch", "--python", python,

@@ -19,6 +19,8 @@ import termios
 import threading
 from pathlib import Path
 
+import pytest
+
 from conftest import RecordingReporter, write_repro
 from envbisect.cli.display import RichReporter, duration, fit
 from envbisect.env.repro import Repro
@@ -64,6 +66,7 @@ def _under_pty(argv: list[str], env: dict[str, str], cols: int = 100) -> tuple[i
     return proc.returncode, out, b"".join(chunks).decode("utf-8", "replace")
 
 
+@pytest.mark.slow
 def test_live_display_shows_the_elapsed_time_advance_during_one_probe(
     index: LocalIndex, python: str, tmp_path: Path
 ) -> None:
@@ -108,6 +111,7 @@ def test_live_display_shows_the_elapsed_time_advance_during_one_probe(
     assert re.search(r"this step and at most 0 more, about \d+\.\d s left", plain), plain
 
 
+@pytest.mark.slow
 def test_not_a_terminal_gets_plain_lines(index: LocalIndex, python: str, tmp_path: Path) -> None:
     proc = envbisect(
         "run",
@@ -189,6 +193,7 @@ def test_each_phase_is_drawn_when_it_starts_however_short() -> None:
 # -- -q and -v ------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_quiet_prints_the_answer_only(index: LocalIndex, python: str, tmp_path: Path) -> None:
     proc = envbisect(
         "run",
@@ -232,6 +237,7 @@ def test_quiet_prints_the_answer_only(index: LocalIndex, python: str, tmp_path: 
     assert_clean_error(both, 2, "-q and -v")
 
 
+@pytest.mark.slow
 def test_verbose_shows_uvs_and_the_probes_output(
     index: LocalIndex, python: str, tmp_path: Path
 ) -> None:
@@ -264,6 +270,7 @@ def test_verbose_shows_uvs_and_the_probes_output(
 # -- suggestions and hints -----------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_misspelled_subcommand_and_flag_get_a_suggestion() -> None:
     proc = envbisect("rn", "--package", "x")
     assert_clean_error(proc, 2, "invalid choice: 'rn'")
@@ -279,6 +286,7 @@ def test_misspelled_subcommand_and_flag_get_a_suggestion() -> None:
     assert "hint: see envbisect run --help" in proc.stderr
 
 
+@pytest.mark.slow
 def test_swapped_good_and_bad_are_suggested_to_be_swapped(
     index: LocalIndex, python: str, tmp_path: Path
 ) -> None:
@@ -310,6 +318,7 @@ def test_swapped_good_and_bad_are_suggested_to_be_swapped(
     assert hint in proc.stderr
 
 
+@pytest.mark.slow
 def test_a_python_that_does_not_exist_is_not_offered_for_install(tmp_path: Path) -> None:
     proc = envbisect("pins", str(tmp_path), "--python", "9.9")
     assert_clean_error(proc, 2, "no Python interpreter matches --python 9.9")
@@ -317,6 +326,7 @@ def test_a_python_that_does_not_exist_is_not_offered_for_install(tmp_path: Path)
     assert "no Python 9.9 exists that uv could install; this machine has" in proc.stderr
 
 
+@pytest.mark.slow
 def test_markup_and_emoji_codes_in_user_text_are_shown_as_typed(
     index: LocalIndex, python: str, tmp_path: Path
 ) -> None:
@@ -343,6 +353,7 @@ def test_markup_and_emoji_codes_in_user_text_are_shown_as_typed(
 # -- publish --json and completion --------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_publish_json_lists_what_it_wrote(index: LocalIndex, python: str, tmp_path: Path) -> None:
     (tmp_path / "repro.py").write_text("import gridapp\ngridapp.run()\n")
     matrix = tmp_path / "tiny.toml"
@@ -368,6 +379,7 @@ def test_publish_json_lists_what_it_wrote(index: LocalIndex, python: str, tmp_pa
     assert all(f.is_file() for f in files)
 
 
+@pytest.mark.slow
 def test_completion_scripts_load_in_the_shells() -> None:
     bash = envbisect("completion", "bash")
     assert bash.returncode == 0, bash.stderr
@@ -435,6 +447,7 @@ def _crashy(
     )
 
 
+@pytest.mark.slow
 def test_local_probes_report_their_phases_and_a_broken_reporter_changes_nothing(
     index: LocalIndex, python: str, tmp_path: Path
 ) -> None:
