@@ -1,10 +1,12 @@
 """``--dry-run`` plans what a command would build and builds nothing; a closed stdout ends
-quietly. The real CLI in a subprocess, on the local index (127.0.0.1)."""
+quietly. The real CLI in a subprocess, on the local index (127.0.0.1); the plans as lines,
+quick, in-process."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -90,7 +92,7 @@ def test_exact_pins_are_the_plan_and_plans_print_as_lines() -> None:
     assert _exact_pins(["Raisy==1.0.0", "six==1.16.0"]) == {"raisy": "1.0.0", "six": "1.16.0"}
     for other in ("raisy>=1.0", "raisy==1.0; python_version<'3'", "raisy @ file:///x", "r a"):
         assert _exact_pins(["six==1.16.0", other]) is None, other
-    views = [
+    views: list[dict[str, Any]] = [
         {"label": "good 1.0.0", "requirements": [], "pins": {"raisy": "1.0.0"}, "conflict": None},
         {"label": "bad 1.5.0", "requirements": [], "pins": {}, "conflict": "no solution"},
     ]
