@@ -1,6 +1,7 @@
 """nox sessions (uv backend): the project's own checks, and the compatibility matrices.
 
 nox -s tests lint typecheck
+nox -s quick                                    # the quick tier: pytest -m "not slow"
 nox -s docs                                     # the docs site, mkdocs build --strict: site/
 nox -s bench [-- --full]                      # the benches: docs/explanation/figures.md
 nox -s matrix -- matrices/datasets-pyarrow.toml [--jobs 2 --full ...]
@@ -24,6 +25,14 @@ def tests(session: nox.Session) -> None:
     """The test suite: hermetic (local index on 127.0.0.1), real uv environments."""
     session.install("-e", ".[test]")
     session.run("pytest", *session.posargs)
+
+
+@nox.session
+def quick(session: nox.Session) -> None:
+    """The quick tier while developing: every test not marked slow (pytest -m "not slow"), each
+    module still exercised; CI runs them all (nox -s tests)."""
+    session.install("-e", ".[test]")
+    session.run("pytest", "-m", "not slow", *session.posargs)
 
 
 @nox.session

@@ -3,13 +3,16 @@ right exit code, no traceback, nothing built. (More in test_cli.py and test_host
 
 from __future__ import annotations
 
+import importlib.util
 import sqlite3
 from pathlib import Path
 
 import pytest
-from test_cli import assert_clean_error, envbisect
 
+from envbisect.errors import UsageError
+from envbisect.exec.ray import RayExecutor, is_loopback
 from envbisect.store import Store
+from support.cli import assert_clean_error, envbisect
 from support.index_server import LocalIndex
 
 MATRIX = "[matrix]\nprobes = ['import:a']\n[[axis]]\npackage = 'a'\n"
@@ -100,6 +103,7 @@ except ValueError:
 """
 
 
+@pytest.mark.slow
 def test_untrusted_text_is_stripped_for_the_terminal_and_escaped_for_markdown(
     index: LocalIndex, python: str, tmp_path: Path
 ) -> None:
@@ -135,3 +139,15 @@ def test_table_md_escapes_what_it_is_given() -> None:
     text = markdown(meta, [])
     assert "<script" not in text and "<i>" not in text and "\x1b" not in text
     assert "&lt;script&gt;" in text
+
+
+def test_executor_ray_without_ray_is_one_usage_error() -> None:
+    """Ray is an optional extra: without it, --executor ray is a usage error with its hint,
+    raised before anything is started (with Ray installed, test_ray.py runs the real thing)."""
+    assert is_loopback(None) and is_loopback("127.0.0.1:6379") and is_loopback("[::1]:6379")
+    assert not is_loopback("10.0.0.7:6379")
+    if importlib.util.find_spec("ray") is not None:
+        pytest.skip("Ray is installed: test_ray.py covers the executor")
+    with pytest.raises(UsageError) as e:
+        RayExecutor(2)
+    assert e.value.ref == "ray-missing" and "envbisect[ray]" in (e.value.hint or "")

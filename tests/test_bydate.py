@@ -4,8 +4,6 @@ release breaks it), the culprit named and confirmed alone; bad input."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from dataclasses import replace
 from datetime import timedelta
 from pathlib import Path
@@ -17,6 +15,7 @@ from envbisect.errors import NoAnswer, UsageError
 from envbisect.model import IndexConfig
 from envbisect.modes.bydate import DateOptions, run_by_date
 from envbisect.modes.options import CommonOptions
+from support.cli import envbisect
 from support.corpus import EPOCH
 from support.index_server import LocalIndex
 from support.installs import install_and_run
@@ -96,22 +95,18 @@ def test_bad_dates(index: LocalIndex, python: str, tmp_path: Path) -> None:
 
 def test_cli_json(index: LocalIndex, python: str, tmp_path: Path) -> None:
     (tmp_path / "repro.py").write_text("import dateapp\ndateapp.run()\n")
-    proc = subprocess.run(
-        [sys.executable, "-m", "envbisect", "run", "--by-date",
-         "--good", (EPOCH + timedelta(days=2)).date().isoformat(),
-         "--bad", (EPOCH + timedelta(days=45)).date().isoformat(),
-         "--with", "dateapp==1.0.0", "--repro", str(tmp_path / "repro.py"),
-         "--index-url", index.url, "--python", python, "--results", str(tmp_path / "r"),
-         "--cache-dir", str(tmp_path / "c"), "--json"],
-        capture_output=True, text=True, timeout=300,
+    proc = envbisect(
+        "run", "--by-date",
+        "--good", (EPOCH + timedelta(days=2)).date().isoformat(),
+        "--bad", (EPOCH + timedelta(days=45)).date().isoformat(),
+        "--with", "dateapp==1.0.0", "--repro", str(tmp_path / "repro.py"),
+        "--index-url", index.url, "--python", python, "--results", str(tmp_path / "r"),
+        "--cache-dir", str(tmp_path / "c"), "--json",
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     data = json.loads(proc.stdout)
     assert data["culprits"][0]["package"] == "datelib"
     assert data["first_bad_date"] and data["last_good_date"]
-    wrong = subprocess.run(
-        [sys.executable, "-m", "envbisect", "run", "--by-date", "--good", "2024-01-01",
-         "--with", "dateapp==1.0.0", "--", "true"],
-        capture_output=True, text=True, timeout=60,
-    )  # fmt: skip
+    wrong = envbisect("run", "--by-date", "--good", "2024-01-01", "--with", "dateapp==1.0.0",
+                      "--", "true")  # fmt: skip
     assert wrong.returncode == 2 and "needs --good DATE and --bad DATE" in wrong.stderr

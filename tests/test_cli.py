@@ -4,44 +4,21 @@ code, no traceback, and nothing finished is lost. Every case runs the real CLI i
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import socket
 import sqlite3
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 
 from conftest import write_repro
+from support.cli import assert_clean_error, envbisect, start
 from support.index_server import LocalIndex
 from support.wheels import build_wheel
-
-
-def envbisect(
-    *args: str, env: dict[str, str] | None = None, cwd: Path | None = None, timeout: float = 300
-) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "envbisect", *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=cwd,
-        timeout=timeout,
-    )
-
-
-def assert_clean_error(proc: subprocess.CompletedProcess[str], code: int, *needles: str) -> None:
-    assert proc.returncode == code, proc.stderr
-    assert "Traceback" not in proc.stderr
-    lines = proc.stderr.strip().splitlines()
-    errors = [ln for ln in lines if ln.startswith("error: ")]
-    hints = [ln for ln in lines if ln.startswith("hint: ")]
-    assert len(errors) == 1 and len(hints) == 1, proc.stderr
-    for n in needles:
-        assert n in errors[0], errors[0]
 
 
 @pytest.fixture
@@ -96,6 +73,7 @@ def test_unknown_probe_lists_the_known_ones(base: list[str]) -> None:
     assert "datasets-json" in proc.stderr and "lora-step" in proc.stderr
 
 
+@pytest.mark.slow
 def test_bad_flag_values(base: list[str]) -> None:
     assert_clean_error(
         envbisect(*base, "--package", "x", "--timeout", "-5", "--", "true"), 2, "--timeout"
@@ -115,6 +93,7 @@ def test_bad_flag_values(base: list[str]) -> None:
     )
 
 
+@pytest.mark.slow
 def test_env_flags(base: list[str], index: LocalIndex, python: str, tmp_path: Path) -> None:
     cases = {"FOO": "--env 'FOO' is not NAME=VALUE", "=1": "--env '=1' is not NAME=VALUE",
              "1X=2": "--env '1X': not a variable name"}  # fmt: skip
@@ -222,6 +201,7 @@ def test_full_disk_is_an_infrastructure_error(
         subprocess.run(["umount", str(mnt)], check=False)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("jobs", ["1", "2"])
 def test_ctrl_c_during_a_probe_keeps_finished_probes_and_resumes(
     index: LocalIndex, python: str, tmp_path: Path, jobs: str
@@ -247,35 +227,30 @@ def test_ctrl_c_during_a_probe_keeps_finished_probes_and_resumes(
         "--repro",
         str(repro),
     ]
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "envbisect", *args],
-        stderr=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    # The new end (1.5.0) hangs: wait until its probe runs, then press Ctrl-C.
-    deadline = time.monotonic() + 120
+    proc = start(*args)
+    # The new end (1.5.0) hangs: wait until its probe runs and 1.0.0's is stored (with --jobs
+    # 2 they run together, and the hanging one may start first), then press Ctrl-C.
+    deadline = time.monotonic() + 240
     seen = ""
     assert proc.stderr is not None
     while "probing 1.5.0" not in seen and time.monotonic() < deadline:
         seen += proc.stderr.readline()
-    # Its environment is built first: wait (a loaded machine builds slowly) until it runs.
-    hung: list[str] = []
-    while not hung and time.monotonic() < deadline:
-        time.sleep(0.5)
-        found = subprocess.run(["pgrep", "-f", str(repro)], capture_output=True, text=True)
-        hung = [p for p in found.stdout.split() if int(p) != proc.pid]  # not envbisect itself
-    assert hung, "the hanging probe should be running"
-    time.sleep(0.5)
+
+    def ready() -> bool:
+        return _stored(results) == 1 and _running(repro, proc.pid)
+
+    while not ready() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert ready(), "1.0.0 should be stored and the hanging probe running"
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=60)
     err = seen + err
-    assert proc.returncode == 130
+    assert proc.returncode == 130, err
     assert "Traceback" not in err and "resume" in err
-    time.sleep(0.3)
-    assert subprocess.run(["pgrep", "-f", str(repro)], capture_output=True).returncode == 1, (
-        "the probe's process group outlived Ctrl-C"
-    )
+    deadline = time.monotonic() + 10  # the group is killed; its processes may take a moment
+    while _running(repro, proc.pid) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not _running(repro, proc.pid), "the probe's process group outlived Ctrl-C"
     db = sqlite3.connect(results / "envbisect.db")
     assert db.execute("PRAGMA integrity_check").fetchone() == ("ok",)
     assert db.execute("SELECT count(*) FROM probes").fetchone() == (1,)  # 1.0.0 finished
@@ -283,8 +258,26 @@ def test_ctrl_c_during_a_probe_keeps_finished_probes_and_resumes(
     # Resuming: the finished probe is reused, not run again.
     again = envbisect(*[a if a != "120" else "3" for a in args], "--json")
     assert again.returncode == 0, again.stderr
-    import json
-
     data = json.loads(again.stdout)
     assert [r["version"] for r in data["reused"]] == ["1.0.0"]
     assert data["first_bad"] == "1.3.0"
+
+
+def _stored(results: Path) -> int:
+    """Probes in the store so far (0 before it exists); read while envbisect writes (WAL)."""
+    if not (results / "envbisect.db").exists():
+        return 0
+    db = sqlite3.connect(f"file:{results / 'envbisect.db'}?mode=ro", uri=True, timeout=30)
+    try:
+        return int(db.execute("SELECT count(*) FROM probes").fetchone()[0])
+    except sqlite3.OperationalError:  # created, its table not yet
+        return 0
+    finally:
+        db.close()
+
+
+def _running(repro: Path, cli: int) -> bool:
+    """A probe of ``repro`` is running: a process (not a zombie) with it on its command line,
+    other than envbisect (``cli``) itself."""
+    found = subprocess.run(["pgrep", "-f", str(repro)], capture_output=True, text=True)
+    return any(int(p) != cli for p in found.stdout.split())

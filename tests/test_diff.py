@@ -7,8 +7,6 @@ input."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -25,6 +23,7 @@ from envbisect.modes.diff import Change, DiffOptions, answer, culprit_text, run_
 from envbisect.modes.options import CommonOptions
 from envbisect.modes.roots import forcing, reduce, root_names
 from envbisect.strategy.ddmin import Result, ddmin
+from support.cli import envbisect
 from support.corpus import flaky_crashes
 from support.index_server import LocalIndex
 from support.installs import install_and_run
@@ -303,19 +302,18 @@ def test_the_cli_names_what_moved_with_each_culprit(
     (tmp_path / "good.txt").write_text("tiedapp==1.5.0\ntiedlib==1.0.0\n")
     (tmp_path / "bad.txt").write_text("tiedapp==2.0.0\ntiedlib==2.1.0\n")
     (tmp_path / "repro.py").write_text("import tiedapp\ntiedapp.run()\n")
-    args = [sys.executable, "-m", "envbisect", "diff", str(tmp_path / "good.txt"),
+    args = ["diff", str(tmp_path / "good.txt"),
             str(tmp_path / "bad.txt"), "--index-url", index.url, "--python", python,
             "--results", str(tmp_path / "r"), "--cache-dir", str(tmp_path / "c"),
             "--repro", str(tmp_path / "repro.py")]  # fmt: skip
-    text = subprocess.run(args, capture_output=True, text=True, timeout=300)
+    text = envbisect(*args)
     assert text.returncode == 0, text.stderr
     assert text.stdout.splitlines()[:3] == [
         "culprit: tiedapp 1.5.0 -> 2.0.0 (moved with it: tiedlib 1.0.0 -> 2.0.0)",
         "forced by tiedapp 2.0.0: tiedlib (its requirements; not culprits)",
         "roots verified: GOOD + tiedapp 2.0.0: fail; GOOD (without tiedapp): pass",
     ]
-    data = json.loads(subprocess.run([*args, "--json"], capture_output=True, text=True,
-                                     timeout=300).stdout)  # fmt: skip
+    data = json.loads(envbisect(*args, "--json").stdout)
     assert [(c["moved_with"], c["forced"]) for c in data["culprits"]] == [
         ([{"package": "tiedlib", "from": "1.0.0", "to": "2.0.0"}], ["tiedlib"]),
     ]
@@ -414,11 +412,11 @@ def test_an_interaction_of_two_roots_through_the_cli(
     (tmp_path / "good.txt").write_text(ROOTS_GOOD)
     (tmp_path / "bad.txt").write_text(ROOTS_BAD)
     (tmp_path / "repro.py").write_text("import rootapp\nrootapp.pair()\n")
-    args = [sys.executable, "-m", "envbisect", "diff", str(tmp_path / "good.txt"),
+    args = ["diff", str(tmp_path / "good.txt"),
             str(tmp_path / "bad.txt"), "--index-url", index.url, "--python", python,
             "--results", str(tmp_path / "r"), "--cache-dir", str(tmp_path / "c"),
             "--repro", str(tmp_path / "repro.py")]  # fmt: skip
-    text = subprocess.run(args, capture_output=True, text=True, timeout=300)
+    text = envbisect(*args)
     assert text.returncode == 0, text.stderr
     lines = [
         "interaction: rootapp 1.0.0 -> 2.0.0 (moved with it: rootdep1 absent -> 1.0.0, "
@@ -432,8 +430,7 @@ def test_an_interaction_of_two_roots_through_the_cli(
     assert text.stdout.splitlines()[: len(lines)] == lines
     first = Path(text.stdout.splitlines()[-1].removeprefix("report: ")).read_text()
     assert "environments built this run: 10;" in first
-    data = json.loads(subprocess.run([*args, "--json"], capture_output=True, text=True,
-                                     timeout=300).stdout)  # fmt: skip
+    data = json.loads(envbisect(*args, "--json").stdout)
     assert data["interaction"] is True
     assert data["culprits"] == [
         {"package": "rootapp", "good_version": "1.0.0", "bad_version": "2.0.0",

@@ -105,6 +105,7 @@ def _literal_refs(path: Path) -> set[str]:
     return set(re.findall(r'\bref="([a-z0-9-]+)"', path.read_text(encoding="utf-8")))
 
 
+@pytest.mark.slow
 def test_errors_page_lists_every_reference_the_source_raises() -> None:
     page = HOOKS.errors_markdown()
     on_page = set(re.findall(r"^### `([a-z0-9-]+)` \{#\1\}$", page, flags=re.MULTILINE))

@@ -1,24 +1,19 @@
 """``--dry-run`` plans what a command would build and builds nothing; a closed stdout ends
-quietly. The real CLI in a subprocess, on the local index (127.0.0.1)."""
+quietly. The real CLI in a subprocess, on the local index (127.0.0.1); the plans as lines,
+quick, in-process."""
 
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from conftest import write_repro
+from envbisect.modes.dryrun import _exact_pins, render
+from support.cli import envbisect, start
 from support.index_server import LocalIndex
-
-pytestmark = pytest.mark.slow
-
-
-def envbisect(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "envbisect", *args], capture_output=True,
-                          text=True, timeout=300, cwd=cwd)  # fmt: skip
 
 
 def nothing_built(results: Path) -> bool:
@@ -26,6 +21,7 @@ def nothing_built(results: Path) -> bool:
     return not (envs.exists() and any(envs.iterdir())) and not (results / "envbisect.db").exists()
 
 
+@pytest.mark.slow
 def test_run_dry_run_plans_both_ends_and_builds_nothing(
     index: LocalIndex, python: str, tmp_path: Path
 ) -> None:
@@ -49,6 +45,7 @@ def test_run_dry_run_plans_both_ends_and_builds_nothing(
     assert "  crashy==1.11.0" in text.stdout
 
 
+@pytest.mark.slow
 def test_probe_dry_run_shows_a_conflict(index: LocalIndex, python: str, tmp_path: Path) -> None:
     results = tmp_path / "r"
     proc = envbisect("probe", "--with", "crashy==1.10.0", "--with", "helperlib<2", "--dry-run",
@@ -60,6 +57,7 @@ def test_probe_dry_run_shows_a_conflict(index: LocalIndex, python: str, tmp_path
     assert nothing_built(results)
 
 
+@pytest.mark.slow
 def test_matrix_dry_run_plans_every_cell(index: LocalIndex, python: str, tmp_path: Path) -> None:
     (tmp_path / "repro.py").write_text("import gridapp\ngridapp.run()\n")
     path = tmp_path / "grid.toml"
@@ -77,15 +75,30 @@ def test_matrix_dry_run_plans_every_cell(index: LocalIndex, python: str, tmp_pat
     assert not (results / ".envs").exists() and not (results / "grid").exists()
 
 
+@pytest.mark.slow
 def test_a_closed_stdout_ends_quietly(index: LocalIndex, python: str, tmp_path: Path) -> None:
     """``envbisect ... --json | head``: the reader is gone before the answer is printed."""
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "envbisect", "versions", "crashy", "--json", "--index-url",
-         index.url, "--python", python],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
+    proc = start("versions", "crashy", "--json", "--index-url", index.url, "--python", python)
     assert proc.stdout is not None and proc.stderr is not None
     proc.stdout.close()
     err = proc.stderr.read()
     assert proc.wait(timeout=120) == 141
     assert "Traceback" not in err and "BrokenPipe" not in err
+
+
+def test_exact_pins_are_the_plan_and_plans_print_as_lines() -> None:
+    """Quick (no uv): requirements that are all exact pins are the plan as they stand (names
+    canonical, sorted); any other (a range, a marker, a URL) leaves the plan to uv."""
+    assert _exact_pins(["Raisy==1.0.0", "six==1.16.0"]) == {"raisy": "1.0.0", "six": "1.16.0"}
+    for other in ("raisy>=1.0", "raisy==1.0; python_version<'3'", "raisy @ file:///x", "r a"):
+        assert _exact_pins(["six==1.16.0", other]) is None, other
+    views: list[dict[str, Any]] = [
+        {"label": "good 1.0.0", "requirements": [], "pins": {"raisy": "1.0.0"}, "conflict": None},
+        {"label": "bad 1.5.0", "requirements": [], "pins": {}, "conflict": "no solution"},
+    ]
+    assert render(views) == [
+        "dry run: 2 environment(s) planned, nothing built",
+        "good 1.0.0: 1 package(s)",
+        "  raisy==1.0.0",
+        "bad 1.5.0: unresolvable: no solution",
+    ]

@@ -12,7 +12,6 @@ import json
 import os
 import pickle
 import subprocess
-import sys
 from datetime import timedelta
 from pathlib import Path
 
@@ -22,6 +21,7 @@ from conftest import RecordingReporter, write_repro
 from envbisect.env.repro import Repro
 from envbisect.env.worker import ProbeTask
 from envbisect.errors import UsageError
+from envbisect.exec.local import GpuPool, ThreadExecutor, local_gpus
 from envbisect.model import IndexConfig
 from envbisect.modes.bydate import DateOptions, run_by_date
 from envbisect.modes.diff import DiffOptions, run_diff
@@ -29,10 +29,9 @@ from envbisect.modes.matrix import load_matrix, run_matrix
 from envbisect.modes.options import CommonOptions
 from envbisect.modes.run import RunOptions, run_bisect
 from envbisect.modes.session import Session
+from support.cli import envbisect
 from support.corpus import EPOCH
 from support.index_server import LocalIndex
-
-pytestmark = pytest.mark.slow
 
 EXECUTORS = ("local", "process")
 
@@ -50,6 +49,7 @@ def common(
     )
 
 
+@pytest.mark.slow
 def test_a_task_and_its_record_survive_a_pickle(
     index: LocalIndex, python: str, tmp_path: Path
 ) -> None:
@@ -63,6 +63,7 @@ def test_a_task_and_its_record_survive_a_pickle(
     assert pickle.loads(pickle.dumps(rec)) == rec
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("jobs", [1, 2])
 def test_run_is_the_same_on_worker_processes(
     index: LocalIndex, python: str, tmp_path: Path, jobs: int
@@ -82,6 +83,7 @@ def test_run_is_the_same_on_worker_processes(
     assert seen["local"][:2] == ("1.7.0", "1.6.0")
 
 
+@pytest.mark.slow
 def test_by_date_is_the_same_on_worker_processes(
     index: LocalIndex, python: str, tmp_path: Path
 ) -> None:
@@ -118,6 +120,7 @@ GOOD = "dateapp==1.0.0\ndatelib==1.1.0\nnoiselib==0.0.0\n"
 BAD = "dateapp==1.0.0\ndatelib==1.4.0\nnoiselib==0.4.0\n"
 
 
+@pytest.mark.slow
 def test_diff_is_the_same_on_worker_processes(
     index: LocalIndex, python: str, tmp_path: Path
 ) -> None:
@@ -132,6 +135,7 @@ def test_diff_is_the_same_on_worker_processes(
     ]
 
 
+@pytest.mark.slow
 def test_diff_with_jobs_2_same_culprits_in_fewer_rounds(
     index: LocalIndex, python: str, tmp_path: Path
 ) -> None:
@@ -143,6 +147,7 @@ def test_diff_with_jobs_2_same_culprits_in_fewer_rounds(
     assert two.search["jobs"] == 2
 
 
+@pytest.mark.slow
 def test_a_matrix_is_the_same_on_worker_processes(
     index: LocalIndex, python: str, tmp_path: Path
 ) -> None:
@@ -162,6 +167,7 @@ def test_a_matrix_is_the_same_on_worker_processes(
     assert seen["process"] == seen["local"]
 
 
+@pytest.mark.slow
 def test_one_interpreter_through_two_paths_is_one_environment(
     index: LocalIndex, python: str, tmp_path: Path
 ) -> None:
@@ -185,16 +191,12 @@ def test_one_interpreter_through_two_paths_is_one_environment(
 # -- no answer: exit 1 and a report, in every mode ---------------------------------------------
 
 
-def envbisect(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "envbisect", *args], capture_output=True,
-                          text=True, timeout=300)  # fmt: skip
-
-
 def _report_of(proc: subprocess.CompletedProcess[str]) -> Path:
     line = next(ln for ln in proc.stdout.splitlines() if ln.startswith("report: "))
     return Path(line.removeprefix("report: "))
 
 
+@pytest.mark.slow
 def test_no_answer_is_exit_1_with_a_report_in_every_mode(
     index: LocalIndex, python: str, tmp_path: Path
 ) -> None:
@@ -236,6 +238,7 @@ def test_no_answer_is_exit_1_with_a_report_in_every_mode(
     assert "GOOD environment does not pass" in data["error"]["message"]
 
 
+@pytest.mark.slow
 def test_every_error_line_names_its_reference_and_json_gets_an_error_object(
     tmp_path: Path,
 ) -> None:
@@ -250,6 +253,7 @@ def test_every_error_line_names_its_reference_and_json_gets_an_error_object(
     assert data["error"]["hint"]
 
 
+@pytest.mark.slow
 def test_the_local_executor_gives_each_probe_its_own_gpus(
     index: LocalIndex, python: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -281,6 +285,7 @@ def test_the_local_executor_gives_each_probe_its_own_gpus(
         assert overlapping.count(d) == 1, "two probes on one GPU at once"
 
 
+@pytest.mark.slow
 def test_more_gpus_per_probe_than_the_machine_has_is_a_clear_error(
     index: LocalIndex, python: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -292,3 +297,21 @@ def test_more_gpus_per_probe_than_the_machine_has_is_a_clear_error(
     with pytest.raises(UsageError, match="this machine has 1 GPU") as err:
         run_bisect(opts)
     assert err.value.ref == "no-gpus"
+
+
+def test_the_gpus_a_probe_may_use_come_from_cuda_visible_devices(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Quick (no environment): the GPUs are CUDA_VISIBLE_DEVICES's as CUDA reads it (-1 and
+    blanks: none); asking each probe for more than there are is one usage error, up front."""
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "1, 0,,-1")
+    assert local_gpus() == ["1", "0"]
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "-1")
+    assert local_gpus() == []
+    with pytest.raises(UsageError, match="this machine has 1 GPU") as err:
+        GpuPool(["0"], 2)
+    assert err.value.ref == "no-gpus" and "--executor ray" in (err.value.hint or "")
+    assert GpuPool(["1", "0"], 2).per == 2
+    pool = ThreadExecutor(2)
+    assert pool.name == "local"
+    pool.close()

@@ -12,8 +12,6 @@ import json
 import math
 import random
 import statistics
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -27,6 +25,7 @@ from envbisect.modes.run import RunOptions, run_bisect
 from envbisect.store import Store
 from envbisect.strategy import flaky
 from envbisect.strategy.bisect import Bisector
+from support.cli import envbisect
 from support.corpus import FLAKY_FIRST_BAD, flaky_crashes
 from support.index_server import LocalIndex
 
@@ -52,6 +51,7 @@ def simulate(
     return made, rounds
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("rate", [0.5, 0.3])
 def test_probabilistic_search_is_right_at_its_confidence_over_200_seeds(rate: float) -> None:
     n, right, made, probs = 24, 0, [], []
@@ -74,6 +74,7 @@ def test_probabilistic_search_is_right_at_its_confidence_over_200_seeds(rate: fl
     assert statistics.median(made) < (5 if rate == 0.5 else 10) * (bits + 2)
 
 
+@pytest.mark.slow
 def test_plain_bisection_with_the_same_budget_is_wrong_more_often() -> None:
     """The reason for the probabilistic mode: spend its median budget on plain bisection
     (--repeat R at each point, a crash in any run marks it) and count the right answers."""
@@ -312,11 +313,10 @@ def test_cli_jobs_2_same_answer_fewer_rounds(
     repro = write_repro(tmp_path, "crashy")
     out = {}
     for jobs in ("1", "2"):
-        proc = subprocess.run(
-            [sys.executable, "-m", "envbisect", "run", "--package", "crashy", "--jobs", jobs,
-             "--index-url", index.url, "--python", python, "--results",
-             str(tmp_path / f"r{jobs}"), "--repro", str(repro), "--json"],
-            capture_output=True, text=True, timeout=300,
+        proc = envbisect(
+            "run", "--package", "crashy", "--jobs", jobs,
+            "--index-url", index.url, "--python", python, "--results",
+            str(tmp_path / f"r{jobs}"), "--repro", str(repro), "--json",
         )  # fmt: skip
         assert proc.returncode == 0, proc.stderr
         out[jobs] = json.loads(proc.stdout)
@@ -336,11 +336,10 @@ def test_cli_probe_repeat_measures_a_flake_rate(
 
     repro = write_repro(tmp_path, "flakylib")
     env = {**os.environ, "FLAKY_SEED": "7"}
-    proc = subprocess.run(
-        [sys.executable, "-m", "envbisect", "probe", "--with", "flakylib==1.8.0", "--repeat",
-         "8", "--index-url", index.url, "--python", python, "--results", str(tmp_path / "r"),
-         "--repro", str(repro), "--json"],
-        capture_output=True, text=True, timeout=300, env=env,
+    proc = envbisect(
+        "probe", "--with", "flakylib==1.8.0", "--repeat",
+        "8", "--index-url", index.url, "--python", python, "--results", str(tmp_path / "r"),
+        "--repro", str(repro), "--json", env=env,
     )  # fmt: skip
     data = json.loads(proc.stdout)
     expected = sum(flaky_crashes("1.8.0", k, "7") for k in range(8))

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 
@@ -18,6 +17,7 @@ import pytest
 from envbisect.env.forensics import enrich, function_name, parse_frame, parse_gdb
 from envbisect.model import Outcome, OutcomeKind
 from envbisect.store import Store
+from support.cli import envbisect
 from support.index_server import LocalIndex
 from support.native import build_cpp_extension_wheel
 
@@ -41,11 +41,10 @@ def probe_crash(
 ) -> tuple[dict[str, object], str]:
     """``envbisect probe`` of ``crashcpp.<call>()``: the JSON outcome and the stored detail."""
     results = tmp_path / "r"
-    proc = subprocess.run(
-        [sys.executable, "-m", "envbisect", "probe", "--index-url", index.url, "--python", python,
-         "--results", str(results), "--find-links", str(wheels), "--with", f"crashcpp=={version}",
-         "--json", "--", "python", "-c", f"import crashcpp; crashcpp.{call}()"],
-        capture_output=True, text=True, timeout=300,
+    proc = envbisect(
+        "probe", "--index-url", index.url, "--python", python,
+        "--results", str(results), "--find-links", str(wheels), "--with", f"crashcpp=={version}",
+        "--json", "--", "python", "-c", f"import crashcpp; crashcpp.{call}()",
     )  # fmt: skip
     assert proc.returncode == 4, proc.stderr
     with Store(results) as store:

@@ -15,8 +15,8 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
-from test_cli import assert_clean_error, envbisect
 
+from support.cli import assert_clean_error, envbisect, start
 from support.hostile import HostileIndex
 from support.index_server import IndexFile, LocalIndex
 from support.wheels import build_wheel
@@ -108,6 +108,7 @@ def _files_under(root: Path) -> Iterator[Path]:
             yield p
 
 
+@pytest.mark.slow
 def test_credentials_stay_off_argv_store_and_reports(
     hostile: HostileIndex, python: str, tmp_path: Path
 ) -> None:
@@ -117,12 +118,7 @@ def test_credentials_stay_off_argv_store_and_reports(
         repro = _repro(tmp_path, "authpkg")
         args = ["run", "--package", "authpkg", "--repro", str(repro), "--json"]
         url = hostile.url(user="bob", password=SECRET)
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "envbisect", *args, *_common(url, python, tmp_path)],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
+        proc = start(*args, *_common(url, python, tmp_path))
         seen: dict[int, bytes] = {}
         watcher = threading.Thread(target=_watch, args=(proc, seen))
         watcher.start()
@@ -166,6 +162,7 @@ def test_credentials_stay_off_argv_store_and_reports(
         hostile.file_delay = 0.0
 
 
+@pytest.mark.slow
 def test_a_wrong_password_under_pips_rule_is_index_auth_with_a_warm_cache(
     hostile: HostileIndex, index: LocalIndex, python: str, tmp_path: Path
 ) -> None:
@@ -245,6 +242,7 @@ def test_a_package_name_that_is_a_path_is_refused(
     assert not any(hostile.hits.get(p) for p in hostile.hits if "ESC" in p or "x/" in p)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["../../x", "/ABS/x", ".hidden", "a/b"])
 def test_a_matrix_name_that_is_a_path_is_refused(tmp_path: Path, name: str) -> None:
     if name.startswith("/ABS"):
@@ -271,6 +269,7 @@ def test_output_paths_are_checked_to_stay_inside_results(tmp_path: Path) -> None
             inside(results, bad)
 
 
+@pytest.mark.slow
 def test_a_fake_dist_info_does_not_reach_the_lockfile(
     hostile: HostileIndex, python: str, tmp_path: Path
 ) -> None:
@@ -297,6 +296,7 @@ def test_a_fake_dist_info_does_not_reach_the_lockfile(
     assert names == ["evilpkg"]
 
 
+@pytest.mark.slow
 def test_a_trickling_index_meets_a_deadline(
     hostile: HostileIndex, python: str, tmp_path: Path
 ) -> None:
@@ -311,6 +311,7 @@ def test_a_trickling_index_meets_a_deadline(
     assert "[index-too-slow]" in proc.stderr
 
 
+@pytest.mark.slow
 def test_a_huge_page_is_stopped_at_the_cap(
     hostile: HostileIndex, python: str, tmp_path: Path
 ) -> None:

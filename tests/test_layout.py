@@ -1,8 +1,9 @@
 """The layout holds: the pure core and the strategies do no IO and reach no edge.
 
-``core/`` and ``strategy/`` take data and return data (ARCHITECTURE.md): they import no
-subprocess, network, sqlite or edge module, and call nothing that reads or writes files. Read
-from the source with ``ast``, so an import hidden inside a function counts too.
+``core/`` and ``strategy/`` take data and return data (docs/explanation/architecture.md, "The
+pure core"): they import no subprocess, network, sqlite or edge module, and call nothing that
+reads or writes files. Read from the source with ``ast``, so an import hidden inside a function
+counts too.
 """
 
 from __future__ import annotations

@@ -7,7 +7,6 @@ environments where the repro passes again."""
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 from dataclasses import replace
 from datetime import timedelta
@@ -27,6 +26,7 @@ from envbisect.errors import NoAnswer, UsageError
 from envbisect.model import IndexConfig
 from envbisect.modes.lock import LockOptions, run_lock
 from envbisect.modes.options import CommonOptions
+from support.cli import envbisect
 from support.corpus import EPOCH
 from support.index_server import LocalIndex
 from support.installs import install_and_run
@@ -102,11 +102,10 @@ def test_two_breaks_two_constraints_and_a_fixed_break_none(
     """lockapp's newest environment fails twice over (lk-alpha 1.3, lk-beta 2.0); lk-fix 1.2
     broke it too, but 1.3 fixed it: no constraint for lk-fix, which is locked at its newest."""
     rep = repro(tmp_path, "lockapp")
-    out = subprocess.run(
-        [sys.executable, "-m", "envbisect", "lock", "--with", "lockapp==1.0.0",
-         "--index-url", index.url, "--python", python, "--results", str(tmp_path / "results"),
-         "--cache-dir", str(tmp_path / "cache"), "--repro", str(rep), "--json"],
-        capture_output=True, text=True, cwd=tmp_path,
+    out = envbisect(
+        "lock", "--with", "lockapp==1.0.0",
+        "--index-url", index.url, "--python", python, "--results", str(tmp_path / "results"),
+        "--cache-dir", str(tmp_path / "cache"), "--repro", str(rep), "--json", cwd=tmp_path,
     )  # fmt: skip
     assert out.returncode == 0, out.stderr
     data = json.loads(out.stdout)
@@ -215,10 +214,9 @@ def test_bad_input(index: LocalIndex, python: str, tmp_path: Path) -> None:
         assert e.value.ref == ref, (kw, e.value.message)
     # Through the CLI: one error line with its reference, a hint, exit 2, no traceback.
     rep = repro(tmp_path, "lockone")
-    out = subprocess.run(
-        [sys.executable, "-m", "envbisect", "lock", "--from", str(ranged), "--index-url",
-         index.url, "--python", python, "--results", str(tmp_path / "r"), "--repro", str(rep)],
-        capture_output=True, text=True, cwd=tmp_path,
+    out = envbisect(
+        "lock", "--from", str(ranged), "--index-url", index.url, "--python", python,
+        "--results", str(tmp_path / "r"), "--repro", str(rep), cwd=tmp_path,
     )  # fmt: skip
     assert out.returncode == 2
     assert "is not a lock" in out.stderr and "[lock-from-not-lock]" in out.stderr
@@ -229,11 +227,10 @@ def test_dry_run_plans_the_newest_and_the_start(
     index: LocalIndex, python: str, tmp_path: Path
 ) -> None:
     rep = repro(tmp_path, "lockone")
-    out = subprocess.run(
-        [sys.executable, "-m", "envbisect", "lock", "--with", "lockone==1.0.0", "--index-url",
-         index.url, "--python", python, "--results", str(tmp_path / "r"), "--repro", str(rep),
-         "--dry-run", "--json"],
-        capture_output=True, text=True, cwd=tmp_path,
+    out = envbisect(
+        "lock", "--with", "lockone==1.0.0", "--index-url",
+        index.url, "--python", python, "--results", str(tmp_path / "r"), "--repro", str(rep),
+        "--dry-run", "--json", cwd=tmp_path,
     )  # fmt: skip
     assert out.returncode == 0, out.stderr
     plans = json.loads(out.stdout)["plans"]

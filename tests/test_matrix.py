@@ -8,7 +8,6 @@ import json
 import re
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -19,6 +18,7 @@ from envbisect.errors import UsageError
 from envbisect.modes.matrix import load_matrix, run_matrix
 from envbisect.modes.options import CommonOptions
 from envbisect.reporter import Reporter
+from support.cli import envbisect
 from support.corpus import grid_truth
 from support.index_server import LocalIndex
 from support.installs import install_and_run
@@ -109,10 +109,9 @@ def test_publish_and_the_page_in_a_real_browser(
     index: LocalIndex, python: str, tmp_path: Path
 ) -> None:
     path = write_matrix(tmp_path, index, python)
-    proc = subprocess.run(
-        [sys.executable, "-m", "envbisect", "matrix", str(path), "--results", str(tmp_path / "r"),
-         "--cache-dir", str(tmp_path / "c"), "--jobs", "2", "--json"],
-        capture_output=True, text=True, timeout=600,
+    proc = envbisect(
+        "matrix", str(path), "--results", str(tmp_path / "r"),
+        "--cache-dir", str(tmp_path / "c"), "--jobs", "2", "--json",
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     out = tmp_path / "r" / "grid"
@@ -215,10 +214,9 @@ def test_bad_matrices_fail_before_anything_is_built(
 ) -> None:
     def matrix(text: str) -> subprocess.CompletedProcess[str]:
         path = write_matrix(tmp_path, index, python, text)
-        return subprocess.run(
-            [sys.executable, "-m", "envbisect", "matrix", str(path), "--results",
-             str(tmp_path / "r"), "--cache-dir", str(tmp_path / "c"), "--max-cells", "10"],
-            capture_output=True, text=True, timeout=120,
+        return envbisect(
+            "matrix", str(path), "--results",
+            str(tmp_path / "r"), "--cache-dir", str(tmp_path / "c"), "--max-cells", "10",
         )  # fmt: skip
 
     too_big = matrix(MATRIX)
@@ -230,10 +228,7 @@ def test_bad_matrices_fail_before_anything_is_built(
     blocker = tmp_path / "blocker"
     blocker.write_text("")
     path = write_matrix(tmp_path, index, python)
-    unwritable = subprocess.run(
-        [sys.executable, "-m", "envbisect", "matrix", str(path), "--results", str(blocker / "r")],
-        capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
+    unwritable = envbisect("matrix", str(path), "--results", str(blocker / "r"))
     assert unwritable.returncode == 3 and "results database" in unwritable.stderr
     for p in (too_big, empty, probe, unwritable):
         assert "Traceback" not in p.stderr and "hint: " in p.stderr

@@ -15,11 +15,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from test_cli import assert_clean_error, envbisect
 
 from conftest import write_repro
 from envbisect.env.interp import locate
 from envbisect.env.uv import Uv, find_uv
+from support.cli import assert_clean_error, envbisect
 from support.index_server import LocalIndex
 
 pytestmark = pytest.mark.slow

@@ -23,6 +23,7 @@ from envbisect.core.outcome import (
 )
 from envbisect.env.runner import run_process
 from envbisect.model import Outcome, OutcomeKind, RawProbe
+from support.cli import default_signals
 
 ENV = {**os.environ, "PYTHONFAULTHANDLER": "1"}
 
@@ -121,23 +122,26 @@ def test_deadlock_is_a_timeout_with_every_threads_stack(tmp_path: Path) -> None:
     assert "in worker" in out.detail and "in main_locks" in out.detail
 
 
+@pytest.mark.slow
 def test_timeout_kills_the_whole_process_group(tmp_path: Path) -> None:
-    marker = tmp_path / "grandchild-alive"
+    pidfile = tmp_path / "grandchild.pid"
     grandchild = tmp_path / "grandchild.py"
     grandchild.write_text(
-        f"import pathlib, time\nwhile True:\n    pathlib.Path({str(marker)!r}).touch()\n"
-        "    time.sleep(0.1)\n"
-    )
-    code = (
-        "import subprocess, sys, time\n"
-        f"subprocess.Popen([sys.executable, {str(grandchild)!r}])\n"
+        "import os, sys, time\n"
+        "open(sys.argv[1] + '.tmp', 'w').write(str(os.getpid()))\n"
+        "os.rename(sys.argv[1] + '.tmp', sys.argv[1])\n"
         "time.sleep(1000)\n"
     )
-    raw = run_py(tmp_path, code, timeout=1.5)
+    # 3 s: time for two interpreters to start, even on a loaded machine (checked below).
+    code = (
+        "import subprocess, sys, time\n"
+        f"subprocess.Popen([sys.executable, {str(grandchild)!r}, {str(pidfile)!r}])\n"
+        "time.sleep(1000)\n"
+    )
+    raw = run_py(tmp_path, code, timeout=3.0)
     assert raw.timed_out
-    marker.unlink(missing_ok=True)
-    time.sleep(0.5)
-    assert not marker.exists(), "a grandchild outlived the probe's timeout"
+    assert pidfile.exists(), "the grandchild never started: the test proves nothing"
+    assert gone(int(pidfile.read_text())), "a grandchild outlived the probe's timeout"
 
 
 def test_output_is_capped_to_its_tail(tmp_path: Path) -> None:
@@ -198,17 +202,32 @@ def test_ctrl_c_in_the_parent_kills_the_group(tmp_path: Path) -> None:
         "except KeyboardInterrupt:\n"
         "    sys.exit(42)\n"
     )
-    proc = subprocess.Popen([sys.executable, str(driver)], cwd=tmp_path)
-    for _ in range(100):
-        if marker.exists() and marker.read_text():
-            break
-        time.sleep(0.1)
+    # SIGINT at its default in the driver: ignored, as in a shell's background job, it would
+    # be inherited, and the driver would never see the Ctrl-C.
+    proc = subprocess.Popen([sys.executable, str(driver)], cwd=tmp_path,
+                            preexec_fn=default_signals)  # fmt: skip
+    deadline = time.monotonic() + 60
+    while not (marker.exists() and marker.read_text()) and time.monotonic() < deadline:
+        time.sleep(0.05)
     child = int(marker.read_text())
     proc.send_signal(signal.SIGINT)
     assert proc.wait(timeout=20) == 42
-    time.sleep(0.2)
-    with pytest.raises(ProcessLookupError):
-        os.kill(child, 0)
+    assert gone(child), "the child outlived Ctrl-C in its parent"
+
+
+def gone(pid: int, timeout: float = 10.0) -> bool:
+    """``pid`` is gone (or a zombie, killed and not yet reaped) within ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            with open(f"/proc/{pid}/stat", "rb") as fh:
+                if fh.read().rsplit(b")", 1)[-1].split()[0] == b"Z":
+                    return True
+        except OSError:
+            return True
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
 
 
 # -- failure identity: the names a message carries, not its paths or addresses ----------------

@@ -13,8 +13,6 @@ from __future__ import annotations
 import json
 import re
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +22,7 @@ from hypothesis import strategies as st
 
 from envbisect.core import findings, page, publish
 from support import browser
+from support.cli import envbisect
 
 ROOT = Path(__file__).resolve().parents[1]
 PUBLISHED = ROOT / "results"
@@ -113,16 +112,16 @@ def republished(tmp_path_factory: pytest.TempPathFactory) -> Path:
     for m in matrices:
         shutil.copytree(PUBLISHED / m.stem, out / m.stem,
                         ignore=shutil.ignore_patterns("table.*", "heatmap.svg"))  # fmt: skip
-    proc = subprocess.run(
-        [sys.executable, "-m", "envbisect", "publish", "--offline", "--results", str(out),
-         *map(str, matrices)],
-        capture_output=True, text=True, timeout=300, cwd=out.parent,
+    proc = envbisect(
+        "publish", "--offline", "--results", str(out),
+        *map(str, matrices), cwd=out.parent,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     assert "made again from" in proc.stderr and str(out / "index.html") in proc.stdout
     return out
 
 
+@pytest.mark.slow
 def test_republished_pages_match_the_committed_ones(republished: Path) -> None:
     for name in (m.stem for m in (ROOT / "matrices").glob("*.toml")):
         for f in ("table.html", "table.md", "heatmap.svg", "results.json"):
@@ -133,6 +132,7 @@ def test_republished_pages_match_the_committed_ones(republished: Path) -> None:
     assert md.index(use) < md.index("- peft 0.16.0 to 0.17.1 fail") < md.index("## Python 3.11")
 
 
+@pytest.mark.slow
 def test_the_page_leads_with_the_answer_in_a_real_browser(
     republished: Path, tmp_path: Path
 ) -> None:
@@ -162,6 +162,7 @@ def test_the_page_leads_with_the_answer_in_a_real_browser(
     assert not re.search(r'<(script|img|link)[^>]+(src|href)="', got)
 
 
+@pytest.mark.slow
 def test_the_filter_hides_unresolvable_cells_when_clicked(
     republished: Path, tmp_path: Path
 ) -> None:
@@ -178,6 +179,7 @@ def test_the_filter_hides_unresolvable_cells_when_clicked(
                               width=1280, height=1400) == (1280, 1400)  # fmt: skip
 
 
+@pytest.mark.slow
 def test_a_phone_width_and_dark_mode(republished: Path, tmp_path: Path) -> None:
     for name in ("transformers-peft", "datasets-pyarrow"):
         html_file = republished / name / "table.html"
@@ -214,10 +216,9 @@ def test_a_damaged_results_json_is_a_clean_error(tmp_path: Path) -> None:
     out = tmp_path / "results" / "transformers-peft"
     out.mkdir(parents=True)
     (out / "results.json").write_text('{"matrix": {"name": "x"}, "cells": 7}')
-    proc = subprocess.run(
-        [sys.executable, "-m", "envbisect", "publish", "--offline", "--results",
-         str(tmp_path / "results"), str(ROOT / "matrices" / "transformers-peft.toml")],
-        capture_output=True, text=True, timeout=120, cwd=tmp_path,
+    proc = envbisect(
+        "publish", "--offline", "--results",
+        str(tmp_path / "results"), str(ROOT / "matrices" / "transformers-peft.toml"), cwd=tmp_path,
     )  # fmt: skip
     assert proc.returncode == 3, proc.stderr
     assert "Traceback" not in proc.stderr and "[store-damaged]" in proc.stderr

@@ -10,7 +10,6 @@ import json
 import os
 import shutil
 import sqlite3
-import subprocess
 import sys
 from pathlib import Path
 
@@ -19,15 +18,11 @@ import pytest
 from envbisect.env import envreport
 from envbisect.env.forensics import parse_gdb
 from envbisect.store import SCHEMA_VERSION, Store
+from support.cli import envbisect
 from support.index_server import LocalIndex
 from support.wheels import build_c_extension_wheel
 
 needs_gdb = pytest.mark.skipif(shutil.which("gdb") is None, reason="gdb is not installed")
-
-
-def envbisect(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "envbisect", *args], capture_output=True,
-                          text=True, env=env, timeout=300)  # fmt: skip
 
 
 def probe_args(index: LocalIndex, python: str, tmp_path: Path) -> list[str]:
@@ -72,6 +67,7 @@ def test_ctypes_crash_faults_in_libc(index: LocalIndex, python: str, tmp_path: P
     assert rec.env_report["installed"]["crashy"] == "1.8.0"
 
 
+@pytest.mark.slow
 def test_gdb_missing_is_said_once_and_the_run_goes_on(
     index: LocalIndex, python: str, tmp_path: Path
 ) -> None:
@@ -137,6 +133,7 @@ ENVBISECT-BT
     assert trace.frames[2] == "_PyEval_EvalFrameDefault"
 
 
+@pytest.mark.slow
 def test_env_report_of_a_real_interpreter() -> None:
     proc = envbisect("env", "--python", sys.executable, "--json")
     assert proc.returncode == 0, proc.stderr
@@ -265,6 +262,7 @@ def test_store_migrates_schema_1(tmp_path: Path) -> None:
     assert row == (str(SCHEMA_VERSION),)
 
 
+@pytest.mark.slow
 def test_probe_a_lockfile_and_pins(index: LocalIndex, python: str, tmp_path: Path) -> None:
     lock = tmp_path / "lock.txt"
     lock.write_text("crashy==1.8.0\nhelperlib==1.0.0\n")

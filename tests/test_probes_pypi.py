@@ -17,6 +17,8 @@ from pathlib import Path
 import httpx
 import pytest
 
+from support.cli import envbisect
+
 WHEELS = Path(os.environ.get("ENVBISECT_TORCH_WHEELS", "/opt/wheels"))
 
 
@@ -33,24 +35,22 @@ pytestmark = [
 ]
 
 
-def envbisect(*args: str, tmp_path: Path) -> subprocess.CompletedProcess[str]:
+def probe(*args: str, tmp_path: Path) -> subprocess.CompletedProcess[str]:
+    """``envbisect probe --json ARGS`` with uv's shared cache (real downloads: 15 minutes)."""
     env = {k: v for k, v in os.environ.items() if k != "UV_CACHE_DIR"}  # uv's shared cache
-    return subprocess.run(
-        [sys.executable, "-m", "envbisect", "probe", "--python", sys.executable,
-         "--results", str(tmp_path / "r"), "--json", *args],
-        capture_output=True, text=True, env=env, timeout=900,
-    )  # fmt: skip
+    return envbisect("probe", "--python", sys.executable, "--results", str(tmp_path / "r"),
+                     "--json", *args, env=env, timeout=900)  # fmt: skip
 
 
 def test_datasets_json_passes_on_a_good_pair_and_fails_on_a_known_bad_one(tmp_path: Path) -> None:
-    good = envbisect("--with", "datasets==4.0.0", "--probe", "datasets-json", tmp_path=tmp_path)
+    good = probe("--with", "datasets==4.0.0", "--probe", "datasets-json", tmp_path=tmp_path)
     assert good.returncode == 0, good.stderr
     data = json.loads(good.stdout)
     assert data["outcome"]["kind"] == "pass"
     (report,) = data["reports"]
     assert report["datasets"] == "4.0.0" and len(report["seconds"]) == 4
     # datasets 2.14.6 subclasses pyarrow.PyExtensionType, which pyarrow 21 removed.
-    bad = envbisect("--with", "datasets==2.14.6", "--with", "pyarrow==21.0.0", "--with",
+    bad = probe("--with", "datasets==2.14.6", "--with", "pyarrow==21.0.0", "--with",
                     "numpy<2", "--probe", "datasets-json", tmp_path=tmp_path)  # fmt: skip
     outcome = json.loads(bad.stdout)["outcome"]
     assert outcome["kind"] == "fail"
@@ -66,9 +66,9 @@ def test_lora_step_on_cpu(tmp_path: Path) -> None:
     py = f"cp{sys.version_info[0]}{sys.version_info[1]}"
     if f"-{py}-" not in wheel.name:
         pytest.skip(f"the CPU torch wheel in {WHEELS} is not for {py}")
-    proc = envbisect("--find-links", str(WHEELS), "--with", f"torch=={version}",
-                     "--with", "transformers", "--with", "peft", "--probe", "lora-step",
-                     tmp_path=tmp_path)  # fmt: skip
+    proc = probe("--find-links", str(WHEELS), "--with", f"torch=={version}",
+                 "--with", "transformers", "--with", "peft", "--probe", "lora-step",
+                 tmp_path=tmp_path)  # fmt: skip
     assert proc.returncode == 0, proc.stderr + proc.stdout
     data = json.loads(proc.stdout)
     (report,) = data["reports"]
@@ -94,9 +94,9 @@ def test_llamafactory_train_on_cpu(tmp_path: Path) -> None:
     version = wheel.name.split("-")[1].split("+")[0]
     if f"-cp{sys.version_info[0]}{sys.version_info[1]}-" not in wheel.name:
         pytest.skip(f"the CPU torch wheel in {WHEELS} is not for this Python")
-    proc = envbisect("--find-links", str(WHEELS), "--with", f"torch=={version}",
-                     "--with", "llamafactory==0.9.3", "--with", "pyarrow<20",
-                     "--probe", "llamafactory-train", tmp_path=tmp_path)  # fmt: skip
+    proc = probe("--find-links", str(WHEELS), "--with", f"torch=={version}",
+                 "--with", "llamafactory==0.9.3", "--with", "pyarrow<20",
+                 "--probe", "llamafactory-train", tmp_path=tmp_path)  # fmt: skip
     assert proc.returncode == 0, proc.stderr + proc.stdout
     data = json.loads(proc.stdout)
     assert data["outcome"]["kind"] == "pass", data["outcome"]
@@ -107,7 +107,7 @@ def test_llamafactory_train_on_cpu(tmp_path: Path) -> None:
 
 
 def test_llamafactory_train_without_llamafactory_is_untestable(tmp_path: Path) -> None:
-    proc = envbisect("--with", "six", "--probe", "llamafactory-train", tmp_path=tmp_path)
+    proc = probe("--with", "six", "--probe", "llamafactory-train", tmp_path=tmp_path)
     data = json.loads(proc.stdout)
     assert data["outcome"]["kind"] == "untestable"
     assert "llamafactory" in data["outcome"]["signature"]

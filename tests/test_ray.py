@@ -10,6 +10,7 @@ probe behind; a node without envbisect, or with another version, is one clear er
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -36,6 +37,7 @@ from envbisect.modes.options import CommonOptions
 from envbisect.modes.run import RunOptions, run_bisect
 from envbisect.modes.session import Session
 from envbisect.store import Store
+from support.cli import start
 from support.corpus import EPOCH
 from support.index_server import LocalIndex
 from support.raycluster import RayCluster, ray_listeners, refresh_auth, use_token
@@ -238,8 +240,10 @@ def test_a_node_killed_mid_matrix_costs_only_its_probes(
         assert len(list(store.all())) == 9
 
 
-def _probes_alive(marker: str) -> bool:
-    return subprocess.run(["pgrep", "-f", marker], capture_output=True).returncode == 0
+def _probes_alive(marker: str, cli: int) -> bool:
+    """A process with ``marker`` on its command line runs, other than envbisect (``cli``)."""
+    found = subprocess.run(["pgrep", "-f", marker], capture_output=True, text=True)
+    return any(int(p) != cli for p in found.stdout.split())
 
 
 def test_ctrl_c_leaves_no_probe_on_any_node(
@@ -247,9 +251,6 @@ def test_ctrl_c_leaves_no_probe_on_any_node(
 ) -> None:
     repro = write_repro(tmp_path, "hangy")
     args = [
-        sys.executable,
-        "-m",
-        "envbisect",
         "run",
         "--package",
         "hangy",
@@ -270,23 +271,23 @@ def test_ctrl_c_leaves_no_probe_on_any_node(
         "--repro",
         str(repro),
     ]
-    proc = subprocess.Popen(args, stderr=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    proc = start(*args)
     assert proc.stderr is not None
     seen, deadline = "", time.monotonic() + 180
     while "probing 1.5.0" not in seen and time.monotonic() < deadline:
         seen += proc.stderr.readline()
     deadline = time.monotonic() + 60
-    while not _probes_alive(str(repro)) and time.monotonic() < deadline:
+    while not _probes_alive(str(repro), proc.pid) and time.monotonic() < deadline:
         time.sleep(0.2)
-    assert _probes_alive(str(repro)), "the hanging probe should be running on a node"
-    proc.send_signal(2)
+    assert _probes_alive(str(repro), proc.pid), "the hanging probe should be running on a node"
+    proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=120)
     assert proc.returncode == 130, seen + err
     assert "Traceback" not in err
     deadline = time.monotonic() + 30
-    while _probes_alive(str(repro)) and time.monotonic() < deadline:
+    while _probes_alive(str(repro), proc.pid) and time.monotonic() < deadline:
         time.sleep(0.2)
-    assert not _probes_alive(str(repro)), "a probe outlived Ctrl-C on its node"
+    assert not _probes_alive(str(repro), proc.pid), "a probe outlived Ctrl-C on its node"
 
 
 @pytest.fixture(scope="module")

@@ -12,16 +12,15 @@ from __future__ import annotations
 import json
 import os
 import shlex
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
-from test_cli import assert_clean_error
 
 from envbisect.cli.main import main
 from envbisect.env import envreport
+from support.cli import assert_clean_error, envbisect
 from support.index_server import LocalIndex
 
 PY = f"{sys.version_info.major}.{sys.version_info.minor}"
@@ -43,15 +42,6 @@ def report(pins: str, code: str, error: str = "", *, platform: str = "") -> str:
     system = f"- Platform: {platform}\n- Python version: {PY}.4\n\n" if platform else ""
     return (f"### System Info\n\n{system}```text\n$ pip freeze\n{pins}```\n\n### Reproduction"
             f"\n\n```python\n{code}```\n\nIt fails:\n\n{error}")  # fmt: skip
-
-
-def envbisect(
-    *args: str, input: str | None = None, env: dict[str, str] | None = None,
-    cwd: Path | None = None,
-) -> subprocess.CompletedProcess[str]:  # fmt: skip
-    """The real CLI in a subprocess (test_cli's helper, with standard input)."""
-    return subprocess.run([sys.executable, "-m", "envbisect", *args], capture_output=True,
-                          text=True, input=input, env=env, cwd=cwd, timeout=600)  # fmt: skip
 
 
 def installed(row: dict[str, Any]) -> dict[str, str]:
@@ -76,6 +66,7 @@ def write(tmp_path: Path, name: str, text: str) -> Path:
     return path
 
 
+@pytest.mark.slow
 def test_reproduced_then_the_next_command_finds_the_first_bad_release(
     base: list[str], tmp_path: Path
 ) -> None:
@@ -101,6 +92,7 @@ def test_reproduced_then_the_next_command_finds_the_first_bad_release(
     assert all(installed(r)["helperlib"] == "1.0.0" for r in res["probes"])
 
 
+@pytest.mark.slow
 def test_not_reproduced_and_a_different_failure(base: list[str], tmp_path: Path) -> None:
     passes = write(tmp_path, "passes.md", raisy_report("1.2.0"))
     proc = envbisect("repro", str(passes), *base, "--json", cwd=tmp_path)
@@ -123,6 +115,7 @@ def test_not_reproduced_and_a_different_failure(base: list[str], tmp_path: Path)
     assert lines[3].startswith("next: envbisect lock --with mixed==1.5.0")
 
 
+@pytest.mark.slow
 def test_a_crash_from_stdin_and_the_dry_run(base: list[str], tmp_path: Path) -> None:
     crash = (
         "```\nFatal Python error: Segmentation fault\n\nCurrent thread 0x00007f (most recent "
@@ -146,6 +139,7 @@ def test_a_crash_from_stdin_and_the_dry_run(base: list[str], tmp_path: Path) -> 
     assert copy.name == "report.md" and copy.read_text(encoding="utf-8") == text
 
 
+@pytest.mark.slow
 def test_pins_from_a_report_on_stdin_and_in_markdown(index: LocalIndex, tmp_path: Path) -> None:
     """The report's Python is the target when --python is not given; a dev version is mapped
     to the release below it on the index; a report from another OS is said, and used."""
@@ -169,6 +163,7 @@ def test_pins_from_a_report_on_stdin_and_in_markdown(index: LocalIndex, tmp_path
     assert f"(for cp{PY.replace('.', '')}-" in shown.stdout and "raisy ==1.4.0" in shown.stdout
 
 
+@pytest.mark.slow
 def test_a_pep723_script_bisected_with_no_other_pins(index: LocalIndex, tmp_path: Path) -> None:
     script = write(tmp_path, "script.py", (
         f"# /// script\n# requires-python = \"=={PY}.*\"\n"
@@ -189,6 +184,7 @@ def test_a_pep723_script_bisected_with_no_other_pins(index: LocalIndex, tmp_path
     assert res["target"].startswith(f"cp{PY.replace('.', '')}-")
 
 
+@pytest.mark.slow
 def test_bad_reports_get_one_line_and_a_hint(base: list[str], tmp_path: Path) -> None:
     empty = write(tmp_path, "empty.md", "\n\n")
     assert_clean_error(envbisect("repro", str(empty), *base), 2, f"the report {empty} is empty",
@@ -215,6 +211,7 @@ def test_bad_reports_get_one_line_and_a_hint(base: list[str], tmp_path: Path) ->
     assert "hint: inline script metadata is TOML between" in proc.stderr
 
 
+@pytest.mark.slow
 def test_what_cannot_be_reproduced_here_is_said_in_one_line(
     base: list[str], tmp_path: Path
 ) -> None:

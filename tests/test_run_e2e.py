@@ -26,6 +26,7 @@ from envbisect.model import IndexConfig
 from envbisect.modes.options import CommonOptions
 from envbisect.modes.run import RunOptions, run_bisect
 from envbisect.store import Store
+from support.cli import envbisect
 from support.index_server import LocalIndex
 
 pytestmark = pytest.mark.slow
@@ -321,9 +322,6 @@ def test_unresolvable_environment_is_untestable_not_bad(
 def test_cli_json_and_exit_codes(index: LocalIndex, python: str, tmp_path: Path) -> None:
     repro = write_repro(tmp_path, "crashy")
     base = [
-        sys.executable,
-        "-m",
-        "envbisect",
         "run",
         "--package",
         "crashy",
@@ -334,22 +332,12 @@ def test_cli_json_and_exit_codes(index: LocalIndex, python: str, tmp_path: Path)
         "--results",
         str(tmp_path / "r"),
     ]
-    ok = subprocess.run(
-        [*base, "--good", "1.5.0", "--bad", "1.9.0", "--repro", str(repro), "--json"],
-        capture_output=True,
-        text=True,
-    )
+    ok = envbisect(*base, "--good", "1.5.0", "--bad", "1.9.0", "--repro", str(repro), "--json")
     assert ok.returncode == 0, ok.stderr
-    import json
-
     data = json.loads(ok.stdout)
     assert data["first_bad"] == "1.7.0"
     assert "probing" in ok.stderr  # progress goes to stderr, data to stdout
-    none = subprocess.run(
-        [*base, "--good", "1.8.0", "--bad", "1.10.0", "--", "python", str(repro)],
-        capture_output=True,
-        text=True,
-    )
+    none = envbisect(*base, "--good", "1.8.0", "--bad", "1.10.0", "--", "python", str(repro))
     assert none.returncode == 1
     assert "both ends fail" in none.stdout
 
@@ -379,11 +367,10 @@ def test_a_named_end_without_a_wheel_is_stood_in_for(
 
 def test_a_stood_in_end_on_the_command_line(index: LocalIndex, python: str, tmp_path: Path) -> None:
     repro = write_repro(tmp_path / "repro", "crashy")
-    proc = subprocess.run(
-        [sys.executable, "-m", "envbisect", "run", "--package", "crashy", "--index-url", index.url,
-         "--python", python, "--results", str(tmp_path / "r"), "--good", "1.4.0",
-         "--bad", "1.9.0", "--repro", str(repro), "--json", "--native-backtrace", "never"],
-        capture_output=True, text=True, timeout=600,
+    proc = envbisect(
+        "run", "--package", "crashy", "--index-url", index.url,
+        "--python", python, "--results", str(tmp_path / "r"), "--good", "1.4.0",
+        "--bad", "1.9.0", "--repro", str(repro), "--json", "--native-backtrace", "never",
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     assert "--good 1.4.0 cannot be tested (only an sdist" in proc.stderr

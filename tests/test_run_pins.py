@@ -6,9 +6,9 @@ Real uv environments from the local index; the planner decides each environment 
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
+
+import pytest
 
 from conftest import RecordingReporter
 from envbisect.core.report import to_json
@@ -16,6 +16,7 @@ from envbisect.env.repro import Repro
 from envbisect.model import IndexConfig
 from envbisect.modes.options import CommonOptions
 from envbisect.modes.run import RunOptions, run_bisect
+from support.cli import envbisect
 from support.index_server import LocalIndex
 
 
@@ -26,6 +27,7 @@ def repro(tmp_path: Path, body: str) -> Repro:
                        extra_env={"DISABLE_VERSION_CHECK": "1"})  # fmt: skip
 
 
+@pytest.mark.slow
 def test_range_from_pins_and_what_moved_with_the_baseline(
     index: LocalIndex, python: str, tmp_path: Path, recorder: RecordingReporter
 ) -> None:
@@ -99,11 +101,7 @@ def test_contemporary_rest_uses_the_libraries_of_each_release(
     assert (res.direction, res.first_new) == ("fix", "1.3.0")
 
 
-def envbisect(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "envbisect", *args], capture_output=True,
-                          text=True, timeout=120)  # fmt: skip
-
-
+@pytest.mark.slow
 def test_pins_command_json(index: LocalIndex, python: str, tmp_path: Path) -> None:
     pyproject = tmp_path / "pyproject.toml"
     pyproject.write_text(
@@ -141,6 +139,7 @@ def test_pins_from_a_released_distribution(index: LocalIndex, python: str, tmp_p
     assert lines[2].startswith("hint: ")
 
 
+@pytest.mark.slow
 def test_versions_command_says_why(index: LocalIndex, python: str, tmp_path: Path) -> None:
     pins = tmp_path / "req.txt"
     pins.write_text("crashy>=1.2.0,!=1.8.0\n")

@@ -15,9 +15,9 @@ import time
 from pathlib import Path
 
 import pytest
-from test_cli import envbisect
 
 from conftest import write_repro
+from support.cli import envbisect, start
 from support.index_server import LocalIndex
 
 OWNER = "ENVBISECT_OWNER"
@@ -76,13 +76,16 @@ def _args(index: LocalIndex, python: str, results: Path, repro: Path, *extra: st
     ]  # fmt: skip
 
 
-def _start(args: list[str]) -> subprocess.Popen[str]:
-    return subprocess.Popen(
-        [sys.executable, "-m", "envbisect", *args],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+def _until_hanging(proc: subprocess.Popen[str], repro: Path) -> None:
+    """Read stderr until 1.5.0 (the hanging end) is being probed, then wait until its repro
+    runs (its environment is built first: slowly on a loaded machine)."""
+    assert proc.stderr is not None
+    seen, deadline = "", time.monotonic() + 240
+    while "probing 1.5.0" not in seen and time.monotonic() < deadline:
+        seen += proc.stderr.readline()
+    while not (_owned_by(proc.pid) and _running(str(repro))) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert _owned_by(proc.pid) and _running(str(repro)), "the hanging probe should be running"
 
 
 def _stored(results: Path) -> int:
@@ -100,13 +103,8 @@ def test_sigterm_and_sighup_take_ctrl_c_path(
 ) -> None:
     results = tmp_path / "r"
     repro = write_repro(tmp_path, "hangy")
-    proc = _start(_args(index, python, results, repro, "--package", "hangy", "--timeout", "120"))
-    assert proc.stderr is not None
-    seen, deadline = "", time.monotonic() + 120
-    while "probing 1.5.0" not in seen and time.monotonic() < deadline:
-        seen += proc.stderr.readline()
-    time.sleep(1.5)
-    assert _owned_by(proc.pid) and _running(str(repro)), "the hanging probe should be running"
+    proc = start(*_args(index, python, results, repro, "--package", "hangy", "--timeout", "120"))
+    _until_hanging(proc, repro)
     proc.send_signal(sig)
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == code, err
@@ -120,6 +118,7 @@ def test_sigterm_and_sighup_take_ctrl_c_path(
     assert _stored(results) == 1  # 1.0.0 finished; the hanging one is not half-stored
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("jobs", "executor"), [("1", "local"), ("2", "local"), ("2", "process")])
 def test_sigkill_leaves_no_probe_and_no_environment(
     index: LocalIndex, python: str, tmp_path: Path, jobs: str, executor: str
@@ -128,14 +127,8 @@ def test_sigkill_leaves_no_probe_and_no_environment(
     repro = write_repro(tmp_path, "hangy")
     args = _args(index, python, results, repro, "--package", "hangy", "--jobs", jobs,
                  "--executor", executor)  # fmt: skip
-    proc = _start([*args, "--timeout", "120"])
-    assert proc.stderr is not None
-    seen, deadline = "", time.monotonic() + 120
-    while "probing 1.5.0" not in seen and time.monotonic() < deadline:
-        seen += proc.stderr.readline()
-    time.sleep(1.5)
-    assert _owned_by(proc.pid)
-    assert _running(str(repro)), "the hanging probe should be running"
+    proc = start(*args, "--timeout", "120")
+    _until_hanging(proc, repro)
     proc.kill()
     proc.communicate(timeout=30)
     alive, left = _wait_gone(proc.pid, results / ".envs", needle=str(repro))
@@ -230,6 +223,7 @@ def test_leftovers_of_a_dead_envbisect_are_reaped_on_the_next_start(
             stray.kill()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("jobs", ["1", "2"])
 def test_kill_at_random_moments_then_rerun(
     index: LocalIndex, python: str, tmp_path: Path, jobs: str
@@ -241,7 +235,7 @@ def test_kill_at_random_moments_then_rerun(
     repro = write_repro(tmp_path, "raisy")
     args = _args(index, python, results, repro, "--package", "raisy", "--jobs", jobs, "--json")
     for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGKILL, signal.SIGTERM):
-        proc = _start(args)
+        proc = start(*args)
         time.sleep(rnd.uniform(0.3, 4.0))
         proc.send_signal(sig)
         _, err = proc.communicate(timeout=60)

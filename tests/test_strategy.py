@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 from dataclasses import replace
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -164,6 +165,7 @@ def _segment_truth(n: int, cuts: list[int], hidden: set[int]) -> list[Outcome]:
     return out
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(n=st.integers(min_value=3, max_value=400), data=st.data())
 def test_every_breakpoint_in_log_time(n: int, data: st.DataObject) -> None:
@@ -227,6 +229,7 @@ def test_drawing_shows_the_range() -> None:
     assert bis.drawing() == "[G, G, S, B, B]"
 
 
+@pytest.mark.slow
 @settings(max_examples=400, deadline=None)
 @given(
     n=st.integers(min_value=2, max_value=60),

@@ -5,9 +5,9 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
+
+import pytest
 
 from envbisect.env.repro import Repro
 from envbisect.index.client import IndexClient
@@ -15,6 +15,7 @@ from envbisect.index.pytorch import resolve_backend, variant_url
 from envbisect.model import IndexConfig
 from envbisect.modes.options import CommonOptions
 from envbisect.modes.run import RunOptions, run_bisect
+from support.cli import envbisect
 from support.index_server import LocalIndex
 
 
@@ -73,12 +74,12 @@ def test_run_keeps_torchvision_paired_and_finds_the_bad_torch(
     assert installed == {"torch": "2.3.0+cu121", "torchvision": "0.18.0+cu121"}
 
 
+@pytest.mark.slow
 def test_unreachable_pytorch_index_says_so(python: str, tmp_path: Path) -> None:
-    proc = subprocess.run(
-        [sys.executable, "-m", "envbisect", "versions", "torch", "--python", python,
-         "--torch-backend", "cu121", "--torch-index-url", "http://127.0.0.1:9/whl",
-         "--cache-dir", str(tmp_path / "c")],
-        capture_output=True, text=True, timeout=120,
+    proc = envbisect(
+        "versions", "torch", "--python", python,
+        "--torch-backend", "cu121", "--torch-index-url", "http://127.0.0.1:9/whl",
+        "--cache-dir", str(tmp_path / "c"),
     )  # fmt: skip
     assert proc.returncode == 3
     assert "error: cannot reach the PyTorch index http://127.0.0.1:9/whl/cu121 for torch" in (
@@ -88,11 +89,10 @@ def test_unreachable_pytorch_index_says_so(python: str, tmp_path: Path) -> None:
 
 
 def test_versions_lists_local_variants(index: LocalIndex, python: str, tmp_path: Path) -> None:
-    proc = subprocess.run(
-        [sys.executable, "-m", "envbisect", "versions", "torch", "--python", python,
-         "--index-url", index.url, "--torch-backend", "cpu", "--torch-index-url",
-         f"{index.base}/whl", "--cache-dir", str(tmp_path / "c"), "--json"],
-        capture_output=True, text=True, timeout=120,
+    proc = envbisect(
+        "versions", "torch", "--python", python,
+        "--index-url", index.url, "--torch-backend", "cpu", "--torch-index-url",
+        f"{index.base}/whl", "--cache-dir", str(tmp_path / "c"), "--json",
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     rows = json.loads(proc.stdout)["candidates"]

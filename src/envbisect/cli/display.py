@@ -131,6 +131,8 @@ class RichReporter(Reporter):
                 probe = self._inflight[version] = _InFlight(started=self._clock())
             probe.phase, probe.phase_at = phase, self._clock()
         self._start_live()
+        if (live := self._live) is not None:  # drawn now: a warm build is over between frames
+            live.refresh()
 
     def output(self, version: str, stream: str, text: str) -> None:
         if not self.verbose:
