@@ -1,6 +1,6 @@
 """The index client's on-disk cache: entry formats, freshness, atomic writes.
 
-Who does what: ``IndexClient`` (index.py) decides when to read, revalidate and write; this module
+Who does what: ``IndexClient`` (client.py) decides when to read, revalidate and write; this module
 says where entries live, what they hold and how long a page stays fresh. It never makes a
 request.
 

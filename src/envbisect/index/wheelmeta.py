@@ -1,6 +1,6 @@
 """Reading a wheel's core metadata out of bytes or local files, with the hashes checked.
 
-Who does what: ``IndexClient`` (index.py) fetches; this module reads what was fetched (a wheel
+Who does what: ``IndexClient`` (client.py) fetches; this module reads what was fetched (a wheel
 streamed to a temp file, a PEP 658 metadata file) or what lies on disk (a ``file://`` wheel and
 its ``.metadata`` neighbour), and checks it against the hashes the index gave. It makes no
 request. A file that does not match is an ``InfrastructureError`` (ref ``metadata-hash-mismatch``

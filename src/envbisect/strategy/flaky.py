@@ -181,7 +181,7 @@ def marks(
 
 def default_max_probes(n: int, repeat: int = 1) -> int:
     """The probabilistic mode's default cap on probes: about twenty runs per bit a plain
-    bisection needs (at a fail rate of 0.3 the search needs about eight; bench/bench_flaky.py),
+    bisection needs (at a fail rate of 0.3 the search needs about eight; bench/bench_search.py),
     so a repro that almost never fails cannot keep a search going for ever."""
     bits = math.ceil(math.log2(max(n, 2))) + 2
     return max(20, math.ceil(20 * bits / max(1, repeat)))
