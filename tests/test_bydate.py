@@ -16,7 +16,7 @@ from envbisect.env.repro import Repro
 from envbisect.errors import NoAnswer, UsageError
 from envbisect.model import IndexConfig
 from envbisect.modes.bydate import DateOptions, run_by_date
-from envbisect.modes.options import CommonOptions
+from envbisect.options import CommonOptions
 from support.corpus import EPOCH
 from support.index_server import LocalIndex
 from support.installs import install_and_run

@@ -13,8 +13,8 @@ from envbisect.env.repro import Repro
 from envbisect.index.client import IndexClient
 from envbisect.index.pytorch import resolve_backend, variant_url
 from envbisect.model import IndexConfig
-from envbisect.modes.options import CommonOptions
 from envbisect.modes.run import RunOptions, run_bisect
+from envbisect.options import CommonOptions
 from support.index_server import LocalIndex
 
 

@@ -28,8 +28,8 @@ from envbisect.cli.display import RichReporter, duration, fit
 from envbisect.env.repro import Repro
 from envbisect.index.settings import PYPI, resolve
 from envbisect.model import IndexConfig, Outcome, OutcomeKind
-from envbisect.modes.options import CommonOptions
 from envbisect.modes.run import RunOptions, run_bisect
+from envbisect.options import CommonOptions
 from support.index_server import LocalIndex
 
 CLOSED = "http://127.0.0.1:9/simple"  # nothing listens on the discard port

@@ -72,9 +72,9 @@ def _with_releases(args: argparse.Namespace, spec: str, cwd: Path) -> ReportFact
     """The report read again with the index at hand, so that the lines said name the release
     each dev version maps to (the mode reads it the same way, from the same cache)."""
     from envbisect.cli.options import index_settings
+    from envbisect.diskcache import default_cache_dir
     from envbisect.env.pinsource import load_pins
     from envbisect.errors import EnvbisectError
-    from envbisect.index.cache import default_cache_dir
     from envbisect.index.client import IndexClient
     from envbisect.model import IndexConfig
     from envbisect.modes.planning import index_releases

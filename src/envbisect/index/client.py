@@ -40,6 +40,7 @@ from packaging.version import InvalidVersion, Version
 from envbisect import __version__
 from envbisect.core.candidates import file_version
 from envbisect.core.names import is_project_name
+from envbisect.diskcache import DiskCache, default_cache_dir
 from envbisect.errors import (
     IndexUnreachable,
     InfrastructureError,
@@ -50,10 +51,8 @@ from envbisect.errors import (
 from envbisect.index.cache import (
     METADATA,
     PAGES,
-    DiskCache,
     IndexStats,
     Page,
-    default_cache_dir,
     freshness,
     metadata_entry,
     metadata_from_entry,
