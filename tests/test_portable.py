@@ -19,8 +19,8 @@ from typing import Any
 
 import pytest
 
-from envbisect.cli.main import build_parser
 from envbisect.cli.options import index_settings
+from envbisect.cli.parser import build_parser
 from envbisect.core.matrixspec import MatrixSpec, parse_matrix
 from envbisect.env.uv import find_uv
 from envbisect.errors import UsageError

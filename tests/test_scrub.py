@@ -119,7 +119,7 @@ def test_uv_does_not_see_them_either(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_every_command_that_runs_probes_takes_env() -> None:
-    from envbisect.cli.main import build_parser
+    from envbisect.cli.parser import build_parser
 
     parser = build_parser()
     (sub,) = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
