@@ -45,7 +45,7 @@ from envbisect.errors import UsageError
 from envbisect.redact import mask_text, mask_url
 
 if TYPE_CHECKING:
-    from envbisect.core.reportpins import ReportFacts
+    from envbisect.core.reportfacts import ReportFacts
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -146,7 +146,7 @@ class PinSet:
     no index requirement (editables, local paths, bare URLs) so that callers can warn.
     ``index_url`` keeps its credentials (uv needs them); ``to_dict`` masks them.
     ``report``: what an environment report says besides its pins (its Python, platform,
-    torch build, how each version was mapped; core/reportpins.py), None for other sources.
+    torch build, how each version was mapped; core/reportfacts.py), None for other sources.
     """
 
     source: str
