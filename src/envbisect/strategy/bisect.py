@@ -49,7 +49,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Literal
 
 from envbisect.core.outcome import representative
@@ -61,10 +61,10 @@ from envbisect.strategy.segments import (
     PASS_CLASS,
     Breakpoint,
     Gap,
+    choose,
     collapse,
     gaps,
     split,
-    split_among,
 )
 from envbisect.strategy.verdicts import (
     BisectResult,
@@ -172,14 +172,7 @@ class Bisector:
         if not open_gaps:
             self._finish()
             return []
-        if cached is not None:
-            free = [replace(g, open=tuple(i for i in g.open if cached(i))) for g in open_gaps]
-            if any(g.open for g in free):  # stored ones near where it would look: no build
-                open_gaps = free
-        chosen = []
-        for g, m in split_among(open_gaps, k):
-            chosen += split(list(g.open), g.lo, g.hi, m)
-        return sorted(chosen)
+        return choose(open_gaps, k, cached)
 
     def runs_wanted(self, index: int) -> int:
         """How many runs the next probe of ``index`` should have in all (a point probed again
@@ -378,12 +371,9 @@ class Bisector:
         with --repeat."""
         if self.mode != "probabilistic" and self.repeat < 2:
             return False
-        assert self.old.outcome is not None and self.new.outcome is not None
-        if self.old.outcome.kind is not OutcomeKind.PASS:
+        bad = ends.unfailed(self.old, self.new, self.expected_direction)
+        if bad is None:
             return False
-        if self.new.outcome.kind is not OutcomeKind.PASS:
-            return False
-        bad = self.old if self.expected_direction == "fix" else self.new
         if self.mode == "probabilistic":
             if self.probes_since_switch >= self.probe_budget():
                 return False

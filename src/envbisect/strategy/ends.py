@@ -190,6 +190,16 @@ def point(
     return at
 
 
+def unfailed(old: End, new: End, expected: Direction | None) -> End | None:
+    """The end expected to fail when both ends passed so far (the new end, unless the user
+    named the good end newer than the bad): a flaky failure may just not have shown there
+    yet. None when either end has failed."""
+    assert old.outcome is not None and new.outcome is not None
+    if old.outcome.kind is not OutcomeKind.PASS or new.outcome.kind is not OutcomeKind.PASS:
+        return None
+    return old if expected == "fix" else new
+
+
 def cost(old: End, new: End, skipped: Collection[int]) -> tuple[int, int]:
     """(candidates left between the ends, probes left at most) before the direction is known:
     the ends still to probe, then a bisection of what lies between them."""
