@@ -82,8 +82,39 @@ def parse_pyproject(text: str, *, origin: str, extras: Collection[str] = ()) -> 
     one is an error.
     """
     origin = mask_text(origin)
-    data = _load_toml(text, origin)
-    project = data.get("project")
+    project = _project_table(text, origin)
+    name = project.get("name")
+    self_name = canonicalize_name(name) if isinstance(name, str) else None
+    deps = project.get("dependencies", [])
+    listed = _pyproject_list(text, origin, deps, table="project.dependencies", extra=None)
+    groups = project.get("optional-dependencies", {})
+    if not isinstance(groups, dict):
+        raise UsageError(
+            f"{origin} [project.optional-dependencies] is not a table",
+            hint="write one list of requirements per extra, e.g. metrics = ['nltk']",
+            ref="pins-syntax",
+        )
+    for group, entries in groups.items():
+        table, extra = f"project.optional-dependencies.{group}", canonicalize_name(group)
+        listed += _pyproject_list(text, origin, entries, table=table, extra=extra)
+    own = [p for p in listed if p.name == self_name]  # its own extras: self_references
+    pins = [p for p in listed if p.name != self_name]
+    requires_python = project.get("requires-python")
+    pinset = PinSet(
+        source=mask_text(origin),
+        requirements=tuple(pins),
+        is_lock=_all_exact(pins),
+        project=self_name,
+        provides_extras=tuple(canonicalize_name(g) for g in groups),
+        self_references=tuple(own),
+        requires_python=requires_python if isinstance(requires_python, str) else None,
+    )
+    return select_extras(pinset, extras, label=origin)
+
+
+def _project_table(text: str, origin: str) -> dict[str, Any]:
+    """The ``[project]`` table, whose dependencies are static; else a ``UsageError``."""
+    project = _load_toml(text, origin).get("project")
     if not isinstance(project, dict):
         raise UsageError(
             f"{origin} has no [project] table",
@@ -98,48 +129,29 @@ def parse_pyproject(text: str, *, origin: str, extras: Collection[str] = ()) -> 
             "or at a released distribution as name==version",
             ref="pins-dynamic",
         )
-    name = project.get("name")
-    self_name = canonicalize_name(name) if isinstance(name, str) else None
-    pins: list[Pin] = []
-    self_refs: list[Pin] = []
+    return project
 
-    def add(entries: object, table: str, extra: str | None) -> None:
-        where = f"{origin} [{table}]"
-        if not isinstance(entries, list) or not all(isinstance(e, str) for e in entries):
-            raise UsageError(
-                f"{where} is not a list of strings",
-                hint='write each requirement as a quoted string, e.g. ["torch>=2.4"]',
-                ref="pins-syntax",
-            )
-        for entry in entries:
-            req = _requirement(entry, where=_line_of(text, entry, origin, table))
-            pin = Pin(requirement=req, origin=where, extra=extra, text=entry.strip())
-            if self_name is not None and canonicalize_name(req.name) == self_name:
-                self_refs.append(pin)
-            else:
-                pins.append(pin)
 
-    add(project.get("dependencies", []), "project.dependencies", None)
-    groups = project.get("optional-dependencies", {})
-    if not isinstance(groups, dict):
+def _pyproject_list(
+    text: str, origin: str, entries: object, *, table: str, extra: str | None
+) -> list[Pin]:
+    """The pins of one list of requirements in ``table`` (gated on ``extra``)."""
+    where = f"{origin} [{table}]"
+    if not isinstance(entries, list) or not all(isinstance(e, str) for e in entries):
         raise UsageError(
-            f"{origin} [project.optional-dependencies] is not a table",
-            hint="write one list of requirements per extra, e.g. metrics = ['nltk']",
+            f"{where} is not a list of strings",
+            hint='write each requirement as a quoted string, e.g. ["torch>=2.4"]',
             ref="pins-syntax",
         )
-    for group, entries in groups.items():
-        add(entries, f"project.optional-dependencies.{group}", canonicalize_name(group))
-    requires_python = project.get("requires-python")
-    pinset = PinSet(
-        source=mask_text(origin),
-        requirements=tuple(pins),
-        is_lock=_all_exact(pins),
-        project=self_name,
-        provides_extras=tuple(canonicalize_name(g) for g in groups),
-        self_references=tuple(self_refs),
-        requires_python=requires_python if isinstance(requires_python, str) else None,
-    )
-    return select_extras(pinset, extras, label=origin)
+    return [
+        Pin(
+            requirement=_requirement(entry, where=_line_of(text, entry, origin, table)),
+            origin=where,
+            extra=extra,
+            text=entry.strip(),
+        )
+        for entry in entries
+    ]
 
 
 # -- requirements files (pip's format, read by reqfile.py) -------------------------------------
