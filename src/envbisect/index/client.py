@@ -352,28 +352,7 @@ class IndexClient:
                 last_modified=resp.headers.get("last-modified", cached.last_modified),
             )
         else:
-            if resp.status_code in (401, 403):
-                raise InfrastructureError(
-                    f"{shown} answered HTTP {resp.status_code}: the credentials are missing "
-                    "or wrong",
-                    hint="check the user name and password in --index-url / --extra-index-url",
-                    ref="index-auth",
-                )
-            if resp.status_code != 404 and not resp.is_success:
-                raise IndexUnreachable(
-                    f"{shown} answered HTTP {resp.status_code}",
-                    hint="check the index URL and any credentials it needs",
-                )
-            page = Page(
-                url=strip_credentials(str(resp.url)),
-                status=resp.status_code,
-                content_type=resp.headers.get("content-type", "").split(";")[0].strip().lower(),
-                body=resp.text if resp.status_code != 404 else "",
-                etag=resp.headers.get("etag"),
-                last_modified=resp.headers.get("last-modified"),
-                fetched=fetched,
-                max_age=max_age,
-            )
+            page = _fresh_page(resp, shown, fetched=fetched, max_age=max_age)
             files = _parse_page(page, key, index, shown)  # garbage raises here, before caching
         if store and self._cache is not None:
             self._cache.write(PAGES, url, asdict(page))
@@ -465,6 +444,32 @@ class IndexClient:
             hint="check the network and the index URL (--index-url); "
             "a rerun reuses every probe already finished",
         ) from last
+
+
+def _fresh_page(resp: httpx.Response, shown: str, *, fetched: float, max_age: float) -> Page:
+    """A project page as answered (a 404 is a page too: the index lacks the project); an
+    answer that refuses the credentials, or any other failure, is an error."""
+    if resp.status_code in (401, 403):
+        raise InfrastructureError(
+            f"{shown} answered HTTP {resp.status_code}: the credentials are missing or wrong",
+            hint="check the user name and password in --index-url / --extra-index-url",
+            ref="index-auth",
+        )
+    if resp.status_code != 404 and not resp.is_success:
+        raise IndexUnreachable(
+            f"{shown} answered HTTP {resp.status_code}",
+            hint="check the index URL and any credentials it needs",
+        )
+    return Page(
+        url=strip_credentials(str(resp.url)),
+        status=resp.status_code,
+        content_type=resp.headers.get("content-type", "").split(";")[0].strip().lower(),
+        body=resp.text if resp.status_code != 404 else "",
+        etag=resp.headers.get("etag"),
+        last_modified=resp.headers.get("last-modified"),
+        fetched=fetched,
+        max_age=max_age,
+    )
 
 
 def _parse_page(page: Page, key: str, index: str, shown: str) -> ProjectFiles | None:
