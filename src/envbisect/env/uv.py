@@ -330,7 +330,9 @@ class Materializer:
             args += srcbuild.install_args(spec)
             on_phase("building from source & installing")
         args += ["--", *spec.requirements, *tree]
-        install = self._install(args, env, path, start, tree, build_timeout)
+        install = self._install(
+            args, env=env, path=path, start=start, tree=tree, build_timeout=build_timeout
+        )
         if isinstance(install, BuildFailed):
             return install
         if install.returncode != 0:
@@ -366,6 +368,7 @@ class Materializer:
     def _install(
         self,
         args: list[str],
+        *,
         env: dict[str, str],
         path: Path,
         start: float,

@@ -77,7 +77,7 @@ from envbisect.strategy.verdicts import (
 )
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, kw_only=True)
 class Bisector:
     """Find the boundary between the old end's behaviour and the new end's.
 

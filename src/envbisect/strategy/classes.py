@@ -17,7 +17,7 @@ from envbisect.model import Outcome, OutcomeKind
 from envbisect.strategy.segments import PASS_CLASS
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, kw_only=True)
 class Classes:
     """The failures seen, one representative per class (class ``j + 1`` is ``seen[j]``)."""
 

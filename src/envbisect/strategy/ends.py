@@ -46,7 +46,7 @@ from envbisect.strategy.verdicts import Direction, StandIn
 Name = Literal["old", "new"]
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, kw_only=True)
 class End:
     index: int
     fixed: bool  # named by the user: it must verify, it never moves
