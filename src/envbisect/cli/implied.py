@@ -20,12 +20,8 @@ import platform
 from collections.abc import Callable
 from pathlib import Path
 
-from envbisect.core.reportpins import (
-    ReportFacts,
-    platform_note,
-    python_request,
-    torch_backend,
-)
+from envbisect.core.reportfacts import ReportFacts
+from envbisect.core.reportpins import platform_note, python_request, torch_backend
 from envbisect.core.scriptmeta import read_script_metadata
 from envbisect.errors import UsageError
 

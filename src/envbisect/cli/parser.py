@@ -336,7 +336,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"envbisect {__version__}")
     o.attach(parser, o.QUIET, o.VERBOSE)
-    sub = parser.add_subparsers(dest="command", parser_class=_Parser)
+    # _Parser is an ArgumentParser: the add_*_parser functions take the common type.
+    sub = cast("Subcommands", parser.add_subparsers(dest="command", parser_class=_Parser))
     for add in PARSERS:
         add(sub)
     # -q and -v after the subcommand too (envbisect run ... -q), as before it.
