@@ -38,8 +38,8 @@ from benchfig import Figure, Side, emit  # noqa: E402
 from envbisect.env.repro import Repro  # noqa: E402
 from envbisect.env.uv import BuiltEnv, Materializer, Uv, find_python, find_uv  # noqa: E402
 from envbisect.model import EnvSpec, IndexConfig  # noqa: E402
-from envbisect.modes.options import CommonOptions  # noqa: E402
 from envbisect.modes.run import RunOptions, run_bisect  # noqa: E402
+from envbisect.options import CommonOptions  # noqa: E402
 from support.corpus import EPOCH, PASS, SEGFAULT  # noqa: E402
 from support.index_server import IndexFile, LocalIndex  # noqa: E402
 from support.wheels import build_wheel  # noqa: E402

@@ -30,7 +30,7 @@ from packaging.version import Version  # noqa: E402
 
 from envbisect.model import IndexConfig  # noqa: E402
 from envbisect.modes.matrix import load_matrix, run_matrix  # noqa: E402
-from envbisect.modes.options import CommonOptions  # noqa: E402
+from envbisect.options import CommonOptions  # noqa: E402
 from support.corpus import build_index  # noqa: E402
 
 GRID = """

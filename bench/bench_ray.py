@@ -41,8 +41,8 @@ from envbisect.env.repro import Repro  # noqa: E402
 from envbisect.exec.ray import RayExecutor  # noqa: E402
 from envbisect.model import EnvSpec, IndexConfig, Outcome, OutcomeKind  # noqa: E402
 from envbisect.modes.matrix import load_matrix, run_matrix  # noqa: E402
-from envbisect.modes.options import CommonOptions  # noqa: E402
 from envbisect.modes.session import Session  # noqa: E402
+from envbisect.options import CommonOptions  # noqa: E402
 from envbisect.strategy.rows import Cell, MatrixRows  # noqa: E402
 from support.corpus import build_index  # noqa: E402
 from support.raycluster import RayCluster, use_token  # noqa: E402

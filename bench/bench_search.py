@@ -35,7 +35,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
 from envbisect.model import Outcome, OutcomeKind  # noqa: E402
-from envbisect.modes.options import CommonOptions  # noqa: E402
+from envbisect.options import CommonOptions  # noqa: E402
 from envbisect.strategy import flaky  # noqa: E402
 from envbisect.strategy.bisect import Bisector  # noqa: E402
 

@@ -2,7 +2,7 @@
 
 A page asks for generated text with a marker line, and ``on_page_markdown`` puts the text there:
 
-    <!-- generated: cli -->            every subcommand of ``envbisect.cli.main.build_parser()``,
+    <!-- generated: cli -->            every subcommand of ``envbisect.cli.parser.build_parser()``,
                                        its usage, every argument and flag with its help text
     <!-- generated: exit-codes -->     the exit codes: one per error class of
                                        ``envbisect.errors``, and the CLI's own (probe, signals)
@@ -101,7 +101,7 @@ def _rows(parser: argparse.ArgumentParser) -> list[str]:
 
 def cli_markdown() -> str:
     """The CLI reference: the top-level usage, then one section per subcommand."""
-    from envbisect.cli.main import build_parser
+    from envbisect.cli.parser import build_parser
 
     parser = build_parser()
     for one in (parser, *subcommands(parser).values()):  # the page's width, not the terminal's

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from envbisect.model import Outcome
-from envbisect.modes.options import CommonOptions
+from envbisect.options import CommonOptions
 from envbisect.reporter import Reporter
 from support.corpus import build_index
 from support.index_server import LocalIndex

@@ -20,8 +20,8 @@ from envbisect.env.repro import Repro
 from envbisect.model import IndexConfig
 from envbisect.modes.bydate import DateOptions, run_by_date
 from envbisect.modes.lock import LockOptions, run_lock
-from envbisect.modes.options import CommonOptions
 from envbisect.modes.run import RunOptions, run_bisect
+from envbisect.options import CommonOptions
 from support.corpus import EPOCH, TWO_A, TWO_B
 from support.index_server import LocalIndex
 

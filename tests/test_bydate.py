@@ -14,7 +14,7 @@ from envbisect.env.repro import Repro
 from envbisect.errors import NoAnswer, UsageError
 from envbisect.model import IndexConfig
 from envbisect.modes.bydate import DateOptions, run_by_date
-from envbisect.modes.options import CommonOptions
+from envbisect.options import CommonOptions
 from support.cli import envbisect
 from support.corpus import EPOCH
 from support.index_server import LocalIndex

@@ -23,8 +23,9 @@ from envbisect.env.repro import Repro
 from envbisect.errors import InfrastructureError, UsageError
 from envbisect.model import IndexConfig
 from envbisect.modes.commits import CommitOptions, run_commits
-from envbisect.modes.options import CommitRefs, CommonOptions
+from envbisect.modes.options import CommitRefs
 from envbisect.modes.run import RunOptions, run_bisect
+from envbisect.options import CommonOptions
 from envbisect.store import Store
 from support.gitrepos import ESCAPE_SUBJECT, SOURCE, GitPkg, build_index, make_gitpkg, make_plain
 from support.index_server import LocalIndex

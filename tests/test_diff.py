@@ -20,8 +20,8 @@ from envbisect.env.repro import Repro
 from envbisect.errors import NoAnswer, UsageError
 from envbisect.model import IndexConfig, OutcomeKind
 from envbisect.modes.diff import Change, DiffOptions, answer, culprit_text, run_diff
-from envbisect.modes.options import CommonOptions
 from envbisect.modes.roots import forcing, reduce, root_names
+from envbisect.options import CommonOptions
 from envbisect.strategy.ddmin import Result, ddmin
 from support.cli import envbisect
 from support.corpus import flaky_crashes

@@ -32,7 +32,8 @@ import pytest
 
 import envbisect
 from envbisect import errors
-from envbisect.cli.main import build_parser, main
+from envbisect.cli.main import main
+from envbisect.cli.parser import build_parser
 from support import browser
 
 ROOT = Path(__file__).resolve().parents[1]

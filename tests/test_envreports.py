@@ -16,8 +16,8 @@ from packaging.version import Version
 
 from envbisect.core.envreports import is_freeze, read_report, segments
 from envbisect.core.pins import PinSet
+from envbisect.core.reportfacts import ReportFacts
 from envbisect.core.reportpins import (
-    ReportFacts,
     platform_note,
     python_request,
     report_pins,

@@ -20,8 +20,9 @@ from packaging.version import Version
 from conftest import RecordingReporter, write_repro
 from envbisect.env.repro import Repro
 from envbisect.model import IndexConfig, Outcome, OutcomeKind
-from envbisect.modes.options import CommonOptions, SearchOptions
+from envbisect.modes.options import SearchOptions
 from envbisect.modes.run import RunOptions, run_bisect
+from envbisect.options import CommonOptions
 from envbisect.store import Store
 from envbisect.strategy import flaky
 from envbisect.strategy.bisect import Bisector

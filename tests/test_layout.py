@@ -50,7 +50,7 @@ def test_pure_modules_do_no_io(path: Path) -> None:
 
 def test_modules_stay_under_about_600_lines() -> None:
     long = {p.relative_to(SRC).as_posix(): n for p in SRC.rglob("*.py")
-            if (n := len(p.read_text(encoding="utf-8").splitlines())) > 640}  # fmt: skip
+            if (n := len(p.read_text(encoding="utf-8").splitlines())) > 635}  # fmt: skip
     assert long == {}
 
 
@@ -69,3 +69,157 @@ def test_builtin_probes_check_without_assert(path: Path) -> None:
 def test_the_probe_walk_sees_the_probes() -> None:
     assert {p.name for p in PROBES} >= {"_common.py", "datasets_json.py", "lora_step.py",
                                         "import_probe.py", "llamafactory_train.py"}  # fmt: skip
+
+
+# -- the import graph: one way, no cycles -------------------------------------------------------
+#
+# Every import of an envbisect module counts, wherever it is written: at module level, under
+# ``if TYPE_CHECKING:``, and inside a function. A function-level import defers a cost (httpx,
+# rich, a mode's modules: ``envbisect --help`` stays fast), it is no licence to depend back up:
+# it hides a cycle from the interpreter, not from the reader. A type-only import is a dependency
+# on what the other module means. So the graph below is every edge the source names.
+
+PACKAGE = "envbisect"
+# The one-way order (docs/explanation/architecture.md): cli -> modes -> strategy, exec, index,
+# env -> core -> shared. Peers in one layer may import each other (an executor runs the env's
+# worker); no module imports from a layer above its own.
+LAYERS = {"cli": 4, "modes": 3, "strategy": 2, "exec": 2, "index": 2, "env": 2, "core": 1}
+SHARED = 0  # the top-level modules (errors, model, store, reporter, redact, diskcache...)
+TOP_LEVEL = {
+    # The options every mode shares name the repro (env/repro.py) and are read by exec/, so
+    # they sit with the edges, above the shared value objects.
+    "envbisect.options": 2,
+    "envbisect.__main__": 5,  # the entry point: it runs cli/main.py
+}
+# Cycles in files another change is rewriting (issue 24's typed results: the diff engine made
+# public, lock handing its outputs a LockOutcome, commitcmd's use of commands' private
+# helpers). Listed so that the test holds the rest meanwhile; one fixed must leave this list.
+KNOWN_CYCLES = {
+    frozenset({"envbisect.modes.diff", "envbisect.modes.roots"}),
+    frozenset({"envbisect.modes.lock", "envbisect.modes.lockout"}),
+    frozenset({"envbisect.cli.commands", "envbisect.cli.commitcmd"}),
+}
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(SRC.parent).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+MODULES = {_module_name(p): p for p in SRC.rglob("*.py")}
+
+
+def _imported(module: str, path: Path) -> set[str]:
+    """The envbisect modules ``module`` imports (``from pkg import mod`` names the module)."""
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    out: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        names: list[str] = []
+        if isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                up = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join([*up, base] if base else up)
+            names = [
+                f"{base}.{a.name}" if f"{base}.{a.name}" in MODULES else base for a in node.names
+            ]
+        for name in names:
+            while name and name not in MODULES:
+                name = name.rpartition(".")[0]
+            if name.startswith(PACKAGE) and name != module:
+                out.add(name)
+    return out
+
+
+GRAPH = {m: _imported(m, p) for m, p in MODULES.items()}
+
+
+def _cycles(graph: dict[str, set[str]]) -> set[frozenset[str]]:
+    """The strongly connected components with more than one module (Tarjan, iterative)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: set[frozenset[str]] = set()
+    for root in sorted(graph):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, edges = work[-1]
+            nxt = next(edges, None)
+            if nxt is not None:
+                if nxt not in index:
+                    index[nxt] = low[nxt] = len(index)
+                    stack.append(nxt)
+                    on_stack.add(nxt)
+                    work.append((nxt, iter(sorted(graph[nxt]))))
+                elif nxt in on_stack:
+                    low[node] = min(low[node], index[nxt])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component = set()
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.add(member)
+                    if member == node:
+                        break
+                if len(component) > 1:
+                    found.add(frozenset(component))
+    return found
+
+
+def test_the_cycle_finder_finds_a_cycle() -> None:
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}, "e": set()}
+    assert _cycles(graph) == {frozenset({"a", "b", "c"})}
+    assert _cycles({"a": {"b"}, "b": set()}) == set()
+
+
+def test_the_graph_sees_every_kind_of_import() -> None:
+    """Module level, ``from package import module``, under TYPE_CHECKING, in a function."""
+    assert "envbisect.cli.options" in GRAPH["envbisect.cli.main"]  # from envbisect.cli import
+    assert "envbisect.index.client" in GRAPH["envbisect.modes.session"]  # under TYPE_CHECKING
+    assert "envbisect.modes.run" in GRAPH["envbisect.cli.commands"]  # inside a function
+
+
+def test_no_import_cycle() -> None:
+    found = _cycles(GRAPH)
+    new = {" <-> ".join(sorted(c)) for c in found - KNOWN_CYCLES}
+    assert new == set(), "import cycle(s): break them (a lower module, a parameter, a protocol)"
+    fixed = {" <-> ".join(sorted(c)) for c in KNOWN_CYCLES - found}
+    assert fixed == set(), "no longer a cycle: take it out of KNOWN_CYCLES"
+
+
+def _layer(module: str) -> int:
+    if module in TOP_LEVEL:
+        return TOP_LEVEL[module]
+    parts = module.split(".")
+    return LAYERS.get(parts[1], SHARED) if len(parts) > 1 else SHARED
+
+
+def test_dependencies_run_one_way() -> None:
+    upward = sorted(
+        f"{m} -> {d}" for m, deps in GRAPH.items() for d in deps if _layer(d) > _layer(m)
+    )
+    assert upward == []
+
+
+def test_common_options_are_imported_from_their_own_module() -> None:
+    """``envbisect.modes.options`` re-exports ``CommonOptions`` for one release only."""
+    stale = []
+    for module, path in MODULES.items():
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not isinstance(node, ast.ImportFrom) or node.module != "envbisect.modes.options":
+                continue
+            if any(a.name == "CommonOptions" for a in node.names):
+                stale.append(f"{module}:{node.lineno}")
+    assert stale == []

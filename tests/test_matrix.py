@@ -16,7 +16,7 @@ from packaging.version import Version
 from envbisect.core.matrixspec import select_versions
 from envbisect.errors import UsageError
 from envbisect.modes.matrix import load_matrix, run_matrix
-from envbisect.modes.options import CommonOptions
+from envbisect.options import CommonOptions
 from envbisect.reporter import Reporter
 from support.cli import envbisect
 from support.corpus import grid_truth

@@ -23,8 +23,8 @@ from envbisect.core.outcome import library_identity, same_failure
 from envbisect.core.report import to_json
 from envbisect.env.repro import Repro
 from envbisect.model import IndexConfig, OutcomeKind
-from envbisect.modes.options import CommonOptions
 from envbisect.modes.run import RunOptions, run_bisect
+from envbisect.options import CommonOptions
 from envbisect.store import Store
 from support.index_server import LocalIndex
 from support.sonames import build_soname_index, family

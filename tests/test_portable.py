@@ -19,17 +19,17 @@ from typing import Any
 
 import pytest
 
-from envbisect.cli.main import build_parser
 from envbisect.cli.options import index_settings
+from envbisect.cli.parser import build_parser
 from envbisect.core.matrixspec import MatrixSpec, parse_matrix
 from envbisect.env.uv import find_uv
 from envbisect.errors import UsageError
 from envbisect.model import IndexConfig, InstalledDist
 from envbisect.modes.matrix import matrix_indexes, without_paths
-from envbisect.modes.options import CommonOptions
 from envbisect.modes.outputs import write_lockfiles
 from envbisect.modes.portable import PublicSources
 from envbisect.modes.session import Session
+from envbisect.options import CommonOptions
 from support.index_server import IndexFile, LocalIndex
 from support.wheels import build_wheel
 

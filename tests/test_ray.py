@@ -33,9 +33,9 @@ from envbisect.model import IndexConfig
 from envbisect.modes.bydate import DateOptions, run_by_date
 from envbisect.modes.diff import DiffOptions, run_diff
 from envbisect.modes.matrix import load_matrix, run_matrix
-from envbisect.modes.options import CommonOptions
 from envbisect.modes.run import RunOptions, run_bisect
 from envbisect.modes.session import Session
+from envbisect.options import CommonOptions
 from envbisect.store import Store
 from support.cli import start
 from support.corpus import EPOCH

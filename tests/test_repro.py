@@ -282,8 +282,8 @@ def test_a_llamafactory_train_repro_runs_its_yaml_from_the_results_folder(
     relative data set folder made absolute when it lies here (each probe runs in a folder
     of its own), the command's argument pointing at the copy."""
     from envbisect.core.bugreport import read_bug_report
-    from envbisect.modes.options import CommonOptions
     from envbisect.modes.repro import ReproOptions, _folder, _repro
+    from envbisect.options import CommonOptions
 
     (tmp_path / "data").mkdir()
     text = ("```bash\nllamafactory-cli train examples/qwen.yaml\n```\n\nqwen.yaml:\n\n"

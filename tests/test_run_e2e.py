@@ -23,8 +23,8 @@ from envbisect.core.report import breakpoints_line, other_failures_hint, to_json
 from envbisect.env.repro import Repro
 from envbisect.env.uv import find_uv
 from envbisect.model import IndexConfig
-from envbisect.modes.options import CommonOptions
 from envbisect.modes.run import RunOptions, run_bisect
+from envbisect.options import CommonOptions
 from envbisect.store import Store
 from support.cli import envbisect
 from support.index_server import LocalIndex

@@ -14,8 +14,8 @@ from conftest import RecordingReporter
 from envbisect.core.report import to_json
 from envbisect.env.repro import Repro
 from envbisect.model import IndexConfig
-from envbisect.modes.options import CommonOptions
 from envbisect.modes.run import RunOptions, run_bisect
+from envbisect.options import CommonOptions
 from support.cli import envbisect
 from support.index_server import LocalIndex
 

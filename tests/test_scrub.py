@@ -25,8 +25,8 @@ from envbisect.env.scrub import DROPPED, KEPT, SET_FOR_PROBES, held_back, scrub
 from envbisect.env.uv import BuiltEnv, Uv
 from envbisect.errors import UsageError
 from envbisect.model import IndexConfig
-from envbisect.modes.options import CommonOptions
 from envbisect.modes.run import RunOptions, run_bisect
+from envbisect.options import CommonOptions
 from envbisect.redact import mask_env, mask_env_args
 from envbisect.store import Store
 from support.index_server import LocalIndex
@@ -119,7 +119,7 @@ def test_uv_does_not_see_them_either(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_every_command_that_runs_probes_takes_env() -> None:
-    from envbisect.cli.main import build_parser
+    from envbisect.cli.parser import build_parser
 
     parser = build_parser()
     (sub,) = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]

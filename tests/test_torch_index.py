@@ -6,15 +6,21 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from conftest import RecordingReporter
+from envbisect.cli.options import common_options
+from envbisect.cli.parser import build_parser
+from envbisect.env import envreport
 from envbisect.env.repro import Repro
 from envbisect.index.client import IndexClient
 from envbisect.index.pytorch import resolve_backend, variant_url
 from envbisect.model import IndexConfig
-from envbisect.modes.options import CommonOptions
 from envbisect.modes.run import RunOptions, run_bisect
+from envbisect.modes.session import Session
+from envbisect.options import CommonOptions, TorchChoice
 from support.cli import envbisect
 from support.index_server import LocalIndex
 
@@ -107,3 +113,42 @@ def test_auto_backend_follows_the_driver() -> None:
     assert resolve_backend("auto", "11.7") == "cpu"
     assert resolve_backend("auto", "13.0") == "cu130"
     assert resolve_backend("cu118", "12.4") == "cu118"
+
+
+def test_auto_backend_is_chosen_by_the_session_not_while_options_are_read(
+    monkeypatch: pytest.MonkeyPatch, recorder: RecordingReporter
+) -> None:
+    """``--torch-backend auto`` asks nvidia-smi when the indexes are first needed, once, and
+    says its choice through the reporter (so ``-q`` and the live display hold). The GPU is
+    stood in for (``read_nvidia_smi`` patched: this machine has none)."""
+    asked: list[str] = []
+
+    def smi() -> dict[str, Any]:
+        asked.append("nvidia-smi")
+        return {"driver": "550.54", "cuda": "12.4", "gpus": [{"name": "H100", "memory_gib": 80}]}
+
+    monkeypatch.setattr(envreport, "read_nvidia_smi", smi)
+    args = build_parser().parse_args(
+        ["versions", "torch", "--torch-backend", "auto", "--no-config",
+         "--torch-index-url", "http://127.0.0.1:9/whl"]
+    )  # fmt: skip
+    opts = common_options(args, command="envbisect versions torch")
+    assert asked == []  # reading the options asked no device
+    assert opts.indexes.torch_index is None
+    assert opts.torch_auto == TorchChoice(mirror="http://127.0.0.1:9/whl")
+    session = Session(opts, recorder)
+    assert asked == []  # nor did opening the session
+    assert session.opts.indexes.torch_index == "http://127.0.0.1:9/whl/cu124"
+    assert session.opts.torch_auto is None
+    assert session.opts.indexes.torch_index == "http://127.0.0.1:9/whl/cu124"
+    assert asked == ["nvidia-smi"]  # once
+    assert recorder.messages == ["envbisect: --torch-backend auto chose cu124"]
+
+
+def test_a_named_backend_asks_no_device(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(envreport, "read_nvidia_smi", lambda: pytest.fail("nvidia-smi ran"))
+    args = build_parser().parse_args(["versions", "torch", "--torch-backend", "cu121"])
+    opts = common_options(args, command="envbisect versions torch")
+    assert opts.torch_auto is None
+    assert opts.indexes.torch_index == variant_url("cu121")
+    assert Session(opts).opts is opts

@@ -25,8 +25,8 @@ from conftest import RecordingReporter, write_repro
 from envbisect.cli.display import RichReporter, duration, fit
 from envbisect.env.repro import Repro
 from envbisect.model import IndexConfig, Outcome, OutcomeKind
-from envbisect.modes.options import CommonOptions
 from envbisect.modes.run import RunOptions, run_bisect
+from envbisect.options import CommonOptions
 from support.cli import CLI, assert_clean_error, envbisect
 from support.index_server import LocalIndex
 

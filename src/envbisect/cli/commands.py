@@ -38,6 +38,7 @@ class Context:
     command: str  # the whole command line, for reports
     console: Console
     reporter: Reporter
+    parser: argparse.ArgumentParser  # the whole command line's (completion prints from it)
 
 
 def _repro(ctx: Context, *, default_for: str | None = None, pins: bool = False) -> Any:
@@ -588,9 +589,7 @@ def cmd_completion(ctx: Context) -> int:
     needs no global activation step."""
     import shtab
 
-    from envbisect.cli.main import build_parser
-
-    print(shtab.complete(build_parser(), shell=ctx.args.shell))
+    print(shtab.complete(ctx.parser, shell=ctx.args.shell))
     return 0
 
 

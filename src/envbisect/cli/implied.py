@@ -20,12 +20,8 @@ import platform
 from collections.abc import Callable
 from pathlib import Path
 
-from envbisect.core.reportpins import (
-    ReportFacts,
-    platform_note,
-    python_request,
-    torch_backend,
-)
+from envbisect.core.reportfacts import ReportFacts
+from envbisect.core.reportpins import platform_note, python_request, torch_backend
 from envbisect.core.scriptmeta import read_script_metadata
 from envbisect.errors import UsageError
 
@@ -72,9 +68,9 @@ def _with_releases(args: argparse.Namespace, spec: str, cwd: Path) -> ReportFact
     """The report read again with the index at hand, so that the lines said name the release
     each dev version maps to (the mode reads it the same way, from the same cache)."""
     from envbisect.cli.options import index_settings
+    from envbisect.diskcache import default_cache_dir
     from envbisect.env.pinsource import load_pins
     from envbisect.errors import EnvbisectError
-    from envbisect.index.cache import default_cache_dir
     from envbisect.index.client import IndexClient
     from envbisect.model import IndexConfig
     from envbisect.modes.planning import index_releases

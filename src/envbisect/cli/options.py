@@ -12,7 +12,6 @@ import argparse
 import math
 import os
 import re
-import sys
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,7 +20,7 @@ from typing import TYPE_CHECKING, Any, cast
 from envbisect.errors import UsageError
 from envbisect.exec.base import EXECUTORS
 from envbisect.model import IndexConfig
-from envbisect.modes.options import CommonOptions
+from envbisect.options import CommonOptions, TorchChoice
 
 if TYPE_CHECKING:
     from envbisect.index.settings import IndexSettings
@@ -415,7 +414,7 @@ def index_settings(args: argparse.Namespace) -> IndexSettings:
     return found
 
 
-def indexes(args: argparse.Namespace) -> IndexConfig:
+def indexes(args: argparse.Namespace, torch_index: str | None = None) -> IndexConfig:
     found = index_settings(args)
     url = found.main.url
     extra = tuple(f.url for f in found.extra)
@@ -440,7 +439,7 @@ def indexes(args: argparse.Namespace) -> IndexConfig:
         index_url=url,
         extra_index_urls=extra,
         find_links=tuple(links),
-        torch_index=_torch_index(args),
+        torch_index=torch_index,
         index_strategy="unsafe-best-match" if found.pip_rule else "first-index",
     )
 
@@ -464,7 +463,10 @@ def check_url(flag: str, url: str) -> None:
                          ref="bad-url")  # fmt: skip
 
 
-def _torch_index(args: argparse.Namespace) -> str | None:
+def torch_index(args: argparse.Namespace) -> str | TorchChoice | None:
+    """PyTorch's variant folder ``--torch-backend`` names, or for ``auto`` the choice left to
+    the session (it asks nvidia-smi when the indexes are first needed, not while the options
+    are read); None: torch from the main index."""
     from envbisect.index import pytorch
 
     backend = getattr(args, "torch_backend", None)
@@ -486,11 +488,7 @@ def _torch_index(args: argparse.Namespace) -> str | None:
             ref="bad-torch-backend",
         )
     if backend == "auto":
-        from envbisect.env.envreport import read_nvidia_smi
-
-        smi = read_nvidia_smi()
-        backend = pytorch.resolve_backend("auto", smi.get("cuda") if smi else None)
-        print(f"envbisect: --torch-backend auto chose {backend}", file=sys.stderr)
+        return TorchChoice(mirror=mirror or pytorch.OFFICIAL)
     return pytorch.variant_url(backend, mirror or pytorch.OFFICIAL)
 
 
@@ -550,9 +548,11 @@ def common_options(args: argparse.Namespace, *, command: str, repro: Any = None)
     """What every mode takes from the same flags; a flag a subcommand lacks keeps its default."""
     base = CommonOptions()
     results = getattr(args, "results", None)
+    torch = torch_index(args)
     return CommonOptions(
         repro=repro,
-        indexes=indexes(args),
+        indexes=indexes(args, torch if isinstance(torch, str) else None),
+        torch_auto=torch if isinstance(torch, TorchChoice) else None,
         python=getattr(args, "python", None),
         offline=getattr(args, "offline", base.offline),
         cache_dir=getattr(args, "cache_dir", None),

@@ -38,7 +38,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
@@ -98,148 +98,172 @@ SCHEMA_HINT = (
 )
 
 
-def parse_matrix(data: Mapping[str, Any], *, path: Path) -> MatrixSpec:
-    shown = str(path)
+class _Table:
+    """One table of a matrix file, read key by key: every error names the file, the table and
+    the key, and says what was expected."""
 
-    def bad(key: str, expected: str, got: object = None) -> UsageError:
+    def __init__(self, shown: str, where: str, table: Mapping[str, Any]) -> None:
+        self.shown, self.where, self.table = shown, where, table
+
+    def bad(self, key: str, expected: str, got: object = None) -> UsageError:
+        """``key`` within this table ("" for the table itself)."""
+        label = " ".join(x for x in (self.where, key) if x)
         tail = f", got {got!r}" if got is not None else ""
-        return UsageError(f"{shown}: {key}: expected {expected}{tail}", hint=SCHEMA_HINT,
+        return UsageError(f"{self.shown}: {label}: expected {expected}{tail}", hint=SCHEMA_HINT,
                           ref="matrix-schema")  # fmt: skip
 
-    unknown = set(data) - {"matrix", "axis"}
-    if unknown:
-        raise bad(sorted(unknown)[0], "only a [matrix] table and [[axis]] tables")
-    m = data.get("matrix", {})
-    if not isinstance(m, dict):
-        raise bad("[matrix]", "a table")
-    extra = set(m) - _MATRIX_KEYS
-    if extra:
-        raise bad(f"[matrix] {sorted(extra)[0]}", f"one of {', '.join(sorted(_MATRIX_KEYS))}")
+    def only(self, keys: set[str]) -> None:
+        extra = set(self.table) - keys
+        if extra:
+            raise self.bad(sorted(extra)[0], f"one of {', '.join(sorted(keys))}")
 
-    def strings(key: str) -> tuple[str, ...]:
-        value = m.get(key, [])
+    def strings(self, key: str) -> tuple[str, ...]:
+        value = self.table.get(key, [])
         if isinstance(value, str):
             value = [value]
         if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-            raise bad(f"[matrix] {key}", "a list of strings", value)
+            raise self.bad(key, "a list of strings", value)
         return tuple(value)
 
-    def string(key: str, default: str | None) -> str | None:
-        value = m.get(key, default)
+    def string(self, key: str, default: str | None) -> str | None:
+        value = self.table.get(key, default)
         if value is not None and not isinstance(value, str):
-            raise bad(f"[matrix] {key}", "a string", value)
+            raise self.bad(key, "a string", value)
         return value
 
-    rest = string("rest", "latest") or "latest"
+    def whole(self, key: str, default: int, lo: int, hi: int) -> int:
+        value = self.table.get(key, default)
+        if not isinstance(value, int) or isinstance(value, bool) or not lo <= value <= hi:
+            raise self.bad(key, f"an integer from {lo} to {hi}", value)
+        return value
+
+
+def parse_matrix(data: Mapping[str, Any], *, path: Path) -> MatrixSpec:
+    """The matrix a TOML file's ``data`` describes (the schema above), or a ``UsageError``
+    naming the first key that is wrong."""
+    top = _Table(str(path), "", data)
+    unknown = set(data) - {"matrix", "axis"}
+    if unknown:
+        raise top.bad(sorted(unknown)[0], "only a [matrix] table and [[axis]] tables")
+    m = data.get("matrix", {})
+    if not isinstance(m, dict):
+        raise top.bad("[matrix]", "a table")
+    t = _Table(str(path), "[matrix]", m)
+    t.only(_MATRIX_KEYS)
+    runs = _runs(t)
+    _check_find_links(t)
+    backend = t.string("torch_backend", None)
+    if backend is not None and (backend == "auto" or not _VARIANT.fullmatch(backend)):
+        raise t.bad("torch_backend", "a PyTorch index variant: cpu, cu121, cu128, rocm6.2, "
+                    "xpu (auto depends on the machine: not in a file)", backend)  # fmt: skip
+    probes, repro = t.strings("probes"), t.string("repro", None)
+    if not probes and not repro:
+        raise t.bad("probes", "at least one probe (or a repro file)")
+    axes = _axes(top, data.get("axis", []))
+    name = t.string("name", None) or path.stem
+    if not SLUG.fullmatch(name):
+        raise t.bad("name", "a plain name (letters, digits, . _ -): a folder of --results", name)
+    return MatrixSpec(
+        name=name,
+        path=path,
+        description=t.string("description", "") or "",
+        python=t.strings("python"),
+        range_from=t.strings("range_from"),
+        pins=t.strings("pins"),
+        extras=t.strings("extras"),
+        with_reqs=t.strings("with"),
+        probes=probes,
+        repro=repro,
+        **runs,
+        index_url=t.string("index_url", "https://pypi.org/simple") or "https://pypi.org/simple",
+        extra_index_urls=t.strings("extra_index_urls"),
+        find_links=t.strings("find_links"),
+        torch_backend=backend,
+        torch_index_url=t.string("torch_index_url", None),
+        axes=axes,
+    )
+
+
+class _Runs(TypedDict):
+    rest: str
+    timeout: float
+    repeats: int
+    executor: str | None
+    gpus_per_probe: int
+
+
+def _runs(t: _Table) -> _Runs:
+    """How each cell is probed: the rest of its environment, the timeout, runs, executor."""
+    rest = t.string("rest", "latest") or "latest"
     if rest not in POLICIES:
-        raise bad("[matrix] rest", " | ".join(POLICIES), rest)
-    timeout = m.get("timeout", 600)
+        raise t.bad("rest", " | ".join(POLICIES), rest)
+    timeout = t.table.get("timeout", 600)
     if not isinstance(timeout, int | float) or isinstance(timeout, bool) or timeout <= 0:
-        raise bad("[matrix] timeout", "a number of seconds above 0", timeout)
-    repeats = m.get("repeats", 1)
-    if not isinstance(repeats, int) or isinstance(repeats, bool) or not 1 <= repeats <= 100:
-        raise bad("[matrix] repeats", "an integer from 1 to 100", repeats)
-    executor = m.get("executor")
+        raise t.bad("timeout", "a number of seconds above 0", timeout)
+    repeats = t.whole("repeats", 1, 1, 100)
+    executor = t.table.get("executor")
     if executor is not None and executor not in EXECUTOR_NAMES:
-        raise bad("[matrix] executor", " | ".join(EXECUTOR_NAMES), executor)
-    gpus = m.get("gpus_per_probe", 0)
-    if not isinstance(gpus, int) or isinstance(gpus, bool) or not 0 <= gpus <= 64:
-        raise bad("[matrix] gpus_per_probe", "an integer from 0 to 64", gpus)
-    for folder in strings("find_links"):
+        raise t.bad("executor", " | ".join(EXECUTOR_NAMES), executor)
+    gpus = t.whole("gpus_per_probe", 0, 0, 64)
+    return _Runs(rest=rest, timeout=float(timeout), repeats=repeats, executor=executor,
+                 gpus_per_probe=gpus)  # fmt: skip
+
+
+def _check_find_links(t: _Table) -> None:
+    for folder in t.strings("find_links"):
         # A matrix file is committed and run elsewhere: a folder of this machine's breaks
         # there (and its path would reach every published lockfile).
         if "://" not in folder and (folder.startswith(("/", "~", "\\")) or folder[1:3] == ":\\"):
             raise UsageError(
-                f"{shown}: [matrix] find_links: {folder!r} is a folder of one machine",
+                f"{t.shown}: [matrix] find_links: {folder!r} is a folder of one machine",
                 hint='name a public index (index_url, torch_backend = "cpu") in the file and '
                 "pass your folder on the command line: --find-links DIR (or find-links in "
                 "pip.conf / uv.toml); a folder relative to the matrix file is fine",
                 ref="matrix-local-folder",
             )
-    backend = string("torch_backend", None)
-    if backend is not None and (backend == "auto" or not _VARIANT.fullmatch(backend)):
-        raise bad("[matrix] torch_backend", "a PyTorch index variant: cpu, cu121, cu128, rocm6.2, "
-                  "xpu (auto depends on the machine: not in a file)", backend)  # fmt: skip
-    probes, repro = strings("probes"), string("repro", None)
-    if not probes and not repro:
-        raise bad("[matrix] probes", "at least one probe (or a repro file)")
 
-    raw_axes = data.get("axis", [])
-    if not isinstance(raw_axes, list) or not raw_axes:
-        raise bad("[[axis]]", "one or more [[axis]] tables")
-    axes = []
-    for i, a in enumerate(raw_axes, 1):
-        where = f"[[axis]] {i}"
-        if not isinstance(a, dict):
-            raise bad(where, "a table")
-        extra = set(a) - _AXIS_KEYS
-        if extra:
-            raise bad(f"{where} {sorted(extra)[0]}", f"one of {', '.join(sorted(_AXIS_KEYS))}")
-        package = a.get("package")
-        if not isinstance(package, str) or not is_project_name(package):
-            raise bad(f"{where} package", "a package name", package)
-        versions = a.get("versions", [])
-        if not isinstance(versions, list) or not all(isinstance(v, str) for v in versions):
-            raise bad(f"{where} versions", "a list of version strings", versions)
-        for v in versions:
-            try:
-                Version(v)
-            except InvalidVersion:
-                raise bad(f"{where} versions", "versions such as 2.14.6", v) from None
-        select = a.get("select", "all" if not versions else "list")
-        if versions and "select" in a:
-            raise bad(f"{where}", "either select or versions, not both")
-        if not versions and select not in SELECT_RULES:
-            raise bad(f"{where} select", " | ".join(SELECT_RULES), select)
-        rng = a.get("range")
-        if rng is not None:
-            try:
-                SpecifierSet(str(rng))
-            except InvalidSpecifier:
-                raise bad(f"{where} range", "a specifier such as >=2.16,<5", rng) from None
-        use_pins = a.get("use_pins", True)
-        if not isinstance(use_pins, bool):
-            raise bad(f"{where} use_pins", "true or false", use_pins)
-        axes.append(
-            Axis(
-                package=package,
-                select=select,
-                versions=tuple(versions),
-                range=str(rng) if rng is not None else None,
-                use_pins=use_pins,
-            )
-        )
+
+def _axes(top: _Table, raw: object) -> tuple[Axis, ...]:
+    if not isinstance(raw, list) or not raw:
+        raise top.bad("[[axis]]", "one or more [[axis]] tables")
+    axes = tuple(_axis(_Table(top.shown, f"[[axis]] {i}", a), a) for i, a in enumerate(raw, 1))
     names = [a.package.lower() for a in axes]
     if len(set(names)) != len(names):
-        raise bad("[[axis]] package", "each package on one axis only")
-    name = string("name", None) or path.stem
-    if not SLUG.fullmatch(name):
-        raise bad(
-            "[matrix] name", "a plain name (letters, digits, . _ -): a folder of --results", name
-        )
-    return MatrixSpec(
-        name=name,
-        path=path,
-        description=string("description", "") or "",
-        python=strings("python"),
-        range_from=strings("range_from"),
-        pins=strings("pins"),
-        extras=strings("extras"),
-        with_reqs=strings("with"),
-        probes=probes,
-        repro=repro,
-        rest=rest,
-        timeout=float(timeout),
-        repeats=repeats,
-        executor=executor,
-        gpus_per_probe=gpus,
-        index_url=string("index_url", "https://pypi.org/simple") or "https://pypi.org/simple",
-        extra_index_urls=strings("extra_index_urls"),
-        find_links=strings("find_links"),
-        torch_backend=string("torch_backend", None),
-        torch_index_url=string("torch_index_url", None),
-        axes=tuple(axes),
-    )
+        raise top.bad("[[axis]] package", "each package on one axis only")
+    return axes
+
+
+def _axis(t: _Table, a: object) -> Axis:
+    if not isinstance(a, dict):
+        raise t.bad("", "a table")
+    t.only(_AXIS_KEYS)
+    package = a.get("package")
+    if not isinstance(package, str) or not is_project_name(package):
+        raise t.bad("package", "a package name", package)
+    versions = a.get("versions", [])
+    if not isinstance(versions, list) or not all(isinstance(v, str) for v in versions):
+        raise t.bad("versions", "a list of version strings", versions)
+    for v in versions:
+        try:
+            Version(v)
+        except InvalidVersion:
+            raise t.bad("versions", "versions such as 2.14.6", v) from None
+    select = a.get("select", "all" if not versions else "list")
+    if versions and "select" in a:
+        raise t.bad("", "either select or versions, not both")
+    if not versions and select not in SELECT_RULES:
+        raise t.bad("select", " | ".join(SELECT_RULES), select)
+    rng = a.get("range")
+    if rng is not None:
+        try:
+            SpecifierSet(str(rng))
+        except InvalidSpecifier:
+            raise t.bad("range", "a specifier such as >=2.16,<5", rng) from None
+    use_pins = a.get("use_pins", True)
+    if not isinstance(use_pins, bool):
+        raise t.bad("use_pins", "true or false", use_pins)
+    return Axis(package=package, select=select, versions=tuple(versions),
+                range=str(rng) if rng is not None else None, use_pins=use_pins)  # fmt: skip
 
 
 def select_versions(rule: str, versions: Sequence[Version]) -> list[Version]:

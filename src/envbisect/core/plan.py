@@ -375,23 +375,36 @@ def plan(
     except ResolutionImpossible as e:
         return Unresolvable(reason=explain(e.causes, provider), visited=tuple(recorder.visited))
     except ResolutionTooDeep:
-        if fallback is not None:
-            return fallback(
-                [r.req for r in roots],
-                policy=policy,
-                baseline=base,
-                cutoff=cutoff,
-                constraints=provider.constraints,
-                pre=pre,
-                user_names=provider.user_names,
-            )
-        return Unresolvable(
-            reason=f"the resolver gave up after {max_rounds} rounds",
-            visited=tuple(recorder.visited),
-        )
+        return _too_deep(roots, provider, fallback, max_rounds=max_rounds, visited=recorder)
     pins: dict[NormalizedName, Version] = {c.name: c.version for c in result.mapping.values()}
     return Plan(
         pins=pins, moved=moved(base, pins, provider.user_names), visited=tuple(recorder.visited)
+    )
+
+
+def _too_deep(
+    roots: Sequence[_Req],
+    provider: _Provider,
+    fallback: Fallback | None,
+    *,
+    max_rounds: int,
+    visited: _VisitRecorder,
+) -> Plan | Unresolvable:
+    """A resolution past ``max_rounds``: ``fallback``'s answer to the same question (the
+    provider's inputs), else unresolvable."""
+    if fallback is not None:
+        return fallback(
+            [r.req for r in roots],
+            policy=provider.policy,
+            baseline=provider.baseline,
+            cutoff=provider.cutoff,
+            constraints=provider.constraints,
+            pre=provider.pre,
+            user_names=provider.user_names,
+        )
+    return Unresolvable(
+        reason=f"the resolver gave up after {max_rounds} rounds",
+        visited=tuple(visited.visited),
     )
 
 

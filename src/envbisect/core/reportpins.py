@@ -1,10 +1,10 @@
 """An environment report's rows as pins, and what its facts mean for this machine.
 
 Who does what: ``report_pins`` maps each row of an ``EnvReport`` (envreports.py) to a pin, and
-says how wherever it is not the version as written; ``python_request``, ``torch_backend`` and
-``platform_note`` decide what the report's Python, torch build and platform mean here, from
-facts of this machine passed in. Pure: the caller reads the text, asks the index which
-versions exist and looks for a GPU.
+says how wherever it is not the version as written (``ReportFacts``, reportfacts.py);
+``python_request``, ``torch_backend`` and ``platform_note`` decide what the report's Python,
+torch build and platform mean here, from facts of this machine passed in. Pure: the caller
+reads the text, asks the index which versions exist and looks for a GPU.
 
 How a version is mapped (never silently dropped):
     1.2.3                  exactly (``==``)
@@ -22,8 +22,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from typing import Any
 
 from packaging.requirements import Requirement
 from packaging.version import InvalidVersion, Version
@@ -31,6 +29,7 @@ from packaging.version import InvalidVersion, Version
 from envbisect.core.envreports import EnvReport, Row
 from envbisect.core.names import is_project_name
 from envbisect.core.pins import Pin, PinSet
+from envbisect.core.reportfacts import Commit, Mapped, ReportFacts
 
 # Canonical name -> every version the index has; None where it could not be asked.
 Releases = Callable[[str], Sequence[Version] | None]
@@ -52,70 +51,6 @@ REPOSITORIES = {
     "torch": "https://github.com/pytorch/pytorch",
 }
 _VCS = re.compile(r"^git\+(?P<repo>[^@#]+?)(?:\.git)?@(?P<rev>[0-9a-fA-F]{7,40})(?:[#&].*)?$")
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Mapped:
-    """A row whose pin is not its version as written: what was reported, what is used, why.
-    ``used`` None: no pin (the row names no package envbisect can install)."""
-
-    name: str
-    reported: str
-    used: str | None
-    why: str
-    line: int
-    warning: bool = True
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"package": self.name, "reported": self.reported, "used": self.used,
-                "why": self.why, "line": self.line}  # fmt: skip
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Commit:
-    """A git commit a report names for a package, and where its repository is (if known)."""
-
-    package: str
-    commit: str
-    repository: str | None
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"package": self.package, "commit": self.commit, "repository": self.repository}
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ReportFacts:
-    """What an environment report says beyond its pins (``PinSet.report``)."""
-
-    report: EnvReport
-    origin: str
-    variant: str | None = None  # torch's build: cu126, cpu, rocm6.2 (None: not said)
-    mapped: tuple[Mapped, ...] = ()
-    commits: tuple[Commit, ...] = ()
-
-    @property
-    def formats(self) -> tuple[str, ...]:
-        return self.report.formats
-
-    @property
-    def python(self) -> str | None:
-        return self.report.python
-
-    def to_dict(self) -> dict[str, Any]:
-        r = self.report
-        return {
-            "formats": list(r.formats),
-            "python": r.python,
-            "platform": r.platform,
-            "system": r.system,
-            "machine": r.machine,
-            "gpu": r.gpu,
-            "torch_variant": self.variant,
-            "subject": r.subject,
-            "mapped": [m.to_dict() for m in self.mapped],
-            "commits": [c.to_dict() for c in self.commits],
-            "left_out": list(r.left_out),
-        }
 
 
 def report_pins(report: EnvReport, *, origin: str, releases: Releases | None = None) -> PinSet:

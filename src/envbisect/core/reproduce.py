@@ -26,7 +26,7 @@ from typing import Any
 from packaging.utils import canonicalize_name
 
 from envbisect.core.outcome import failed, same_failure
-from envbisect.core.reportpins import Mapped
+from envbisect.core.reportfacts import Mapped
 from envbisect.model import InstalledDist, Outcome, OutcomeKind
 
 

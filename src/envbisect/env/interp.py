@@ -1,8 +1,9 @@
 """The interpreter a ``--python`` request names, and its facts, found once and kept on disk.
 
 Who does what: ``find_python`` (uv.py) asks uv, ``inspect_target`` runs ``FACTS_SCRIPT`` with
-the interpreter; this module remembers both answers between invocations, so that a probe does
-not pay for two subprocesses before it starts building.
+the interpreter; this module remembers both answers between invocations (in envbisect's disk
+cache, diskcache.py, under a folder of its own), so that a probe does not pay for two
+subprocesses before it starts building.
 
 - Facts are kept under the interpreter's path, the size and modification time of the file it
   resolves to, the running kernel and C library, and the script's own hash: an interpreter
@@ -23,8 +24,8 @@ import time
 from pathlib import Path
 
 from envbisect.core.target import FACTS_SCRIPT, Target
+from envbisect.diskcache import DiskCache
 from envbisect.env.uv import Uv, find_python, run_python_json
-from envbisect.index.cache import DiskCache
 
 INTERPRETERS = "interpreters-v1"
 FIND_TTL = 600.0

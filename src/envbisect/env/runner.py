@@ -88,20 +88,10 @@ def run_process(
             stderr=err,
             start_new_session=True,
         )
-        timed_out = False
         with _live_lock:
             _live.add(proc.pid)
         try:
-            try:
-                proc.wait(timeout=timeout)
-            except subprocess.TimeoutExpired:
-                timed_out = True
-                _signal_group(proc.pid, stop_signal)
-                try:
-                    proc.wait(timeout=grace)
-                except subprocess.TimeoutExpired:
-                    _signal_group(proc.pid, signal.SIGKILL)
-                    proc.wait()
+            timed_out = _wait(proc, timeout, stop_signal, grace)
         except BaseException:
             # Ctrl-C (or anything else) in the parent: leave nothing running behind us.
             _signal_group(proc.pid, signal.SIGKILL)
@@ -124,6 +114,23 @@ def run_process(
             stdout_tail=_tail(out, tail_bytes),
             stderr_tail=_tail(err, tail_bytes),
         )
+
+
+def _wait(proc: subprocess.Popen[bytes], timeout: float, stop_signal: int, grace: float) -> bool:
+    """Wait for ``proc``; past ``timeout``, its group gets ``stop_signal``, then SIGKILL after
+    ``grace`` seconds. Whether it timed out."""
+    try:
+        proc.wait(timeout=timeout)
+        return False
+    except subprocess.TimeoutExpired:
+        pass
+    _signal_group(proc.pid, stop_signal)
+    try:
+        proc.wait(timeout=grace)
+    except subprocess.TimeoutExpired:
+        _signal_group(proc.pid, signal.SIGKILL)
+        proc.wait()
+    return True
 
 
 def run_captured(

@@ -14,6 +14,7 @@ read its candidates from.
 environment is made (``--offline`` becomes ``UV_OFFLINE=1`` there), so no call can forget it:
 the functions here, ``Materializer`` and the planner's ``UvFallback`` take a ``Uv``, never a
 bare path. Offline, a package missing from uv's cache is an ``offline-miss``, not untestable.
+What a failed call's output means (infrastructure, or the candidate's own) is uvfailure.py's.
 """
 
 from __future__ import annotations
@@ -22,13 +23,12 @@ import email.parser
 import errno
 import json
 import os
-import re
 import shutil
 import signal
 import subprocess
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -39,10 +39,9 @@ from envbisect.core.target import FACTS_SCRIPT, Target
 from envbisect.env import guard
 from envbisect.env.runner import interrupted, run_captured
 from envbisect.env.scrub import scrub
+from envbisect.env.uvfailure import first_error_line, uv_failure
 from envbisect.errors import (
     DiskFull,
-    IndexUnreachable,
-    InfrastructureError,
     UsageError,
     UvMissing,
 )
@@ -74,37 +73,6 @@ UV_ENV_DROP = (
     "VIRTUAL_ENV",
     "CONDA_PREFIX",
     "UV_OFFLINE",  # uv is offline exactly when envbisect is (Uv.offline), like its index client
-)
-_UNRESOLVABLE = (
-    "No solution found",
-    "not found in the package registry",
-    "not found in the provided package locations",
-    "Failed to build",
-    "has no wheels",
-    "no wheels with a matching",
-    "only-binary",
-    "--no-build",
-    "is not available for",
-    "requires-python",
-    "Failed to parse",
-)
-_AUTH = ("401 Unauthorized", "403 Forbidden", "lack of valid authentication credentials")
-_TAMPERED = ("Hash mismatch", "hash mismatch")
-# What uv says, offline, of a page or a file its cache lacks (before "No solution found").
-_OFFLINE_MISS = (
-    "not found in the cache",
-    "network was disabled",
-    "Network connectivity is disabled",
-)
-_NETWORK = (
-    "error sending request",
-    "dns error",
-    "Connection refused",
-    "connection closed",
-    "operation timed out",
-    "tcp connect error",
-    "Could not connect",
-    "Request failed after",
 )
 
 
@@ -345,32 +313,14 @@ class Materializer:
         build_timeout: float | None = None,
     ) -> BuiltEnv | BuildFailed:
         env = self.uv.env(spec.indexes)
-        venv = self._run(
-            [
-                self.uv.binary,
-                "venv",
-                str(path),
-                "--python",
-                python,
-                "--no-project",
-                "--no-config",
-                "--quiet",
-                "--allow-existing",
-            ],
-            env,
-        )
+        flags = ["--no-project", "--no-config", "--quiet", "--allow-existing"]
+        venv = self._run([self.uv.binary, "venv", str(path), "--python", python, *flags], env)
         if venv.returncode != 0:
             self.remove(path)
             return self._failed(venv.stderr, start, spec, what="creating the virtualenv")
         vpython = _venv_python(path)
         on_phase("resolving & installing")  # one uv command: it resolves, then installs
-        args = [self.uv.binary, "pip", "install", "--python", str(vpython), "--no-config"]
-        args += [] if self.verbose else ["--quiet"]
-        args += index_args(spec.indexes, only_binary=spec.only_binary)
-        if spec.exclude_newer:
-            args += ["--exclude-newer", spec.exclude_newer]
-        if spec.prerelease:
-            args += ["--prerelease", "allow"]
+        args = self._install_args(spec, vpython)
         tree: list[str] = []
         if spec.source is not None:
             from envbisect.env import srcbuild
@@ -380,8 +330,55 @@ class Materializer:
             args += srcbuild.install_args(spec)
             on_phase("building from source & installing")
         args += ["--", *spec.requirements, *tree]
+        install = self._install(
+            args, env=env, path=path, start=start, tree=tree, build_timeout=build_timeout
+        )
+        if isinstance(install, BuildFailed):
+            return install
+        if install.returncode != 0:
+            self.remove(path)
+            # uv names the checkout's folder: its temporary path says nothing, and differs.
+            text = install.stderr.replace(str(path), "<env>")
+            return self._failed(text, start, spec, what="building" if tree else "installing")
+        installed = read_installed(path)
+        why_not = _unreadable(spec, installed)
+        if why_not:
+            self.remove(path)
+            return BuildFailed(outcome=untestable(why_not), seconds=time.monotonic() - start)
+        return BuiltEnv(
+            path=path,
+            python=vpython,
+            bin_dir=vpython.parent,
+            installed=installed,
+            seconds=time.monotonic() - start,
+            log=mask_text(install.stderr) if self.verbose else "",
+        )
+
+    def _install_args(self, spec: EnvSpec, vpython: Path) -> list[str]:
+        """``uv pip install`` into the venv, from the spec's indexes and with its flags."""
+        args = [self.uv.binary, "pip", "install", "--python", str(vpython), "--no-config"]
+        args += [] if self.verbose else ["--quiet"]
+        args += index_args(spec.indexes, only_binary=spec.only_binary)
+        if spec.exclude_newer:
+            args += ["--exclude-newer", spec.exclude_newer]
+        if spec.prerelease:
+            args += ["--prerelease", "allow"]
+        return args
+
+    def _install(
+        self,
+        args: list[str],
+        *,
+        env: dict[str, str],
+        path: Path,
+        start: float,
+        tree: list[str],
+        build_timeout: float | None,
+    ) -> subprocess.CompletedProcess[str] | BuildFailed:
+        """Run the install; a build from source (``tree``: its checkout) is cut at
+        ``build_timeout`` (untestable), and its checkout removed either way."""
         try:
-            install = self._run(args, env, timeout=build_timeout if tree else None)
+            return self._run(args, env, timeout=build_timeout if tree else None)
         except subprocess.TimeoutExpired:
             from envbisect.env import srcbuild
 
@@ -392,27 +389,6 @@ class Materializer:
         finally:
             if tree:  # built and installed (or not): the checkout is not part of the env
                 shutil.rmtree(tree[0], ignore_errors=True)
-        if install.returncode != 0:
-            self.remove(path)
-            # uv names the checkout's folder: its temporary path says nothing, and differs.
-            text = install.stderr.replace(str(path), "<env>")
-            return self._failed(text, start, spec, what="building" if tree else "installing")
-        installed = read_installed(path)
-        if spec.source is not None:
-            from envbisect.env import srcbuild
-
-            why_not = srcbuild.unreadable(spec.source, installed)
-            if why_not:
-                self.remove(path)
-                return BuildFailed(outcome=untestable(why_not), seconds=time.monotonic() - start)
-        return BuiltEnv(
-            path=path,
-            python=vpython,
-            bin_dir=vpython.parent,
-            installed=installed,
-            seconds=time.monotonic() - start,
-            log=mask_text(install.stderr) if self.verbose else "",
-        )
 
     def remove(self, path: Path) -> None:
         shutil.rmtree(path, ignore_errors=True)
@@ -439,81 +415,30 @@ class Materializer:
                 f"the disk is full while {what} an environment in {self.envs_dir}",
                 hint="free some space or pass --results on another disk; finished probes are kept",
             )
-        refused = uv_failure(text, self.uv, spec.indexes, spec.requirements, what=what)
+        refused = uv_failure(
+            text,
+            offline=self.uv.offline,
+            indexes=spec.indexes,
+            requirements=spec.requirements,
+            what=what,
+        )
         if refused is not None:
             raise refused
         return BuildFailed(
-            outcome=untestable(f"uv failed {what}: {_first_error_line(text)}", detail=text),
+            outcome=untestable(f"uv failed {what}: {first_error_line(text)}", detail=text),
             seconds=time.monotonic() - start,
             log=text,
         )
 
 
-def uv_failure(
-    text: str, uv: Uv, indexes: IndexConfig, requirements: Sequence[str], *, what: str
-) -> InfrastructureError | None:
-    """The infrastructure error that a failed uv call's (masked) output shows, else None:
-    then the candidate itself could not be resolved or installed (untestable).
+def _unreadable(spec: EnvSpec, installed: tuple[InstalledDist, ...]) -> str:
+    """Why a package built from a commit did not install itself readably ("": it did, or
+    nothing was built from a commit)."""
+    if spec.source is None:
+        return ""
+    from envbisect.env import srcbuild
 
-    None of these says anything about a candidate, and each would make every environment
-    "untestable": a package uv's cache lacks while offline, credentials an index refuses
-    (uv says so for the first index; under ``unsafe-best-match`` it passes over a refusing
-    index in silence, so a "not found" from a credentialed index is checked with one request,
-    see index/auth.py), a tampered download, a network failure."""
-    if uv.offline and any(p in text for p in _OFFLINE_MISS):
-        return InfrastructureError(
-            f"offline, and uv's cache lacks a package or file while {what}: {_offline_line(text)}",
-            hint="run the same command once online (without --offline) to fill uv's cache, "
-            "with the same UV_CACHE_DIR",
-            ref="offline-miss",
-        )
-    if any(p in text for p in _AUTH):
-        return _auth_error(what, _first_error_line(text))
-    if any(p in text for p in _TAMPERED):
-        return InfrastructureError(
-            f"a download was tampered with while {what}: its hash does not match the "
-            f"index's ({_first_error_line(text)})",
-            hint="the index, or a proxy on the way, served other bytes than it lists; "
-            "do not trust this index until that is explained",
-            ref="download-tampered",
-        )
-    unresolvable = any(p in text for p in _UNRESOLVABLE)
-    if not unresolvable and any(p in text for p in _NETWORK):
-        return IndexUnreachable(
-            f"uv could not reach the index while {what}: {_first_error_line(text)}",
-            hint="check the network and the index URL; a rerun reuses finished probes",
-        )
-    if unresolvable and not uv.offline and requirements:
-        from envbisect.index.auth import refused
-
-        why = refused(indexes, _project(requirements[0]))
-        if why is not None:
-            return _auth_error(what, why)
-    return None
-
-
-def _auth_error(what: str, why: str) -> InfrastructureError:
-    # A wrong password says nothing about the candidate (a warm metadata cache hides it from
-    # envbisect's own reads): every environment would be "untestable".
-    return InfrastructureError(
-        f"the index refused uv's credentials while {what}: {why}",
-        hint="check the user name and password in --index-url / --extra-index-url",
-        ref="index-auth",
-    )
-
-
-def _offline_line(text: str) -> str:
-    """The line of uv's output that names what its cache lacks."""
-    for ln in text.splitlines():
-        if any(p in ln for p in _OFFLINE_MISS):
-            return ln.strip().removeprefix("cause:").strip().removeprefix("Because").strip()
-    return _first_error_line(text)
-
-
-def _project(requirement: str) -> str:
-    """The project name a requirement starts with (a PEP 508 name: no URL, no path)."""
-    m = re.match(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)", requirement)
-    return m.group(1) if m else ""
+    return srcbuild.unreadable(spec.source, installed)
 
 
 def _quiet(phase: str) -> None:
@@ -528,18 +453,6 @@ def _reap_once(envs_dir: Path) -> None:
     if envs_dir not in _reaped:
         _reaped.add(envs_dir)
         guard.reap_envs(envs_dir)
-
-
-def _first_error_line(text: str) -> str:
-    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
-    for ln in lines:
-        if ln.startswith("╰─▶") or ln.startswith("Because"):
-            return ln.lstrip("╰─▶ ").strip()
-    for ln in lines:
-        low = ln.lower()
-        if low.startswith(("error", "×", "x ")):
-            return ln.lstrip("×x ").strip()
-    return lines[0] if lines else "no output"
 
 
 def _os_error(e: OSError, where: Path) -> Exception:

@@ -25,7 +25,8 @@ from packaging.utils import NormalizedName, canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from envbisect.core.plan import Plan, Policy, Unresolvable, moved
-from envbisect.env.uv import Uv, index_args, uv_failure
+from envbisect.env.uv import Uv, index_args
+from envbisect.env.uvfailure import uv_failure
 from envbisect.errors import IndexUnreachable
 from envbisect.model import IndexConfig
 from envbisect.redact import mask_text
@@ -74,7 +75,13 @@ class UvFallback:
             if proc.returncode != 0:
                 text = mask_text(proc.stderr.strip())
                 names = [r.name for r in requirements]
-                refused = uv_failure(text, self.uv, self.indexes, names, what="planning")
+                refused = uv_failure(
+                    text,
+                    offline=self.uv.offline,
+                    indexes=self.indexes,
+                    requirements=names,
+                    what="planning",
+                )
                 if refused is not None:
                     raise refused
                 if "No solution found" not in text and "unsatisfiable" not in text:

@@ -38,6 +38,7 @@ from envbisect.model import (
     Outcome,
     OutcomeKind,
     ProbeRecord,
+    RawProbe,
     installed_hash,
 )
 
@@ -121,8 +122,57 @@ def run_task(task: ProbeTask) -> ProbeRecord:
     raises ``KeyboardInterrupt``: a run cut short says nothing, and nothing is returned.
     """
     rec = task.earlier
-    earlier = rec.all_runs if rec is not None else ()
     started = rec.started_at if rec is not None else _now()
+    materializer, built = _build(task)
+    if isinstance(built, BuildFailed):
+        if rec is not None:  # it built before: keep what was seen, do not overwrite it
+            return rec
+        seen = _Seen(outcome=built.outcome, runs=(built.outcome,), build_seconds=built.seconds)
+    else:
+        try:
+            seen = _probe(task, built)
+        finally:
+            if not task.keep_envs:
+                materializer.remove(built.path)
+    if interrupted():
+        raise KeyboardInterrupt  # a run cut short by Ctrl-C says nothing: keep nothing
+    return ProbeRecord(
+        env_id=task.spec.env_id,
+        repro_id=task.repro.repro_id,
+        spec=task.spec.to_dict(),
+        installed=seen.installed,
+        installed_hash=installed_hash(seen.installed),
+        outcome=seen.outcome,
+        stdout_tail=seen.stdout_tail,
+        stderr_tail=seen.stderr_tail,
+        build_seconds=seen.build_seconds,
+        probe_seconds=seen.probe_seconds,
+        timeout=task.timeout,
+        started_at=started,
+        envbisect_version=__version__,
+        env_report=seen.report,
+        runs=seen.runs if len(seen.runs) > 1 else (),
+        host=socket.gethostname(),
+    )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _Seen:
+    """What one task saw of its environment: every run's outcome (the stored ones first), the
+    one that decides, the output tails kept, the times and what was installed."""
+
+    outcome: Outcome
+    runs: tuple[Outcome, ...]
+    installed: tuple[InstalledDist, ...] = ()
+    build_seconds: float = 0.0
+    probe_seconds: float = 0.0
+    stdout_tail: str = ""
+    stderr_tail: str = ""
+    report: dict[str, Any] | None = None
+
+
+def _build(task: ProbeTask) -> tuple[Materializer, BuiltEnv | BuildFailed]:
+    """The environment, built on this machine with its uv and interpreter."""
     uv = Uv(binary=_uv(task.uv), offline=task.offline)
     python = _python(uv, task.python, task.python_version)
     envs_dir = task.envs_dir or Path(tempfile.gettempdir()) / "envbisect-envs"
@@ -137,80 +187,67 @@ def run_task(task: ProbeTask) -> ProbeRecord:
         build_timeout=task.build_timeout,
     )
     _tell(task, stream="uv", text=built.log)
-    installed: tuple[InstalledDist, ...] = ()
-    report: dict[str, Any] | None = rec.env_report if rec is not None else None
-    if isinstance(built, BuildFailed):
-        if rec is not None:  # it built before: keep what was seen, do not overwrite it
-            return rec
-        outcome, probe_s, build_s = built.outcome, 0.0, built.seconds
-        out_tail = err_tail = ""
-        seen: list[Outcome] = [outcome]
-    else:
-        seen = list(earlier)
-        probe_s = rec.probe_seconds if rec is not None else 0.0
-        tails = (rec.stdout_tail, rec.stderr_tail) if rec is not None else ("", "")
-        try:
-            for r in range(len(earlier), task.runs):
-                workdir = built.path / ("envbisect-work" if r == 0 else f"envbisect-work-{r}")
-                _tell(task, "running" if task.runs == 1 else f"running {r + 1}/{task.runs}")
-                raw = task.repro.run(
-                    built,
-                    workdir=workdir,
-                    timeout=task.timeout,
-                    run=r,
-                    repeat=task.runs,
-                    devices=dict(task.devices),
-                )
-                _tell(task, stream="stdout", text=raw.stdout_tail)
-                _tell(task, stream="stderr", text=raw.stderr_tail)
-                outcome = classify(raw)
-                first_failure = not any(failed(o) for o in seen)
-                if outcome.kind is OutcomeKind.CRASH and first_failure:
-                    if _gdb(task.native_backtrace) is not None:
-                        _tell(task, "native backtrace")
-                    outcome = _forensics(task, built, outcome, workdir)
-                # The environment's own path says nothing and differs every time.
-                outcome = replace(
-                    outcome,
-                    signature=outcome.signature.replace(str(built.path), "<env>"),
-                    detail=outcome.detail.replace(str(built.path), "<env>"),
-                )
-                seen.append(outcome)
-                probe_s += raw.seconds
-                if (not tails[0] and not tails[1]) or (failed(outcome) and first_failure):
-                    tails = (raw.stdout_tail, raw.stderr_tail)
-                if outcome.kind is OutcomeKind.UNTESTABLE:
-                    break
-            if report is None:
-                report = _report(built)
-        finally:
-            if not task.keep_envs:
-                materializer.remove(built.path)
-        installed, build_s = built.installed, built.seconds
-        out_tail, err_tail = tails
-        outcome = representative(seen)
-        if rec is not None and failed(rec.outcome):
-            outcome = rec.outcome  # the stored first failure, with its detail and gdb frames
-    if interrupted():
-        raise KeyboardInterrupt  # a run cut short by Ctrl-C says nothing: keep nothing
-    return ProbeRecord(
-        env_id=task.spec.env_id,
-        repro_id=task.repro.repro_id,
-        spec=task.spec.to_dict(),
-        installed=installed,
-        installed_hash=installed_hash(installed),
+    return materializer, built
+
+
+def _probe(task: ProbeTask, built: BuiltEnv) -> _Seen:
+    """The runs the environment lacks, after the stored ones, until one is untestable."""
+    rec = task.earlier
+    earlier = rec.all_runs if rec is not None else ()
+    seen = list(earlier)
+    probe_s = rec.probe_seconds if rec is not None else 0.0
+    tails = (rec.stdout_tail, rec.stderr_tail) if rec is not None else ("", "")
+    for r in range(len(earlier), task.runs):
+        first_failure = not any(failed(o) for o in seen)
+        outcome, raw = _run(task, built, r, first_failure=first_failure)
+        seen.append(outcome)
+        probe_s += raw.seconds
+        if (not tails[0] and not tails[1]) or (failed(outcome) and first_failure):
+            tails = (raw.stdout_tail, raw.stderr_tail)
+        if outcome.kind is OutcomeKind.UNTESTABLE:
+            break
+    report = rec.env_report if rec is not None else None
+    if report is None:
+        report = _report(built)
+    outcome = representative(seen)
+    if rec is not None and failed(rec.outcome):
+        outcome = rec.outcome  # the stored first failure, with its detail and gdb frames
+    return _Seen(
         outcome=outcome,
-        stdout_tail=out_tail,
-        stderr_tail=err_tail,
-        build_seconds=build_s,
+        runs=tuple(seen),
+        installed=built.installed,
+        build_seconds=built.seconds,
         probe_seconds=probe_s,
-        timeout=task.timeout,
-        started_at=started,
-        envbisect_version=__version__,
-        env_report=report,
-        runs=tuple(seen) if len(seen) > 1 else (),
-        host=socket.gethostname(),
+        stdout_tail=tails[0],
+        stderr_tail=tails[1],
+        report=report,
     )
+
+
+def _run(
+    task: ProbeTask, built: BuiltEnv, r: int, *, first_failure: bool
+) -> tuple[Outcome, RawProbe]:
+    """Run ``r`` of the repro, classified; the first crash is rerun under gdb."""
+    workdir = built.path / ("envbisect-work" if r == 0 else f"envbisect-work-{r}")
+    _tell(task, "running" if task.runs == 1 else f"running {r + 1}/{task.runs}")
+    devices = dict(task.devices)
+    raw = task.repro.run(
+        built, workdir=workdir, timeout=task.timeout, run=r, repeat=task.runs, devices=devices
+    )
+    _tell(task, stream="stdout", text=raw.stdout_tail)
+    _tell(task, stream="stderr", text=raw.stderr_tail)
+    outcome = classify(raw)
+    if outcome.kind is OutcomeKind.CRASH and first_failure:
+        if _gdb(task.native_backtrace) is not None:
+            _tell(task, "native backtrace")
+        outcome = _forensics(task, built, outcome, workdir)
+    # The environment's own path says nothing and differs every time.
+    outcome = replace(
+        outcome,
+        signature=outcome.signature.replace(str(built.path), "<env>"),
+        detail=outcome.detail.replace(str(built.path), "<env>"),
+    )
+    return outcome, raw
 
 
 def check_native_backtrace(mode: str) -> str | None:

@@ -11,7 +11,7 @@ from envbisect.errors import UsageError
 if TYPE_CHECKING:
     from envbisect.env.worker import ProbeTask
     from envbisect.model import ProbeRecord
-    from envbisect.modes.options import CommonOptions
+    from envbisect.options import CommonOptions
 
 
 class Executor(Protocol):

@@ -6,7 +6,7 @@ package as not found. With envbisect's metadata cache warm, nothing else asks th
 a wrong password would make every environment "untestable". ``refused`` asks each index that
 carries credentials for one project page (the status line only), once per process.
 
-Who calls it: ``env/uv.py`` (``uv_failure``), after uv could not resolve, never offline.
+Who calls it: ``env/uvfailure.py`` (``uv_failure``), after uv could not resolve, never offline.
 Credentials stay in memory: the answers are kept by URL in this process only.
 """
 

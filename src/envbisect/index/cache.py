@@ -1,32 +1,24 @@
-"""The index client's on-disk cache: entry formats, freshness, atomic writes.
+"""The index client's on-disk cache entries: what they hold, and how long a page stays fresh.
 
-Who does what: ``IndexClient`` (client.py) decides when to read, revalidate and write; this module
-says where entries live, what they hold and how long a page stays fresh. It never makes a
-request.
+Who does what: ``IndexClient`` (client.py) decides when to read, revalidate and write;
+diskcache.py (shared with the interpreter facts) keeps the files and writes them atomically;
+this module says what the index's entries hold and how long a page stays fresh. It never makes
+a request.
 
 The cache is shared between runs and processes. Project pages are kept with their validators,
 served without a request while fresh (Cache-Control max-age, less the Age the answer already
 had), revalidated when stale (a 304 reuses the body). METADATA texts are kept by file URL,
 forever (an index's files never change). Whole wheels are never kept, only the METADATA read out
-of them. Entries are JSON, written to a temp file and renamed into place, so readers see the old
-entry or the new one, never half of one; an unreadable entry is a miss. File names hash the URL
-without its credentials, so no password reaches the disk.
+of them. File names hash the URL without its credentials, so no password reaches the disk.
 """
 
 from __future__ import annotations
 
 import contextlib
 import hashlib
-import json
-import os
-import tempfile
 import threading
-from collections.abc import Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
-
-from envbisect.redact import strip_credentials
 
 if TYPE_CHECKING:  # the session reads this module's cache folder without loading httpx
     import httpx
@@ -34,18 +26,6 @@ if TYPE_CHECKING:  # the session reads this module's cache folder without loadin
 # Folder names carry a format version: a new layout never misreads an old one.
 PAGES = "pages-v1"
 METADATA = "metadata-v1"
-
-
-def default_cache_dir(environ: Mapping[str, str] | None = None) -> Path:
-    """Where the on-disk cache lives unless told: ``$ENVBISECT_CACHE_DIR``, else
-    ``$XDG_CACHE_HOME/envbisect``, else ``~/.cache/envbisect``. ``environ`` defaults to
-    ``os.environ``."""
-    env = os.environ if environ is None else environ
-    if env.get("ENVBISECT_CACHE_DIR"):
-        return Path(env["ENVBISECT_CACHE_DIR"]).expanduser()
-    if env.get("XDG_CACHE_HOME"):
-        return Path(env["XDG_CACHE_HOME"]).expanduser() / "envbisect"
-    return Path.home() / ".cache" / "envbisect"
 
 
 @dataclass(slots=True)
@@ -151,43 +131,6 @@ def freshness(headers: httpx.Headers, now: float) -> tuple[float, float, bool]:
     with contextlib.suppress(ValueError):
         age = max(0.0, float(headers.get("age", "0")))
     return now - age, 0.0 if no_cache else max_age, store
-
-
-class DiskCache:
-    """JSON entries named by a hash of the URL without credentials; atomic writes."""
-
-    def __init__(self, root: Path) -> None:
-        self.root = root
-
-    def path(self, kind: str, url: str) -> Path:
-        digest = hashlib.sha256(strip_credentials(url).encode()).hexdigest()
-        return self.root / kind / digest[:2] / f"{digest}.json"
-
-    def read(self, kind: str, url: str) -> object:
-        try:
-            return json.loads(self.path(kind, url).read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            return None  # missing, unreadable or damaged: a miss, refetched and rewritten
-
-    def write(self, kind: str, url: str, entry: dict[str, Any]) -> None:
-        path = self.path(kind, url)
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".json")
-        except OSError:
-            return  # a cache that cannot be written only makes the next run slower
-        done = False
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                json.dump(entry, fh)
-            os.replace(tmp, path)
-            done = True
-        except OSError:
-            pass
-        finally:
-            if not done:  # also on Ctrl-C: never leave a temp file behind
-                with contextlib.suppress(OSError):
-                    os.unlink(tmp)
 
 
 def _sha256(data: bytes) -> str:

@@ -15,51 +15,50 @@ disk (``cache_dir``, see index_cache.py), pages while fresh and METADATA texts f
 between runs. ``offline=True`` answers from the disk cache only, whatever the age of the entries.
 
 Who does what: ``IndexClient`` makes the requests and decides when to use each cache;
-index_cache.py keeps the disk entries, wheelmeta.py reads METADATA out of wheels and checks
-hashes, redact.py masks credentials (re-exported here with the cache's public names).
+index/cache.py keeps the disk entries, index/metadata.py decides how a wheel's METADATA is
+fetched (wheelmeta.py reads it out of what came back and checks hashes), index/local.py reads
+``file://`` indexes and find-links folders, redact.py masks credentials (re-exported here with
+the cache's public names).
 """
 
 from __future__ import annotations
 
 import json
-import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, replace
 from pathlib import Path
 from typing import IO, TypeVar
 from urllib.parse import unquote, urlsplit
-from urllib.request import url2pathname
 
 import httpx
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from envbisect import __version__
-from envbisect.core.candidates import file_version
 from envbisect.core.names import is_project_name
+from envbisect.diskcache import DiskCache, default_cache_dir
 from envbisect.errors import (
     IndexUnreachable,
     InfrastructureError,
     UnknownPackage,
-    UnknownVersion,
     UsageError,
 )
+from envbisect.index import metadata
 from envbisect.index.cache import (
     METADATA,
     PAGES,
-    DiskCache,
     IndexStats,
     Page,
-    default_cache_dir,
     freshness,
     metadata_entry,
     metadata_from_entry,
     page_from_entry,
 )
 from envbisect.index.limits import DEADLINE, MAX_PAGE_BYTES, read_body, settled
+from envbisect.index.local import file_index_project, find_links_files, local_sha256
 from envbisect.index.pytorch import TORCH_PACKAGES, fill_upload_times
 from envbisect.index.simple import (
     ProjectFiles,
@@ -67,13 +66,7 @@ from envbisect.index.simple import (
     parse_simple_json,
     simple_json_rows,
 )
-from envbisect.index.wheelmeta import (
-    RangeFile,
-    local_metadata,
-    read_wheel_metadata,
-    stream_sha256,
-    verified,
-)
+from envbisect.index.wheelmeta import local_metadata
 from envbisect.model import DistFile, IndexConfig
 from envbisect.redact import mask_text, mask_url, strip_credentials
 
@@ -99,7 +92,6 @@ ACCEPT = (
 )
 _JSON = "application/vnd.pypi.simple.v1+json"
 _HTML = ("text/html", "application/vnd.pypi.simple.v1+html", "")
-_FILE_HEADERS = {"Accept": "*/*"}
 _RETRY_STATUS = {429, 500, 502, 503, 504}
 _NOT_AN_INDEX = "is this URL a package index (PEP 503/691)? PyPI's is https://pypi.org/simple"
 
@@ -224,13 +216,7 @@ class IndexClient:
         Raises ``UsageError`` for an sdist (its metadata needs a build), ``InfrastructureError``
         with ref ``metadata-hash-mismatch`` when the metadata file does not match its hash.
         """
-        if not f.is_wheel:
-            raise UsageError(
-                f"{f.filename} is an sdist: reading its metadata requires building it, "
-                "which envbisect does not do",
-                hint="pick a version that has a wheel",
-                ref="sdist-metadata",
-            )
+        metadata.wheel_only(f)
         with self._locks(f"metadata:{f.url}"):
             if f.url not in self._metadata:
                 self._metadata[f.url] = self._load_metadata(f)
@@ -248,24 +234,7 @@ class IndexClient:
         except InvalidVersion:
             want = None
         matches = pf.files_of(want) if want is not None else []
-        if not matches:
-            known = sorted(pf.versions(), reverse=True)
-            newest = ", ".join(str(v) for v in known[:5]) or "none"
-            raise UnknownVersion(
-                f"{pf.name} has no version {version!r} on {pf.source}",
-                hint=f"newest versions: {newest}",
-            )
-        # Cheapest first: a local wheel or one with a metadata file (one small read), then any
-        # wheel (a download), then an sdist (an error: that would need a build).
-        best = min(
-            matches,
-            key=lambda f: (
-                not f.is_wheel,
-                f.core_metadata is None and not f.url.startswith("file:"),
-                f.filename,
-            ),
-        )
-        return self.core_metadata(best)
+        return self.core_metadata(metadata.best_file(pf, version, matches))
 
     def metadata_many(
         self, pairs: Iterable[tuple[str, str]], *, max_workers: int = 8
@@ -307,7 +276,7 @@ class IndexClient:
                 files += [f for f in found.files if f.filename not in known]
         source = page.source if page is not None else ""
         for link in self.config.find_links:
-            local = list(_find_links_files(link, key))
+            local = list(find_links_files(link, key))
             files.extend(local)
             if local and not source:
                 source = link
@@ -353,7 +322,7 @@ class IndexClient:
     def _fetch_project(self, base: str, key: str) -> ProjectFiles | None:
         url = f"{base.rstrip('/')}/{key}/"
         if url.startswith("file:"):
-            local = _file_index_project(url)
+            local = file_index_project(url)
             if local is None:
                 return None
             where = mask_url(base)  # the index, as for an HTTP page's files
@@ -383,28 +352,7 @@ class IndexClient:
                 last_modified=resp.headers.get("last-modified", cached.last_modified),
             )
         else:
-            if resp.status_code in (401, 403):
-                raise InfrastructureError(
-                    f"{shown} answered HTTP {resp.status_code}: the credentials are missing "
-                    "or wrong",
-                    hint="check the user name and password in --index-url / --extra-index-url",
-                    ref="index-auth",
-                )
-            if resp.status_code != 404 and not resp.is_success:
-                raise IndexUnreachable(
-                    f"{shown} answered HTTP {resp.status_code}",
-                    hint="check the index URL and any credentials it needs",
-                )
-            page = Page(
-                url=strip_credentials(str(resp.url)),
-                status=resp.status_code,
-                content_type=resp.headers.get("content-type", "").split(";")[0].strip().lower(),
-                body=resp.text if resp.status_code != 404 else "",
-                etag=resp.headers.get("etag"),
-                last_modified=resp.headers.get("last-modified"),
-                fetched=fetched,
-                max_age=max_age,
-            )
+            page = _fresh_page(resp, shown, fetched=fetched, max_age=max_age)
             files = _parse_page(page, key, index, shown)  # garbage raises here, before caching
         if store and self._cache is not None:
             self._cache.write(PAGES, url, asdict(page))
@@ -433,78 +381,16 @@ class IndexClient:
                 return cached
         if self.offline:
             raise _offline_miss(f.url)
-        # PEP 658 metadata file first, even unadvertised: PyPI serves one for every wheel, and
-        # some proxies drop the attribute that says so. Then a lazy read of the wheel's
-        # central directory through range requests; the whole wheel only as a last resort.
-        data = self._fetch_metadata_file(f)
-        if data is None:
-            data = self._metadata_by_ranges(f)
-        if data is None:
-            data = self._metadata_from_wheel(f)
-        text = data.decode("utf-8", errors="replace")
+        text = metadata.fetch(f, self._get).decode("utf-8", errors="replace")
         if self._cache is not None:
             self._cache.write(METADATA, f.url, metadata_entry(f.url, text))
         return text
 
-    def _fetch_metadata_file(self, f: DistFile) -> bytes | None:
-        url = f.url + ".metadata"
-        resp = self._request(url, headers=_FILE_HEADERS, auth=self._auth_for(url))
-        if resp.status_code == 404 or (f.core_metadata is None and not resp.is_success):
-            return None  # not there (or never advertised): the wheel itself still has it
-        if not resp.is_success:
-            raise IndexUnreachable(
-                f"{mask_url(url)} answered HTTP {resp.status_code}",
-                hint="check the index URL and any credentials it needs",
-            )
-        return verified(resp.content, f.core_metadata or (), url, "metadata-hash-mismatch")
-
-    def _metadata_by_ranges(self, f: DistFile) -> bytes | None:
-        """METADATA read out of the remote wheel with HTTP range requests, or None when the
-        server does not do ranges. (The wheel's own hash cannot be checked on a partial
-        read; uv checks it when it installs.)"""
-        auth = self._auth_for(f.url)
-        size = f.size
-        if size is None:
-            head = self._request(f.url, headers={**_FILE_HEADERS, "Range": "bytes=0-0"}, auth=auth)
-            total = head.headers.get("content-range", "").rpartition("/")[2]
-            if head.status_code != 206 or not total.isdigit():
-                return None
-            size = int(total)
-
-        def fetch(start: int, end: int) -> bytes:
-            resp = self._request(
-                f.url, headers={**_FILE_HEADERS, "Range": f"bytes={start}-{end}"}, auth=auth
-            )
-            if resp.status_code != 206:
-                raise _NoRanges
-            return resp.content
-
-        try:
-            with RangeFile(fetch, size) as fh:
-                return read_wheel_metadata(fh, f.filename)  # type: ignore[arg-type]
-        except (_NoRanges, OSError):
-            return None
-
-    def _metadata_from_wheel(self, f: DistFile) -> bytes:
-        with tempfile.TemporaryFile() as tmp:  # wheels can be gigabytes: never in memory
-            resp = self._request(f.url, headers=_FILE_HEADERS, auth=self._auth_for(f.url), sink=tmp)
-            if resp.status_code != 200:
-                raise IndexUnreachable(
-                    f"{mask_url(f.url)} answered HTTP {resp.status_code}",
-                    hint="check the index URL and any credentials it needs",
-                )
-            want = f.hash("sha256")
-            if want:
-                tmp.seek(0)
-                if stream_sha256(tmp) != want.lower():
-                    raise InfrastructureError(
-                        f"{mask_url(f.url)} does not match the sha256 the index gives for it",
-                        hint="the index, or a proxy on the way, served a damaged file; "
-                        "retry, and report it to the index if it persists",
-                        ref="wheel-hash-mismatch",
-                    )
-            tmp.seek(0)
-            return read_wheel_metadata(tmp, f.filename)
+    def _get(
+        self, url: str, *, headers: Mapping[str, str], sink: IO[bytes] | None = None
+    ) -> httpx.Response:
+        """``_request`` with the credentials of ``url``'s index (index/metadata.py's ``Get``)."""
+        return self._request(url, headers=headers, auth=self._auth_for(url), sink=sink)
 
     def _auth_for(self, url: str) -> httpx.Auth | None:
         """Credentials of a configured index on the same origin, as uv does: file URLs are
@@ -560,8 +446,30 @@ class IndexClient:
         ) from last
 
 
-class _NoRanges(Exception):
-    """The server answered a range request with the whole file: read it the long way."""
+def _fresh_page(resp: httpx.Response, shown: str, *, fetched: float, max_age: float) -> Page:
+    """A project page as answered (a 404 is a page too: the index lacks the project); an
+    answer that refuses the credentials, or any other failure, is an error."""
+    if resp.status_code in (401, 403):
+        raise InfrastructureError(
+            f"{shown} answered HTTP {resp.status_code}: the credentials are missing or wrong",
+            hint="check the user name and password in --index-url / --extra-index-url",
+            ref="index-auth",
+        )
+    if resp.status_code != 404 and not resp.is_success:
+        raise IndexUnreachable(
+            f"{shown} answered HTTP {resp.status_code}",
+            hint="check the index URL and any credentials it needs",
+        )
+    return Page(
+        url=strip_credentials(str(resp.url)),
+        status=resp.status_code,
+        content_type=resp.headers.get("content-type", "").split(";")[0].strip().lower(),
+        body=resp.text if resp.status_code != 404 else "",
+        etag=resp.headers.get("etag"),
+        last_modified=resp.headers.get("last-modified"),
+        fetched=fetched,
+        max_age=max_age,
+    )
 
 
 def _parse_page(page: Page, key: str, index: str, shown: str) -> ProjectFiles | None:
@@ -587,36 +495,3 @@ def _parse_page(page: Page, key: str, index: str, shown: str) -> ProjectFiles | 
         hint=_NOT_AN_INDEX,
         ref="index-garbage",
     )
-
-
-def _file_index_project(url: str) -> list[DistFile] | None:
-    """A ``file://`` Simple index (a folder of project folders with index.html)."""
-    folder = Path(url2pathname(urlsplit(url).path))
-    page = folder / "index.html"
-    if not page.is_file():
-        return None
-    return parse_simple_html(page.read_text(encoding="utf-8"), page.as_uri(), index=url)
-
-
-def _find_links_files(link: str, key: str) -> Iterator[DistFile]:
-    """Files of project ``key`` in a find-links folder (a plain directory of dists)."""
-    folder = Path(url2pathname(urlsplit(link).path)) if link.startswith("file:") else Path(link)
-    if not folder.is_dir():
-        return
-    for path in sorted(folder.iterdir()):
-        version = file_version(path.name)
-        if version is None:
-            continue
-        stem = path.name.split("-", 1)[0]
-        if canonicalize_name(stem) != key:
-            continue
-        yield DistFile(filename=path.name, url=path.resolve().as_uri(), index=str(folder))
-
-
-def local_sha256(url: str) -> str | None:
-    """sha256 of a ``file://`` URL's file (find-links files carry no hash), else None."""
-    if not url.startswith("file:"):
-        return None
-    path = Path(url2pathname(urlsplit(url).path))
-    with path.open("rb") as fh:
-        return stream_sha256(fh)

@@ -35,7 +35,6 @@ from envbisect.index.source import IndexMetadataSource
 from envbisect.model import Outcome, OutcomeKind
 from envbisect.modes.drive import answer, bisect
 from envbisect.modes.options import (
-    CommonOptions,
     SearchOptions,
     check_requirements,
     parse_exclude_newer,
@@ -43,6 +42,7 @@ from envbisect.modes.options import (
 from envbisect.modes.outputs import write_outputs
 from envbisect.modes.planning import read_pins
 from envbisect.modes.session import Session, Want
+from envbisect.options import CommonOptions
 from envbisect.reporter import Reporter
 from envbisect.strategy.bisect import Bisector
 

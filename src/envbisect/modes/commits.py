@@ -40,14 +40,15 @@ from envbisect.core.commits import (
     web_base,
 )
 from envbisect.core.report import ProbeRow, RunResult
+from envbisect.diskcache import default_cache_dir
 from envbisect.env import git as g
 from envbisect.errors import EnvbisectError, InfrastructureError, NoAnswer, UsageError
-from envbisect.index.cache import default_cache_dir
 from envbisect.model import InstalledDist, OutcomeKind, SourceBuild
 from envbisect.modes.drive import bisect
-from envbisect.modes.options import CommitRefs, CommonOptions, SearchOptions
+from envbisect.modes.options import CommitRefs, SearchOptions
 from envbisect.modes.outputs import inside
 from envbisect.modes.session import Session, Want
+from envbisect.options import CommonOptions
 from envbisect.reporter import Reporter
 from envbisect.strategy.bisect import Bisector, BisectResult
 

@@ -64,11 +64,11 @@ from envbisect.errors import NoAnswer, UsageError
 from envbisect.index.source import IndexMetadataSource
 from envbisect.model import Outcome, OutcomeKind
 from envbisect.modes.drive import Log, drive
-from envbisect.modes.options import CommonOptions
 from envbisect.modes.outputs import write_outputs
 from envbisect.modes.planning import read_pins
 from envbisect.modes.roots import Roots, roots_lines, verify
 from envbisect.modes.session import Session, Want
+from envbisect.options import CommonOptions
 from envbisect.reporter import Reporter
 from envbisect.strategy.base import Bisection, Fixed, Points
 from envbisect.strategy.bisect import Bisector

@@ -40,9 +40,10 @@ from envbisect.modes.bydate import Moment, timeline
 from envbisect.modes.diff import Change, _Diff
 from envbisect.modes.drive import bisect, drive
 from envbisect.modes.lockout import dry_run_outputs, write_lock_outputs
-from envbisect.modes.options import CommonOptions, check_requirements, parse_exclude_newer
+from envbisect.modes.options import check_requirements, parse_exclude_newer
 from envbisect.modes.planning import read_pins
 from envbisect.modes.session import Session, Want
+from envbisect.options import CommonOptions
 from envbisect.reporter import Reporter
 from envbisect.strategy.base import Fixed
 from envbisect.strategy.bisect import Bisector

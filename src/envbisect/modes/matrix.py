@@ -38,11 +38,11 @@ from envbisect.index.pytorch import OFFICIAL, variant_url
 from envbisect.index.source import IndexMetadataSource
 from envbisect.model import IndexConfig, InstalledDist
 from envbisect.modes.drive import drive
-from envbisect.modes.options import CommonOptions
 from envbisect.modes.outputs import inside, write_lockfiles
 from envbisect.modes.planning import RunPlanner, read_pins
 from envbisect.modes.portable import PublicSources
 from envbisect.modes.session import Session, Want
+from envbisect.options import CommonOptions
 from envbisect.reporter import Reporter
 from envbisect.store import Store
 from envbisect.strategy.rows import Cell, MatrixRows

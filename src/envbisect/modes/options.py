@@ -1,48 +1,26 @@
-"""The options every mode shares, as one frozen object (each flag declared once, in
-cli/options.py). Light on purpose: the CLI imports it before it knows the command."""
+"""The options of the search modes beyond the shared ones (``envbisect.options``): how a
+bisection decides, a run's commits, and the checks of flags several modes take. Light on
+purpose: the CLI imports it before it knows the command.
+
+``CommonOptions`` lives in ``envbisect.options`` (exec/ and cli/ read it too); the name is
+re-exported here for one release, so that a branch in flight still imports. Import it from
+``envbisect.options``: tests/test_layout.py says where a module still does not."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime, timezone
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
 from envbisect.errors import UsageError
-from envbisect.model import IndexConfig
+from envbisect.options import CommonOptions as CommonOptions  # re-exported: see above
 
 if TYPE_CHECKING:
-    from envbisect.env.repro import Repro
     from envbisect.strategy.bisect import Bisector
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class CommonOptions:
-    """What every mode takes from the same flags (each declared once, in cli/options.py)."""
-
-    repro: Repro | None = None
-    indexes: IndexConfig = field(default_factory=IndexConfig)
-    python: str | None = None
-    offline: bool = False
-    cache_dir: Path | None = None
-    results: Path = Path("results")
-    timeout: float = 600.0
-    keep_envs: bool = False
-    native_backtrace: str = "auto"
-    any_failure: bool = False
-    repeat: int = 1  # runs of the repro per environment; a failure in any run marks it
-    jobs: int = 1  # environments built and probed at once
-    executor: str = "local"  # local | process | ray
-    ray_address: str | None = None  # --executor ray: join this cluster (None: start one)
-    gpus_per_probe: int = 0  # GPUs each probe is given, pinned by CUDA_VISIBLE_DEVICES
-    dry_run: bool = False  # plan every environment it would build first, build nothing
-    env: tuple[tuple[str, str], ...] = ()  # --env NAME=VALUE: set for every probe, last
-    build_timeout: float | None = None  # --build-timeout: the cap on a build from source
-    command: str = ""  # the command line, for reports (credentials masked there)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

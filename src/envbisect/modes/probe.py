@@ -11,8 +11,9 @@ from typing import Any
 
 from envbisect.errors import UsageError
 from envbisect.model import EnvSpec, ProbeRecord
-from envbisect.modes.options import CommonOptions, check_requirements, parse_exclude_newer
+from envbisect.modes.options import check_requirements, parse_exclude_newer
 from envbisect.modes.session import Session, Want
+from envbisect.options import CommonOptions
 from envbisect.reporter import Reporter
 
 

@@ -30,10 +30,11 @@ from envbisect.env.repro import Repro, command_step, file_step
 from envbisect.errors import UsageError
 from envbisect.model import EnvSpec
 from envbisect.modes.drive import drive
-from envbisect.modes.options import CommonOptions, check_requirements, parse_exclude_newer
+from envbisect.modes.options import check_requirements, parse_exclude_newer
 from envbisect.modes.outputs import inside
 from envbisect.modes.planning import read_pins
 from envbisect.modes.session import Session, Want
+from envbisect.options import CommonOptions
 from envbisect.reporter import Reporter
 from envbisect.strategy.base import Fixed
 

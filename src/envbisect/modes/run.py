@@ -32,7 +32,6 @@ from envbisect.model import Candidate, EnvSpec, OutcomeKind
 from envbisect.modes.drive import answer, bisect
 from envbisect.modes.options import (  # the checks live there: probe imports no strategy
     CommitRefs,
-    CommonOptions,
     SearchOptions,
     check_requirements,
     parse_exclude_newer,
@@ -40,6 +39,7 @@ from envbisect.modes.options import (  # the checks live there: probe imports no
 from envbisect.modes.outputs import write_outputs
 from envbisect.modes.planning import RunPlanner, choose_policy, read_pins
 from envbisect.modes.session import Session, Want
+from envbisect.options import CommonOptions
 from envbisect.reporter import Reporter
 from envbisect.strategy.bisect import Bisector
 

@@ -24,6 +24,7 @@ from envbisect.core.names import project_name
 from envbisect.core.outcome import failed, untestable
 from envbisect.core.report import ProbeRow, RunResult
 from envbisect.core.target import Target
+from envbisect.diskcache import default_cache_dir
 from envbisect.env import guard, worker
 from envbisect.env.interp import locate
 from envbisect.env.repro import Repro
@@ -31,9 +32,8 @@ from envbisect.env.uv import Uv, find_uv
 from envbisect.env.worker import ProbeTask, check_native_backtrace, run_task
 from envbisect.errors import Interrupted
 from envbisect.exec import Executor, make_executor
-from envbisect.index.cache import default_cache_dir
 from envbisect.model import EnvSpec, IndexConfig, OutcomeKind, ProbeRecord, SourceBuild
-from envbisect.modes.options import CommonOptions
+from envbisect.options import CommonOptions
 from envbisect.redact import mask_env_map, mask_text
 from envbisect.reporter import Reporter
 from envbisect.store import Store
@@ -74,7 +74,7 @@ class Session:
         transport: httpx.BaseTransport | None = None,
         executor: Executor | None = None,
     ) -> None:
-        self.opts = opts
+        self._opts = opts
         self.reporter = reporter or Reporter()
         self._transport = transport
         self._executor = executor
@@ -112,6 +112,14 @@ class Session:
             self._store.close()
 
     # -- the edges, opened on first use ------------------------------------------------------
+
+    @property
+    def opts(self) -> CommonOptions:
+        """The options, with the choice they leave to this machine made on first use:
+        ``--torch-backend auto``'s variant (nvidia-smi, once, said through the reporter)."""
+        if self._opts.torch_auto is not None:
+            self._opts = _choose_torch(self._opts, self.reporter)
+        return self._opts
 
     @property
     def uv(self) -> Uv:
@@ -409,6 +417,20 @@ def _first_runs(rec: ProbeRecord, runs: int) -> ProbeRecord:
     first = next((i for i, o in enumerate(rec.all_runs) if failed(o)), None)
     outcome = rec.outcome if first is not None and first < runs else kept[0]
     return replace(rec, runs=kept if runs > 1 else (), outcome=outcome)
+
+
+def _choose_torch(opts: CommonOptions, reporter: Reporter) -> CommonOptions:
+    """``opts`` with ``--torch-backend auto`` made a variant: the newest CUDA build the driver
+    supports, else the CPU build."""
+    from envbisect.env import envreport  # nvidia-smi; a module attribute, for tests
+    from envbisect.index import pytorch
+
+    assert opts.torch_auto is not None
+    smi = envreport.read_nvidia_smi()
+    backend = pytorch.resolve_backend("auto", smi.get("cuda") if smi else None)
+    reporter.message(f"envbisect: --torch-backend auto chose {backend}")
+    url = pytorch.variant_url(backend, opts.torch_auto.mirror)
+    return replace(opts, indexes=replace(opts.indexes, torch_index=url), torch_auto=None)
 
 
 def _stale(rec: ProbeRecord, opts: CommonOptions) -> bool:

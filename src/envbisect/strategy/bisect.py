@@ -49,28 +49,35 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Literal
 
-from envbisect.core.outcome import failed, representative, same_failure
+from envbisect.core.outcome import representative
 from envbisect.model import Outcome, OutcomeKind
-from envbisect.strategy import flaky, segments
-from envbisect.strategy.ends import End, look
+from envbisect.strategy import answers, ends, flaky, segments
+from envbisect.strategy.classes import Classes, disorder
+from envbisect.strategy.ends import End, decide, place
 from envbisect.strategy.segments import (
     PASS_CLASS,
     Breakpoint,
     Gap,
-    answer,
-    breakpoints,
+    choose,
     collapse,
     gaps,
     split,
-    split_among,
 )
-from envbisect.strategy.verdicts import BisectResult, Direction, StandIn, Step, Verdict
+from envbisect.strategy.verdicts import (
+    BisectResult,
+    Direction,
+    StandIn,
+    Step,
+    Verdict,
+    judge,
+    tally,
+)
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, kw_only=True)
 class Bisector:
     """Find the boundary between the old end's behaviour and the new end's.
 
@@ -101,16 +108,16 @@ class Bisector:
     reference: Outcome | None = field(init=False, default=None)
     runs: dict[int, tuple[Outcome, ...]] = field(init=False, default_factory=dict)
     # The plain search's segments: each probed testable point's outcome class (PASS_CLASS,
-    # or 1 + its index in ``classes``, a representative of each failure seen).
+    # or a failure's class in ``classes``, a representative of each failure seen).
     cls: dict[int, int] = field(init=False, default_factory=dict)
-    classes: list[Outcome] = field(init=False, default_factory=list)
+    classes: Classes = field(init=False, default_factory=Classes)
     ref_class: int = field(init=False, default=1)
     mode: Literal["plain", "probabilistic"] = field(init=False, default="plain")
     switch_reason: str = field(init=False, default="")
     probes_since_switch: int = field(init=False, default=0)
     _applied: set[int] = field(init=False, default_factory=set)
     _expected: Direction | None = field(init=False, default=None)
-    _asked: dict[str, int] = field(init=False, default_factory=dict)  # end name -> named index
+    _asked: dict[ends.Name, int] = field(init=False, default_factory=dict)  # -> named index
     _result: BisectResult | None = field(init=False, default=None)
 
     def __post_init__(self) -> None:
@@ -121,31 +128,10 @@ class Bisector:
         if self.probabilistic:
             self.mode = "probabilistic"
             self.switch_reason = "asked for (--probabilistic)"
-        old_i, new_i, old_fixed, new_fixed = self._ends()
-        self.old = End(index=old_i, fixed=old_fixed, inward=+1)
-        self.new = End(index=new_i, fixed=new_fixed, inward=-1)
-        if self.good is not None:
-            self._expected = "regression" if self.good == old_i else "fix"
-        elif self.bad is not None:
-            self._expected = "regression" if self.bad == new_i else "fix"
-        for end in (self.old, self.new) if self.stand_in else ():
-            if end.fixed and end.index in self.skipped:
-                # From here on it is an end left out: stepped past untestable points (this
-                # one now, any found untestable when probed later); stand_ins says where.
-                self._asked[self._end_name(end)] = end.index
-                end.fixed = False
+        self.old, self.new, self._expected = place(self.n, self.good, self.bad)
         if self.stand_in:
+            self._asked = ends.step_in(self.old, self.new, self.skipped)
             self._settle_ends()  # a stand-in's point, where stand_ins can name it
-
-    def _ends(self) -> tuple[int, int, bool, bool]:
-        g, b, last = self.good, self.bad, self.n - 1
-        if g is not None and b is not None:
-            return (g, b, True, True) if g < b else (b, g, True, True)
-        if g is not None:
-            return (g, last, True, False) if g < last else (0, g, False, True)
-        if b is not None:
-            return (0, b, False, True) if b > 0 else (b, last, True, False)
-        return (0, last, False, False)
 
     @property
     def expected_direction(self) -> Direction | None:
@@ -153,14 +139,8 @@ class Bisector:
 
     @property
     def stand_ins(self) -> list[StandIn]:
-        """The named ends stepped inward (``stand_in``), with the point standing in for each
-        (where it is now: a stand-in found untestable when probed moves on)."""
-        out = []
-        for end in (self.old, self.new):
-            name = self._end_name(end)
-            if name in self._asked:
-                out.append(StandIn(end=name, asked=self._asked[name], used=end.index))
-        return out
+        """The named ends stepped inward (``stand_in``), with the point standing in for each."""
+        return ends.stand_ins(self.old, self.new, self._asked)
 
     # -- asking -------------------------------------------------------------------------------
 
@@ -180,12 +160,7 @@ class Bisector:
         k = max(1, k)
         if self._result is not None or not self._settle_ends():
             return []
-        # Ends first; while both look for their point, the one that has probed less goes
-        # first (ends.py: a gallop from one side must not run into the other's untestable
-        # points before the other side has looked).
-        waiting = sorted((e for e in (self.old, self.new) if e.outcome is None),
-                         key=lambda e: (e.tries, e is self.new))  # fmt: skip
-        pending = list(dict.fromkeys(e.index for e in waiting))
+        pending = ends.waiting(self.old, self.new)  # the ends first
         if pending:
             if k == 1:
                 return pending[:1]
@@ -197,14 +172,7 @@ class Bisector:
         if not open_gaps:
             self._finish()
             return []
-        if cached is not None:
-            free = [replace(g, open=tuple(i for i in g.open if cached(i))) for g in open_gaps]
-            if any(g.open for g in free):  # stored ones near where it would look: no build
-                open_gaps = free
-        chosen = []
-        for g, m in split_among(open_gaps, k):
-            chosen += split(list(g.open), g.lo, g.hi, m)
-        return sorted(chosen)
+        return choose(open_gaps, k, cached)
 
     def runs_wanted(self, index: int) -> int:
         """How many runs the next probe of ``index`` should have in all (a point probed again
@@ -242,14 +210,10 @@ class Bisector:
                         changed = True
                     continue
                 other = self.new if end is self.old else self.old
-                testable = [i for i in self.runs if i not in self.skipped]
-                at = look(end, far=other.start, untestable=self.skipped, free=self.upfront,
-                          testable=testable)  # fmt: skip
+                at = ends.point(
+                    end, other, probed=self.runs, untestable=self.skipped, free=self.upfront
+                )
                 if at is None:
-                    self._no_answer("fewer than two testable candidates in the range")
-                    return False
-                settled = other.outcome is not None or other.fixed
-                if settled and end.key(at) >= end.key(other.index):  # it met the other end
                     self._no_answer("fewer than two testable candidates in the range")
                     return False
                 end.index = at
@@ -278,30 +242,25 @@ class Bisector:
         return self._apply(index)
 
     def verdict(self, outcome: Outcome) -> Verdict:
+        """What one run counts as, once the direction is known (verdicts.judge)."""
         assert self.direction is not None and self.reference is not None
-        if outcome.kind is OutcomeKind.UNTESTABLE:
-            return Verdict.SKIP
-        passed = outcome.kind is OutcomeKind.PASS
-        if not passed and not self.any_failure and not same_failure(outcome, self.reference):
-            return Verdict.SKIP
-        if self.direction == "regression":
-            return Verdict.OLD if passed else Verdict.NEW
-        return Verdict.NEW if passed else Verdict.OLD
+        return judge(
+            outcome,
+            direction=self.direction,
+            reference=self.reference,
+            any_failure=self.any_failure,
+        )
 
     def counts(self, index: int) -> tuple[int, int]:
         """(runs failing like the reference, runs passing) at ``index``."""
         if self.direction is None or self.reference is None:
             return 0, 0
-        fails = passes = 0
-        for o in self.runs.get(index, ()):
-            v = self.verdict(o)
-            if v is Verdict.SKIP:
-                continue
-            if o.kind is OutcomeKind.PASS:
-                passes += 1
-            else:
-                fails += 1
-        return fails, passes
+        return tally(
+            self.runs.get(index, ()),
+            direction=self.direction,
+            reference=self.reference,
+            any_failure=self.any_failure,
+        )
 
     def _failing(self) -> Verdict:
         return Verdict.NEW if self.direction == "regression" else Verdict.OLD
@@ -343,28 +302,12 @@ class Bisector:
         )
         return verdict
 
-    def _class_of(self, outcome: Outcome) -> int:
-        """The class of a pass or a failure: a failure like one seen before gets its class."""
-        if outcome.kind is OutcomeKind.PASS:
-            return PASS_CLASS
-        for j, seen in enumerate(self.classes):
-            if same_failure(outcome, seen):
-                return j + 1
-        self.classes.append(outcome)
-        return len(self.classes)
-
     def _point_class(self, runs: Sequence[Outcome]) -> int | None:
-        """A point's class from its runs: the reference failure if any run shows it; a pass
-        if any run passed and (unless ``any_failure``) no other failure counts against it;
-        else the first failure's. None: every run was untestable."""
+        """A point's class from its runs (classes.py); None: every run was untestable."""
         assert self.reference is not None
-        failures = [o for o in runs if failed(o)]
-        if any(same_failure(o, self.reference) for o in failures):
-            return self.ref_class
-        passed = any(o.kind is OutcomeKind.PASS for o in runs)
-        if failures and (self.any_failure or not passed):
-            return self._class_of(failures[0])
-        return PASS_CLASS if passed else None
+        return self.classes.point(
+            runs, reference=self.reference, ref_class=self.ref_class, any_failure=self.any_failure
+        )
 
     def _in_order(self, index: int, c: int) -> bool:
         """Whether a point of class ``c`` at ``index`` agrees with the segments so far. A pass
@@ -372,18 +315,12 @@ class Bisector:
         regression) contradict each other: the repro is flaky, and the search turns
         probabilistic (with ``switch=False`` the point is left out, as a plain bisection
         ignores a verdict that would widen its range). Other failures may come and go."""
-        if c not in (PASS_CLASS, self.ref_class):
-            return True
-        old_state = (c == PASS_CLASS) == (self.direction == "regression")
-        other = self.ref_class if c == PASS_CLASS else PASS_CLASS
-        others = [i for i, k in self.cls.items() if k == other]
-        if old_state and any(i < index for i in others):
-            self._switch("a point in the old state lies past one in the new state")
-            return False
-        if not old_state and any(i > index for i in others):
-            self._switch("a point in the new state lies before one in the old state")
-            return False
-        return True
+        why = disorder(
+            self.cls, index, c, ref_class=self.ref_class, regression=self.direction == "regression"
+        )
+        if why:
+            self._switch(why)
+        return not why
 
     def _switch(self, reason: str) -> None:
         if self.mode == "plain" and self.switch:
@@ -421,7 +358,7 @@ class Bisector:
                 return None
             if self._retry_bad_end():
                 return None
-            self._decide_direction(self.old.outcome, self.new.outcome)
+            self._decide_direction()
             if self.direction is not None:
                 self._after_direction()
         return None
@@ -434,12 +371,9 @@ class Bisector:
         with --repeat."""
         if self.mode != "probabilistic" and self.repeat < 2:
             return False
-        assert self.old.outcome is not None and self.new.outcome is not None
-        if self.old.outcome.kind is not OutcomeKind.PASS:
+        bad = ends.unfailed(self.old, self.new, self.expected_direction)
+        if bad is None:
             return False
-        if self.new.outcome.kind is not OutcomeKind.PASS:
-            return False
-        bad = self.old if self.expected_direction == "fix" else self.new
         if self.mode == "probabilistic":
             if self.probes_since_switch >= self.probe_budget():
                 return False
@@ -464,41 +398,25 @@ class Bisector:
             if i not in self._applied and self.old.index < i < self.new.index:
                 self._apply(i)
 
-    def _decide_direction(self, old: Outcome, new: Outcome) -> None:
-        old_pass = old.kind is OutcomeKind.PASS
-        new_pass = new.kind is OutcomeKind.PASS
-        if old_pass == new_pass:
-            both = "pass" if old_pass else "fail"
-            self._no_answer(
-                f"both ends {both} (old end: {self._rate(self.old)}{old.describe()}; "
-                f"new end: {self._rate(self.new)}{new.describe()})"
-            )
+    def _decide_direction(self) -> None:
+        """Both ends have their outcome: the direction (ends.py), and the reference failure."""
+        found, why = decide(
+            self.old,
+            self.new,
+            self.expected_direction,
+            old_runs=self.runs.get(self.old.index, ()),
+            new_runs=self.runs.get(self.new.index, ()),
+        )
+        if found is None:
+            self._no_answer(why)
             return
-        found: Direction = "regression" if old_pass else "fix"
-        expected = self.expected_direction
-        if expected is not None and expected != found:
-            good_end = self.old if expected == "regression" else self.new
-            bad_end = self.new if expected == "regression" else self.old
-            assert good_end.outcome is not None and bad_end.outcome is not None
-            self._no_answer(
-                f"the good end does not pass ({good_end.outcome.describe()}) "
-                f"and the bad end does not fail ({bad_end.outcome.describe()})"
-            )
-            return
-        self.direction = found
-        self.reference = new if found == "regression" else old
-        self.ref_class = self._class_of(self.reference)
         failing, passing = (self.new, self.old) if found == "regression" else (self.old, self.new)
+        assert failing.outcome is not None
+        self.direction, self.reference = found, failing.outcome
+        self.ref_class = self.classes.of(self.reference)
         self.cls[failing.index], self.cls[passing.index] = self.ref_class, PASS_CLASS
 
-    def _rate(self, end: End) -> str:
-        runs = self.runs.get(end.index, ())
-        if len(runs) < 2:
-            return ""
-        failed = sum(1 for o in runs if o.kind is not OutcomeKind.PASS)
-        return f"{failed} of {len(runs)} runs failed, "
-
-    def _end_name(self, end: End) -> Literal["old", "new"]:
+    def _end_name(self, end: End) -> ends.Name:
         return "old" if end is self.old else "new"
 
     # -- the probabilistic mode ----------------------------------------------------------------
@@ -528,41 +446,14 @@ class Bisector:
         return chosen
 
     def _finish_probabilistic(self, post: flaky.Posterior) -> None:
-        assert self.direction is not None
-        best, p = post.best()
-        k = post.points.index(best)
-        last_old = post.points[k - 1]
-        hidden = tuple(range(last_old + 1, best + 1))  # untestable points before it, and it
-        assert self.reference is not None
-        at = best if self.direction == "regression" else last_old
-        shown = next((o for o in self.runs.get(at, ()) if failed(o)), self.reference)
-        point = Breakpoint(last_old=last_old, first_new=best, outcome=shown,
-                           possible=hidden if len(hidden) > 1 else ())  # fmt: skip
-        if p >= self.confidence:
-            self._result = BisectResult(
-                status="found" if len(hidden) == 1 else "ambiguous",
-                direction=self.direction,
-                first_new=best,
-                last_old=last_old,
-                possible=hidden if len(hidden) > 1 else (),
-                reason="" if len(hidden) == 1 else "untestable points hide the boundary",
-                probability=p,
-                breakpoints=(point,),
-            )
-            return
-        possible = tuple(post.credible(self.confidence))
-        self._result = BisectResult(
-            status="ambiguous",
+        assert self.direction is not None and self.reference is not None
+        self._result = answers.from_posterior(
+            post,
             direction=self.direction,
-            first_new=best,
-            last_old=last_old,
-            possible=possible,
-            reason=(
-                f"after {self.probes_since_switch} probabilistic probe(s) the most likely "
-                f"boundary has probability {p:.2f}, below the confidence {self.confidence:.2f}"
-            ),
-            probability=p,
-            breakpoints=(point,),
+            reference=self.reference,
+            runs=self.runs,
+            confidence=self.confidence,
+            probes=self.probes_since_switch,
         )
 
     # -- answers ------------------------------------------------------------------------------
@@ -573,17 +464,14 @@ class Bisector:
     def _finish(self) -> None:
         """The answer from the segments, once no gap has a point left to probe."""
         assert self.direction is not None
-        a = answer(self.cls, self.ref_class, regression=self.direction == "regression",
-                   any_failure=self.any_failure)  # fmt: skip
-        self._result = BisectResult(
-            status="found" if not a.possible else "ambiguous",
+        self._result = answers.from_segments(
+            self.cls,
+            ref_class=self.ref_class,
             direction=self.direction,
-            first_new=a.first_new,
-            last_old=a.last_old,
-            possible=a.possible,
-            reason="untestable points hide the boundary" if a.possible else "",
-            breakpoints=breakpoints(self.cls, self._outcome_at, self.old.index, self.new.index),
-            neighbour=a.neighbour,
+            any_failure=self.any_failure,
+            outcome_at=self._outcome_at,
+            lo=self.old.index,
+            hi=self.new.index,
         )
 
     def _outcome_at(self, index: int) -> Outcome:
@@ -607,12 +495,7 @@ class Bisector:
         if self._result is not None:
             return 0, 0
         if self.direction is None:
-            open_range = max(0, self.new.index - self.old.index - 1)
-            ends_left = sum(1 for e in (self.old, self.new) if e.outcome is None)
-            left = sum(
-                1 for i in range(self.old.index + 1, self.new.index) if i not in self.skipped
-            )
-            return left, ends_left + math.ceil(math.log2(left + 1)) if open_range else ends_left
+            return ends.cost(self.old, self.new, self.skipped)
         if self.mode == "probabilistic":
             left = len(self._open(self.old.index, self.new.index)) + 1
             return left, max(0, self.probe_budget() - self.probes_since_switch)

@@ -25,18 +25,28 @@ the range, and the search counts it once the direction is known. Testable points
 to lie in one block; where they do not, the end is still a testable point with an untestable
 one right outside it.
 
+``place`` puts the two ends where the user's ``--good`` / ``--bad`` say (``step_in``: a named
+end with no installable file becomes an unnamed one, its stand-in), ``waiting`` says which
+ends probe next, ``point`` where an unnamed end looks, and ``decide`` reads the direction from
+both ends' outcomes once each has its point.
+
 Pure: indices in, indices out.
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection
+import math
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Literal
 
-from envbisect.model import Outcome
+from envbisect.model import Outcome, OutcomeKind
+from envbisect.strategy.verdicts import Direction, StandIn
+
+Name = Literal["old", "new"]
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, kw_only=True)
 class End:
     index: int
     fixed: bool  # named by the user: it must verify, it never moves
@@ -113,3 +123,139 @@ def look(
             runs.append([i])
     widest = max(runs, key=len)
     return widest[len(widest) // 2]
+
+
+def place(n: int, good: int | None, bad: int | None) -> tuple[End, End, Direction | None]:
+    """The old and the new end of a range of ``n`` points, given the points the user named
+    (``good``, ``bad``: either may be None, and then that end is unnamed: the range's edge),
+    and the direction those names expect (None: neither is named)."""
+    old_i, new_i, old_fixed, new_fixed = _bounds(n, good, bad)
+    expected: Direction | None = None
+    if good is not None:
+        expected = "regression" if good == old_i else "fix"
+    elif bad is not None:
+        expected = "regression" if bad == new_i else "fix"
+    old = End(index=old_i, fixed=old_fixed, inward=+1)
+    new = End(index=new_i, fixed=new_fixed, inward=-1)
+    return old, new, expected
+
+
+def step_in(old: End, new: End, skipped: Collection[int]) -> dict[Name, int]:
+    """Each named end known untestable up front (no installable file), made unnamed: from here
+    on it is stepped past untestable points (this one now, any found untestable when probed
+    later), and the point found stands in for it. Which ends, and the point each named."""
+    asked: dict[Name, int] = {}
+    pairs: tuple[tuple[Name, End], ...] = (("old", old), ("new", new))
+    for name, end in pairs:
+        if end.fixed and end.index in skipped:
+            asked[name] = end.index
+            end.fixed = False
+    return asked
+
+
+def stand_ins(old: End, new: End, asked: Mapping[Name, int]) -> list[StandIn]:
+    """The named ends stepped inward (``step_in``), with the point standing in for each
+    (where it is now: a stand-in found untestable when probed moves on)."""
+    pairs: tuple[tuple[Name, End], ...] = (("old", old), ("new", new))
+    return [
+        StandIn(end=name, asked=asked[name], used=end.index) for name, end in pairs if name in asked
+    ]
+
+
+def waiting(old: End, new: End) -> list[int]:
+    """The points the ends that have no outcome yet probe next, in order: while both look for
+    their point, the one that has probed less goes first (a gallop from one side must not run
+    into the other's untestable points before the other side has looked)."""
+    ends = sorted((e for e in (old, new) if e.outcome is None), key=lambda e: (e.tries, e is new))
+    return list(dict.fromkeys(e.index for e in ends))
+
+
+def point(
+    end: End,
+    other: End,
+    *,
+    probed: Collection[int],
+    untestable: Collection[int],
+    free: Collection[int],
+) -> int | None:
+    """Where the unnamed ``end`` looks next (``look``; ``probed``: every point probed), or
+    None: no point is left before the ``other`` end (it met it)."""
+    testable = [i for i in probed if i not in untestable]
+    at = look(end, far=other.start, untestable=untestable, free=free, testable=testable)
+    if at is None:
+        return None
+    settled = other.outcome is not None or other.fixed
+    if settled and end.key(at) >= end.key(other.index):  # it met the other end
+        return None
+    return at
+
+
+def unfailed(old: End, new: End, expected: Direction | None) -> End | None:
+    """The end expected to fail when both ends passed so far (the new end, unless the user
+    named the good end newer than the bad): a flaky failure may just not have shown there
+    yet. None when either end has failed."""
+    assert old.outcome is not None and new.outcome is not None
+    if old.outcome.kind is not OutcomeKind.PASS or new.outcome.kind is not OutcomeKind.PASS:
+        return None
+    return old if expected == "fix" else new
+
+
+def cost(old: End, new: End, skipped: Collection[int]) -> tuple[int, int]:
+    """(candidates left between the ends, probes left at most) before the direction is known:
+    the ends still to probe, then a bisection of what lies between them."""
+    ends_left = sum(1 for e in (old, new) if e.outcome is None)
+    if new.index - old.index - 1 <= 0:
+        return 0, ends_left
+    left = sum(1 for i in range(old.index + 1, new.index) if i not in skipped)
+    return left, ends_left + math.ceil(math.log2(left + 1))
+
+
+def _bounds(n: int, good: int | None, bad: int | None) -> tuple[int, int, bool, bool]:
+    g, b, last = good, bad, n - 1
+    if g is not None and b is not None:
+        return (g, b, True, True) if g < b else (b, g, True, True)
+    if g is not None:
+        return (g, last, True, False) if g < last else (0, g, False, True)
+    if b is not None:
+        return (0, b, False, True) if b > 0 else (b, last, True, False)
+    return (0, last, False, False)
+
+
+def decide(
+    old: End,
+    new: End,
+    expected: Direction | None,
+    *,
+    old_runs: Sequence[Outcome],
+    new_runs: Sequence[Outcome],
+) -> tuple[Direction | None, str]:
+    """The direction both ends' outcomes show (the old end passes and the new one fails: a
+    regression; the other way round: a fix) with "", or None with why there is no answer (both
+    pass or both fail, or the direction is not the one the user's named ends ``expected``).
+    ``old_runs``, ``new_runs``: every run at each end (a rate is shown for several)."""
+    assert old.outcome is not None and new.outcome is not None
+    old_pass = old.outcome.kind is OutcomeKind.PASS
+    new_pass = new.outcome.kind is OutcomeKind.PASS
+    if old_pass == new_pass:
+        both = "pass" if old_pass else "fail"
+        return None, (
+            f"both ends {both} (old end: {_rate(old_runs)}{old.outcome.describe()}; "
+            f"new end: {_rate(new_runs)}{new.outcome.describe()})"
+        )
+    found: Direction = "regression" if old_pass else "fix"
+    if expected is not None and expected != found:
+        good_end = old if expected == "regression" else new
+        bad_end = new if expected == "regression" else old
+        assert good_end.outcome is not None and bad_end.outcome is not None
+        return None, (
+            f"the good end does not pass ({good_end.outcome.describe()}) "
+            f"and the bad end does not fail ({bad_end.outcome.describe()})"
+        )
+    return found, ""
+
+
+def _rate(runs: Sequence[Outcome]) -> str:
+    if len(runs) < 2:
+        return ""
+    failed = sum(1 for o in runs if o.kind is not OutcomeKind.PASS)
+    return f"{failed} of {len(runs)} runs failed, "

@@ -23,7 +23,7 @@ Pure: indices and class numbers in, gaps and breakpoints out.
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from itertools import pairwise
 
 from envbisect.model import Outcome
@@ -113,6 +113,20 @@ def split_among(gaps_: list[Gap], k: int) -> list[tuple[Gap, int]]:
             shares[id(g)] += 1
             left -= 1
     return [(g, shares[id(g)]) for g in active if shares[id(g)]]
+
+
+def choose(open_gaps: list[Gap], k: int, cached: Callable[[int], bool] | None) -> list[int]:
+    """Up to ``k`` points to probe this round, split among the gaps (``split_among``), in index
+    order. ``cached(i)``: whether point i's outcome is stored already; while any stored point
+    lies in a gap, only those are chosen from (the ones nearest the split points: no build)."""
+    if cached is not None:
+        free = [replace(g, open=tuple(i for i in g.open if cached(i))) for g in open_gaps]
+        if any(g.open for g in free):
+            open_gaps = free
+    chosen = []
+    for g, m in split_among(open_gaps, k):
+        chosen += split(list(g.open), g.lo, g.hi, m)
+    return sorted(chosen)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -1,15 +1,19 @@
 """What a bisection says: each point's verdict, the steps it took, and its answer.
 
-Plain data, shared by the Bisector (strategy/bisect.py) and the modes that read its answer.
+Plain data, shared by the Bisector (strategy/bisect.py) and the modes that read its answer;
+``judge`` and ``tally`` say what one run, and a point's runs, count as once the direction and
+the reference failure are known.
 """
 
 from __future__ import annotations
 
 import enum
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal
 
-from envbisect.model import Outcome
+from envbisect.core.outcome import same_failure
+from envbisect.model import Outcome, OutcomeKind
 from envbisect.strategy.segments import Breakpoint
 
 Direction = Literal["regression", "fix"]
@@ -55,3 +59,35 @@ class StandIn:
     end: Literal["old", "new"]
     asked: int
     used: int
+
+
+def judge(
+    outcome: Outcome, *, direction: Direction, reference: Outcome, any_failure: bool
+) -> Verdict:
+    """What one run counts as: the old end's state or the new end's; SKIP for an untestable
+    run, and (unless ``any_failure``) for a failure unlike the ``reference``."""
+    if outcome.kind is OutcomeKind.UNTESTABLE:
+        return Verdict.SKIP
+    passed = outcome.kind is OutcomeKind.PASS
+    if not passed and not any_failure and not same_failure(outcome, reference):
+        return Verdict.SKIP
+    if direction == "regression":
+        return Verdict.OLD if passed else Verdict.NEW
+    return Verdict.NEW if passed else Verdict.OLD
+
+
+def tally(
+    runs: Iterable[Outcome], *, direction: Direction, reference: Outcome, any_failure: bool
+) -> tuple[int, int]:
+    """(runs failing like the reference, runs passing) among ``runs``: those ``judge`` skips
+    count as neither."""
+    fails = passes = 0
+    for o in runs:
+        v = judge(o, direction=direction, reference=reference, any_failure=any_failure)
+        if v is Verdict.SKIP:
+            continue
+        if o.kind is OutcomeKind.PASS:
+            passes += 1
+        else:
+            fails += 1
+    return fails, passes

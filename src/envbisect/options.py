@@ -1,0 +1,54 @@
+"""The options every mode shares, as one frozen object (each flag declared once, in
+cli/options.py). Light on purpose: the CLI imports it before it knows the command, and the
+executors (exec/) read their part of it, so it lives above both.
+
+Who does what: cli/options.py reads the flags into a ``CommonOptions``; the session
+(modes/session.py) is the one that acts on it, including the one choice left to the machine
+(``TorchChoice``: nvidia-smi is asked when the indexes are first needed, not here).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from envbisect.model import IndexConfig
+
+if TYPE_CHECKING:
+    from envbisect.env.repro import Repro
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TorchChoice:
+    """``--torch-backend auto``: PyTorch's index variant this machine's driver runs (the newest
+    CUDA build it supports, else the CPU build), decided where the indexes are first needed
+    (``Session.opts``), so that reading the options runs no nvidia-smi."""
+
+    mirror: str  # the variant folders' base (--torch-index-url, else PyTorch's own)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CommonOptions:
+    """What every mode takes from the same flags (each declared once, in cli/options.py)."""
+
+    repro: Repro | None = None
+    indexes: IndexConfig = field(default_factory=IndexConfig)
+    torch_auto: TorchChoice | None = None  # set: ``indexes.torch_index`` is still to choose
+    python: str | None = None
+    offline: bool = False
+    cache_dir: Path | None = None
+    results: Path = Path("results")
+    timeout: float = 600.0
+    keep_envs: bool = False
+    native_backtrace: str = "auto"
+    any_failure: bool = False
+    repeat: int = 1  # runs of the repro per environment; a failure in any run marks it
+    jobs: int = 1  # environments built and probed at once
+    executor: str = "local"  # local | process | ray
+    ray_address: str | None = None  # --executor ray: join this cluster (None: start one)
+    gpus_per_probe: int = 0  # GPUs each probe is given, pinned by CUDA_VISIBLE_DEVICES
+    dry_run: bool = False  # plan every environment it would build first, build nothing
+    env: tuple[tuple[str, str], ...] = ()  # --env NAME=VALUE: set for every probe, last
+    build_timeout: float | None = None  # --build-timeout: the cap on a build from source
+    command: str = ""  # the command line, for reports (credentials masked there)
