@@ -42,7 +42,7 @@ _RUN_DIR = re.compile(r"(?P<name>[a-z0-9._()-]+)-[0-9a-f]{8}\b")
 
 def normalise(data: Any, subs: list[tuple[str, str]]) -> Any:
     """``data`` with what varies replaced: VARYING keys, then every string's ``subs``."""
-    run_ids = []
+    run_ids: list[str] = []
     _collect(data, "run_id", run_ids)
     subs = [*subs, *((r, "<run_id>") for r in run_ids if _RUN_ID.match(r))]
     return _walk(data, "", subs)

@@ -9,6 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from envbisect.core.results import Status
 from envbisect.env.repro import Repro
 from envbisect.index.client import IndexClient
 from envbisect.index.pytorch import resolve_backend, variant_url
@@ -66,7 +67,7 @@ def test_run_keeps_torchvision_paired_and_finds_the_bad_torch(
             ),
         )
     )
-    assert (res.status, res.first_new, res.last_old) == ("found", "2.3.0+cu121", "2.2.0+cu121")
+    assert (res.status, res.first_new, res.last_old) == (Status.FOUND, "2.3.0+cu121", "2.2.0+cu121")
     bad = res.row("2.3.0+cu121")
     assert bad is not None and "illegal memory access" in bad.outcome.signature
     installed = {d.name: d.version for d in bad.installed}

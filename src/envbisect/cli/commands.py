@@ -11,20 +11,25 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 
 from envbisect.cli.display import STYLE, escape
 from envbisect.cli.options import common_options, extras, probe_env
 from envbisect.core.names import project_name
+from envbisect.core.results import Status
 from envbisect.errors import NoAnswer, UsageError
 from envbisect.model import OutcomeKind
 from envbisect.redact import mask_env_map
 from envbisect.reporter import Reporter
 from envbisect.textsafe import for_terminal
+
+if TYPE_CHECKING:
+    from envbisect.core.results_search import SearchResult
 
 # envbisect probe: the environment was built and probed, and it does not pass (1 is kept
 # for "the question has no answer" in every mode).
@@ -64,12 +69,10 @@ def _search(args: argparse.Namespace) -> Any:
     )
 
 
-def _print_result(ctx: Context, res: Any, lines: list[str]) -> None:
+def _print_result(ctx: Context, res: SearchResult, lines: list[str]) -> None:
     """The answer: JSON, or the mode's lines then the lockfile and the report."""
-    from envbisect.core.report import to_json
-
     if ctx.args.json:
-        print(json.dumps(to_json(res), indent=2))
+        print(json.dumps(res.to_dict(), indent=2))
         return
     for line in lines:
         print(for_terminal(line))
@@ -78,22 +81,24 @@ def _print_result(ctx: Context, res: Any, lines: list[str]) -> None:
     print(f"report: {res.report_path}")
 
 
-def _print_plans(ctx: Context, plans: list[dict[str, Any]]) -> int:
+def _print_plans(ctx: Context, plans: Sequence[dict[str, Any]]) -> int:
     """``--dry-run``: the plans on stdout (one JSON object with --json), exit 0."""
     from envbisect.modes.dryrun import render
 
     if ctx.args.json:
-        print(json.dumps({"dry_run": True, "plans": plans}, indent=2))
+        print(json.dumps({"dry_run": True, "plans": list(plans)}, indent=2))
     else:
         print("\n".join(render(plans)))
     return 0
 
 
-def no_answer(ctx: Context, res: Any, why: NoAnswer | None = None, *, hint: str = "") -> int:
+def no_answer(
+    ctx: Context, res: SearchResult, why: NoAnswer | None = None, *, hint: str = ""
+) -> int:
     """One behaviour for "no answer" in every mode: the verdict and the report on stdout (or
     the result with an ``error`` object, with --json), the error and a hint on stderr, exit 1."""
     from envbisect.cli.display import error_json, print_error
-    from envbisect.core.report import to_json, verdict_line
+    from envbisect.core.report import verdict_line
 
     if why is None:
         why = NoAnswer(
@@ -104,7 +109,7 @@ def no_answer(ctx: Context, res: Any, why: NoAnswer | None = None, *, hint: str 
     else:
         print_line = why.message
     if ctx.args.json:
-        print(json.dumps({**to_json(res), "error": error_json(why)}, indent=2))
+        print(json.dumps({**res.to_dict(), "error": error_json(why)}, indent=2))
     else:
         print(for_terminal(print_line))
         print(f"report: {res.report_path}")
@@ -155,9 +160,9 @@ def cmd_run(ctx: Context) -> int:
             f"envbisect: no repro given; probing with {escape(repro.describe())}", highlight=False
         )
     result = run_bisect(opts, ctx.reporter)
-    if result.status == "dry-run":
-        return _print_plans(ctx, result.extra["plans"])
-    if result.status == "no-answer":
+    if result.status is Status.DRY_RUN:
+        return _print_plans(ctx, result.plans)
+    if result.status is Status.NO_ANSWER:
         return no_answer(ctx, result, hint=swapped_hint(a.good, a.bad, result.reason or ""))
     points = breakpoints_line(result)
     lines = [verdict_line(result), *([points] if points else []), *commit_lines(result)]
@@ -206,8 +211,8 @@ def _run_by_date(ctx: Context) -> int:
         search=_search(a),
     )
     res = run_by_date(opts, ctx.reporter)  # no answer: NoAnswer with the result (main.py)
-    if res.status == "dry-run":
-        return _print_plans(ctx, res.extra["plans"])
+    if res.status is Status.DRY_RUN:
+        return _print_plans(ctx, res.plans)
     from envbisect.core.report import breakpoints_line
 
     sure = f" (probability {res.probability:.2f})" if res.probability is not None else ""
@@ -216,26 +221,24 @@ def _run_by_date(ctx: Context) -> int:
         lines.insert(1, f"fails another way right before it: {res.neighbour}")
     points = breakpoints_line(res)
     lines += [points] if points else []
-    conf = {c["package"]: c for c in res.extra.get("confirmation", [])}
-    for c in res.extra.get("culprits", []):
-        how = conf.get(c["package"], {}).get("confirmed")
-        said = {True: "confirmed alone on the last good environment",
-                False: "not confirmed alone", None: "not confirmed"}[how]  # fmt: skip
-        lines.append(f"culprit: {c['package']} {c['bad_version']} "
-                     f"(was {c['good_version'] or 'absent'}), {said}")  # fmt: skip
+    for c in res.culprits:
+        conf = res.confirmation_of(c.package)
+        said = conf.said() if conf is not None else "not confirmed"
+        lines.append(f"culprit: {c.package} {c.bad_version} "
+                     f"(was {c.good_version or 'absent'}), {said}")  # fmt: skip
     _print_result(ctx, res, lines)
     return 0
 
 
 def cmd_diff(ctx: Context) -> int:
-    from envbisect.modes.diff import DiffOptions, answer, run_diff
+    from envbisect.modes.diff import DiffOptions, run_diff
 
     a = ctx.args
     opts = DiffOptions(
         good=a.good, bad=a.bad, common=common_options(a, command=ctx.command, repro=_repro(ctx))
     )
     res = run_diff(opts, ctx.reporter)  # no answer: NoAnswer with the result (main.py)
-    _print_result(ctx, res, answer(res.extra))
+    _print_result(ctx, res, res.lines())
     return 0
 
 
@@ -254,22 +257,19 @@ def cmd_lock(ctx: Context) -> int:
         pre=a.pre,
     )
     res = run_lock(opts, ctx.reporter)  # no answer: NoAnswer with the result (main.py)
-    if res.status == "dry-run":
-        return _print_plans(ctx, res.extra["plans"])
-    from envbisect.core.report import to_json, verdict_line
+    if res.status is Status.DRY_RUN:
+        return _print_plans(ctx, res.plans)
+    from envbisect.core.report import verdict_line
 
     if a.json:
-        print(json.dumps(to_json(res), indent=2))
+        print(json.dumps(res.to_dict(), indent=2))
         return 0
     print(for_terminal(verdict_line(res)))
-    for c in res.extra["constraints"]:
-        o = c["outcome"]
-        why = f"{o['kind']}" + (f" ({o['signature']})" if o["signature"] else "")
-        print(for_terminal(f"held back: {c['package']}{c['specifier']} "
-                           f"({c['first_bad']} {why}; {c['last_good']} passes)"))  # fmt: skip
+    for c in res.constraints:
+        print(for_terminal(c.held_line()))
     print(f"lockfile: {res.lock_path}")
     print(f"pylock: {res.pylock_path}")
-    print(f"constraints: {res.extra['constraints_file']}")
+    print(f"constraints: {res.constraints_file}")
     print(f"report: {res.report_path}")
     return 0
 

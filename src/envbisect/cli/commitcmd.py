@@ -11,7 +11,7 @@ import argparse
 from envbisect.cli.commands import Context, _print_result, _repro, _search
 from envbisect.cli.options import common_options
 from envbisect.core.names import project_name
-from envbisect.core.report import RunResult
+from envbisect.core.results_search import RunResult
 from envbisect.errors import UsageError
 from envbisect.modes.options import CommitRefs
 

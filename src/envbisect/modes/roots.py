@@ -25,68 +25,23 @@ note saying why: roots that did not verify are never claimed.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
+from dataclasses import replace
+from typing import TYPE_CHECKING
 
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 from packaging.version import Version
 
-from envbisect.core.report import ProbeRow
+from envbisect.core.results import ProbeRow
+from envbisect.core.results_diff import Change, Check, Roots
 from envbisect.model import OutcomeKind
 from envbisect.modes.session import Want
 from envbisect.strategy.base import Fixed
 
 if TYPE_CHECKING:
-    from envbisect.modes.diff import Change, _Diff
+    from envbisect.modes.diffengine import DiffEngine
 
 Deps = Callable[[str, Version], Sequence[Requirement]]
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Check:
-    """One verification probe: the environment (``GOOD + ...``), what it had to do, what it
-    did (an outcome kind, or ``unresolvable``: no consistent environment inside the span)."""
-
-    environment: str
-    expected: str  # "fail like BAD" | "fail" | "pass or unresolvable"
-    outcome: str
-    held: bool
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"environment": self.environment, "expected": self.expected,
-                "outcome": self.outcome, "held": self.held}  # fmt: skip
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Roots:
-    """ddmin's set, its roots, what each root forces, and the verification of the roots.
-
-    ``culprits``: the roots when they verified, else ddmin's set (``note`` says why)."""
-
-    ddmin: tuple[Change, ...]
-    roots: tuple[Change, ...]
-    forced: Mapping[str, tuple[str, ...]]  # root -> the members of ddmin's set it forces
-    checks: tuple[Check, ...]
-    verified: bool
-    note: str = ""
-
-    @property
-    def culprits(self) -> tuple[Change, ...]:
-        return self.roots if self.verified else self.ddmin
-
-    def forced_by(self, name: str) -> tuple[str, ...]:
-        """The members forced by culprit ``name`` (none when the roots did not verify)."""
-        return self.forced.get(name, ()) if self.verified else ()
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "ddmin": [c[0] for c in self.ddmin],
-            "roots": [c[0] for c in self.roots],
-            "verified": self.verified,
-            "checks": [c.to_dict() for c in self.checks],
-            **({"note": self.note} if self.note else {}),
-        }
 
 
 def forcing(
@@ -151,7 +106,7 @@ def reduce(
     return roots, {r: f for r, f in forced.items() if f}
 
 
-def verify(diff: _Diff, minimal: Sequence[Change]) -> Roots:
+def verify(diff: DiffEngine, minimal: Sequence[Change]) -> Roots:
     """The roots of ``minimal``, and the probes that verify them (the store answers those
     ddmin already ran)."""
     roots, forced = reduce(minimal, diff.good, diff.source.dependencies, diff.ptarget.markers)
@@ -168,7 +123,7 @@ def verify(diff: _Diff, minimal: Sequence[Change]) -> Roots:
         what = _environment(roots, left_out)
         wants[point] = _want(diff, f"roots: {what}", pinned, left_out)
     strategy: Fixed[tuple[str, str]] = Fixed(points, repeat=diff.session.opts.repeat)
-    diff._drive(strategy, lambda p, runs: replace(wants[p], runs=runs))
+    diff.drive(strategy, lambda p, runs: replace(wants[p], runs=runs))
     checks = []
     for point in points:
         row, want = strategy.rows[point], wants[point]
@@ -192,7 +147,7 @@ def verify(diff: _Diff, minimal: Sequence[Change]) -> Roots:
                  verified=verified, note=note)  # fmt: skip
 
 
-def _want(diff: _Diff, label: str, pinned: Mapping[str, str | None], left_out: str) -> Want:
+def _want(diff: DiffEngine, label: str, pinned: Mapping[str, str | None], left_out: str) -> Want:
     """The environment of a check; one in which the root left out comes back anyway (the
     others force it) has no consistent environment without it."""
     if left_out:
@@ -213,22 +168,6 @@ def _environment(roots: Sequence[Change], left_out: str) -> str:
     kept = [f"{n} {b or 'removed'}" for n, _, b in roots if n != left_out]
     text = "GOOD" + (" + " + ", ".join(kept) if kept else "")
     return text + (f" (without {left_out})" if left_out else "")
-
-
-def roots_lines(roots: Mapping[str, Any], culprits: Sequence[Mapping[str, Any]]) -> list[str]:
-    """The reduction in words, from the JSON (``roots`` and ``culprits``), for the text
-    answer and report.md alike."""
-    lines = []
-    for c in culprits:
-        if c.get("forced"):
-            lines.append(f"forced by {c['package']} {c['bad_version']}: "
-                         f"{', '.join(c['forced'])} (its requirements; not culprits)")  # fmt: skip
-    checks = "; ".join(f"{c['environment']}: {c['outcome']}" for c in roots["checks"])
-    if roots["verified"]:
-        lines.append(f"roots verified: {checks}")
-    else:
-        lines.append(f"roots not verified: {roots['note']}")
-    return lines
 
 
 def _applies(req: Requirement, markers: Mapping[str, str], extras: set[str]) -> bool:
