@@ -3,10 +3,10 @@ passes, proven, with every held-back package explained.
 
 Who does what. The planner resolves the newest consistent environment under the requirements
 and the constraints found so far; it is probed. If it passes, that is the lock. If it fails,
-``diff``'s machinery (modes/diff.py: both ends verified, ddmin over the changed packages,
+``diff``'s engine (modes/diffengine.py: both ends verified, ddmin over the changed packages,
 reduced to its verified roots, so a package another one forces is never a culprit, each
-culprit bisected between its two versions with the rest held) runs between the last
-environment known to pass and this one; the culprit's first bad version, failing the way the
+culprit bisected between its two versions with the rest held; modes/lockfrom.py picks and
+proves the culprit) runs between the last environment known to pass and this one; the culprit's first bad version, failing the way the
 newest did, and the version below it, passing in the same environment, are the constraint's
 proof: ``culprit<first_bad``. Then resolve the newest again, and repeat. Once an environment
 passes, each constraint is tried away (strategy/lock.py): the lock is the newest resolution
