@@ -115,7 +115,8 @@ def _run(opts: RunOptions, session: Session, exclude_newer: datetime | None) -> 
         )
     except KeyboardInterrupt as e:
         raise session.interrupted(e) from e
-    result = _answer(result, log.rows, search, bis, cl, good_i, labels)
+    result = _answer(result, rows=log.rows, search=search, bis=bis, cl=cl, good_i=good_i,
+                     labels=labels)  # fmt: skip
     if source is not None and opts.commits is not None and result.answered:
         from envbisect.modes import commits
 
@@ -166,6 +167,7 @@ def _candidates(
 
 def _answer(
     result: RunResult,
+    *,
     rows: Sequence[ProbeRow],
     search: SearchSummary,
     bis: Bisector,
