@@ -6,11 +6,13 @@ and the constraints found so far; it is probed. If it passes, that is the lock. 
 ``diff``'s engine (modes/diffengine.py: both ends verified, ddmin over the changed packages,
 reduced to its verified roots, so a package another one forces is never a culprit, each
 culprit bisected between its two versions with the rest held; modes/lockfrom.py picks and
-proves the culprit) runs between the last environment known to pass and this one; the culprit's first bad version, failing the way the
-newest did, and the version below it, passing in the same environment, are the constraint's
-proof: ``culprit<first_bad``. Then resolve the newest again, and repeat. Once an environment
-passes, each constraint is tried away (strategy/lock.py): the lock is the newest resolution
-under the constraints that remain, and each that remains fails without it.
+proves the culprit) runs between the last environment known to pass and this one; the
+culprit's first bad version, failing the way the newest did, and the version below it,
+passing in the same environment, are the constraint's proof: ``culprit<first_bad``. Then
+resolve the newest again, and repeat. Once an environment passes, each constraint is tried
+away (strategy/lock.py): the lock is the newest resolution under the constraints that remain,
+and each that remains fails without it. The search hands its end to its outputs
+(modes/lockout.py) as a frozen ``LockOutcome``.
 
 The first environment known to pass: ``--from LOCK`` (upgrade mode: the user's working
 environment), else the environment as of ``--good-date``, else as of the upload of the newest
