@@ -123,7 +123,7 @@ def model(overhead: float) -> list[tuple[int, float, float, int]]:
                 rows.setdefault(json.dumps(versions[:-1]), []).append(cell)
             strategy = MatrixRows(list(rows.values()), full=full)
             wall, rounds = plan, 0
-            from envbisect.core.report import ProbeRow
+            from envbisect.core.results import ProbeRow
 
             while batch := strategy.next_batch(nodes):
                 rounds += 1

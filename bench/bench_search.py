@@ -199,7 +199,7 @@ def real_jobs(rounds: int) -> None:
                 assert res.first_new == "1.7.0"
                 if r:
                     times[jobs].append(took)
-                rounds_seen[jobs] = res.search["rounds"]
+                rounds_seen[jobs] = res.to_dict()["search"]["rounds"]
         index.stop()
     base = statistics.median(times[1])
     for jobs, ts in times.items():

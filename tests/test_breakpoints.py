@@ -8,6 +8,7 @@ candidates), never by walking past the other failure: by version, by date, and t
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import replace
 from datetime import timedelta
 from pathlib import Path
@@ -15,7 +16,8 @@ from pathlib import Path
 import pytest
 
 from conftest import RecordingReporter
-from envbisect.core.report import breakpoints_line, to_json, verdict_line
+from envbisect.core.report import breakpoints_line, verdict_line
+from envbisect.core.results import ProbeRow, Status
 from envbisect.env.repro import Repro
 from envbisect.model import IndexConfig
 from envbisect.modes.bydate import DateOptions, run_by_date
@@ -48,7 +50,7 @@ def common(index: LocalIndex, python: str, tmp: Path) -> CommonOptions:
     )
 
 
-def built(rows: list) -> int:  # type: ignore[type-arg]
+def built(rows: Sequence[ProbeRow]) -> int:
     return sum(1 for r in rows if not r.reused and r.build_seconds > 0)
 
 
@@ -61,7 +63,7 @@ def test_by_version_both_breakpoints_in_log_time(
     first_a, first_b = f"1.{TWO_A}.0", f"1.{TWO_B}.0"
     # The bad end's failure (b) starts at 1.8.0; 1.7.0 before it fails on a; 1.2.0 passes.
     assert (res.status, res.first_new, res.last_old, res.neighbour) == (
-        "found", first_b, f"1.{TWO_A - 1}.0", f"1.{TWO_B - 1}.0",
+        Status.FOUND, first_b, f"1.{TWO_A - 1}.0", f"1.{TWO_B - 1}.0",
     )  # fmt: skip
     assert [(b.first_new, b.outcome.signature) for b in res.breakpoints] == [
         (first_a, A_ERROR),
@@ -76,7 +78,7 @@ def test_by_version_both_breakpoints_in_log_time(
     assert breakpoints_line(res) == (
         f"breakpoints: {first_a}: fail ({A_ERROR}) (the first failure); {first_b}: fail ({B_ERROR})"
     )
-    data = to_json(res)
+    data = res.to_dict()
     assert [(b["first_bad"], b["last_good"]) for b in data["breakpoints"]] == [
         (first_a, f"1.{TWO_A - 1}.0"),
         (first_b, f"1.{TWO_B - 1}.0"),
@@ -99,7 +101,7 @@ def test_by_date_both_breakpoints_in_log_time(
         common=common(index, python, tmp_path),
     )
     res = run_by_date(opts, recorder)
-    assert res.status == "found"
+    assert res.status is Status.FOUND
     assert res.first_new is not None and f"twolib 1.{TWO_B}.0" in res.first_new
     assert res.neighbour is not None  # the moment before it fails on a
     points = [(b.first_new, b.outcome.signature) for b in res.breakpoints]
@@ -110,9 +112,9 @@ def test_by_date_both_breakpoints_in_log_time(
     assert res.candidates > 45
     search = [v for v in recorder.started if not v.startswith("envbisect")]
     assert len(search) <= bound(2, res.candidates) + 1
-    culprits = res.extra["culprits"]
+    culprits = res.to_dict()["culprits"]
     assert [(c["package"], c["bad_version"]) for c in culprits] == [("twolib", f"1.{TWO_B}.0")]
-    (conf,) = res.extra["confirmation"]
+    (conf,) = res.to_dict()["confirmation"]
     assert conf["confirmed"] is True  # 1.7.0's environment with twolib 1.8.0 fails on b
 
 
@@ -121,8 +123,8 @@ def test_lock_past_a_second_failure(
 ) -> None:
     opts = LockOptions(common=common(index, python, tmp_path), with_reqs=("twoapp==1.0.0",))
     res = run_lock(opts, recorder)
-    assert res.status == "found"
-    (c,) = res.extra["constraints"]
+    assert res.status is Status.FOUND
+    (c,) = res.to_dict()["constraints"]
     # Every failure fails the environment: the first one (a, from twolib 1.3.0) is held
     # back; b's breakpoint (1.8.0) has the same culprit, covered by it.
     assert (c["package"], c["specifier"], c["last_good"]) == (

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from envbisect.core.results import Status
 from envbisect.env.repro import Repro
 from envbisect.errors import NoAnswer, UsageError
 from envbisect.model import IndexConfig
@@ -44,13 +45,14 @@ def test_transitive_break_found_by_date_and_confirmed(
     index: LocalIndex, python: str, tmp_path: Path
 ) -> None:
     res = run_by_date(options(index, python, tmp_path, good=2, bad=45))
-    assert res.status == "found" and res.direction == "regression"
-    assert res.extra["culprits"] == [
+    assert res.status is Status.FOUND and res.direction == "regression"
+    assert res.to_dict()["culprits"] == [
         {"package": "datelib", "good_version": "1.2.0", "bad_version": "1.3.0"}
     ]
-    assert res.extra["first_bad_date"].startswith((EPOCH + timedelta(days=30)).date().isoformat())
-    assert res.extra["last_good_date"].startswith((EPOCH + timedelta(days=25)).date().isoformat())
-    (conf,) = res.extra["confirmation"]
+    assert res.first_bad_date is not None and res.last_good_date is not None
+    assert res.first_bad_date.date() == (EPOCH + timedelta(days=30)).date()
+    assert res.last_good_date.date() == (EPOCH + timedelta(days=25)).date()
+    (conf,) = res.to_dict()["confirmation"]
     assert conf["confirmed"] is True and conf["outcome"]["kind"] == "fail"
     # Eight release moments in the window (datelib and noiselib), and a binary search.
     assert res.candidates == 9 and len(res.rows) <= 2 + 3
@@ -72,9 +74,9 @@ def test_by_date_with_jobs_2_same_culprit_fewer_rounds(
     one = run_by_date(options(index, python, tmp_path / "one", good=2, bad=45))
     two_opts = options(index, python, tmp_path / "two", good=2, bad=45)
     two = run_by_date(replace(two_opts, common=replace(two_opts.common, jobs=2)))
-    assert two.extra["culprits"] == one.extra["culprits"]
+    assert two.to_dict()["culprits"] == one.to_dict()["culprits"]
     assert (two.first_new, two.last_old) == (one.first_new, one.last_old)
-    assert two.search["rounds"] < one.search["rounds"]
+    assert two.to_dict()["search"]["rounds"] < one.to_dict()["search"]["rounds"]
 
 
 def test_a_window_that_does_not_bracket_the_failure(

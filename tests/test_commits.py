@@ -18,7 +18,7 @@ import pytest
 
 from conftest import RecordingReporter, split_common
 from envbisect.cli.main import main
-from envbisect.core.report import to_json
+from envbisect.core.results import Status
 from envbisect.env.repro import Repro
 from envbisect.errors import InfrastructureError, UsageError
 from envbisect.model import IndexConfig
@@ -104,7 +104,7 @@ def test_first_bad_commit_between_two_releases(
     res = run_commits(commits(gindex, python, tmp_path, gitpkg.path), recorder)
     main = gitpkg.main
     ans = res.commits
-    assert ans is not None and ans.status == "found"
+    assert ans is not None and ans.status is Status.FOUND
     assert ans.first_new is not None and ans.first_new.sha == main[14]
     assert ans.last_old is not None and ans.last_old.sha == main[13]
     # Tags in two styles: 1.0.0 is v1.0.0, 2.0.0 is gitpkg-2.0.0.
@@ -135,7 +135,7 @@ def test_first_bad_commit_between_two_releases(
     assert versions[main[13]] == "1.1.0.dev0"
     assert ans.build is not None and ans.build.backend == "tinybuild" and not ans.build.compiles
     # The answer in --json, and in report.md.
-    data = to_json(res)
+    data = res.to_dict()
     first = data["first_bad_commit"]
     assert first["sha"] == main[14] and first["subject"] == "run: raise on purpose"
     assert first["author_date"].startswith("2024-03-01T")
@@ -166,7 +166,7 @@ def test_a_merge_on_the_path_is_one_point(
     assert ans.last_old.sha == gitpkg.main[7]
     assert not set(gitpkg.side) & {t.commit.sha for t in ans.tested}
     assert recorder.started[1:] == [gitpkg.main[i][:12] for i in (0, 20, 10, 9, 4, 6, 7, 8)]
-    assert to_json(res)["first_bad_commit"]["merge"] is True
+    assert res.to_dict()["first_bad_commit"]["merge"] is True
 
 
 def test_jobs_2_probes_two_commits_a_round(
@@ -215,7 +215,7 @@ def test_run_commits_after_the_first_bad_release(
     assert good_row is not None
     held = {(d.name, d.version) for d in good_row.installed if d.name != "gitpkg"}
     assert held == {("gitdep", "1.0")}
-    data = to_json(res)
+    data = res.to_dict()
     assert data["first_bad"] == "2.0.0"
     assert data["first_bad_commit"]["sha"] == gitpkg.main[14]
     assert data["commits"]["commits_in_range"] == 21
@@ -298,11 +298,11 @@ def test_run_commits_after_a_fix_finds_the_first_fixed_commit(
     res = run_bisect(opts)
     assert (res.direction, res.first_new, res.last_old) == ("fix", "2.0.0", "1.0.0")
     ans = res.commits
-    assert ans is not None and ans.fix and ans.status == "found"
+    assert ans is not None and ans.fix and ans.status is Status.FOUND
     assert ans.first_new is not None and ans.first_new.sha == gitpkg.main[14]
     assert ans.last_old is not None and ans.last_old.sha == gitpkg.main[13]
     assert (ans.good_ref, ans.bad_ref) == ("gitpkg-2.0.0", "v1.0.0")
-    data = to_json(res)
+    data = res.to_dict()
     assert data["first_fixed_commit"]["sha"] == gitpkg.main[14]
     assert data["commits"]["last_broken"]["sha"] == gitpkg.main[13]
     assert "first fixed commit of gitpkg" in ans.verdict()
@@ -573,7 +573,7 @@ def test_build_timeout_makes_a_commit_untestable(
     )
     res = run_commits(opts, recorder)
     ans = res.commits
-    assert ans is not None and ans.status == "ambiguous"
+    assert ans is not None and ans.status is Status.AMBIGUOUS
     assert [c.sha for c in ans.possible] == shas[1:]
     (why,) = [w for c, w in ans.untestable if c.sha == shas[1]]
     assert "longer than --build-timeout 3 s" in why
@@ -597,7 +597,7 @@ def test_a_build_of_another_project_is_untestable(
     )
     res = run_commits(opts)
     ans = res.commits
-    assert ans is not None and ans.status == "ambiguous"
+    assert ans is not None and ans.status is Status.AMBIGUOUS
     (why,) = [w for c, w in ans.untestable if c.sha == shas[1]]
     assert "installed no gitpkg distribution" in why
 

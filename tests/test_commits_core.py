@@ -27,6 +27,7 @@ from envbisect.core.commits import (
     tag_version,
     web_base,
 )
+from envbisect.core.results import Status
 from envbisect.env import git as g
 from envbisect.env.srcbuild import stale_build, timed_out, unreadable
 from envbisect.errors import UsageError
@@ -206,7 +207,7 @@ def _answer(subject: str) -> CommitAnswer:
     )
     return CommitAnswer(package="pkg", repo="https://github.com/o/pkg",
                         web="https://github.com/o/pkg", good_ref="v1.0", bad_ref="v2.0",
-                        status="found", direction="regression", first_new=bad, last_old=good,
+                        status=Status.FOUND, direction="regression", first_new=bad, last_old=good,
                         commits=2, tested=tested)  # fmt: skip
 
 

@@ -16,10 +16,12 @@ from packaging.requirements import Requirement
 from packaging.version import Version
 
 from conftest import RecordingReporter
+from envbisect.core.results import Moved
+from envbisect.core.results_diff import Change, Culprit
 from envbisect.env.repro import Repro
 from envbisect.errors import NoAnswer, UsageError
 from envbisect.model import IndexConfig, OutcomeKind
-from envbisect.modes.diff import Change, DiffOptions, answer, culprit_text, run_diff
+from envbisect.modes.diff import DiffOptions, run_diff
 from envbisect.modes.roots import forcing, reduce, root_names
 from envbisect.options import CommonOptions
 from envbisect.strategy.ddmin import Result, ddmin
@@ -86,10 +88,11 @@ def test_ddmin_keeps_a_pair_that_cannot_be_applied_apart() -> None:
 
 
 def test_culprit_text_names_what_moved() -> None:
-    plain = {"package": "lib", "good_version": "1.1.0", "bad_version": "2.0.0"}
-    assert culprit_text(plain) == "lib 1.1.0 -> 2.0.0"
-    moved = {**plain, "moved_with": [{"package": "app", "from": "1.5.0", "to": "2.0.0"}]}
-    assert culprit_text(moved) == "lib 1.1.0 -> 2.0.0 (moved with it: app 1.5.0 -> 2.0.0)"
+    plain = Culprit(package="lib", good_version="1.1.0", bad_version="2.0.0")
+    assert plain.describe() == "lib 1.1.0 -> 2.0.0"
+    moved = replace(plain, moved_with=(Moved(package="app", before="1.5.0", after="2.0.0"),))
+    assert moved.describe() == "lib 1.1.0 -> 2.0.0 (moved with it: app 1.5.0 -> 2.0.0)"
+    assert moved.to_dict()["moved_with"] == [{"package": "app", "from": "1.5.0", "to": "2.0.0"}]
 
 
 def options(
@@ -119,9 +122,9 @@ def test_transitive_break_between_two_locks(index: LocalIndex, python: str, tmp_
         bad="dateapp==1.0.0\ndatelib==1.4.0\nnoiselib==0.4.0\n",
         repro="import dateapp\ndateapp.run()\n",
     ))  # fmt: skip
-    assert res.extra["interaction"] is False
+    assert res.to_dict()["interaction"] is False
     # ddmin names datelib; its first bad version between 1.1.0 and 1.4.0 is 1.3.0.
-    assert res.extra["culprits"] == [
+    assert res.to_dict()["culprits"] == [
         {"package": "datelib", "good_version": "1.2.0", "bad_version": "1.3.0"}
     ]
     assert "datelib==1.1.0" in Path(str(res.lock_path)).read_text()
@@ -144,11 +147,10 @@ def test_goods_own_move_is_not_a_change(
         bad="gapwheel==1.2.0\ngapculprit==2.0.0\n",
         repro="import gapculprit\ngapculprit.run()\n",
     ), recorder)  # fmt: skip
-    assert [(c["package"], c["good_version"], c["bad_version"]) for c in res.extra["culprits"]] \
-        == [("gapculprit", "1.0.0", "2.0.0")]  # fmt: skip
-    assert res.extra["interaction"] is False
+    assert [c.change for c in res.culprits] == [("gapculprit", "1.0.0", "2.0.0")]
+    assert res.to_dict()["interaction"] is False
     assert any("GOOD as it installs here: gapwheel 1.0.0 -> 1.1.0" in m for m in recorder.messages)
-    changed = {c["package"]: c["good_version"] for c in res.extra["changed"]}
+    changed = {c["package"]: c["good_version"] for c in res.to_dict()["changed"]}
     assert changed == {"gapwheel": "1.1.0", "gapculprit": "1.0.0"}
 
 
@@ -160,8 +162,8 @@ def test_an_interaction_needs_both_upgrades(index: LocalIndex, python: str, tmp_
         bad="pairapp==1.0.0\npair-a==2.0.0\npair-b==2.0.0\nnoiselib==0.4.0\n",
         repro="import pairapp\npairapp.run()\n",
     ))  # fmt: skip
-    assert res.extra["interaction"] is True
-    assert sorted(c["package"] for c in res.extra["culprits"]) == ["pair-a", "pair-b"]
+    assert res.to_dict()["interaction"] is True
+    assert sorted(c["package"] for c in res.to_dict()["culprits"]) == ["pair-a", "pair-b"]
     assert "interaction" in Path(str(res.report_path)).read_text()
 
 
@@ -210,7 +212,7 @@ def test_repeat_lets_a_flaky_bad_environment_verify(
     with pytest.raises(NoAnswer, match="BAD environment does not fail"):
         run_diff(opts)
     res = run_diff(replace(opts, common=replace(opts.common, repeat=6)))
-    assert [c["package"] for c in res.extra["culprits"]] == ["flakylib"]
+    assert [c["package"] for c in res.to_dict()["culprits"]] == ["flakylib"]
     bad = res.row("BAD")
     assert bad is not None and bad.runs == 6 and 0 < bad.fails < 6
 
@@ -228,8 +230,8 @@ def test_a_forced_move_is_blamed_on_the_package_that_broke(
         bad="tiedapp==2.0.0\ntiedlib==2.1.0\nnoiselib==0.4.0\n",
         repro="import tiedapp\ntiedapp.run()\n",
     ))  # fmt: skip
-    assert res.extra["interaction"] is False
-    assert res.extra["culprits"] == [
+    assert res.to_dict()["interaction"] is False
+    assert res.to_dict()["culprits"] == [
         {"package": "tiedlib", "good_version": "1.1.0", "bad_version": "2.0.0"}
     ]
     forced = res.row("apply noiselib 0.0.0->0.4.0, tiedapp 1.0.0->2.0.0")
@@ -256,13 +258,13 @@ def test_a_move_another_change_forces_is_moved_with_it_not_a_culprit(
         repro="import tiedapp\ntiedapp.run()\n",
     )  # fmt: skip
     res = run_diff(replace(opts, common=replace(opts.common, jobs=2)))
-    assert res.extra["interaction"] is False
-    assert res.extra["culprits"] == [
+    assert res.to_dict()["interaction"] is False
+    assert res.to_dict()["culprits"] == [
         {"package": "tiedapp", "good_version": "1.5.0", "bad_version": "2.0.0",
          "moved_with": [{"package": "tiedlib", "from": "1.0.0", "to": "2.0.0"}],
          "forced": ["tiedlib"]},
     ]  # fmt: skip
-    roots = res.extra["roots"]
+    roots = res.to_dict()["roots"]
     assert (roots["ddmin"], roots["roots"], roots["verified"]) == (
         ["tiedapp", "tiedlib"],
         ["tiedapp"],
@@ -285,7 +287,7 @@ def test_a_culprit_bisection_stays_inside_both_ends(
         bad="spandep==2.0.0\nspanlib==2.0.0\n",
         repro="import spanlib\nspanlib.run()\n",
     ))  # fmt: skip
-    assert res.extra["culprits"] == [
+    assert res.to_dict()["culprits"] == [
         {"package": "spanlib", "good_version": "1.1.0", "bad_version": "1.3.0"}
     ]
     outside = res.row("spanlib 1.2.0")
@@ -365,12 +367,12 @@ def test_a_new_major_version_is_the_culprit_not_what_it_drags_in(
     probes are answered by the store (ddmin probed both environments): 8 builds in all."""
     res = run_diff(options(index, python, tmp_path, good=ROOTS_GOOD, bad=ROOTS_BAD,
                            repro="import rootapp\nrootapp.run()\n"))  # fmt: skip
-    assert res.extra["interaction"] is False
-    assert res.extra["culprits"] == [
+    assert res.to_dict()["interaction"] is False
+    assert res.to_dict()["culprits"] == [
         {"package": "rootapp", "good_version": "1.0.0", "bad_version": "2.0.0",
          "moved_with": DRAGGED, "forced": ["rootdep1", "rootdep2", "rootdep3"]}
     ]  # fmt: skip
-    assert res.extra["roots"] == {
+    assert res.to_dict()["roots"] == {
         "ddmin": ["rootapp", "rootdep1", "rootdep2", "rootdep3"],
         "roots": ["rootapp"],
         "verified": True,
@@ -390,9 +392,9 @@ def test_a_new_major_version_is_the_culprit_not_what_it_drags_in(
     assert sum(not r.reused for r in res.rows) == 8
     report = Path(str(res.report_path)).read_text()
     assert report.split("## Culprit\n\n")[1].split("\n\n")[0].splitlines() == [
-        f"- {line}" for line in answer(res.extra)
+        f"- {line}" for line in res.lines()
     ]
-    assert answer(res.extra) == [
+    assert res.lines() == [
         "culprit: rootapp 1.0.0 -> 2.0.0 (moved with it: rootdep1 absent -> 1.0.0, "
         "rootdep2 absent -> 1.0.0, rootdep3 absent -> 1.0.0)",
         "forced by rootapp 2.0.0: rootdep1, rootdep2, rootdep3 (its requirements; not culprits)",
@@ -448,7 +450,6 @@ def test_an_interaction_of_two_roots_through_the_cli(
         ("GOOD + rootlib 1.1.0 (without rootapp)", "pass"),
         ("GOOD + rootapp 2.0.0 (without rootlib)", "pass"),
     ]
-    assert answer(data) == lines
     assert data["probes"] == []  # the second run built nothing
     checks = [r for r in data["reused"] if r["version"].startswith("roots: ")]
     assert len(checks) == 3
@@ -469,14 +470,14 @@ def test_roots_that_do_not_verify_fall_back_to_ddmins_set(
         bad="roothost==2.0.0\nrootpeer==2.1.0\n",
         repro="import roothost\nroothost.run()\n",
     ))  # fmt: skip
-    assert res.extra["interaction"] is True
-    assert res.extra["culprits"] == [
+    assert res.to_dict()["interaction"] is True
+    assert res.to_dict()["culprits"] == [
         {"package": "roothost", "good_version": "1.0.0", "bad_version": "2.0.0",
          "moved_with": [{"package": "rootpeer", "from": "1.0.0", "to": "2.0.0"}]},
         {"package": "rootpeer", "good_version": "2.0.0", "bad_version": "2.1.0",
          "moved_with": [{"package": "roothost", "from": "1.0.0", "to": "2.0.0"}]},
     ]  # fmt: skip
-    roots = res.extra["roots"]
+    roots = res.to_dict()["roots"]
     assert (roots["roots"], roots["verified"]) == (["roothost"], False)
     assert roots["note"] == (
         "the roots (roothost) did not verify (GOOD + roothost 2.0.0: pass, expected fail like "
@@ -486,6 +487,6 @@ def test_roots_that_do_not_verify_fall_back_to_ddmins_set(
         ("GOOD + roothost 2.0.0", "pass", False),
         ("GOOD (without roothost)", "pass", True),
     ]
-    assert answer(res.extra)[-1] == f"roots not verified: {roots['note']}"
+    assert res.lines()[-1] == f"roots not verified: {roots['note']}"
     # GOOD, BAD and GOOD + roothost 2.0 (rootpeer 2.0): the rest, checks included, reused.
     assert sum(not r.reused for r in res.rows) == 3

@@ -78,7 +78,8 @@ def test_run_is_the_same_on_worker_processes(
         )
         res = run_bisect(opts, rec)
         built = sum(not r.reused for r in res.rows)
-        seen[ex] = (res.first_new, res.last_old, rec.started, built, res.search["rounds"])
+        rounds = res.to_dict()["search"]["rounds"]
+        seen[ex] = (res.first_new, res.last_old, rec.started, built, rounds)
     assert seen["process"] == seen["local"]
     assert seen["local"][:2] == ("1.7.0", "1.6.0")
 
@@ -99,7 +100,7 @@ def test_by_date_is_the_same_on_worker_processes(
             common=common(index, python, tmp_path / ex, repro, executor=ex),
         )
         res = run_by_date(opts, rec)
-        seen[ex] = (res.first_new, res.extra["culprits"], rec.started, len(res.rows))
+        seen[ex] = (res.first_new, res.to_dict()["culprits"], rec.started, len(res.rows))
     assert seen["process"] == seen["local"]
     assert [c["package"] for c in seen["local"][1]] == ["datelib"]
 
@@ -128,7 +129,7 @@ def test_diff_is_the_same_on_worker_processes(
     for ex in EXECUTORS:
         rec = RecordingReporter()
         res = run_diff(diff_options(index, python, tmp_path / ex, GOOD, BAD, executor=ex), rec)
-        seen[ex] = (res.extra["culprits"], rec.started, len(res.rows))
+        seen[ex] = (res.to_dict()["culprits"], rec.started, len(res.rows))
     assert seen["process"] == seen["local"]
     assert seen["local"][0] == [
         {"package": "datelib", "good_version": "1.2.0", "bad_version": "1.3.0"}
@@ -141,10 +142,10 @@ def test_diff_with_jobs_2_same_culprits_in_fewer_rounds(
 ) -> None:
     one = run_diff(diff_options(index, python, tmp_path / "one", GOOD, BAD))
     two = run_diff(diff_options(index, python, tmp_path / "two", GOOD, BAD, jobs=2))
-    assert two.extra["culprits"] == one.extra["culprits"]
-    assert two.extra["interaction"] is one.extra["interaction"] is False
-    assert two.search["rounds"] < one.search["rounds"]
-    assert two.search["jobs"] == 2
+    assert two.to_dict()["culprits"] == one.to_dict()["culprits"]
+    assert two.to_dict()["interaction"] is one.to_dict()["interaction"] is False
+    assert two.to_dict()["search"]["rounds"] < one.to_dict()["search"]["rounds"]
+    assert two.to_dict()["search"]["jobs"] == 2
 
 
 @pytest.mark.slow

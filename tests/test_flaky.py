@@ -18,6 +18,7 @@ import pytest
 from packaging.version import Version
 
 from conftest import RecordingReporter, write_repro
+from envbisect.core.results import Status
 from envbisect.env.repro import Repro
 from envbisect.model import IndexConfig, Outcome, OutcomeKind
 from envbisect.modes.options import SearchOptions
@@ -229,10 +230,10 @@ def test_repeat_finds_a_flaky_crash(
     results = tmp_path / "r"
     opts = flaky_options(index, python, results, tmp_path, SearchOptions(), repeat=4)
     res = run_bisect(opts, RecordingReporter())
-    assert res.status == "found", res.reason
+    assert res.status is Status.FOUND, res.reason
     assert res.first_new == f"1.{FLAKY_FIRST_BAD}.0"
     # Each point's fail rate is what its coins say (flakylib's coin, recomputed here).
-    rates = {r["version"]: r for r in res.search["fail_rates"]}
+    rates = {r["version"]: r for r in res.to_dict()["search"]["fail_rates"]}
     for version, r in rates.items():
         expected = sum(flaky_crashes(version, k, seed) for k in range(r["runs"]))
         bad = Version(version) >= Version(f"1.{FLAKY_FIRST_BAD}.0")
@@ -241,7 +242,7 @@ def test_repeat_finds_a_flaky_crash(
     assert bad_row is not None and bad_row.runs >= 4 and bad_row.outcome.signal == "SIGSEGV"
     # Probes: the plain search's log2(12) + 2 = 6, plus what a switch to the probabilistic
     # search costs when some point's runs disagree (they do with p = 0.5 and 4 runs).
-    print(f"seed {seed}: {len(res.rows)} probes, mode {res.search['mode']}")
+    print(f"seed {seed}: {len(res.rows)} probes, mode {res.to_dict()['search']['mode']}")
     assert len(res.rows) <= 3 * (math.ceil(math.log2(12)) + 2)
     report = Path(res.report_path or "").read_text()
     assert "runs failed" in report and "## Search" in report
@@ -261,17 +262,17 @@ def test_probabilistic_mode_on_real_environments(
         index, python, results, tmp_path, SearchOptions(probabilistic=True), repeat=2
     )
     res = run_bisect(opts, RecordingReporter())
-    assert (res.status, res.first_new) == ("found", f"1.{FLAKY_FIRST_BAD}.0"), res.reason
+    assert (res.status, res.first_new) == (Status.FOUND, f"1.{FLAKY_FIRST_BAD}.0"), res.reason
     assert res.probability is not None and res.probability >= 0.95
-    assert res.search["mode"] == "probabilistic"
-    print(f"seed {seed}: {len(res.rows)} probes, {res.search['rounds']} rounds")
+    assert res.to_dict()["search"]["mode"] == "probabilistic"
+    print(f"seed {seed}: {len(res.rows)} probes, {res.to_dict()['search']['rounds']} rounds")
     assert len(res.rows) <= 4 * (math.ceil(math.log2(12)) + 2)
     # The store holds one row per environment, with every run made there.
     with Store(results) as store:
         recs = list(store.all())
     assert len(recs) == len({r.env_id for r in recs})
     total_runs = sum(len(r.all_runs) for r in recs)
-    assert total_runs == sum(r["runs"] for r in res.search["fail_rates"])
+    assert total_runs == sum(r["runs"] for r in res.to_dict()["search"]["fail_rates"])
     # Run again: the same answer from the store, nothing run.
     rec = RecordingReporter()
     again = run_bisect(opts, rec)

@@ -21,6 +21,8 @@ else:  # pragma: no cover
 import pytest
 from packaging.pylock import Pylock
 
+from envbisect.core.results import Status
+from envbisect.core.results_lock import HeldBack, LockResult
 from envbisect.env.repro import Repro
 from envbisect.errors import NoAnswer, UsageError
 from envbisect.model import IndexConfig
@@ -67,8 +69,8 @@ def test_one_break_is_held_below_its_first_bad_release(
     index: LocalIndex, python: str, tmp_path: Path
 ) -> None:
     res = run_lock(options(index, python, tmp_path, "lockone", with_reqs=("lockone==1.0.0",)))
-    assert res.status == "found"
-    (c,) = res.extra["constraints"]
+    assert res.status is Status.FOUND
+    (c,) = res.to_dict()["constraints"]
     assert (c["package"], c["specifier"], c["first_bad"], c["last_good"]) == (
         "lk-alpha", "<1.3.0", "1.3.0", "1.2.0",
     )  # fmt: skip
@@ -79,8 +81,8 @@ def test_one_break_is_held_below_its_first_bad_release(
     assert rows[c["evidence"]["passed"]].outcome.kind.value == "pass"
     assert rows[c["evidence"]["failed"]].outcome.kind.value == "fail"
     assert locked(res.lock_path) == {"lockone": "1.0.0", "lk-alpha": "1.2.0"}
-    assert res.extra["held_back"] == [{"package": "lk-alpha", "locked": "1.2.0", "newest": "1.4.0"}]
-    cons = Path(res.extra["constraints_file"]).read_text()
+    assert res.held_back == (HeldBack(package="lk-alpha", locked="1.2.0", newest="1.4.0"),)
+    cons = Path(str(res.constraints_file)).read_text()
     assert "lk-alpha<1.3.0  # 1.3.0 fail (AttributeError" in cons
     report = Path(res.report_path or "").read_text()
     assert "lk-alpha<1.3.0" in report and "proof" in report
@@ -92,7 +94,7 @@ def test_one_break_is_held_below_its_first_bad_release(
     install_and_run(Path(res.lock_path or ""), Path(res.pylock_path), "lockone", python, tmp_path)
     # Asked again: every probe comes from the store, the same answer.
     again = run_lock(options(index, python, tmp_path, "lockone", with_reqs=("lockone==1.0.0",)))
-    assert again.extra["constraints"][0]["first_bad"] == "1.3.0"
+    assert again.to_dict()["constraints"][0]["first_bad"] == "1.3.0"
     assert all(r.reused for r in again.rows)
 
 
@@ -140,7 +142,7 @@ def test_upgrade_mode_from_an_old_lock(index: LocalIndex, python: str, tmp_path:
         "lockapp": "1.0.0", "lk-alpha": "1.2.0", "lk-beta": "1.1.0", "lk-fix": "1.4.0",
         "lk-noise": "0.5.0",
     }  # fmt: skip
-    assert sorted(c["package"] for c in res.extra["constraints"]) == ["lk-alpha", "lk-beta"]
+    assert sorted(c["package"] for c in res.to_dict()["constraints"]) == ["lk-alpha", "lk-beta"]
 
 
 def test_an_interaction_holds_back_the_newer_release(
@@ -152,13 +154,13 @@ def test_an_interaction_holds_back_the_newer_release(
     at 2. Either way lk-tie-a stays at its newest."""
     want = {"lockpair": "1.0.0", "lk-tie-a": "2.0.0", "lk-tie-b": "1.0.0"}
     res = run_lock(options(index, python, tmp_path, "lockpair", with_reqs=("lockpair==1.0.0",)))
-    (c,) = res.extra["constraints"]
+    (c,) = res.to_dict()["constraints"]
     assert (c["package"], c["first_bad"], c["last_good"]) == ("lk-tie-b", "2.0.0", "1.0.0")
     assert locked(res.lock_path) == want
     old = tmp_path / "old.txt"
     old.write_text("lockpair==1.0.0\nlk-tie-a==1.0.0\nlk-tie-b==1.0.0\n")
     res = run_lock(options(index, python, tmp_path, "lockpair", from_lock=str(old)))
-    (c,) = res.extra["constraints"]
+    (c,) = res.to_dict()["constraints"]
     assert (c["package"], c["first_bad"], c["interaction"]) == ("lk-tie-b", "2.0.0", ["lk-tie-a"])
     assert locked(res.lock_path) == want
 
@@ -174,7 +176,7 @@ def test_what_a_new_major_version_drags_in_is_never_a_constraint(
     old = tmp_path / "old.txt"
     old.write_text("rootapp==1.0.0\nrootlib==1.0.0\n")
     res = run_lock(options(index, python, tmp_path, "rootapp", from_lock=str(old)))
-    (c,) = res.extra["constraints"]
+    (c,) = res.to_dict()["constraints"]
     assert (c["package"], c["specifier"], c["interaction"]) == ("rootapp", "<2.0.0", [])
     assert [m["package"] for m in c["moved_with"]] == ["rootdep1", "rootdep2", "rootdep3"]
     assert locked(res.lock_path) == {"rootapp": "1.0.0", "rootlib": "1.1.0"}
@@ -194,8 +196,9 @@ def test_no_passing_starting_point_is_no_answer(
         run_lock(options(index, python, tmp_path, "lockapp", with_reqs=("lockapp==1.0.0",),
                          good_date=when))  # fmt: skip
     assert "starting point" in e.value.message and "does not pass" in e.value.message
-    assert e.value.result is not None and e.value.result.report_path
-    assert Path(e.value.result.report_path).exists()
+    res = e.value.result
+    assert isinstance(res, LockResult) and res.report_path
+    assert Path(res.report_path).exists()
 
 
 def test_bad_input(index: LocalIndex, python: str, tmp_path: Path) -> None:

@@ -20,7 +20,6 @@ import pytest
 
 from conftest import RecordingReporter, split_common, write_repro
 from envbisect.core.outcome import library_identity, same_failure
-from envbisect.core.report import to_json
 from envbisect.env.repro import Repro
 from envbisect.model import IndexConfig, OutcomeKind
 from envbisect.modes.run import RunOptions, run_bisect
@@ -81,7 +80,7 @@ def test_a_fix_search_over_versioned_sonames_takes_log_time(
     soname_index: LocalIndex, python: str, tmp_path: Path, recorder: RecordingReporter
 ) -> None:
     res = run_bisect(options(soname_index, python, "sofix", tmp_path), recorder)
-    data = to_json(res)
+    data = res.to_dict()
     assert data["direction"] == "fix"
     # The release right before the fix, not the oldest broken one.
     assert (data["last_broken"], data["first_fixed"]) == ("12.0.0", "13.0.0")
@@ -106,7 +105,7 @@ def test_a_regression_over_versioned_sonames_and_another_bug_beside_it(
     soname_index: LocalIndex, python: str, tmp_path: Path, recorder: RecordingReporter
 ) -> None:
     res = run_bisect(options(soname_index, python, "soreg", tmp_path), recorder)
-    data = to_json(res)
+    data = res.to_dict()
     assert data["direction"] == "regression"
     assert (data["last_good"], data["first_bad"]) == ("7.0.0", "8.0.0")
     assert recorder.started == ["4.0.0", "16.0.0", "10.0.0", "7.0.0", "8.0.0"]
@@ -124,7 +123,7 @@ def test_another_function_of_the_same_library_is_another_failure(
     its own (it comes and goes: 7.0.0 passes), and the stored records compare the same way
     after a reopen (the function is kept in the store)."""
     opts = options(soname_index, python, "soreg", tmp_path, good="5.0.0", bad="8.0.0")
-    data = to_json(run_bisect(opts, recorder))
+    data = (run_bisect(opts, recorder)).to_dict()
     assert (data["last_good"], data["first_bad"]) == ("7.0.0", "8.0.0")
     assert recorder.started == ["5.0.0", "8.0.0", "6.0.0", "7.0.0"]
     notes = {p["version"]: p.get("note", "") for p in data["probes"]}

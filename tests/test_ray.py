@@ -26,7 +26,6 @@ pytest.importorskip(
 )
 
 from conftest import RecordingReporter, write_repro
-from envbisect.core.report import to_json
 from envbisect.env.repro import Repro
 from envbisect.errors import InfrastructureError, UsageError
 from envbisect.model import IndexConfig
@@ -108,7 +107,7 @@ def test_run_on_ray_is_the_same_as_local(
         res = run_bisect(opts, rec)
         seen[name] = (res.first_new, res.last_old, rec.started, [r.outcome.kind for r in res.rows])
         if name == "ray":  # each probe says the node it ran on: hostname/node
-            probes = to_json(res)["probes"]
+            probes = res.to_dict()["probes"]
             assert probes and all("/" in p["host"] for p in probes)
     assert seen["ray"] == seen["local"]
     assert seen["local"][:2] == ("1.7.0", "1.6.0")
@@ -153,9 +152,9 @@ def test_by_date_diff_and_matrix_on_ray_are_the_same_as_local(
         cells = [(c.key, c.state, c.outcome.kind.value if c.outcome else None) for c in res.cells]
         seen[name] = [
             by_date.first_new,
-            by_date.extra["culprits"],
+            by_date.to_dict()["culprits"],
             [r.version for r in by_date.rows],
-            diff.extra["culprits"],
+            diff.to_dict()["culprits"],
             [r.version for r in diff.rows],
             cells,
             res.counts(),

@@ -2,9 +2,9 @@
 a JSON answer is "right" only with the right version AND the right failure; every other way
 a search can go wrong gets its own verdict.
 
-The JSON objects here have the shapes envbisect's ``--json`` prints (report.to_json, the lock's
-constraints, diff's culprits and roots), written small: the judging is pure, the suite itself
-runs the real CLI against PyPI (bench/realworld.py).
+The JSON objects here have the shapes envbisect's ``--json`` prints (the results'
+``to_dict``: the lock's constraints, diff's culprits and roots), written small: the judging
+is pure, the suite itself runs the real CLI against PyPI (bench/realworld.py).
 """
 
 from __future__ import annotations

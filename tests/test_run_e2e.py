@@ -19,7 +19,8 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib
 from conftest import RecordingReporter, split_common, write_repro
-from envbisect.core.report import breakpoints_line, other_failures_hint, to_json, verdict_line
+from envbisect.core.report import breakpoints_line, other_failures_hint, verdict_line
+from envbisect.core.results import Status
 from envbisect.env.repro import Repro
 from envbisect.env.uv import find_uv
 from envbisect.model import IndexConfig
@@ -54,7 +55,7 @@ def test_crash_regression_found_in_few_environments(
     index: LocalIndex, python: str, results: Path, tmp_path: Path, recorder: RecordingReporter
 ) -> None:
     res = run_bisect(options(index, python, results, "crashy", tmp_path), recorder)
-    assert res.status == "found"
+    assert res.status is Status.FOUND
     assert res.direction == "regression"
     assert (res.first_new, res.last_old) == ("1.7.0", "1.6.0")
     # 12 candidates (yanked 1.12.0 and 2.0.0rc1 dropped); 1.4.0 has only an sdist.
@@ -62,7 +63,7 @@ def test_crash_regression_found_in_few_environments(
     # The path: ends first, then midpoints; the sdist-only 1.4.0 is never built.
     assert recorder.started == ["1.0.0", "1.11.0", "1.5.0", "1.8.0", "1.6.0", "1.7.0"]
     assert len(recorder.started) <= math.ceil(math.log2(12)) + 2
-    data = to_json(res)
+    data = res.to_dict()
     assert data["first_bad"] == "1.7.0" and data["last_good"] == "1.6.0"
     assert data["first_bad_outcome"]["kind"] == "crash"
     assert data["first_bad_outcome"]["signal"] == "SIGSEGV"
@@ -91,7 +92,7 @@ def test_rerun_reuses_every_stored_probe(
     assert (
         (again.first_new, again.last_old) == (first.first_new, first.last_old) == ("1.5.0", "1.4.0")
     )
-    data = to_json(again)
+    data = again.to_dict()
     assert data["probes"] == []
     assert [r["version"] for r in data["reused"]] == [r.version for r in first.rows]
     assert all(reused for _, _, reused in rec.finished)
@@ -103,7 +104,7 @@ def test_failure_signature_and_lockfile_installs_with_hashes(
     index: LocalIndex, python: str, results: Path, tmp_path: Path
 ) -> None:
     res = run_bisect(options(index, python, results, "raisy", tmp_path, good="1.1.0", bad="1.7.0"))
-    data = to_json(res)
+    data = res.to_dict()
     assert data["first_bad"] == "1.5.0"
     outcome = data["first_bad_outcome"]
     assert {k: outcome[k] for k in ("kind", "signal", "exit_code", "signature")} == {
@@ -174,7 +175,7 @@ def test_fix_search_when_the_old_end_fails(
     index: LocalIndex, python: str, results: Path, tmp_path: Path
 ) -> None:
     res = run_bisect(options(index, python, results, "fixy", tmp_path, good="1.5.0", bad="1.0.0"))
-    data = to_json(res)
+    data = res.to_dict()
     assert data["direction"] == "fix"
     assert (data["first_fixed"], data["last_broken"]) == ("1.3.0", "1.2.0")
     assert "first_bad" not in data
@@ -204,8 +205,8 @@ def test_untestable_points_give_an_honest_one_of(
     index: LocalIndex, python: str, results: Path, tmp_path: Path, recorder: RecordingReporter
 ) -> None:
     res = run_bisect(options(index, python, results, "gappy", tmp_path), recorder)
-    assert res.status == "ambiguous"
-    assert res.possible == ["1.4.0", "1.5.0", "1.6.0"]
+    assert res.status is Status.AMBIGUOUS
+    assert res.possible == ("1.4.0", "1.5.0", "1.6.0")
     assert res.last_old == "1.3.0"
     assert "1.4.0" not in recorder.started and "1.5.0" not in recorder.started
     reasons = dict(res.skipped)
@@ -218,7 +219,7 @@ def test_a_different_failure_before_the_reference_is_its_own_breakpoint(
     # mixed: 1.0-1.3 pass, 1.4 raises a TypeError, 1.5 on crash (the bad end's failure).
     res = run_bisect(options(index, python, results, "mixed", tmp_path), recorder)
     assert (res.status, res.first_new, res.last_old, res.neighbour) == (
-        "found", "1.5.0", "1.3.0", "1.4.0",
+        Status.FOUND, "1.5.0", "1.3.0", "1.4.0",
     )  # fmt: skip
     assert recorder.started == ["1.0.0", "1.8.0", "1.4.0", "1.2.0", "1.3.0", "1.6.0", "1.5.0"]
     row = res.row("1.4.0")
@@ -237,7 +238,7 @@ def test_a_different_failure_before_the_reference_is_its_own_breakpoint(
         "breakpoints: 1.4.0: fail (TypeError: a different bug) (the first failure); "
         "1.5.0: crash (SIGSEGV"
     )
-    out = to_json(res)
+    out = res.to_dict()
     assert [b["first_bad"] for b in out["breakpoints"]] == ["1.4.0", "1.5.0"]
     assert out["breakpoints"][0]["last_good"] == "1.3.0"
     assert out["breakpoints"][0]["outcome"]["kind"] == "fail"
@@ -247,7 +248,7 @@ def test_a_different_failure_before_the_reference_is_its_own_breakpoint(
     assert "mixed==1.3.0" in Path(res.lock_path or "").read_text()
     assert other_failures_hint(res) is None  # nothing hides it: the breakpoints say it all
     anyf = run_bisect(options(index, python, results, "mixed", tmp_path, any_failure=True))
-    assert (anyf.status, anyf.first_new, anyf.last_old) == ("found", "1.4.0", "1.3.0")
+    assert (anyf.status, anyf.first_new, anyf.last_old) == (Status.FOUND, "1.4.0", "1.3.0")
 
 
 def test_two_import_errors_of_different_names_are_kept_apart(
@@ -258,7 +259,7 @@ def test_two_import_errors_of_different_names_are_kept_apart(
     # own: its boundaries are found too, and it is never taken for beta's (which would
     # answer 1.3.0).
     res = run_bisect(options(index, python, results, "importy", tmp_path), recorder)
-    assert (res.status, res.first_new, res.last_old) == ("found", "1.6.0", "1.5.0")
+    assert (res.status, res.first_new, res.last_old) == (Status.FOUND, "1.6.0", "1.5.0")
     assert res.neighbour is None  # 1.5.0, right before it, passes
     assert recorder.started == ["1.0.0", "1.8.0", "1.4.0", "1.2.0", "1.3.0", "1.6.0", "1.5.0"]
     assert [(b.first_new, b.outcome.kind.value) for b in res.breakpoints] == [
@@ -277,14 +278,14 @@ def test_two_import_errors_of_different_names_are_kept_apart(
     assert res.row("1.8.0").outcome.signature == bad.signature  # type: ignore[union-attr]
     # --any-failure: every failure is the bug, and the answer is the first failure, alpha's.
     anyf = run_bisect(options(index, python, results, "importy", tmp_path, any_failure=True))
-    assert (anyf.status, anyf.first_new, anyf.last_old) == ("found", "1.3.0", "1.2.0")
+    assert (anyf.status, anyf.first_new, anyf.last_old) == (Status.FOUND, "1.3.0", "1.2.0")
 
 
 def test_requires_python_makes_a_version_untestable(
     index: LocalIndex, python: str, results: Path, tmp_path: Path
 ) -> None:
     res = run_bisect(options(index, python, results, "py99", tmp_path))
-    assert res.status == "ambiguous" and res.possible == ["1.1.0", "1.2.0"]
+    assert res.status is Status.AMBIGUOUS and res.possible == ("1.1.0", "1.2.0")
     assert dict(res.skipped)["1.1.0"].startswith("requires-python >=3.99 excludes")
 
 
@@ -294,9 +295,9 @@ def test_ends_that_do_not_verify_give_no_answer(
     res = run_bisect(
         options(index, python, results, "crashy", tmp_path, good="1.8.0", bad="1.10.0")
     )
-    assert res.status == "no-answer"
+    assert res.status is Status.NO_ANSWER
     assert "both ends fail" in res.reason and "SIGSEGV" in res.reason
-    assert to_json(res)["last_good_lock"] is None
+    assert res.to_dict()["last_good_lock"] is None
 
 
 def test_unresolvable_environment_is_untestable_not_bad(
@@ -315,7 +316,7 @@ def test_unresolvable_environment_is_untestable_not_bad(
             bad="1.11.0",
         )
     )
-    assert res.status == "no-answer"
+    assert res.status is Status.NO_ANSWER
     assert "untestable" in res.reason and "uv failed" in res.reason
 
 
@@ -348,12 +349,12 @@ def test_a_named_end_without_a_wheel_is_stood_in_for(
     # crashy 1.4.0 has only an sdist: 1.5.0, the nearest testable version inward, stands in.
     opts = options(index, python, results, "crashy", tmp_path, good="1.4.0", bad="1.9.0")
     res = run_bisect(opts, recorder)
-    assert (res.status, res.first_new, res.last_old) == ("found", "1.7.0", "1.6.0")
+    assert (res.status, res.first_new, res.last_old) == (Status.FOUND, "1.7.0", "1.6.0")
     assert recorder.started[0] == "1.5.0" and "1.4.0" not in recorder.started
     reason = "only an sdist (wheels only by default; --allow-sdist builds it)"
     line = f"envbisect: --good 1.4.0 cannot be tested ({reason}); 1.5.0 stands in for it"
     assert line in recorder.messages
-    data = to_json(res)
+    data = res.to_dict()
     assert data["stand_ins"] == [
         {"flag": "--good", "asked": "1.4.0", "used": "1.5.0", "reason": reason}
     ]
@@ -361,7 +362,7 @@ def test_a_named_end_without_a_wheel_is_stood_in_for(
         f"- --good 1.4.0 cannot be tested ({reason}); 1.5.0 stands in for it"
         in Path(data["report"]).read_text()
     )
-    plain = to_json(run_bisect(options(index, python, results, "crashy", tmp_path, bad="1.9.0")))
+    plain = (run_bisect(options(index, python, results, "crashy", tmp_path, bad="1.9.0"))).to_dict()
     assert plain["stand_ins"] == []
 
 
@@ -390,9 +391,9 @@ def test_a_yanked_version_between_the_answer_is_named(
     res = run_bisect(options(index, python, results, "yanky", tmp_path))
     assert (res.first_new, res.last_old) == ("1.4.0", "1.2.0")
     assert "yanked between them, not tested: 1.3.0" in verdict_line(res)
-    data = to_json(res)
+    data = res.to_dict()
     assert data["yanked_between"] == ["1.3.0"]
     assert any(s["version"] == "1.3.0" and "yanked" in s["reason"] for s in data["skipped"])
     named = run_bisect(options(index, python, results, "yanky", tmp_path, bad="1.3.0"))
     assert (named.first_new, named.last_old) == ("1.3.0", "1.2.0")
-    assert "yanked_between" not in to_json(named)
+    assert "yanked_between" not in named.to_dict()

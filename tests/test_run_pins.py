@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from conftest import RecordingReporter
-from envbisect.core.report import to_json
+from envbisect.core.results import Status
 from envbisect.env.repro import Repro
 from envbisect.model import IndexConfig
 from envbisect.modes.run import RunOptions, run_bisect
@@ -54,7 +54,7 @@ def test_range_from_pins_and_what_moved_with_the_baseline(
         ),
         recorder,
     )
-    assert (res.status, res.first_new, res.last_old) == ("found", "1.7.0", "1.6.0")
+    assert (res.status, res.first_new, res.last_old) == (Status.FOUND, "1.7.0", "1.6.0")
     # The pins' range: 1.2.0 .. 1.10.0 without 1.8.0 (1.4.0 only has an sdist).
     assert res.candidates == 8
     assert recorder.started[:2] == ["1.2.0", "1.10.0"]
@@ -65,7 +65,7 @@ def test_range_from_pins_and_what_moved_with_the_baseline(
     assert rows["1.2.0"].moved == ()
     installed = {d.name: d.version for d in rows["1.10.0"].installed}
     assert installed == {"crashy": "1.10.0", "helperlib": "2.0.0"}
-    data = to_json(res)
+    data = res.to_dict()
     moved = {p["version"]: p.get("moved") for p in data["probes"]}
     assert moved["1.10.0"] == [{"package": "helperlib", "from": "1.0.0", "to": "2.0.0"}]
     assert moved["1.2.0"] is None

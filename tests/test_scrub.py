@@ -13,13 +13,16 @@ import os
 import re
 import subprocess
 import sys
+from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
 
 from conftest import RecordingReporter
 from envbisect.cli.options import probe_env
-from envbisect.core.report import RunResult, report_markdown, to_json
+from envbisect.core.report import report_markdown
+from envbisect.core.results import Status
+from envbisect.core.results_search import RunResult
 from envbisect.env.repro import Repro
 from envbisect.env.scrub import DROPPED, KEPT, SET_FOR_PROBES, held_back, scrub
 from envbisect.env.uv import BuiltEnv, Uv
@@ -180,14 +183,13 @@ def test_credentials_passed_with_env_are_masked() -> None:
     argv = ["run", "--env", "HF_TOKEN=hf_secret", "--env=WANDB_API_KEY=k", "--env", "OK=1"]
     assert mask_env_args(argv) == ["run", "--env", "HF_TOKEN=***", "--env=WANDB_API_KEY=***",
                                    "--env", "OK=1"]  # fmt: skip
-    res = RunResult(package="p", status="no-answer", direction=None, first_new=None,
-                    last_old=None, env={"PYTHONOPTIMIZE": "1", "HF_TOKEN": "***"})  # fmt: skip
-    text = report_markdown(res)
+    res = RunResult(package="p", env={"PYTHONOPTIMIZE": "1", "HF_TOKEN": "***"})
+    when = datetime(2025, 1, 1, tzinfo=timezone.utc)
+    text = report_markdown(res, when=when)
     assert "- set for every probe (--env): `HF_TOKEN=***`, `PYTHONOPTIMIZE=1`" in text
-    assert to_json(res)["env"] == {"PYTHONOPTIMIZE": "1", "HF_TOKEN": "***"}
-    plain = RunResult(package="p", status="no-answer", direction=None, first_new=None,
-                      last_old=None)  # fmt: skip
-    assert "--env" not in report_markdown(plain) and to_json(plain)["env"] == {}
+    assert res.to_dict()["env"] == {"PYTHONOPTIMIZE": "1", "HF_TOKEN": "***"}
+    plain = RunResult(package="p")
+    assert "--env" not in report_markdown(plain, when=when) and plain.to_dict()["env"] == {}
 
 
 # -- end to end: real environments ------------------------------------------------------------
@@ -227,7 +229,7 @@ def test_shell_variables_do_not_reach_the_probe_and_env_passes_them(
 
     plain, rec = run()
     # The assert ran (PYTHONOPTIMIZE did not reach it) in the environment's raisy.
-    assert (plain.status, plain.first_new, plain.last_old) == ("found", "1.5.0", "1.4.0")
+    assert (plain.status, plain.first_new, plain.last_old) == (Status.FOUND, "1.5.0", "1.4.0")
     bad = plain.row("1.5.0")
     assert bad is not None and bad.outcome.signature.startswith("AssertionError: raisy 1.5.0")
     assert rec.started == ["1.4.0", "1.5.0"] and not any(r for _, _, r in rec.finished)
@@ -238,18 +240,18 @@ def test_shell_variables_do_not_reach_the_probe_and_env_passes_them(
         assert "SHADOW" not in r.stdout_tail and "raisy from" in r.stdout_tail
         assert str(shadow) not in r.stdout_tail
     plain_report = Path(plain.report_path or "").read_text()
-    assert "--env" not in plain_report and to_json(plain)["env"] == {}
+    assert "--env" not in plain_report and plain.to_dict()["env"] == {}
 
     # --env PYTHONOPTIMIZE=1: passed on purpose, the assert is stripped, both ends pass. Both
     # environments are probed again: the plain run's outcomes do not answer for this one.
     optimized, rec = run(PYTHONOPTIMIZE="1")
-    assert optimized.status == "no-answer"
+    assert optimized.status is Status.NO_ANSWER
     assert [(r.version, r.outcome.kind.value, r.reused) for r in optimized.rows] == [
         ("1.4.0", "pass", False), ("1.5.0", "pass", False)]  # fmt: skip
     assert [(v, reused) for v, _, reused in rec.finished] == [("1.4.0", False), ("1.5.0", False)]
     report = Path(optimized.report_path or "").read_text()
     assert "- set for every probe (--env): `PYTHONOPTIMIZE=1`" in report
-    assert to_json(optimized)["env"] == {"PYTHONOPTIMIZE": "1"}
+    assert optimized.to_dict()["env"] == {"PYTHONOPTIMIZE": "1"}
     with Store(results) as store:
         records = list(store.all())
     assert len(records) == 4  # two per repro identity, none overwritten
@@ -258,10 +260,10 @@ def test_shell_variables_do_not_reach_the_probe_and_env_passes_them(
 
     # And the other way round: each run again reuses only its own outcomes.
     again, rec = run()
-    assert (again.status, again.first_new) == ("found", "1.5.0")
+    assert (again.status, again.first_new) == (Status.FOUND, "1.5.0")
     assert [r.reused for r in again.rows] == [True, True]
     assert [(v, reused) for v, _, reused in rec.finished] == [("1.4.0", True), ("1.5.0", True)]
     again_opt, rec = run(PYTHONOPTIMIZE="1")
-    assert again_opt.status == "no-answer" and [r.outcome.kind.value for r in again_opt.rows] == [
-        "pass", "pass"]  # fmt: skip
+    assert again_opt.status is Status.NO_ANSWER
+    assert [r.outcome.kind.value for r in again_opt.rows] == ["pass", "pass"]
     assert [(v, reused) for v, _, reused in rec.finished] == [("1.4.0", True), ("1.5.0", True)]

@@ -13,6 +13,7 @@ import pytest
 from conftest import RecordingReporter
 from envbisect.cli.options import common_options
 from envbisect.cli.parser import build_parser
+from envbisect.core.results import Status
 from envbisect.env import envreport
 from envbisect.env.repro import Repro
 from envbisect.index.client import IndexClient
@@ -73,7 +74,7 @@ def test_run_keeps_torchvision_paired_and_finds_the_bad_torch(
             ),
         )
     )
-    assert (res.status, res.first_new, res.last_old) == ("found", "2.3.0+cu121", "2.2.0+cu121")
+    assert (res.status, res.first_new, res.last_old) == (Status.FOUND, "2.3.0+cu121", "2.2.0+cu121")
     bad = res.row("2.3.0+cu121")
     assert bad is not None and "illegal memory access" in bad.outcome.signature
     installed = {d.name: d.version for d in bad.installed}

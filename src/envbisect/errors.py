@@ -22,7 +22,7 @@ every instance carries a stable kebab-case reference, a one-line message and a h
 
 from __future__ import annotations
 
-from typing import Any
+import enum
 
 
 class EnvbisectError(Exception):
@@ -61,14 +61,35 @@ class UnknownVersion(UsageError):
     ref = "unknown-version"
 
 
+class Unanswered(enum.Enum):
+    """Why a question has no answer, for a caller that acts on it (``NoAnswer.why``)."""
+
+    OTHER = "other"
+    GOOD_FAILS = "good-fails"  # the end that must pass does not
+    BAD_PASSES = "bad-passes"  # the end that must fail passes, or cannot be tested
+
+
 class NoAnswer(EnvbisectError):
     """The question has no answer, for example the ends of the range did not verify.
 
-    ``result``: the run's result (its report is written) when the search got that far."""
+    ``why``: which way it has none; ``result``: the run's result (its report is written)
+    when the search got that far."""
 
     exit_code = 1
     ref = "no-answer"
-    result: Any = None
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        hint: str | None = None,
+        ref: str | None = None,
+        why: Unanswered = Unanswered.OTHER,
+    ) -> None:
+        super().__init__(message, hint=hint, ref=ref)
+        self.why = why
+        # A core.results_search.SearchResult: typed by its readers (errors.py is below core/).
+        self.result: object | None = None
 
 
 class InfrastructureError(EnvbisectError):

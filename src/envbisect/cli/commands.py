@@ -11,90 +11,48 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from dataclasses import dataclass, replace
+from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from rich.console import Console
-
+from envbisect.cli.commitcmd import commit_lines, commit_refs
+from envbisect.cli.context import Context, print_result, repro_for, search_options
 from envbisect.cli.display import STYLE, escape
-from envbisect.cli.options import common_options, extras, probe_env
+from envbisect.cli.options import common_options, extras
 from envbisect.core.names import project_name
+from envbisect.core.results import Status
 from envbisect.errors import NoAnswer, UsageError
 from envbisect.model import OutcomeKind
 from envbisect.redact import mask_env_map
-from envbisect.reporter import Reporter
 from envbisect.textsafe import for_terminal
+
+if TYPE_CHECKING:
+    from envbisect.core.results_search import SearchResult
 
 # envbisect probe: the environment was built and probed, and it does not pass (1 is kept
 # for "the question has no answer" in every mode).
 EXIT_PROBE_FAILED = 4
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Context:
-    args: argparse.Namespace
-    tail: list[str]  # the command after --
-    command: str  # the whole command line, for reports
-    console: Console
-    reporter: Reporter
-    parser: argparse.ArgumentParser  # the whole command line's (completion prints from it)
-
-
-def _repro(ctx: Context, *, default_for: str | None = None, pins: bool = False) -> Any:
-    from envbisect.env.repro import Repro
-
-    a = ctx.args
-    return Repro.build(
-        origin=Path.cwd(),
-        repro_file=a.repro,
-        command=ctx.tail,
-        probes=a.probes,
-        default_for=default_for,
-        # LLaMA-Factory refuses to start outside its checked ranges: we test outside them.
-        extra_env={"DISABLE_VERSION_CHECK": "1"} if pins else None,
-        user_env=probe_env(a),
-    )
-
-
-def _search(args: argparse.Namespace) -> Any:
-    from envbisect.modes.options import SearchOptions
-
-    return SearchOptions(
-        confidence=args.confidence, probabilistic=args.probabilistic, max_probes=args.max_probes
-    )
-
-
-def _print_result(ctx: Context, res: Any, lines: list[str]) -> None:
-    """The answer: JSON, or the mode's lines then the lockfile and the report."""
-    from envbisect.core.report import to_json
-
-    if ctx.args.json:
-        print(json.dumps(to_json(res), indent=2))
-        return
-    for line in lines:
-        print(for_terminal(line))
-    if res.lock_path:
-        print(f"known-good lockfile: {res.lock_path}")
-    print(f"report: {res.report_path}")
-
-
-def _print_plans(ctx: Context, plans: list[dict[str, Any]]) -> int:
+def _print_plans(ctx: Context, plans: Sequence[dict[str, Any]]) -> int:
     """``--dry-run``: the plans on stdout (one JSON object with --json), exit 0."""
     from envbisect.modes.dryrun import render
 
     if ctx.args.json:
-        print(json.dumps({"dry_run": True, "plans": plans}, indent=2))
+        print(json.dumps({"dry_run": True, "plans": list(plans)}, indent=2))
     else:
         print("\n".join(render(plans)))
     return 0
 
 
-def no_answer(ctx: Context, res: Any, why: NoAnswer | None = None, *, hint: str = "") -> int:
+def no_answer(
+    ctx: Context, res: SearchResult, why: NoAnswer | None = None, *, hint: str = ""
+) -> int:
     """One behaviour for "no answer" in every mode: the verdict and the report on stdout (or
     the result with an ``error`` object, with --json), the error and a hint on stderr, exit 1."""
     from envbisect.cli.display import error_json, print_error
-    from envbisect.core.report import to_json, verdict_line
+    from envbisect.core.report import verdict_line
 
     if why is None:
         why = NoAnswer(
@@ -105,7 +63,7 @@ def no_answer(ctx: Context, res: Any, why: NoAnswer | None = None, *, hint: str 
     else:
         print_line = why.message
     if ctx.args.json:
-        print(json.dumps({**to_json(res), "error": error_json(why)}, indent=2))
+        print(json.dumps({**res.to_dict(), "error": error_json(why)}, indent=2))
     else:
         print(for_terminal(print_line))
         print(f"report: {res.report_path}")
@@ -119,8 +77,6 @@ def cmd_run(ctx: Context) -> int:
 
     a = ctx.args
     if a.by_date:
-        from envbisect.cli.commitcmd import commit_refs
-
         commit_refs(a)  # --commits, --repo...: not with --by-date
         return _run_by_date(ctx)
     if not a.package:
@@ -131,10 +87,8 @@ def cmd_run(ctx: Context) -> int:
             ref="bad-usage",
         )
     project_name(a.package, what="--package")  # before anything is read, built or written
-    from envbisect.cli.commitcmd import commit_lines, commit_refs
-
     refs = commit_refs(a)
-    repro = _repro(ctx, default_for=a.package, pins=bool(a.pins))
+    repro = repro_for(ctx, default_for=a.package, pins=bool(a.pins))
     opts = RunOptions(
         package=a.package,
         common=common_options(a, command=ctx.command, repro=repro),
@@ -148,7 +102,7 @@ def cmd_run(ctx: Context) -> int:
         extras=extras(a),
         baseline=a.baseline,
         rest=a.rest,
-        search=_search(a),
+        search=search_options(a),
         commits=refs,
     )
     if not (a.repro or ctx.tail or a.probes):
@@ -156,13 +110,13 @@ def cmd_run(ctx: Context) -> int:
             f"envbisect: no repro given; probing with {escape(repro.describe())}", highlight=False
         )
     result = run_bisect(opts, ctx.reporter)
-    if result.status == "dry-run":
-        return _print_plans(ctx, result.extra["plans"])
-    if result.status == "no-answer":
+    if result.status is Status.DRY_RUN:
+        return _print_plans(ctx, result.plans)
+    if result.status is Status.NO_ANSWER:
         return no_answer(ctx, result, hint=swapped_hint(a.good, a.bad, result.reason or ""))
     points = breakpoints_line(result)
     lines = [verdict_line(result), *([points] if points else []), *commit_lines(result)]
-    _print_result(ctx, result, lines)
+    print_result(ctx, result, lines)
     other = other_failures_hint(result)
     if other:
         ctx.console.print(f"[cyan]hint[/cyan]: {escape(other)}", highlight=False)
@@ -195,7 +149,7 @@ def _run_by_date(ctx: Context) -> int:
             hint="use one of them (pin the package with --with NAME==V to hold it fixed)",
             ref="bad-usage",
         )
-    repro = _repro(ctx, pins=bool(a.pins))
+    repro = repro_for(ctx, pins=bool(a.pins))
     opts = DateOptions(
         good=a.good,
         bad=a.bad,
@@ -204,11 +158,11 @@ def _run_by_date(ctx: Context) -> int:
         pins=tuple(a.pins),
         extras=extras(a),
         pre=a.pre,
-        search=_search(a),
+        search=search_options(a),
     )
     res = run_by_date(opts, ctx.reporter)  # no answer: NoAnswer with the result (main.py)
-    if res.status == "dry-run":
-        return _print_plans(ctx, res.extra["plans"])
+    if res.status is Status.DRY_RUN:
+        return _print_plans(ctx, res.plans)
     from envbisect.core.report import breakpoints_line
 
     sure = f" (probability {res.probability:.2f})" if res.probability is not None else ""
@@ -217,26 +171,24 @@ def _run_by_date(ctx: Context) -> int:
         lines.insert(1, f"fails another way right before it: {res.neighbour}")
     points = breakpoints_line(res)
     lines += [points] if points else []
-    conf = {c["package"]: c for c in res.extra.get("confirmation", [])}
-    for c in res.extra.get("culprits", []):
-        how = conf.get(c["package"], {}).get("confirmed")
-        said = {True: "confirmed alone on the last good environment",
-                False: "not confirmed alone", None: "not confirmed"}[how]  # fmt: skip
-        lines.append(f"culprit: {c['package']} {c['bad_version']} "
-                     f"(was {c['good_version'] or 'absent'}), {said}")  # fmt: skip
-    _print_result(ctx, res, lines)
+    for c in res.culprits:
+        conf = res.confirmation_of(c.package)
+        said = conf.said() if conf is not None else "not confirmed"
+        lines.append(f"culprit: {c.package} {c.bad_version} "
+                     f"(was {c.good_version or 'absent'}), {said}")  # fmt: skip
+    print_result(ctx, res, lines)
     return 0
 
 
 def cmd_diff(ctx: Context) -> int:
-    from envbisect.modes.diff import DiffOptions, answer, run_diff
+    from envbisect.modes.diff import DiffOptions, run_diff
 
     a = ctx.args
     opts = DiffOptions(
-        good=a.good, bad=a.bad, common=common_options(a, command=ctx.command, repro=_repro(ctx))
+        good=a.good, bad=a.bad, common=common_options(a, command=ctx.command, repro=repro_for(ctx))
     )
     res = run_diff(opts, ctx.reporter)  # no answer: NoAnswer with the result (main.py)
-    _print_result(ctx, res, answer(res.extra))
+    print_result(ctx, res, res.lines())
     return 0
 
 
@@ -244,7 +196,7 @@ def cmd_lock(ctx: Context) -> int:
     from envbisect.modes.lock import LockOptions, run_lock
 
     a = ctx.args
-    repro = _repro(ctx, pins=bool(a.pins or a.from_lock))
+    repro = repro_for(ctx, pins=bool(a.pins or a.from_lock))
     opts = LockOptions(
         common=common_options(a, command=ctx.command, repro=repro),
         with_reqs=tuple(a.with_reqs),
@@ -255,22 +207,19 @@ def cmd_lock(ctx: Context) -> int:
         pre=a.pre,
     )
     res = run_lock(opts, ctx.reporter)  # no answer: NoAnswer with the result (main.py)
-    if res.status == "dry-run":
-        return _print_plans(ctx, res.extra["plans"])
-    from envbisect.core.report import to_json, verdict_line
+    if res.status is Status.DRY_RUN:
+        return _print_plans(ctx, res.plans)
+    from envbisect.core.report import verdict_line
 
     if a.json:
-        print(json.dumps(to_json(res), indent=2))
+        print(json.dumps(res.to_dict(), indent=2))
         return 0
     print(for_terminal(verdict_line(res)))
-    for c in res.extra["constraints"]:
-        o = c["outcome"]
-        why = f"{o['kind']}" + (f" ({o['signature']})" if o["signature"] else "")
-        print(for_terminal(f"held back: {c['package']}{c['specifier']} "
-                           f"({c['first_bad']} {why}; {c['last_good']} passes)"))  # fmt: skip
+    for c in res.constraints:
+        print(for_terminal(c.held_line()))
     print(f"lockfile: {res.lock_path}")
     print(f"pylock: {res.pylock_path}")
-    print(f"constraints: {res.extra['constraints_file']}")
+    print(f"constraints: {res.constraints_file}")
     print(f"report: {res.report_path}")
     return 0
 
@@ -285,7 +234,7 @@ def cmd_probe(ctx: Context) -> int:
             hint="name what to install: --with 'datasets==2.14.6', --pins SOURCE or --lock FILE",
             ref="probe-nothing",
         )
-    repro = _repro(ctx, pins=bool(a.pins or a.lock))
+    repro = repro_for(ctx, pins=bool(a.pins or a.lock))
     popts = ProbeOptions(
         common=common_options(a, command=ctx.command, repro=repro),
         with_reqs=tuple(a.with_reqs),

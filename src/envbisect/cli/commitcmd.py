@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import argparse
 
-from envbisect.cli.commands import Context, _print_result, _repro, _search
+from envbisect.cli.context import Context, print_result, repro_for, search_options
 from envbisect.cli.options import common_options
 from envbisect.core.names import project_name
-from envbisect.core.report import RunResult
+from envbisect.core.results_search import RunResult
 from envbisect.errors import UsageError
 from envbisect.modes.options import CommitRefs
 
@@ -44,7 +44,7 @@ def cmd_commits(ctx: Context) -> int:
 
     a = ctx.args
     project_name(a.package, what="--package")  # before anything is read, cloned or built
-    repro = _repro(ctx, default_for=a.package)
+    repro = repro_for(ctx, default_for=a.package)
     opts = CommitOptions(
         package=a.package,
         common=common_options(a, command=ctx.command, repro=repro),
@@ -53,12 +53,12 @@ def cmd_commits(ctx: Context) -> int:
         repo=a.repo,
         with_reqs=tuple(a.with_reqs),
         allow_sdist=a.allow_sdist,
-        search=_search(a),
+        search=search_options(a),
     )
     if not (a.repro or ctx.tail or a.probes):
         ctx.console.print(f"envbisect: no repro given; probing with {repro.describe()}",
                           markup=False, highlight=False)  # fmt: skip
     res = run_commits(opts, ctx.reporter)  # no answer: NoAnswer with the result (main.py)
     assert res.commits is not None
-    _print_result(ctx, res, res.commits.lines())
+    print_result(ctx, res, res.commits.lines())
     return 0

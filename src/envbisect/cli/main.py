@@ -29,15 +29,17 @@ from rich.console import Console
 
 from envbisect.cli import commands, commitcmd, implied
 from envbisect.cli import options as o
+from envbisect.cli.context import Context
 from envbisect.cli.display import RichReporter, error_json, print_error
 from envbisect.cli.parser import build_parser, subparser, suggest
+from envbisect.core.results_search import SearchResult
 from envbisect.errors import EnvbisectError, Interrupted, NoAnswer, UsageError
 from envbisect.redact import mask_env_args
 
 
 @dataclass(frozen=True, slots=True)
 class Command:
-    run: Callable[[commands.Context], int]
+    run: Callable[[Context], int]
     tail: bool = False  # takes a command after --
 
 
@@ -130,7 +132,7 @@ def _main(argv: Sequence[str] | None) -> int:
     # on stderr but errors (print_error has its own console), the answer on stdout.
     console = Console(stderr=True, soft_wrap=True, emoji=False, quiet=quiet)
     reporter = RichReporter(console, quiet=quiet, verbose=verbose)
-    ctx = commands.Context(
+    ctx = Context(
         args=args, tail=tail, command=full, console=console, reporter=reporter, parser=parser
     )
     try:
@@ -161,7 +163,7 @@ def _main(argv: Sequence[str] | None) -> int:
         finally:
             reporter.close()  # the live display ends before the answer or an error
     except NoAnswer as e:
-        if e.result is not None:  # the search ran and its report is written: show them
+        if isinstance(e.result, SearchResult):  # the search ran and its report is written
             return commands.no_answer(ctx, e.result, e)
         return _fail(args, e)
     except EnvbisectError as e:

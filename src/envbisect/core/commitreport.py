@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from envbisect.core.commits import BuildInfo, Commit
+from envbisect.core.results import Direction, Status
 from envbisect.model import Outcome
 from envbisect.textsafe import md_code, md_text
 
@@ -65,8 +66,8 @@ class CommitAnswer:
     web: str | None
     good_ref: str
     bad_ref: str
-    status: str  # found | ambiguous | no-answer
-    direction: str | None
+    status: Status  # found | ambiguous | no-answer
+    direction: Direction | None
     reason: str = ""
     first_new: Commit | None = None
     last_old: Commit | None = None
@@ -95,7 +96,7 @@ class CommitAnswer:
 
     def first_bad(self) -> dict[str, Any] | None:
         """``first_bad_commit`` (a fix search: the first fixed commit), or None."""
-        if self.status != "found" or self.first_new is None:
+        if self.status is not Status.FOUND or self.first_new is None:
             return None
         out = self.first_new.to_dict(self.web)
         shown = self.outcome_of(self.last_old if self.fix else self.first_new)
@@ -111,7 +112,7 @@ class CommitAnswer:
             "repo": self.repo,
             "good_ref": self.good_ref,
             "bad_ref": self.bad_ref,
-            "status": self.status,
+            "status": self.status.value,
             "direction": self.direction,
             **({"reason": self.reason} if self.reason else {}),
             new_key: self.first_new.to_dict(self.web) if self.first_new else None,
@@ -131,12 +132,12 @@ class CommitAnswer:
 
     def verdict(self) -> str:
         """One line: the first bad commit and the last good one, or why there is none."""
-        if self.status == "no-answer":
+        if self.status is Status.NO_ANSWER:
             return f"no first bad commit of {self.package}: {self.reason}"
         new_word = "first fixed" if self.fix else "first bad"
         old_word = "last broken" if self.fix else "last good"
         assert self.last_old is not None and self.first_new is not None
-        if self.status == "ambiguous":
+        if self.status is Status.AMBIGUOUS:
             shas = ", ".join(c.short for c in self.possible)
             return (f"the {new_word} commit of {self.package} is one of {shas} "
                     f"({self.reason}); {old_word}: {self.last_old.short}")  # fmt: skip
@@ -148,7 +149,7 @@ class CommitAnswer:
     def lines(self) -> list[str]:
         """The answer as text lines (untrusted subjects: the caller makes them safe)."""
         out = [self.verdict()]
-        if self.status == "no-answer":
+        if self.status is Status.NO_ANSWER:
             return out
         assert self.last_old is not None and self.first_new is not None
         new_word = "first fixed" if self.fix else "first bad"
@@ -174,7 +175,7 @@ class CommitAnswer:
             lines.append(f"- build: {md_text(self.build.describe(self.package))}")
         if self.rest:
             lines.append(f"- the rest of each environment: {md_text(self.rest)}")
-        if self.status != "no-answer" and self.first_new and self.last_old:
+        if self.status is not Status.NO_ANSWER and self.first_new and self.last_old:
             for word, c in (
                 ("first fixed" if self.fix else "first bad", self.first_new),
                 ("last broken" if self.fix else "last good", self.last_old),

@@ -1,6 +1,8 @@
-"""Turning a finished run into text: the verdict, report.md, the JSON object, lockfiles.
+"""Turning a finished run into text: the verdict, report.md, lockfiles.
 
-Pure: everything here takes data and returns strings or dicts; the engine writes the files.
+Pure: everything here takes data and returns strings; the engine writes the files, and the
+caller reads the clock (``when``). The results themselves, and their ``--json``, are
+``core.results*``.
 Lockfiles come in two forms, both pinned with hashes:
     requirements.txt   ``name==version --hash=sha256:...`` (pip and uv, ``--require-hashes``)
     pylock.toml        PEP 751, one ``[[packages]]`` entry per installed distribution
@@ -9,7 +11,7 @@ Lockfiles come in two forms, both pinned with hashes:
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 from urllib.parse import unquote, urlsplit
@@ -18,153 +20,22 @@ from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from envbisect import __version__
-from envbisect.core.commitreport import CommitAnswer
-from envbisect.model import DistFile, IndexConfig, InstalledDist, Outcome
+from envbisect.core.results import Status
+from envbisect.core.results_search import RunResult, SearchResult
+from envbisect.model import DistFile, IndexConfig, InstalledDist
 from envbisect.redact import mask_url, strip_credentials
 from envbisect.textsafe import md_block, md_code, md_text
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ProbeRow:
-    """One point of the search, in the order it was visited."""
-
-    version: str
-    outcome: Outcome
-    verdict: str  # "good" / "bad" / "skip" / "end"
-    reused: bool
-    build_seconds: float
-    probe_seconds: float
-    env_id: str
-    installed: tuple[InstalledDist, ...] = ()
-    note: str = ""
-    moved: tuple[tuple[str, str | None, str | None], ...] = ()  # (name, baseline, planned)
-    runs: int = 1  # --repeat: runs made in this environment (all of them, stored ones too)
-    fails: int = 0  # of which did not pass
-    round: int = 0  # --jobs: the round it was probed in (1-based; 0 outside a search)
-    run_outcomes: tuple[Outcome, ...] = ()  # every run's outcome, when there were several
-    host: str = ""  # the node the probe ran on ("" for one answered without a build)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "version": self.version,
-            "outcome": self.outcome.to_dict(),
-            "verdict": self.verdict,
-            "build_seconds": round(self.build_seconds, 3),
-            "probe_seconds": round(self.probe_seconds, 3),
-            "env_id": self.env_id,
-            **({"host": self.host} if self.host else {}),
-            "installed": [d.to_dict() for d in self.installed],
-            **({"note": self.note} if self.note else {}),
-            **({"runs": self.runs, "fails": self.fails} if self.runs > 1 else {}),
-            **({"round": self.round} if self.round else {}),
-            **(
-                {"moved": [{"package": n, "from": b, "to": v} for n, b, v in self.moved]}
-                if self.moved
-                else {}
-            ),
-        }
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class StandIn:
-    """A named end (``--good``/``--bad``) with no installable file, and the nearest testable
-    version inward that the search used in its place."""
-
-    flag: str  # "--good" / "--bad"
-    asked: str
-    used: str
-    reason: str  # why the asked version cannot be tested
-
-    def to_dict(self) -> dict[str, str]:
-        return {"flag": self.flag, "asked": self.asked, "used": self.used, "reason": self.reason}
-
-    def describe(self) -> str:
-        return f"{self.flag} {self.asked} cannot be tested ({self.reason}); {self.used} stands in"
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class BreakpointRow:
-    """Where one segment of the range ends and the next begins, as the report names them:
-    ``first_new`` did ``outcome`` (a failure, or a pass where a failure ends), ``last_old`` is
-    the last point before it; ``possible``: untestable points hide it (one of these)."""
-
-    first_new: str
-    last_old: str
-    outcome: Outcome
-    possible: tuple[str, ...] = ()
-
-    def to_dict(self, *, fix: bool = False) -> dict[str, Any]:
-        new_key, old_key = ("first_fixed", "last_broken") if fix else ("first_bad", "last_good")
-        out: dict[str, Any] = {
-            new_key: self.first_new,
-            old_key: self.last_old,
-            "outcome": self.outcome.to_dict(),
-        }
-        if self.possible:
-            out[f"{new_key}_candidates"] = list(self.possible)
-        return out
-
-    def describe(self) -> str:
-        where = f"one of {', '.join(self.possible)}" if self.possible else self.first_new
-        return f"{where}: {self.outcome.describe()}"
-
-
-@dataclass(slots=True, kw_only=True)
-class RunResult:
-    package: str
-    status: str  # "found" | "ambiguous" | "no-answer"
-    direction: str | None
-    first_new: str | None  # first bad (regression) or first fixed (fix)
-    last_old: str | None  # last good (regression) or last broken (fix)
-    possible: list[str] = field(default_factory=list)
-    reason: str = ""
-    rows: list[ProbeRow] = field(default_factory=list)
-    skipped: list[tuple[str, str]] = field(default_factory=list)
-    candidates: int = 0
-    target: str = ""
-    command: str = ""
-    repro: str = ""
-    env: dict[str, str] = field(default_factory=dict)  # --env, credentials masked (redact)
-    run_id: str = ""
-    report_path: str | None = None
-    lock_path: str | None = None
-    pylock_path: str | None = None
-    extra: dict[str, Any] = field(default_factory=dict)  # mode-specific JSON (--by-date, diff)
-    sections: list[str] = field(default_factory=list)  # mode-specific report.md sections
-    search: dict[str, Any] = field(default_factory=dict)  # mode, rounds, jobs, repeat, ...
-    probability: float | None = None  # probabilistic mode: P(first_new is the boundary)
-    stand_ins: list[StandIn] = field(default_factory=list)
-    mode: str = "search"  # "lock": no first bad version; its answer is a lock (to_json)
-    verdict: str | None = None  # a mode's own verdict line, when it is not a search's
-    # Every boundary between segments of the range, oldest first (one when the outcome
-    # changes once); ``neighbour``: the point next to the answer's boundary on the passing
-    # side when it fails another way (its failure is another bug: breakpoints name it).
-    breakpoints: list[BreakpointRow] = field(default_factory=list)
-    neighbour: str | None = None
-    commits: CommitAnswer | None = None  # run --commits, envbisect commits: the commit search
-
-    def row(self, version: str | None) -> ProbeRow | None:
-        """The latest row for ``version`` (a point probed again has more runs)."""
-        for r in reversed(self.rows):
-            if r.version == version:
-                return r
-        return None
-
-    @property
-    def first_new_outcome(self) -> Outcome | None:
-        r = self.row(self.first_new)
-        return r.outcome if r else None
-
-
-def verdict_line(res: RunResult) -> str:
-    if res.status == "no-answer":
+def verdict_line(res: SearchResult) -> str:
+    if res.status is Status.NO_ANSWER:
         return f"no answer for {res.package}: {res.reason}"
     if res.verdict:
         return res.verdict
     new_word = "first bad" if res.direction == "regression" else "first fixed"
     old_word = "last good" if res.direction == "regression" else "last broken"
     what = "" if res.direction == "regression" else " (searching for the fix)"
-    if res.status == "ambiguous":
+    if res.status is Status.AMBIGUOUS:
         return (
             f"the {new_word} version of {res.package} is one of {', '.join(res.possible)}"
             f"{what}; {old_word} is {res.last_old} ({res.reason})"
@@ -172,7 +43,7 @@ def verdict_line(res: RunResult) -> str:
     outcome = res.first_new_outcome
     how = f": {outcome.describe()}" if outcome and res.direction == "regression" else ""
     sure = f" (probability {res.probability:.2f})" if res.probability is not None else ""
-    yanked = res.extra.get("yanked_between") or []
+    yanked = res.yanked_between if isinstance(res, RunResult) else ()
     left_out = (
         f" (yanked between them, not tested: {', '.join(yanked)}; name one with --bad to test it)"
         if yanked
@@ -184,7 +55,7 @@ def verdict_line(res: RunResult) -> str:
     )
 
 
-def _neighbour(res: RunResult) -> str:
+def _neighbour(res: SearchResult) -> str:
     """ "the version before it, 1.4.0, fails another way (...); " when it does."""
     row = res.row(res.neighbour) if res.neighbour else None
     if row is None:
@@ -193,7 +64,7 @@ def _neighbour(res: RunResult) -> str:
     return f"the version {side} it, {row.version}, fails another way ({row.outcome.describe()}); "
 
 
-def breakpoints_line(res: RunResult) -> str | None:
+def breakpoints_line(res: SearchResult) -> str | None:
     """Every breakpoint in order, when the outcome changes more than once:
     ``breakpoints: 2.4.0: fail (...) (the first failure); 3.0.0: fail (...)``."""
     if len(res.breakpoints) < 2:
@@ -209,10 +80,10 @@ def breakpoints_line(res: RunResult) -> str | None:
     return "breakpoints: " + "; ".join(parts)
 
 
-def other_failures_hint(res: RunResult) -> str | None:
+def other_failures_hint(res: SearchResult) -> str | None:
     """When failures unlike the reference hid the boundary, say how to chase either bug."""
     other = [r for r in res.rows if r.verdict == "skip" and r.outcome.kind.value != "untestable"]
-    if not other or res.status == "found":
+    if not other or res.status is Status.FOUND:
         return None
     first = min(other, key=lambda r: _version_key(r.version))
     return (
@@ -230,74 +101,6 @@ def _version_key(text: str) -> tuple[int, Any]:
         return (1, text)
 
 
-def to_json(res: RunResult) -> dict[str, Any]:
-    """The object ``--json`` prints (docs/reference/json.md)."""
-    if res.mode == "lock":
-        return {
-            "status": res.status,
-            **({"reason": res.reason} if res.status == "no-answer" else {}),
-            "lock": res.lock_path,
-            "pylock": res.pylock_path,
-            "constraints_file": res.extra.get("constraints_file"),
-            "constraints": res.extra.get("constraints", []),
-            "probes": [r.to_dict() for r in res.rows if not r.reused],
-            "reused": [r.to_dict() for r in res.rows if r.reused],
-            "report": res.report_path,
-            "target": res.target,
-            "env": dict(res.env),
-            "run_id": res.run_id,
-            **{
-                k: v
-                for k, v in res.extra.items()
-                if k not in ("lock", "pylock", "constraints", "constraints_file")
-            },
-        }
-    fix = res.direction == "fix"
-    new_key, old_key = ("first_fixed", "last_broken") if fix else ("first_bad", "last_good")
-    bad_outcome: Outcome | None = None
-    if res.status != "no-answer":
-        bad_row = res.row(res.last_old if fix else res.first_new)
-        bad_outcome = bad_row.outcome if bad_row else None
-    out: dict[str, Any] = {
-        "package": res.package,
-        "status": res.status,
-        "direction": res.direction,
-        "candidates": res.candidates,
-        new_key: res.first_new if res.status != "no-answer" else None,
-        old_key: res.last_old if res.status != "no-answer" else None,
-    }
-    if res.status == "ambiguous":
-        out[f"{new_key}_candidates"] = res.possible
-    if res.status == "no-answer":
-        out["reason"] = res.reason
-    if res.status != "no-answer" and res.breakpoints:
-        out["breakpoints"] = [b.to_dict(fix=fix) for b in res.breakpoints]
-        if res.neighbour:
-            out["fails_another_way"] = res.neighbour
-    out["probes"] = [r.to_dict() for r in res.rows if not r.reused]
-    out["reused"] = [r.to_dict() for r in res.rows if r.reused]
-    out["skipped"] = [{"version": v, "reason": why} for v, why in res.skipped]
-    out["stand_ins"] = [s.to_dict() for s in res.stand_ins]
-    out["first_bad_outcome"] = bad_outcome.to_dict() if bad_outcome else None
-    lock_key = "first_fixed_lock" if fix else "last_good_lock"
-    out[lock_key] = res.lock_path
-    if fix:
-        out["last_good_lock"] = res.lock_path  # the environment that works, whichever search
-    out["pylock"] = res.pylock_path
-    out["report"] = res.report_path
-    out["target"] = res.target
-    out["env"] = dict(res.env)
-    out["run_id"] = res.run_id
-    if res.search:
-        out["search"] = res.search
-    if res.commits is not None:
-        fixed = res.commits.fix
-        out["first_fixed_commit" if fixed else "first_bad_commit"] = res.commits.first_bad()
-        out["commits"] = res.commits.to_dict()
-    out.update(res.extra)
-    return out
-
-
 def env_diff(
     good: tuple[InstalledDist, ...], bad: tuple[InstalledDist, ...]
 ) -> list[tuple[str, str | None, str | None]]:
@@ -307,8 +110,8 @@ def env_diff(
     return [(n, a.get(n), b.get(n)) for n in sorted(a.keys() | b.keys()) if a.get(n) != b.get(n)]
 
 
-def report_markdown(res: RunResult, *, when: datetime | None = None) -> str:
-    when = when or datetime.now(timezone.utc)
+def report_markdown(res: SearchResult, *, when: datetime) -> str:
+    """report.md of a finished search, written ``when`` (the caller reads the clock)."""
     lines = [f"# envbisect: {_md(res.package)}", "", f"**{_md(verdict_line(res))}**", ""]
     passed = ", ".join(md_code(f"{k}={v}") for k, v in sorted(res.env.items()))
     lines += [
@@ -331,7 +134,7 @@ def report_markdown(res: RunResult, *, when: datetime | None = None) -> str:
         notes = ["reused"] if r.reused else []
         if r.runs > 1:
             notes.append(f"{r.fails} of {r.runs} runs failed")
-        if r.round and res.search.get("jobs", 1) > 1:
+        if r.round and res.search is not None and res.search.jobs > 1:
             notes.append(f"round {r.round}")
         if r.host and any(o.host != r.host for o in res.rows if o.host):
             notes.append(f"on {r.host}")
@@ -356,7 +159,7 @@ def report_markdown(res: RunResult, *, when: datetime | None = None) -> str:
         lines += [f"- {_md(v)}: {_md(why)}" for v, why in res.skipped]
     good = res.row(res.last_old if res.direction == "regression" else res.first_new)
     bad = res.row(res.first_new if res.direction == "regression" else res.last_old)
-    if res.status != "no-answer" and good and bad:
+    if res.status is not Status.NO_ANSWER and good and bad:
         lines += ["", "## The boundary", ""]
         lines += [f"### {_md(bad.version)}: {_md(bad.outcome.describe())}", ""]
         lines += [*md_block(bad.outcome.detail or "(no output)"), ""]
@@ -378,32 +181,29 @@ def report_markdown(res: RunResult, *, when: datetime | None = None) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _search_section(res: RunResult) -> list[str]:
+def _search_section(res: SearchResult) -> list[str]:
     """How the search went: rounds with --jobs, and for a flaky repro each point's fail rate
     and the probability of the answer."""
     s = res.search
-    if not s or (s.get("mode") == "plain" and s.get("repeat", 1) == 1 and s.get("jobs", 1) == 1):
+    if s is None or s.plain:
         return []
     lines = ["", "## Search", ""]
-    lines.append(
-        f"- {s.get('rounds', 0)} round(s) of up to {s.get('jobs', 1)} probe(s); "
-        f"{s.get('repeat', 1)} run(s) per probe"
-    )
-    if s.get("mode") == "probabilistic":
-        lines.append(f"- probabilistic search: {s.get('switch_reason', '')}")
+    lines.append(f"- {s.rounds} round(s) of up to {s.jobs} probe(s); {s.repeat} run(s) per probe")
+    if s.mode == "probabilistic":
+        lines.append(f"- probabilistic search: {s.switch_reason}")
         if res.probability is not None:
             lines.append(
                 f"- P(first {'bad' if res.direction != 'fix' else 'fixed'} is "
                 f"{res.first_new}) = {res.probability:.3f} (confidence asked: "
-                f"{s.get('confidence')})"
+                f"{s.confidence})"
             )
-    rates = s.get("fail_rates") or []
+    rates = s.fail_rates or ()
     if rates:
         lines += ["", "| version | runs | failed | fail rate |", "|---|---|---|---|"]
         lines += [
-            f"| {r['version']} | {r['runs']} | {r['fails']} | {r['fails'] / r['runs']:.2f} |"
+            f"| {r.version} | {r.runs} | {r.fails} | {r.fails / r.runs:.2f} |"
             for r in rates
-            if r["runs"]
+            if r.runs
         ]
     return lines
 

@@ -17,9 +17,8 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta, timezone
-from typing import Any
 
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
@@ -27,7 +26,9 @@ from packaging.utils import canonicalize_name
 from envbisect.core.candidates import build_candidates
 from envbisect.core.outcome import same_failure
 from envbisect.core.plan import MatchCache, Plan, PlanTarget, Policy, Unresolvable, plan
-from envbisect.core.report import RunResult
+from envbisect.core.results import Moved, Status
+from envbisect.core.results_date import Confirmation, DateResult
+from envbisect.core.results_diff import Culprit
 from envbisect.core.target import Target
 from envbisect.errors import NoAnswer, UsageError
 from envbisect.index.client import IndexClient
@@ -44,7 +45,6 @@ from envbisect.modes.planning import read_pins
 from envbisect.modes.session import Session, Want
 from envbisect.options import CommonOptions
 from envbisect.reporter import Reporter
-from envbisect.strategy.bisect import Bisector
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -95,99 +95,51 @@ def timeline(
     return [Moment(when=latest[t], releases=tuple(sorted(r))) for t, r in sorted(at.items())]
 
 
-def run_by_date(opts: DateOptions, reporter: Reporter | None = None) -> RunResult:
+def run_by_date(opts: DateOptions, reporter: Reporter | None = None) -> DateResult:
     check_requirements("", opts.with_reqs)
     good, bad = _dates(opts)
     with Session(opts.common, reporter) as session:
         return _run(opts, session, good, bad)
 
 
-def _run(opts: DateOptions, session: Session, good: datetime, bad: datetime) -> RunResult:
-    target, client, reporter = session.target, session.client, session.reporter
-    env = target.marker_environment()
-    roots = [Requirement(r) for r in opts.with_reqs]
-    for ps in read_pins(opts.pins, client, cwd=session.repro.origin, extras=opts.extras):
-        roots += [p.requirement for p in ps.applicable(env, opts.extras)]
-    if not roots:
-        raise UsageError(
-            "nothing to resolve: --by-date needs the environment's requirements",
-            hint="pass --with REQ (e.g. --with datasets==2.14.6) or --pins SOURCE",
-            ref="bydate-nothing",
-        )
-    source = IndexMetadataSource(client, target, allow_sdist=False)
-    ptarget = PlanTarget(markers=env, python_version=target.python_version)
-    cache: MatchCache = {}
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _Planning:
+    """The environment as of a moment: the requirements and the planner's inputs."""
 
-    def as_of(when: datetime) -> Plan | Unresolvable:
-        return plan(roots, source, ptarget, policy=Policy.CONTEMPORARY, cutoff=when,
-                    pre=opts.pre, cache=cache)  # fmt: skip
+    roots: tuple[Requirement, ...]
+    source: IndexMetadataSource
+    ptarget: PlanTarget
+    pre: bool
+    cache: MatchCache = field(default_factory=dict)
 
-    ends = as_of(good), as_of(bad)
-    for when, planned in zip((good, bad), ends, strict=True):
-        if not isinstance(planned, Plan):
-            raise UsageError(
-                f"no environment exists as of {when:%Y-%m-%d}: {planned.reason}",
-                hint="move the date, or loosen the requirements",
-                ref="bydate-unresolvable",
-            )
-    assert isinstance(ends[0], Plan) and isinstance(ends[1], Plan)
+    def as_of(self, when: datetime) -> Plan | Unresolvable:
+        return plan(list(self.roots), self.source, self.ptarget, policy=Policy.CONTEMPORARY,
+                    cutoff=when, pre=self.pre, cache=self.cache)  # fmt: skip
+
+
+def _run(opts: DateOptions, session: Session, good: datetime, bad: datetime) -> DateResult:
+    """The phases: the two ends planned, the moments between them, the bisection over the
+    moments, the culprits of the first bad one, the outputs."""
+    planning = _planning(opts, session)
+    ends = _ends(planning, good, bad)
     if session.opts.dry_run:  # both ends, as the search would build them first
         from envbisect.modes.dryrun import plan_views
 
         wants = [Want(label=f"as of {when:%Y-%m-%d %H:%M:%S}",
                       spec=session.env_spec(end.requirements()))
-                 for when, end in zip((good, bad), (ends[0], ends[1]), strict=True)]  # fmt: skip
-        result = session.result(package="(by date)", candidates=2, run_id=_run_id(opts, session))
-        result.status = "dry-run"
-        result.extra = {"dry_run": True, "plans": plan_views(session, wants)}
-        return result
-    names = sorted(set(ends[0].pins) | set(ends[1].pins))
-    moments = [Moment(when=good, releases=()), *timeline(names, client, target, good, bad,
-                                                          pre=opts.pre)]  # fmt: skip
-    if len(moments) < 2:
-        raise UsageError(
-            f"no release of any of the {len(names)} packages was uploaded between "
-            f"{good:%Y-%m-%d} and {bad:%Y-%m-%d}",
-            hint="widen the window: nothing changed inside it",
-            ref="bydate-empty",
-        )
-    reporter.message(
-        f"envbisect: {len(moments) - 1} release moment(s) of {len(names)} package(s) between "
-        f"{good:%Y-%m-%d} and {bad:%Y-%m-%d}"
-    )
-    result = session.result(package="(by date)", candidates=len(moments),
+                 for when, end in zip((good, bad), ends, strict=True)]  # fmt: skip
+        return session.result(DateResult, package="(by date)", candidates=2,
+                              run_id=_run_id(opts, session), status=Status.DRY_RUN,
+                              plans=tuple(plan_views(session, wants)))  # fmt: skip
+    moments = _moments(session, ends, good, bad, pre=opts.pre)
+    result = session.result(DateResult, package="(by date)", candidates=len(moments),
                             run_id=_run_id(opts, session))  # fmt: skip
-    plans: dict[int, Plan] = {}
-
-    def want(i: int, runs: int) -> Want:
-        planned = as_of(moments[i].when)
-        label = moments[i].label()
-        if not isinstance(planned, Plan):
-            return Want(label=label, why_not=f"unresolvable: {planned.reason}")
-        plans[i] = planned
-        return Want(label=label, spec=session.env_spec(planned.requirements()), runs=runs)
-
-    bis = opts.search.bisector(n=len(moments), good=0, bad=len(moments) - 1,
-                               any_failure=session.opts.any_failure,
-                               repeat=session.opts.repeat)  # fmt: skip
     try:
-        log, result.search = bisect(bis, session, want, labels=lambda i: moments[i].label())
-        result.rows = log.rows
-        final = bis.result
-        assert final is not None
-        answer(result, final, lambda i: moments[i].label())
-        if final.status != "no-answer":
-            assert final.first_new is not None and final.last_old is not None
-            # The culprit is confirmed on the environment right before the first bad moment:
-            # the last good one, or the one that fails another way just before it.
-            before = final.neighbour if final.neighbour is not None else final.last_old
-            _culprits(result, final.first_new, before, moments, plans, bis,
-                      roots=roots, source=source, ptarget=ptarget,
-                      session=session)  # fmt: skip
+        result = _search(result, opts, session, planning, moments)
     except KeyboardInterrupt as e:
         raise session.interrupted(e) from e
-    write_outputs(result, session, label="environment as of")
-    if result.status == "no-answer":
+    result = write_outputs(result, session, label="environment as of")
+    if result.status is Status.NO_ANSWER:
         err = NoAnswer(
             f"the window does not bracket the failure: {result.reason}",
             hint="--good must be a date whose environment passes, --bad one whose "
@@ -198,68 +150,135 @@ def _run(opts: DateOptions, session: Session, good: datetime, bad: datetime) -> 
     return result
 
 
+def _planning(opts: DateOptions, session: Session) -> _Planning:
+    target = session.target
+    env = target.marker_environment()
+    roots = [Requirement(r) for r in opts.with_reqs]
+    for ps in read_pins(opts.pins, session.client, cwd=session.repro.origin, extras=opts.extras):
+        roots += [p.requirement for p in ps.applicable(env, opts.extras)]
+    if not roots:
+        raise UsageError(
+            "nothing to resolve: --by-date needs the environment's requirements",
+            hint="pass --with REQ (e.g. --with datasets==2.14.6) or --pins SOURCE",
+            ref="bydate-nothing",
+        )
+    return _Planning(
+        roots=tuple(roots),
+        source=IndexMetadataSource(session.client, target, allow_sdist=False),
+        ptarget=PlanTarget(markers=env, python_version=target.python_version),
+        pre=opts.pre,
+    )
+
+
+def _ends(planning: _Planning, good: datetime, bad: datetime) -> tuple[Plan, Plan]:
+    """The environments as of both dates; each must exist."""
+    ends = []
+    for when in (good, bad):
+        planned = planning.as_of(when)
+        if not isinstance(planned, Plan):
+            raise UsageError(
+                f"no environment exists as of {when:%Y-%m-%d}: {planned.reason}",
+                hint="move the date, or loosen the requirements",
+                ref="bydate-unresolvable",
+            )
+        ends.append(planned)
+    return ends[0], ends[1]
+
+
+def _moments(
+    session: Session, ends: tuple[Plan, Plan], good: datetime, bad: datetime, *, pre: bool
+) -> list[Moment]:
+    """The start of the window, then each moment inside it a release of either end's
+    packages appeared."""
+    names = sorted(set(ends[0].pins) | set(ends[1].pins))
+    moments = [Moment(when=good, releases=()),
+               *timeline(names, session.client, session.target, good, bad, pre=pre)]  # fmt: skip
+    if len(moments) < 2:
+        raise UsageError(
+            f"no release of any of the {len(names)} packages was uploaded between "
+            f"{good:%Y-%m-%d} and {bad:%Y-%m-%d}",
+            hint="widen the window: nothing changed inside it",
+            ref="bydate-empty",
+        )
+    session.reporter.message(
+        f"envbisect: {len(moments) - 1} release moment(s) of {len(names)} package(s) between "
+        f"{good:%Y-%m-%d} and {bad:%Y-%m-%d}"
+    )
+    return moments
+
+
+def _search(
+    result: DateResult,
+    opts: DateOptions,
+    session: Session,
+    planning: _Planning,
+    moments: Sequence[Moment],
+) -> DateResult:
+    """Bisect the moments; once found, the culprits of the first bad one."""
+    plans: dict[int, Plan] = {}
+
+    def want(i: int, runs: int) -> Want:
+        planned = planning.as_of(moments[i].when)
+        label = moments[i].label()
+        if not isinstance(planned, Plan):
+            return Want(label=label, why_not=f"unresolvable: {planned.reason}")
+        plans[i] = planned
+        return Want(label=label, spec=session.env_spec(planned.requirements()), runs=runs)
+
+    bis = opts.search.bisector(n=len(moments), good=0, bad=len(moments) - 1,
+                               any_failure=session.opts.any_failure,
+                               repeat=session.opts.repeat)  # fmt: skip
+    log, search = bisect(bis, session, want, labels=lambda i: moments[i].label())
+    final = bis.result
+    assert final is not None
+    result = replace(result, rows=tuple(log.rows), search=search)
+    result = answer(result, final, lambda i: moments[i].label())
+    if final.status == "no-answer":
+        return result
+    assert final.first_new is not None and final.last_old is not None
+    # The culprit is confirmed on the environment right before the first bad moment: the last
+    # good one, or the one that fails another way just before it.
+    before = final.neighbour if final.neighbour is not None else final.last_old
+    result = _culprits(result, final.first_new, before, moments, plans, planning=planning,
+                       session=session, reference=bis.reference)  # fmt: skip
+    return replace(result, sections=(result.section(),))
+
+
 def _culprits(
-    result: RunResult,
+    result: DateResult,
     first_bad: int,
     last_good: int,
     moments: Sequence[Moment],
     plans: dict[int, Plan],
-    bis: Bisector,
     *,
-    roots: Sequence[Requirement],
-    source: IndexMetadataSource,
-    ptarget: PlanTarget,
+    planning: _Planning,
     session: Session,
-) -> None:
+    reference: Outcome | None,
+) -> DateResult:
     """Name the release(s) at the first bad moment, and confirm each alone on top of the
     environment right before it, ``last_good`` (the last good one, or the neighbour that fails
     another way); what the planner forces with it is recorded."""
     good_pins = plans.get(last_good)
     bad_pins = plans.get(first_bad)
-    culprits: list[dict[str, Any]] = []
-    confirmations: dict[str, dict[str, Any]] = {}
+    culprits: list[Culprit] = []
+    confirmations: dict[str, Confirmation] = {}
     for package, version in moments[first_bad].releases:
         before = good_pins.pins.get(canonicalize_name(package)) if good_pins else None
         after = bad_pins.pins.get(canonicalize_name(package)) if bad_pins else None
         if after is not None and str(after) != version:
             continue  # uploaded then, but not what the environment took: not the change
-        culprits.append(
-            {
-                "package": package,
-                "good_version": str(before) if before else None,
-                "bad_version": version,
-            }
-        )
+        culprits.append(Culprit(package=package, good_version=str(before) if before else None,
+                                bad_version=version))  # fmt: skip
         if good_pins is not None:
-            confirmations[package] = _confirm(
-                package, version, good_pins, roots=roots, source=source, ptarget=ptarget,
-                session=session, reference=bis.reference,
-            )  # fmt: skip
-    result.extra = {
-        "culprits": culprits,
-        "first_bad_date": moments[first_bad].when.isoformat(),
-        "last_good_date": moments[last_good].when.isoformat(),
-        "confirmation": list(confirmations.values()),
-    }
-    when = f"{moments[first_bad].when:%Y-%m-%d %H:%M:%S} UTC"
-    lines = ["## Culprit", ""]
-    for c in culprits:
-        was = c["good_version"] or "absent"
-        lines.append(f"- **{c['package']} {c['bad_version']}** (was {was}), uploaded {when}")
-        conf = confirmations.get(c["package"])
-        if conf and conf["confirmed"]:
-            moved = ", ".join(
-                f"{m['package']} {m['from']}→{m['to']}" for m in conf["moved_with_it"]
-            )
-            tail = f" (moved with it: {moved})" if moved else ""
-            env = "previous" if result.neighbour else "last good"
-            lines.append(
-                f"  - confirmed: the {env} environment with only this change fails like the "
-                f"first bad one{tail}"
-            )
-        elif conf:
-            lines.append(f"  - not confirmed alone: {conf.get('reason') or conf.get('outcome')}")
-    result.sections = ["\n".join(lines)]
+            confirmations[package] = _confirm(package, version, good_pins, planning=planning,
+                                              session=session, reference=reference)  # fmt: skip
+    return replace(
+        result,
+        culprits=tuple(culprits),
+        first_bad_date=moments[first_bad].when,
+        last_good_date=moments[last_good].when,
+        confirmation=tuple(confirmations.values()),
+    )
 
 
 def _confirm(
@@ -267,20 +286,19 @@ def _confirm(
     version: str,
     good: Plan,
     *,
-    roots: Sequence[Requirement],
-    source: IndexMetadataSource,
-    ptarget: PlanTarget,
+    planning: _Planning,
     session: Session,
     reference: Outcome | None,
-) -> dict[str, Any]:
+) -> Confirmation:
     """The last good environment with only ``package==version`` changed (plus what the planner
     forces): does it fail the way the first bad environment did? (In any of the ``--repeat``
     runs, for a flaky repro.)"""
     baseline = {str(k): v for k, v in good.pins.items()}
-    toggled = plan([*roots, Requirement(f"{package}=={version}")], source, ptarget,
-                   policy=Policy.BASELINE, baseline=baseline)  # fmt: skip
+    toggled = plan([*planning.roots, Requirement(f"{package}=={version}")], planning.source,
+                   planning.ptarget, policy=Policy.BASELINE, baseline=baseline)  # fmt: skip
     if not isinstance(toggled, Plan):
-        return {"package": package, "confirmed": None, "reason": f"unresolvable: {toggled.reason}"}
+        return Confirmation(package=package, confirmed=None,
+                            reason=f"unresolvable: {toggled.reason}")  # fmt: skip
     session.reporter.message(
         f"envbisect: confirming {package} {version} alone on the last good one"
     )
@@ -290,17 +308,13 @@ def _confirm(
         and reference is not None
         and same_failure(rec.outcome, reference)
     )
-    moved = [
-        {"package": n, "from": str(b) if b else None, "to": str(v) if v else None}
+    moved = tuple(
+        Moved(package=n, before=str(b) if b else None, after=str(v) if v else None)
         for n, b, v in toggled.moved
         if n != canonicalize_name(package)
-    ]
-    return {
-        "package": package,
-        "confirmed": confirmed,
-        "outcome": rec.outcome.to_dict(),
-        "moved_with_it": moved,
-    }
+    )
+    return Confirmation(package=package, confirmed=confirmed, outcome=rec.outcome,
+                        moved_with_it=moved)  # fmt: skip
 
 
 def _date(flag: str, value: str) -> datetime:

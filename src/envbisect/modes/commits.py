@@ -39,14 +39,15 @@ from envbisect.core.commits import (
     tag_version,
     web_base,
 )
-from envbisect.core.report import ProbeRow, RunResult
+from envbisect.core.results import ProbeRow, Status
+from envbisect.core.results_search import RunResult
 from envbisect.diskcache import default_cache_dir
 from envbisect.env import git as g
 from envbisect.errors import EnvbisectError, InfrastructureError, NoAnswer, UsageError
 from envbisect.model import InstalledDist, OutcomeKind, SourceBuild
 from envbisect.modes.drive import bisect
 from envbisect.modes.options import CommitRefs, SearchOptions
-from envbisect.modes.outputs import inside
+from envbisect.modes.outputs import inside, write_report
 from envbisect.modes.session import Session, Want
 from envbisect.options import CommonOptions
 from envbisect.reporter import Reporter
@@ -307,7 +308,7 @@ def search(
     )
     ans = CommitAnswer(
         package=package, repo=src.repo.shown, web=src.web, good_ref=good.name, bad_ref=bad.name,
-        status=final.status, direction=final.direction, reason=final.reason, commits=n,
+        status=Status(final.status), direction=final.direction, reason=final.reason, commits=n,
         tested=tested, untestable=tuple(dict.fromkeys(skipped)), build=rng.build,
         rest=rest_from, start=rng.start,
         first_new=rng.points[final.first_new] if final.first_new is not None else None,
@@ -383,22 +384,20 @@ def _run(opts: CommitOptions, session: Session) -> RunResult:
         "commits": True, "package": canonicalize_name(package), "good": good.sha,
         "bad": bad.sha, "with": sorted(opts.with_reqs), "sdist": opts.allow_sdist,
     })  # fmt: skip
-    result = session.result(package=package, candidates=len(rng.points), run_id=run_id)
-    result.rows = rows
-    result.status, result.direction, result.reason = ans.status, ans.direction, ans.reason
-    if ans.first_new is not None and ans.last_old is not None:
-        result.first_new, result.last_old = ans.first_new.short, ans.last_old.short
-        result.possible = [c.short for c in ans.possible]
-    result.commits = ans  # --json's first_bad_commit and commits, report.md's section
-    result.verdict = ans.verdict()
+    answered = ans.first_new is not None and ans.last_old is not None
+    result = session.result(
+        RunResult, package=package, candidates=len(rng.points), run_id=run_id,
+        rows=tuple(rows), status=ans.status, direction=ans.direction, reason=ans.reason,
+        first_new=ans.first_new.short if answered and ans.first_new else None,
+        last_old=ans.last_old.short if answered and ans.last_old else None,
+        possible=tuple(c.short for c in ans.possible) if answered else (),
+        commits=ans,  # --json's first_bad_commit and commits, report.md's section
+        verdict=ans.verdict(),
+    )  # fmt: skip
     run_dir = inside(session.opts.results, session.opts.results / result.run_id)
     run_dir.mkdir(parents=True, exist_ok=True)
-    from envbisect.core.report import report_markdown
-
-    report = run_dir / "report.md"
-    result.report_path = str(report)
-    report.write_text(report_markdown(result), encoding="utf-8")
-    if ans.status == "no-answer":
+    result = write_report(result, run_dir)
+    if ans.status is Status.NO_ANSWER:
         err = NoAnswer(f"the ends did not verify: {ans.reason}",
                        hint="pick --good/--bad refs that pass and fail")  # fmt: skip
         err.result = result
@@ -444,7 +443,6 @@ def after_release(
         session, package=package, src=src, rng=rng, good=good, bad=bad, rest=rest,
         rest_from=where, only_binary=not allow_sdist, search_opts=search_opts, fix=fix,
     )  # fmt: skip
-    result.commits = ans
     return ans
 
 

@@ -15,14 +15,22 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from typing import Any, Generic, TypeVar
+from typing import Generic, TypeVar
 
-from envbisect.core.report import BreakpointRow, ProbeRow, RunResult
+from envbisect.core.results import (
+    BreakpointRow,
+    FailRate,
+    ProbeRow,
+    SearchSummary,
+    Status,
+)
+from envbisect.core.results_search import SearchResult
 from envbisect.modes.session import Session, Want
 from envbisect.strategy.base import Bisection, Strategy, note, verdict
 from envbisect.strategy.bisect import Bisector, BisectResult
 
 P = TypeVar("P")
+R = TypeVar("R", bound=SearchResult)
 
 
 @dataclass(slots=True, kw_only=True)
@@ -70,7 +78,7 @@ def bisect(
     *,
     labels: Callable[[int], str],
     cached: Callable[[int, int], bool] | None = None,
-) -> tuple[Log[int], dict[str, Any]]:
+) -> tuple[Log[int], SearchSummary]:
     """Drive a bisection to its end: the log (guesses made beside the ends relabelled once
     the ends decided) and the search summary for the report."""
     log = drive(Bisection(bis, cached), session, plan)
@@ -81,35 +89,43 @@ def bisect(
     return log, summary(bis, rounds=log.rounds, jobs=session.opts.jobs, labels=labels)
 
 
-def answer(result: RunResult, final: BisectResult, labels: Callable[[int], str]) -> None:
-    """A bisection's answer into the result, each point by its label: the boundary, the
+def answer(result: R, final: BisectResult, labels: Callable[[int], str]) -> R:
+    """The result with a bisection's answer, each point by its label: the boundary, the
     points that may hide it, every breakpoint and the neighbour that fails another way."""
-    result.status, result.direction, result.reason = final.status, final.direction, final.reason
-    if final.status == "no-answer":
-        return
+    status = Status(final.status)
+    out = replace(result, status=status, direction=final.direction, reason=final.reason)
+    if status is Status.NO_ANSWER:
+        return out
     assert final.first_new is not None and final.last_old is not None
-    result.first_new, result.last_old = labels(final.first_new), labels(final.last_old)
-    result.possible = [labels(i) for i in final.possible]
-    result.probability = final.probability
-    result.neighbour = labels(final.neighbour) if final.neighbour is not None else None
-    result.breakpoints = [
-        BreakpointRow(first_new=labels(b.first_new), last_old=labels(b.last_old),
-                      outcome=b.outcome, possible=tuple(labels(i) for i in b.possible))
-        for b in final.breakpoints
-    ]  # fmt: skip
+    return replace(
+        out,
+        first_new=labels(final.first_new),
+        last_old=labels(final.last_old),
+        possible=tuple(labels(i) for i in final.possible),
+        probability=final.probability,
+        neighbour=labels(final.neighbour) if final.neighbour is not None else None,
+        breakpoints=tuple(
+            BreakpointRow(first_new=labels(b.first_new), last_old=labels(b.last_old),
+                          outcome=b.outcome, possible=tuple(labels(i) for i in b.possible))
+            for b in final.breakpoints
+        ),
+    )  # fmt: skip
 
 
 def summary(
     bis: Bisector, *, rounds: int, jobs: int, labels: Callable[[int], str]
-) -> dict[str, Any]:
-    out: dict[str, Any] = {"mode": bis.mode, "jobs": jobs, "rounds": rounds, "repeat": bis.repeat}
-    if bis.mode == "probabilistic":
-        out["confidence"] = bis.confidence
-        out["switch_reason"] = bis.switch_reason
+) -> SearchSummary:
+    """How the bisection ran; the fail rate of each point when its runs were counted."""
+    rates = None
     if bis.mode == "probabilistic" or bis.repeat > 1:
         rates = []
         for i in sorted(bis.runs):
             fails, runs = bis.fail_rate(i)
-            rates.append({"version": labels(i), "runs": runs, "fails": fails})
-        out["fail_rates"] = rates
-    return out
+            rates.append(FailRate(version=labels(i), runs=runs, fails=fails))
+    probabilistic = bis.mode == "probabilistic"
+    return SearchSummary(
+        mode=bis.mode, jobs=jobs, rounds=rounds, repeat=bis.repeat,
+        confidence=bis.confidence if probabilistic else None,
+        switch_reason=bis.switch_reason if probabilistic else None,
+        fail_rates=tuple(rates) if rates is not None else None,
+    )  # fmt: skip

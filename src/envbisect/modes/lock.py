@@ -3,14 +3,16 @@ passes, proven, with every held-back package explained.
 
 Who does what. The planner resolves the newest consistent environment under the requirements
 and the constraints found so far; it is probed. If it passes, that is the lock. If it fails,
-``diff``'s machinery (modes/diff.py: both ends verified, ddmin over the changed packages,
+``diff``'s engine (modes/diffengine.py: both ends verified, ddmin over the changed packages,
 reduced to its verified roots, so a package another one forces is never a culprit, each
-culprit bisected between its two versions with the rest held) runs between the last
-environment known to pass and this one; the culprit's first bad version, failing the way the
-newest did, and the version below it, passing in the same environment, are the constraint's
-proof: ``culprit<first_bad``. Then resolve the newest again, and repeat. Once an environment
-passes, each constraint is tried away (strategy/lock.py): the lock is the newest resolution
-under the constraints that remain, and each that remains fails without it.
+culprit bisected between its two versions with the rest held; modes/lockfrom.py picks and
+proves the culprit) runs between the last environment known to pass and this one; the
+culprit's first bad version, failing the way the newest did, and the version below it,
+passing in the same environment, are the constraint's proof: ``culprit<first_bad``. Then
+resolve the newest again, and repeat. Once an environment passes, each constraint is tried
+away (strategy/lock.py): the lock is the newest resolution under the constraints that remain,
+and each that remains fails without it. The search hands its end to its outputs
+(modes/lockout.py) as a frozen ``LockOutcome``.
 
 The first environment known to pass: ``--from LOCK`` (upgrade mode: the user's working
 environment), else the environment as of ``--good-date``, else as of the upload of the newest
@@ -22,7 +24,6 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
-from typing import Any
 
 from packaging.requirements import Requirement
 from packaging.specifiers import SpecifierSet
@@ -32,14 +33,15 @@ from packaging.version import Version
 from envbisect.core.candidates import build_candidates
 from envbisect.core.outcome import same_failure
 from envbisect.core.plan import MatchCache, Plan, PlanTarget, Policy, Unresolvable, plan
-from envbisect.core.report import ProbeRow, RunResult
-from envbisect.errors import NoAnswer, UsageError
+from envbisect.core.results import Moved, ProbeRow, Status
+from envbisect.core.results_lock import Constraint, LockOutcome, LockResult
+from envbisect.errors import NoAnswer, Unanswered, UsageError
 from envbisect.index.source import IndexMetadataSource
 from envbisect.model import Outcome, OutcomeKind
 from envbisect.modes.bydate import Moment, timeline
-from envbisect.modes.diff import Change, _Diff
 from envbisect.modes.drive import bisect, drive
-from envbisect.modes.lockout import dry_run_outputs, write_lock_outputs
+from envbisect.modes.lockfrom import Upgrade
+from envbisect.modes.lockout import write_lock_outputs
 from envbisect.modes.options import check_requirements, parse_exclude_newer
 from envbisect.modes.planning import read_pins
 from envbisect.modes.session import Session, Want
@@ -47,8 +49,9 @@ from envbisect.options import CommonOptions
 from envbisect.reporter import Reporter
 from envbisect.strategy.base import Fixed
 from envbisect.strategy.bisect import Bisector
-from envbisect.strategy.lock import Constraint, Constraints
+from envbisect.strategy.lock import Constraints
 from envbisect.strategy.segments import Breakpoint
+from envbisect.strategy.verdicts import BisectResult
 
 MAX_ROUNDS = 25  # constraints found before giving up (each costs a search)
 MAX_START_MOMENTS = 200  # release moments tried after the newest pin's upload
@@ -69,7 +72,7 @@ class LockOptions:
 Pins = dict[str, Version]
 
 
-def run_lock(opts: LockOptions, reporter: Reporter | None = None) -> RunResult:
+def run_lock(opts: LockOptions, reporter: Reporter | None = None) -> LockResult:
     check_requirements("", opts.with_reqs)
     if opts.good_date and opts.from_lock:
         raise UsageError(
@@ -94,10 +97,11 @@ class _Lock:
         self.from_pins: Pins | None = None
         self.roots = self._roots()
         self.constraints = Constraints()
-        self.result = session.result(
-            package="(lock)", candidates=0, run_id=self._run_id(), mode="lock"
-        )
+        self.header = session.result(LockResult, package="(lock)", candidates=0,
+                                     run_id=self._run_id())  # fmt: skip
+        self.rows: list[ProbeRow] = []  # every probe, in order (the diff engine's too)
         self.rounds = 0
+        self.upgrades: list[Upgrade] = []  # the rounds against --from's lock
 
     # -- inputs ------------------------------------------------------------------------------
 
@@ -189,8 +193,8 @@ class _Lock:
 
     # -- the search ----------------------------------------------------------------------------
 
-    def run(self) -> RunResult:
-        session, result = self.session, self.result
+    def run(self) -> LockResult:
+        session = self.session
         newest = self.newest({})
         if not isinstance(newest, Plan):
             raise UsageError(
@@ -199,65 +203,108 @@ class _Lock:
                 ref="lock-unresolvable",
             )
         if session.opts.dry_run:
-            return dry_run_outputs(self, newest)
-        reporter = session.reporter
+            return self.dry_run(newest)
         try:
-            row = self.probe("newest", newest)
-            label: str | None = None
-            good: Pins | None = None
-            when: datetime | None = None
-            while row.outcome.kind is not OutcomeKind.PASS:
-                if row.outcome.kind is OutcomeKind.UNTESTABLE:
-                    raise NoAnswer(
-                        f"the newest environment cannot be tested: {row.outcome.describe()}",
-                        hint="see report.md for the build's output; an environment that "
-                        "cannot be built is not evidence",
-                    )
-                if len(self.constraints.held) >= MAX_ROUNDS:
-                    raise NoAnswer(f"gave up after {MAX_ROUNDS} constraints",
-                                   hint="see report.md for what each round found")  # fmt: skip
-                if good is None:
-                    label, good, when = self.start(newest)
-                    reporter.message(f"envbisect: the newest environment fails; starting "
-                                     f"point {label}")  # fmt: skip
-                if when is not None:  # the ecosystem's own history: environments as of dates
-                    found, when = self.find_by_date(when, newest)
-                else:  # upgrade mode: delta debugging against the user's lock
-                    c, good = self.find_constraint(label or "", good, newest, row)
-                    found = [c]
-                for c in found:
-                    self.constraints.add(c)
-                    reporter.message(f"envbisect: constraint {c.package}{c.specifier}: "
-                                     f"{c.describe()}")  # fmt: skip
-                label = "the last environment that passed"
-                planned = self.newest(self.constraints.specifiers())
-                if not isinstance(planned, Plan):
-                    raise NoAnswer(
-                        f"with {c.package}{c.specifier} the requirements have no consistent "
-                        f"environment: {planned.reason}",
-                        hint="the release that broke the repro is required by the pins: "
-                        "see report.md for the evidence, and widen the pins to go back",
-                    )
-                newest = planned
-                row = self.probe(self._newest_label(), newest)
-            newest, row = self.drop_unneeded(newest, row)
+            newest, row = self.drop_unneeded(*self.search_passing(newest))
         except NoAnswer as e:
-            result.reason = e.message
-            write_lock_outputs(self, None)
-            e.result = result
+            e.result = write_lock_outputs(self.outcome(reason=e.message), session)
             raise
         except KeyboardInterrupt as e:
             raise session.interrupted(e) from e
-        result.status = "found"
-        write_lock_outputs(self, row, newest)
-        return result
+        unconstrained = self.newest({})
+        done = self.outcome(
+            status=Status.FOUND, passing=row, locked=_str_pins(newest),
+            unconstrained=_str_pins(unconstrained) if isinstance(unconstrained, Plan) else None,
+        )  # fmt: skip
+        return write_lock_outputs(done, session)
+
+    def search_passing(self, newest: Plan) -> tuple[Plan, ProbeRow]:
+        """Rounds until the newest environment under the constraints passes: each failing one
+        gives one or more constraints, found by date or against --from's lock."""
+        reporter = self.session.reporter
+        row = self.probe("newest", newest)
+        label: str | None = None
+        good: Pins | None = None
+        when: datetime | None = None
+        while row.outcome.kind is not OutcomeKind.PASS:
+            if row.outcome.kind is OutcomeKind.UNTESTABLE:
+                raise NoAnswer(
+                    f"the newest environment cannot be tested: {row.outcome.describe()}",
+                    hint="see report.md for the build's output; an environment that "
+                    "cannot be built is not evidence",
+                )
+            if len(self.constraints.held) >= MAX_ROUNDS:
+                raise NoAnswer(f"gave up after {MAX_ROUNDS} constraints",
+                               hint="see report.md for what each round found")  # fmt: skip
+            if good is None:
+                label, good, when = self.start(newest)
+                reporter.message(f"envbisect: the newest environment fails; starting "
+                                 f"point {label}")  # fmt: skip
+            if when is not None:  # the ecosystem's own history: environments as of dates
+                found, when = self.find_by_date(when, newest)
+            else:  # upgrade mode: delta debugging against the user's lock
+                upgrade = Upgrade(session=self.session, source=self.source,
+                                  ptarget=self.ptarget, cache=self.cache, rows=self.rows,
+                                  round=len(self.constraints.held) + 1)  # fmt: skip
+                self.upgrades.append(upgrade)
+                c, good = upgrade.find(label or "", good, newest, row)
+                found = [c]
+            for c in found:
+                self.constraints.add(c)
+                reporter.message(f"envbisect: constraint {c.package}{c.specifier}: "
+                                 f"{c.describe()}")  # fmt: skip
+            label = "the last environment that passed"
+            planned = self.newest(self.constraints.specifiers())
+            if not isinstance(planned, Plan):
+                raise NoAnswer(
+                    f"with {c.package}{c.specifier} the requirements have no consistent "
+                    f"environment: {planned.reason}",
+                    hint="the release that broke the repro is required by the pins: "
+                    "see report.md for the evidence, and widen the pins to go back",
+                )
+            newest = planned
+            row = self.probe(self._newest_label(), newest)
+        return newest, row
+
+    def outcome(
+        self,
+        *,
+        status: Status = Status.NO_ANSWER,
+        reason: str = "",
+        passing: ProbeRow | None = None,
+        locked: Mapping[str, str] | None = None,
+        unconstrained: Mapping[str, str] | None = None,
+    ) -> LockOutcome:
+        """Where the search ended, for its outputs."""
+        engines = [u.engine for u in self.upgrades if u.engine is not None]
+        search = engines[-1].search if engines else None
+        result = replace(self.header, status=status, reason=reason, rows=tuple(self.rows),
+                         search=search)  # fmt: skip
+        rounds = self.rounds + sum(u.rounds for u in self.upgrades)
+        return LockOutcome(
+            result=result, held=tuple(self.constraints.held),
+            dropped=tuple(self.constraints.dropped), rounds=rounds, passing=passing,
+            locked=locked or {}, unconstrained=unconstrained,
+        )  # fmt: skip
+
+    def dry_run(self, newest: Plan) -> LockResult:
+        """``--dry-run``: the plans of the newest environment and of the starting point."""
+        from envbisect.modes.dryrun import plan_views
+
+        session = self.session
+        wants = [Want(label="newest", spec=session.env_spec(newest.requirements()))]
+        label, pins, _ = self.start(newest)
+        reqs = [f"{n}=={v}" for n, v in sorted(pins.items())]
+        wants.append(Want(label=f"starting point: {label}", spec=session.env_spec(reqs)))
+        return replace(self.header, status=Status.DRY_RUN,
+                       plans=tuple(plan_views(session, wants)))  # fmt: skip
 
     def probe(self, label: str, planned: Plan) -> ProbeRow:
         runs = self.session.opts.repeat
         points: Fixed[str] = Fixed([label], repeat=runs)
         want = Want(label=label, spec=self.session.env_spec(planned.requirements()), runs=runs)
         log = drive(points, self.session, lambda p, n: want)
-        self.result.rows += log.rows
+        self.rows += log.rows
         self.rounds += log.rounds
         return log.rows[-1]
 
@@ -274,8 +321,42 @@ class _Lock:
         moved to its first bad release (and what that forces) it fails as that moment did.
         Returns the constraints (the first failure's; a later breakpoint's when another
         package fails alone too) and the last good moment (the next round starts there)."""
-        session = self.session
         held = self.constraints.specifiers()
+        moments, plans, final = self._bisect_moments(start, newest, held)
+        assert final.last_old is not None
+        lg, first = final.last_old, final.breakpoints[0]
+        # Found: the first bad moment. Ambiguous (moments between that cannot be built): each
+        # of them, in order; the proof decides.
+        found = self._culprit_at(first, plans, moments, lg, held)
+        if isinstance(found, str):
+            raise NoAnswer(
+                f"the environment broke after {moments[lg].label()}, but no release of "
+                f"{len(first.possible) or 1} moment(s) after it fails alone on the last good "
+                f"environment" + (f": {found}" if found else ""),
+                hint="an interaction between releases of that moment and later ones? try "
+                "--from LOCK (delta debugging) from the last good environment; see report.md",
+            )
+        out = [found]
+        for b in final.breakpoints[1:]:  # where the failure changes again further on
+            if b.outcome.kind is OutcomeKind.PASS:
+                continue  # a failure that a later release fixed: nothing to hold back
+            later = self._culprit_at(b, plans, moments, lg, held, exclude={c.package for c in out})
+            if isinstance(later, str):
+                self.session.reporter.message(
+                    f"envbisect: the failure changes at {moments[b.first_new].label()} "
+                    f"({b.outcome.describe()}); no release of it fails alone on the last good "
+                    f"environment{f': {later}' if later else ''}: the next round looks again"
+                )
+                continue
+            out.append(later)
+        return out, moments[lg].when
+
+    def _bisect_moments(
+        self, start: datetime, newest: Plan, held: Mapping[str, SpecifierSet]
+    ) -> tuple[list[Moment], dict[int, Plan], BisectResult]:
+        """The moments since ``start``, the plan of each one probed, and the bisection's end:
+        it must bracket the failure, from a start that passes (``NoAnswer`` else)."""
+        session = self.session
         begin = self.as_of(start, held)
         names = sorted(set(_pins(begin) if isinstance(begin, Plan) else ()) | set(_pins(newest)))
         moments = [Moment(when=start, releases=()),
@@ -298,51 +379,21 @@ class _Lock:
         bis = Bisector(n=len(moments), good=0, bad=len(moments) - 1, any_failure=True,
                        repeat=session.opts.repeat)  # fmt: skip
         log, _ = bisect(bis, session, want, labels=lambda i: moments[i].label())  # fmt: skip
-        self.result.rows += log.rows
+        self.rows += log.rows
         self.rounds += log.rounds
         final = bis.result
+        hint = ("give --good-date DATE of an environment where the repro passes, or "
+                "--from LOCK of your working environment")  # fmt: skip
         starts = [r for r, i in zip(log.rows, log.points, strict=True) if i == 0]
         if starts and starts[0].outcome.kind is not OutcomeKind.PASS:
-            raise NoAnswer(
-                f"the starting point ({moments[0].label()}) does not pass: "
-                f"{starts[0].outcome.describe()}",
-                hint="give --good-date DATE of an environment where the repro passes, or "
-                "--from LOCK of your working environment",
-            )
+            raise NoAnswer(f"the starting point ({moments[0].label()}) does not pass: "
+                           f"{starts[0].outcome.describe()}", hint=hint,
+                           why=Unanswered.GOOD_FAILS)  # fmt: skip
         if final is None or final.status == "no-answer" or final.last_old is None:
             why = final.reason if final is not None else "the search did not end"
-            raise NoAnswer(
-                f"the starting point ({moments[0].label()}) and the newest environment do not "
-                f"bracket the failure: {why}",
-                hint="give --good-date DATE of an environment where the repro passes, or "
-                "--from LOCK of your working environment",
-            )
-        lg, first = final.last_old, final.breakpoints[0]
-        # Found: the first bad moment. Ambiguous (moments between that cannot be built): each
-        # of them, in order; the proof decides.
-        found = self._culprit_at(first, plans, moments, lg, held)
-        if isinstance(found, str):
-            raise NoAnswer(
-                f"the environment broke after {moments[lg].label()}, but no release of "
-                f"{len(first.possible) or 1} moment(s) after it fails alone on the last good "
-                f"environment" + (f": {found}" if found else ""),
-                hint="an interaction between releases of that moment and later ones? try "
-                "--from LOCK (delta debugging) from the last good environment; see report.md",
-            )
-        out = [found]
-        for b in final.breakpoints[1:]:  # where the failure changes again further on
-            if b.outcome.kind is OutcomeKind.PASS:
-                continue  # a failure that a later release fixed: nothing to hold back
-            later = self._culprit_at(b, plans, moments, lg, held, exclude={c.package for c in out})
-            if isinstance(later, str):
-                session.reporter.message(
-                    f"envbisect: the failure changes at {moments[b.first_new].label()} "
-                    f"({b.outcome.describe()}); no release of it fails alone on the last good "
-                    f"environment{f': {later}' if later else ''}: the next round looks again"
-                )
-                continue
-            out.append(later)
-        return out, moments[lg].when
+            raise NoAnswer(f"the starting point ({moments[0].label()}) and the newest "
+                           f"environment do not bracket the failure: {why}", hint=hint)  # fmt: skip
+        return moments, plans, final
 
     def _culprit_at(
         self,
@@ -375,8 +426,7 @@ class _Lock:
                 if isinstance(found, str):
                     failures.append(found)
                     continue
-                found.moment = moments[point.first_new].label()
-                return found
+                return replace(found, moment=moments[point.first_new].label())
         return "; ".join(failures)
 
     def moved_alone(
@@ -409,8 +459,9 @@ class _Lock:
             session.opts.any_failure or same_failure(row.outcome, reference)
         ):
             return f"{name} {version} alone: {row.outcome.describe()}"
-        moved = [{"package": str(n), "from": str(b) if b else None, "to": str(v) if v else None}
-                 for n, b, v in toggled.moved if str(n) != name]  # fmt: skip
+        moved = tuple(Moved(package=str(n), before=str(b) if b else None,
+                            after=str(v) if v else None)
+                      for n, b, v in toggled.moved if str(n) != name)  # fmt: skip
         c = Constraint(
             package=name, first_bad=version, last_good=before, outcome=row.outcome,
             passed=moment.label(), failed=label, moved_with=moved,
@@ -437,140 +488,11 @@ class _Lock:
             label = f"{c.package} {v} on {c.passed}"
             row = self.probe(label, planned)
             if row.outcome.kind is OutcomeKind.PASS:
-                c.last_good, c.passed = str(v), label
-                return c
+                return replace(c, last_good=str(v), passed=label)
             if not (self.session.opts.any_failure or same_failure(row.outcome, reference)):
                 return c
-            c.first_bad, c.failed, c.outcome = str(v), label, row.outcome
+            c = replace(c, first_bad=str(v), failed=label, outcome=row.outcome)
         return c
-
-    def find_constraint(
-        self, label: str, good: Pins, newest: Plan, bad_row: ProbeRow
-    ) -> tuple[Constraint, Pins]:
-        """Between ``good`` (known or expected to pass) and the failing newest environment:
-        the culprit, its first bad version and the version below it, both probed in one
-        environment. Returns the constraint and the passing environment of its proof (the
-        next round's starting point: nearer the newest)."""
-        session = self.session
-        bad = _pins(newest)
-        changes: list[Change] = [
-            (n, str(good[n]) if n in good else None, str(bad[n]) if n in bad else None)
-            for n in sorted(good.keys() | bad.keys())
-            if good.get(n) != bad.get(n)
-        ]
-        if not changes:
-            raise NoAnswer(
-                f"the environment {label} is the newest one, and it fails: "
-                f"{bad_row.outcome.describe()}",
-                hint="nothing newer broke it: the repro fails with the starting point itself",
-            )
-        diff = _Diff(good=good, bad=bad, changes=changes, source=self.source,
-                     ptarget=self.ptarget, cache=self.cache, session=session,
-                     result=self.result, any_failure=True)  # fmt: skip
-        try:
-            diff.verify_ends(changes)
-        except NoAnswer as e:
-            if "GOOD" in e.message:
-                raise NoAnswer(
-                    f"the starting point ({label}) does not pass either: "
-                    + e.message.split(": ", 1)[-1],
-                    hint="give --good-date DATE of an environment where the repro passes, or "
-                    "--from LOCK of your working environment",
-                ) from e
-            raise
-        session.reporter.message(
-            f"envbisect: {len(changes)} package(s) changed since {label}; ddmin"
-        )
-        culprits = diff.culprits(diff.ddmin(changes))
-        # The culprits' changes: the verified roots (never a package another one forces), else
-        # ddmin's set; the others are held at BAD in each proof.
-        assert diff.found is not None
-        minimal = diff.found.culprits
-        failures: list[str] = []
-        for chosen in self._preference(culprits):
-            found = self._prove(diff, chosen, minimal)
-            if not isinstance(found, str):
-                return found
-            failures.append(found)
-            # The rest at BAD may not take the culprit's older versions (pyarrow 13 against
-            # numpy 2): look for its first bad version in the starting environment instead,
-            # where only what it forces moves.
-            name, good_v, bad_v = chosen["package"], chosen["good_version"], chosen["bad_version"]
-            if good_v is None or bad_v is None:
-                continue
-            session.reporter.message(
-                f"envbisect: looking for the first bad {name} with the rest as it was"
-            )
-            alone = diff._bisect(name, good_v, bad_v, {}) or {
-                "package": name, "good_version": good_v, "bad_version": bad_v,
-            }  # fmt: skip
-            found = self._prove(diff, alone, [(name, good_v, bad_v)])
-            if not isinstance(found, str):
-                return found
-            failures.append(found)
-        raise NoAnswer(
-            "no culprit could be proven the break: " + "; ".join(failures),
-            hint="a flaky repro? try --repeat N; see report.md for every probe",
-        )
-
-    def _prove(
-        self, diff: _Diff, chosen: dict[str, Any], minimal: Sequence[Change]
-    ) -> tuple[Constraint, Pins] | str:
-        """The constraint on ``chosen`` with its proof (the version below passing and the
-        first bad failing like the newest, in one environment), or why there is none."""
-        session = self.session
-        name = chosen["package"]
-        first_bad, last_good = chosen["bad_version"], chosen["good_version"]
-        if first_bad is None or last_good is None:
-            return (f"the failure comes with {name} "
-                    f"{'removed' if first_bad is None else 'added'}: no version to hold it "
-                    "below")  # fmt: skip
-        others = {o[0]: o[2] for o in minimal if o[0] != name}
-        # The proof, in one environment: the store answers what the search already ran.
-        wants = {
-            "pass": diff.want(f"{name} {last_good} (proof)", {**others, name: last_good}, 1),
-            "fail": diff.want(f"{name} {first_bad} (proof)", {**others, name: first_bad}, 1),
-        }
-        proof: Fixed[str] = Fixed(["pass", "fail"], repeat=session.opts.repeat)
-        log = drive(proof, session, lambda p, n: replace(wants[p], runs=n))
-        self.result.rows += log.rows
-        self.rounds += log.rounds
-        p_row, f_row = proof.rows["pass"], proof.rows["fail"]
-        assert diff.reference is not None
-        if p_row.outcome.kind is not OutcomeKind.PASS or not (
-            f_row.outcome.kind is not OutcomeKind.PASS
-            and (diff.any_failure or same_failure(f_row.outcome, diff.reference))
-        ):
-            return (f"{name}: with the rest held, {last_good} gave {p_row.outcome.describe()} "
-                    f"and {first_bad} gave {f_row.outcome.describe()}")  # fmt: skip
-        planned, _ = diff.environment({**others, name: last_good})
-        assert planned is not None  # it was just probed
-        c = Constraint(
-            package=name, first_bad=first_bad, last_good=last_good, outcome=f_row.outcome,
-            passed=p_row.version, failed=f_row.version,
-            moved_with=chosen.get("moved_with") or [],
-            interaction=[o[0] for o in minimal if o[0] != name],
-            round=len(self.constraints.held) + 1,
-        )  # fmt: skip
-        return c, _pins(planned)
-
-    def _preference(self, culprits: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-        """Which culprit to hold back first: alone, it; in an interaction, the one whose first
-        bad release came last (the newer release broke what worked), then the others."""
-        if len(culprits) == 1:
-            return list(culprits)
-        client, target = self.session.client, self.session.target
-
-        def uploaded(c: dict[str, Any]) -> datetime:
-            if c["bad_version"] is None:
-                return datetime.min.replace(tzinfo=timezone.utc)
-            files = client.project_files(c["package"]).files
-            for cand in build_candidates(files, target, pre=True).candidates:
-                if str(cand.version) == c["bad_version"] and cand.upload_time is not None:
-                    return cand.upload_time
-            return datetime.min.replace(tzinfo=timezone.utc)
-
-        return sorted(culprits, key=uploaded, reverse=True)
 
     def drop_unneeded(self, newest: Plan, row: ProbeRow) -> tuple[Plan, ProbeRow]:
         """Try each constraint away until none can go: a removal whose newest environment
@@ -581,9 +503,9 @@ class _Lock:
             changed = False
             for package in self.constraints.drop_order():
                 planned = self.newest(self.constraints.specifiers(without=package))
-                c = next(c for c in self.constraints.held if c.package == package)
+                c = self.constraints.get(package)
                 if not isinstance(planned, Plan):
-                    c.still_needed, c.still_needed_label = None, ""
+                    self.constraints.still_needed(package, None, "")
                     continue
                 if _pins(planned) == _pins(newest):
                     self.constraints.drop(package, "no effect: the newest environment is the "
@@ -599,7 +521,7 @@ class _Lock:
                                                   f"{label} passes")  # fmt: skip
                     newest, row, changed = planned, trial, True
                     break
-                c.still_needed, c.still_needed_label = trial.outcome, trial.version
+                self.constraints.still_needed(package, trial.outcome, trial.version)
         return newest, row
 
     # -- outputs ---------------------------------------------------------------------------------
@@ -614,6 +536,10 @@ class _Lock:
 
 def _pins(planned: Plan) -> Pins:
     return {str(n): v for n, v in planned.pins.items()}
+
+
+def _str_pins(planned: Plan) -> dict[str, str]:
+    return {str(n): str(v) for n, v in planned.pins.items()}
 
 
 def _v(text: str) -> Version | None:

@@ -8,10 +8,12 @@ import contextlib
 from dataclasses import replace
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import TypeVar
 
 from envbisect import __version__
 from envbisect.core.names import is_project_name, is_version
-from envbisect.core.report import LockEntry, RunResult, pylock, report_markdown, requirements_lock
+from envbisect.core.report import LockEntry, pylock, report_markdown, requirements_lock
+from envbisect.core.results_search import SearchResult
 from envbisect.core.target import Target
 from envbisect.errors import EnvbisectError, UsageError
 from envbisect.index.client import IndexClient, local_sha256
@@ -20,19 +22,16 @@ from envbisect.modes.portable import PublicSources, portable_entries, public_con
 from envbisect.modes.session import Session
 from envbisect.redact import mask_url
 
+R = TypeVar("R", bound=SearchResult)
 
-def write_outputs(
-    result: RunResult, session: Session, *, label: str, allow_sdist: bool = False
-) -> None:
-    """report.md always; the working environment's lockfiles when the search found one."""
+
+def write_outputs(result: R, session: Session, *, label: str, allow_sdist: bool = False) -> R:
+    """report.md always; the working environment's lockfiles when the search found one.
+    Returns the result with the paths of what was written."""
     target = session.target
     run_dir = inside(session.opts.results, session.opts.results / result.run_id)
     run_dir.mkdir(parents=True, exist_ok=True)
-    working = None
-    if result.status != "no-answer":
-        working = result.row(
-            result.last_old if result.direction == "regression" else result.first_new
-        )
+    working = result.good_row()
     if working is not None and working.installed:
         header = [
             f"Known-good environment written by envbisect {__version__} for {target.short}",
@@ -40,10 +39,16 @@ def write_outputs(
         ]
         lock, pl = write_lockfiles(run_dir, working.installed, session, header=header,
                                    allow_sdist=allow_sdist)  # fmt: skip
-        result.lock_path, result.pylock_path = str(lock), str(pl)
+        result = replace(result, lock_path=str(lock), pylock_path=str(pl))
+    return write_report(result, run_dir)
+
+
+def write_report(result: R, run_dir: Path) -> R:
+    """``run_dir``/report.md, written now; the result with its path."""
     report = run_dir / "report.md"
-    result.report_path = str(report)
-    report.write_text(report_markdown(result), encoding="utf-8")
+    result = replace(result, report_path=str(report))
+    report.write_text(report_markdown(result, when=datetime.now(timezone.utc)), encoding="utf-8")
+    return result
 
 
 def write_lockfiles(

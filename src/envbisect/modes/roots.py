@@ -14,79 +14,25 @@ A requirement forces a change only when GOOD's version (or GOOD's absence) does 
 it: app 2.0 requiring ``lib`` does not make lib 1.0 -> 1.1 forced (GOOD's lib would do); app
 2.0 requiring ``dep>=2`` or a package GOOD lacks does.
 
-The reduction is a claim, so it is verified with real probes (``verify``), planned like every
-diff environment (GOOD, the roots applied, the planner moving what they force inside the span
-of the two ends): GOOD plus the roots must fail (like BAD, or any failure with
-``--any-failure``), and GOOD plus all the roots but one must pass or have no consistent
-environment, for each root. Where that does not hold, the culprits are ddmin's set, with a
-note saying why: roots that did not verify are never claimed.
+The reduction is a claim, so it is verified with real probes (``verify`` in diffengine.py runs
+them), planned like every diff environment (GOOD, the roots applied, the planner moving what
+they force inside the span of the two ends): GOOD plus the roots must fail (like BAD, or any
+failure with ``--any-failure``), and GOOD plus all the roots but one must pass or have no
+consistent environment, for each root. Where that does not hold, the culprits are ddmin's set,
+with a note saying why: roots that did not verify are never claimed.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
 
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 from packaging.version import Version
 
-from envbisect.core.report import ProbeRow
-from envbisect.model import OutcomeKind
-from envbisect.modes.session import Want
-from envbisect.strategy.base import Fixed
-
-if TYPE_CHECKING:
-    from envbisect.modes.diff import Change, _Diff
+from envbisect.core.results_diff import Change
 
 Deps = Callable[[str, Version], Sequence[Requirement]]
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Check:
-    """One verification probe: the environment (``GOOD + ...``), what it had to do, what it
-    did (an outcome kind, or ``unresolvable``: no consistent environment inside the span)."""
-
-    environment: str
-    expected: str  # "fail like BAD" | "fail" | "pass or unresolvable"
-    outcome: str
-    held: bool
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"environment": self.environment, "expected": self.expected,
-                "outcome": self.outcome, "held": self.held}  # fmt: skip
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Roots:
-    """ddmin's set, its roots, what each root forces, and the verification of the roots.
-
-    ``culprits``: the roots when they verified, else ddmin's set (``note`` says why)."""
-
-    ddmin: tuple[Change, ...]
-    roots: tuple[Change, ...]
-    forced: Mapping[str, tuple[str, ...]]  # root -> the members of ddmin's set it forces
-    checks: tuple[Check, ...]
-    verified: bool
-    note: str = ""
-
-    @property
-    def culprits(self) -> tuple[Change, ...]:
-        return self.roots if self.verified else self.ddmin
-
-    def forced_by(self, name: str) -> tuple[str, ...]:
-        """The members forced by culprit ``name`` (none when the roots did not verify)."""
-        return self.forced.get(name, ()) if self.verified else ()
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "ddmin": [c[0] for c in self.ddmin],
-            "roots": [c[0] for c in self.roots],
-            "verified": self.verified,
-            "checks": [c.to_dict() for c in self.checks],
-            **({"note": self.note} if self.note else {}),
-        }
 
 
 def forcing(
@@ -149,86 +95,6 @@ def reduce(
         for r in roots
     }
     return roots, {r: f for r, f in forced.items() if f}
-
-
-def verify(diff: _Diff, minimal: Sequence[Change]) -> Roots:
-    """The roots of ``minimal``, and the probes that verify them (the store answers those
-    ddmin already ran)."""
-    roots, forced = reduce(minimal, diff.good, diff.source.dependencies, diff.ptarget.markers)
-    diff.session.reporter.message(
-        f"envbisect: {len(minimal)} package(s) in the minimal set, root(s): "
-        f"{', '.join(r[0] for r in roots)}; verifying"
-    )
-    expect_fail = "fail" if diff.session.opts.any_failure else "fail like BAD"
-    points: list[tuple[str, str]] = [("", "")] + [("without", r[0]) for r in roots]
-    wants: dict[tuple[str, str], Want] = {}
-    for point in points:
-        left_out = point[1]
-        pinned = {n: (g if n == left_out else b) for n, g, b in roots}
-        what = _environment(roots, left_out)
-        wants[point] = _want(diff, f"roots: {what}", pinned, left_out)
-    strategy: Fixed[tuple[str, str]] = Fixed(points, repeat=diff.session.opts.repeat)
-    diff._drive(strategy, lambda p, runs: replace(wants[p], runs=runs))
-    checks = []
-    for point in points:
-        row, want = strategy.rows[point], wants[point]
-        if not point[1]:
-            held = diff.verdict(row.outcome) == "fail"
-            checks.append(Check(environment=_environment(roots, ""), expected=expect_fail,
-                                outcome=_outcome(row, want), held=held))  # fmt: skip
-        else:
-            held = want.spec is None or row.outcome.kind is OutcomeKind.PASS
-            checks.append(Check(environment=_environment(roots, point[1]),
-                                expected="pass or unresolvable", outcome=_outcome(row, want),
-                                held=held))  # fmt: skip
-    verified = all(c.held for c in checks)
-    note = ""
-    if not verified:
-        failed = "; ".join(f"{c.environment}: {c.outcome}, expected {c.expected}"
-                           for c in checks if not c.held)  # fmt: skip
-        note = (f"the roots ({', '.join(r[0] for r in roots)}) did not verify ({failed}): "
-                "the culprits are ddmin's set")  # fmt: skip
-    return Roots(ddmin=tuple(minimal), roots=roots, forced=forced, checks=tuple(checks),
-                 verified=verified, note=note)  # fmt: skip
-
-
-def _want(diff: _Diff, label: str, pinned: Mapping[str, str | None], left_out: str) -> Want:
-    """The environment of a check; one in which the root left out comes back anyway (the
-    others force it) has no consistent environment without it."""
-    if left_out:
-        planned, _ = diff.environment(pinned)
-        if planned is not None and left_out in {c[0] for c in diff.effect(planned)[0]}:
-            return Want(label=label, why_not=f"unresolvable: {left_out} comes with the others")
-    return diff.want(label, pinned, 1)
-
-
-def _outcome(row: ProbeRow, want: Want) -> str:
-    if want.spec is None:
-        return "unresolvable"
-    return row.outcome.kind.value
-
-
-def _environment(roots: Sequence[Change], left_out: str) -> str:
-    """``GOOD + app 2.0.0, lib 1.1.0``; ``GOOD + lib 1.1.0 (without app)``; ``GOOD``."""
-    kept = [f"{n} {b or 'removed'}" for n, _, b in roots if n != left_out]
-    text = "GOOD" + (" + " + ", ".join(kept) if kept else "")
-    return text + (f" (without {left_out})" if left_out else "")
-
-
-def roots_lines(roots: Mapping[str, Any], culprits: Sequence[Mapping[str, Any]]) -> list[str]:
-    """The reduction in words, from the JSON (``roots`` and ``culprits``), for the text
-    answer and report.md alike."""
-    lines = []
-    for c in culprits:
-        if c.get("forced"):
-            lines.append(f"forced by {c['package']} {c['bad_version']}: "
-                         f"{', '.join(c['forced'])} (its requirements; not culprits)")  # fmt: skip
-    checks = "; ".join(f"{c['environment']}: {c['outcome']}" for c in roots["checks"])
-    if roots["verified"]:
-        lines.append(f"roots verified: {checks}")
-    else:
-        lines.append(f"roots not verified: {roots['note']}")
-    return lines
 
 
 def _applies(req: Requirement, markers: Mapping[str, str], extras: set[str]) -> bool:

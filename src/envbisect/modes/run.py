@@ -16,7 +16,8 @@ never decides an outcome itself.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 
 from packaging.utils import canonicalize_name
@@ -24,7 +25,8 @@ from packaging.version import InvalidVersion, Version
 
 from envbisect.core.candidates import CandidateList, build_candidates
 from envbisect.core.plan import Plan, Unresolvable
-from envbisect.core.report import RunResult, StandIn
+from envbisect.core.results import ProbeRow, SearchSummary, StandIn, Status
+from envbisect.core.results_search import RunResult
 from envbisect.env.uvplan import UvFallback
 from envbisect.errors import NoCandidates, UnknownVersion, UsageError
 from envbisect.index.source import IndexMetadataSource
@@ -71,9 +73,68 @@ def run_bisect(opts: RunOptions, reporter: Reporter | None = None) -> RunResult:
 
 
 def _run(opts: RunOptions, session: Session, exclude_newer: datetime | None) -> RunResult:
-    target, client, reporter = session.target, session.client, session.reporter
+    """The phases: the candidates and the ends, the bisector, the search, the answer (and
+    with --commits the commit search), the outputs."""
+    reporter = session.reporter
     planner = _planner(opts, session)
-    files = client.project_files(opts.package).files
+    cl, good_i, bad_i = _candidates(opts, session, planner, exclude_newer)
+    bis = opts.search.bisector(
+        n=len(cl.candidates),
+        good=good_i,
+        bad=bad_i,
+        untestable=[i for i, c in enumerate(cl.candidates) if not c.installable],
+        any_failure=opts.common.any_failure,
+        repeat=opts.common.repeat,
+        stand_in=True,
+    )
+    labels = [str(c.version) for c in cl.candidates]
+    for s in _stand_ins(bis, cl, good_i, labels):
+        reporter.message(f"envbisect: {s.describe()} for it")
+    window = cl.candidates[bis.old.index : bis.new.index + 1]
+    pre_skipped = tuple((str(c.version), c.reason or "") for c in window if not c.installable)
+    reporter.candidates(opts.package, len(window), len(pre_skipped), session.target.short)
+    result = session.result(RunResult, package=opts.package, candidates=len(window),
+                            run_id=_run_id(opts, session), skipped=pre_skipped)  # fmt: skip
+    points = _Points(opts=opts, session=session, planner=planner, cl=cl)
+    source = None
+    if opts.commits is not None and not session.opts.dry_run:
+        from envbisect.modes import commits
+
+        # Before any build: a repository that cannot be had stops the run at once.
+        newest = [labels[bis.new.index], labels[bis.old.index]]
+        source = commits.open_source(session, opts.package, opts.commits.repo, newest)
+    if session.opts.dry_run:  # both ends, as the search would build them first
+        from envbisect.modes.dryrun import plan_views
+
+        end_wants = [points.want(i, 1) for i in (bis.old.index, bis.new.index)]
+        return replace(result, status=Status.DRY_RUN,
+                       plans=tuple(plan_views(session, end_wants)))  # fmt: skip
+    try:
+        log, search = bisect(
+            bis, session, points.want, labels=labels.__getitem__, cached=points.cached
+        )
+    except KeyboardInterrupt as e:
+        raise session.interrupted(e) from e
+    result = _answer(result, rows=log.rows, search=search, bis=bis, cl=cl, good_i=good_i,
+                     labels=labels)  # fmt: skip
+    if source is not None and opts.commits is not None and result.answered:
+        from envbisect.modes import commits
+
+        ans = commits.after_release(
+            session, result, src=source, refs=opts.commits, with_reqs=opts.with_reqs,
+            allow_sdist=opts.allow_sdist, search_opts=opts.search,
+        )  # fmt: skip
+        result = replace(result, commits=ans)
+    return write_outputs(result, session, label=opts.package, allow_sdist=opts.allow_sdist)
+
+
+def _candidates(
+    opts: RunOptions, session: Session, planner: RunPlanner | None, exclude_newer: datetime | None
+) -> tuple[CandidateList, int | None, int | None]:
+    """The package's candidates (restricted by the planner) and the indexes of the named
+    ends, checked: two different versions, at least two candidates."""
+    target = session.target
+    files = session.client.project_files(opts.package).files
     ends = [_parse_version(v, flag) for v, flag in ((opts.good, "--good"), (opts.bad, "--bad"))]
     named = [v for v in ends if v is not None]
     cl = build_candidates(
@@ -82,7 +143,7 @@ def _run(opts: RunOptions, session: Session, exclude_newer: datetime | None) -> 
     )  # fmt: skip
     if planner is not None:
         cl = planner.restrict(cl, named)
-        reporter.message(
+        session.reporter.message(
             f"envbisect: planning each environment ({planner.policy.value} policy for the "
             f"rest; {len(planner.roots)} other requirement(s), "
             f"{len(planner.baseline)} baseline pin(s))"
@@ -101,68 +162,39 @@ def _run(opts: RunOptions, session: Session, exclude_newer: datetime | None) -> 
             f"for {target.short}; nothing to bisect",
             hint="pass --pre for pre-releases, or check --exclude-newer",
         )
-    bis = opts.search.bisector(
-        n=len(cl.candidates),
-        good=good_i,
-        bad=bad_i,
-        untestable=[i for i, c in enumerate(cl.candidates) if not c.installable],
-        any_failure=opts.common.any_failure,
-        repeat=opts.common.repeat,
-        stand_in=True,
-    )
-    labels = [str(c.version) for c in cl.candidates]
-    for s in _stand_ins(bis, cl, good_i, labels):
-        reporter.message(f"envbisect: {s.describe()} for it")
-    window = cl.candidates[bis.old.index : bis.new.index + 1]
-    pre_skipped = [(str(c.version), c.reason or "") for c in window if not c.installable]
-    reporter.candidates(opts.package, len(window), len(pre_skipped), target.short)
-    result = session.result(
-        package=opts.package, candidates=len(window), run_id=_run_id(opts, session)
-    )
-    result.skipped = pre_skipped
-    points = _Points(opts=opts, session=session, planner=planner, cl=cl)
-    source = None
-    if opts.commits is not None and not session.opts.dry_run:
-        from envbisect.modes import commits
+    return cl, good_i, bad_i
 
-        # Before any build: a repository that cannot be had stops the run at once.
-        newest = [labels[bis.new.index], labels[bis.old.index]]
-        source = commits.open_source(session, opts.package, opts.commits.repo, newest)
-    if session.opts.dry_run:  # both ends, as the search would build them first
-        from envbisect.modes.dryrun import plan_views
 
-        end_wants = [points.want(i, 1) for i in (bis.old.index, bis.new.index)]
-        result.status = "dry-run"
-        result.extra = {"dry_run": True, "plans": plan_views(session, end_wants)}
-        return result
-    try:
-        log, result.search = bisect(
-            bis, session, points.want, labels=labels.__getitem__, cached=points.cached
-        )
-    except KeyboardInterrupt as e:
-        raise session.interrupted(e) from e
-    result.rows = log.rows
-    result.skipped += [
+def _answer(
+    result: RunResult,
+    *,
+    rows: Sequence[ProbeRow],
+    search: SearchSummary,
+    bis: Bisector,
+    cl: CandidateList,
+    good_i: int | None,
+    labels: list[str],
+) -> RunResult:
+    """The search's end as the result: its rows, what was untestable, the stand-ins, the
+    boundary, and the yanked versions beside it."""
+    skipped = [
         (r.version, r.note or r.outcome.signature)
-        for r in log.rows
+        for r in rows
         if r.outcome.kind is OutcomeKind.UNTESTABLE or r.verdict == "skip"
     ]
     final = bis.result
     assert final is not None
-    result.stand_ins = _stand_ins(bis, cl, good_i, labels)
-    answer(result, final, labels.__getitem__)
-    if final.status != "no-answer":
-        _yanked_between(result, cl)
-        if final.status == "ambiguous" and any(r.note for r in result.rows):
-            result.reason = "failures unlike the reference, or untestable points, hide it"
-    if source is not None and opts.commits is not None and final.status != "no-answer":
-        from envbisect.modes import commits
-
-        commits.after_release(
-            session, result, src=source, refs=opts.commits, with_reqs=opts.with_reqs,
-            allow_sdist=opts.allow_sdist, search_opts=opts.search,
-        )  # fmt: skip
-    write_outputs(result, session, label=opts.package, allow_sdist=opts.allow_sdist)
+    result = replace(result, rows=tuple(rows), search=search,
+                     skipped=(*result.skipped, *skipped),
+                     stand_ins=tuple(_stand_ins(bis, cl, good_i, labels)))  # fmt: skip
+    result = answer(result, final, labels.__getitem__)
+    if not result.answered:
+        return result
+    result = _yanked_between(result, cl)
+    if result.status is Status.AMBIGUOUS and any(r.note for r in result.rows):
+        result = replace(
+            result, reason="failures unlike the reference, or untestable points, hide it"
+        )
     return result
 
 
@@ -234,7 +266,7 @@ def _stand_ins(
     ]
 
 
-def _yanked_between(result: RunResult, cl: CandidateList) -> None:
+def _yanked_between(result: RunResult, cl: CandidateList) -> RunResult:
     """Yanked versions between the two that bracket the answer were never candidates: the
     answer is the first bad one that is not yanked, and a user who has a yanked one installed
     must be told (naming it with --good or --bad tests it)."""
@@ -242,13 +274,12 @@ def _yanked_between(result: RunResult, cl: CandidateList) -> None:
     lo, hi = sorted((Version(result.first_new), Version(result.last_old)))
     between = sorted(v for v, why in cl.dropped.items() if why == "yanked" and lo < v < hi)
     if not between:
-        return
-    names = [str(v) for v in between]
-    result.extra["yanked_between"] = names
-    result.skipped += [
-        (v, "yanked: left out of the candidates; name it with --good or --bad to test it")
-        for v in names
-    ]
+        return result
+    names = tuple(str(v) for v in between)
+    why = "yanked: left out of the candidates; name it with --good or --bad to test it"
+    return replace(
+        result, yanked_between=names, skipped=(*result.skipped, *((v, why) for v in names))
+    )
 
 
 def _parse_version(text: str | None, flag: str) -> Version | None:

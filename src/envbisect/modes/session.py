@@ -18,11 +18,12 @@ from collections.abc import Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, wait
 from dataclasses import dataclass, replace
 from types import TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from envbisect.core.names import project_name
 from envbisect.core.outcome import failed, untestable
-from envbisect.core.report import ProbeRow, RunResult
+from envbisect.core.results import ProbeRow
+from envbisect.core.results_search import SearchResult
 from envbisect.core.target import Target
 from envbisect.diskcache import default_cache_dir
 from envbisect.env import guard, worker
@@ -44,6 +45,8 @@ if TYPE_CHECKING:  # a probe without pins never reads an index: no httpx at star
     from envbisect.index.client import IndexClient
 
 Moved = tuple[tuple[str, str | None, str | None], ...]  # (package, before, after)
+
+R = TypeVar("R", bound=SearchResult)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -232,15 +235,11 @@ class Session:
         slug = project_name(name, what="--package")  # a folder under --results: never a path
         return f"{slug}-{hashlib.sha256(blob.encode()).hexdigest()[:8]}"
 
-    def result(self, *, package: str, candidates: int, run_id: str, **kw: Any) -> RunResult:
-        """A result header: no answer until a mode finds one."""
-        return RunResult(
+    def result(self, cls: type[R], *, package: str, run_id: str, **kw: Any) -> R:
+        """A result of type ``cls`` with its header (where the question was asked): no answer
+        until a mode finds one."""
+        return cls(
             package=package,
-            status="no-answer",
-            direction=kw.pop("direction", None),
-            first_new=None,
-            last_old=None,
-            candidates=candidates,
             target=f"{self.target.short} ({self.python}, Python {self.target.python_version})",
             command=mask_text(self.opts.command),
             repro=self.repro.describe(),

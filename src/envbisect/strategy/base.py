@@ -11,7 +11,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any, Generic, Protocol, TypeVar
 
-from envbisect.core.report import ProbeRow
+from envbisect.core.results import ProbeRow
 from envbisect.strategy.bisect import Bisector, Verdict
 
 P = TypeVar("P")

@@ -18,7 +18,7 @@ import json
 from collections.abc import Generator, Sequence
 from dataclasses import dataclass
 
-from envbisect.core.report import ProbeRow
+from envbisect.core.results import ProbeRow
 from envbisect.model import EnvSpec, InstalledDist, Outcome, OutcomeKind
 from envbisect.strategy.base import Points
 from envbisect.strategy.bisect import Bisector
