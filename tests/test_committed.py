@@ -63,6 +63,7 @@ ALLOWED = {
     "tests/test_bugreport.py": "a reporter's traceback, as pasted, with their home folder",
     "tests/test_envreports.py": "a freeze line naming a reporter's local project",
     "tests/test_repro.py": "a reporter's traceback, as pasted, with their home folder",
+    "tests/test_json_golden.py": "a reporter's traceback, as pasted, with their home folder",
     "tests/test_commits.py": "an ext:: URL that would write /tmp/x, refused",
     "tests/test_commits_core.py": "a file:// repository URL and an ext:: URL, refused",
 }
