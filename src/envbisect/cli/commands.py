@@ -174,8 +174,9 @@ def _run_by_date(ctx: Context) -> int:
     for c in res.culprits:
         conf = res.confirmation_of(c.package)
         said = conf.said() if conf is not None else "not confirmed"
-        lines.append(f"culprit: {c.package} {c.bad_version} "
-                     f"(was {c.good_version or 'absent'}), {said}")  # fmt: skip
+        lines.append(
+            f"culprit: {c.package} {c.bad_version} (was {c.good_version or 'absent'}), {said}"
+        )
     print_result(ctx, res, lines)
     return 0
 
@@ -253,18 +254,30 @@ def cmd_probe(ctx: Context) -> int:
     reports = probe_reports(rec.stdout_tail)
     runs = rec.all_runs
     if a.json:
-        print(json.dumps({
-            "outcome": o.to_dict(),
-            "reused": reused,
-            "installed": [d.to_dict() for d in rec.installed],
-            "build_seconds": round(rec.build_seconds, 3),
-            "probe_seconds": round(rec.probe_seconds, 3),
-            "reports": reports,
-            "env_id": rec.env_id,
-            "env": mask_env_map(repro.user_env),
-            **({"runs": len(runs), "fails": rec.fails,
-                "run_outcomes": [r.to_dict() for r in runs]} if len(runs) > 1 else {}),
-        }, indent=2))  # fmt: skip
+        print(
+            json.dumps(
+                {
+                    "outcome": o.to_dict(),
+                    "reused": reused,
+                    "installed": [d.to_dict() for d in rec.installed],
+                    "build_seconds": round(rec.build_seconds, 3),
+                    "probe_seconds": round(rec.probe_seconds, 3),
+                    "reports": reports,
+                    "env_id": rec.env_id,
+                    "env": mask_env_map(repro.user_env),
+                    **(
+                        {
+                            "runs": len(runs),
+                            "fails": rec.fails,
+                            "run_outcomes": [r.to_dict() for r in runs],
+                        }
+                        if len(runs) > 1
+                        else {}
+                    ),
+                },
+                indent=2,
+            )
+        )
     else:
         style = STYLE[o.kind]
         how = (
@@ -339,7 +352,7 @@ def _carried(a: argparse.Namespace) -> tuple[str, ...]:
         out += ["--find-links", folder]
     if a.no_config:
         out.append("--no-config")
-    return tuple(out)  # fmt: skip
+    return tuple(out)
 
 
 def probe_reports(stdout: str) -> list[dict[str, object]]:
@@ -419,22 +432,29 @@ def cmd_versions(ctx: Context) -> int:
             reason = c.reason
         elif not in_range:
             reason = f"outside the pins ({spec})"
-        rows.append({
-            "version": str(c.version),
-            "upload_time": c.upload_time.isoformat() if c.upload_time else None,
-            "yanked": c.yanked,
-            "prerelease": c.prerelease,
-            "installable": c.installable,
-            "in_range": in_range,
-            "excluded_reason": reason,
-        })  # fmt: skip
+        rows.append(
+            {
+                "version": str(c.version),
+                "upload_time": c.upload_time.isoformat() if c.upload_time else None,
+                "yanked": c.yanked,
+                "prerelease": c.prerelease,
+                "installable": c.installable,
+                "in_range": in_range,
+                "excluded_reason": reason,
+            }
+        )
     if args.json:
-        print(json.dumps({"package": args.package, "target": target.short, "candidates": rows},
-                         indent=2))  # fmt: skip
+        print(
+            json.dumps(
+                {"package": args.package, "target": target.short, "candidates": rows}, indent=2
+            )
+        )
         return 0
     kept = sum(1 for r in rows if r["excluded_reason"] is None)
-    print(f"{args.package}: {kept} candidate(s) of {len(rows)} for {target.short}"
-          + (f", pins {spec}" if str(spec) else ""))  # fmt: skip
+    print(
+        f"{args.package}: {kept} candidate(s) of {len(rows)} for {target.short}"
+        + (f", pins {spec}" if str(spec) else "")
+    )
     for r in rows:
         when = (r["upload_time"] or "")[:10] or "no date"
         why = f"  excluded: {r['excluded_reason']}" if r["excluded_reason"] else ""
@@ -499,12 +519,17 @@ def cmd_matrix(ctx: Context) -> int:
         written = publish_matrix(spec, session)
     counts = res.counts()
     if a.json:
-        print(json.dumps({"matrix": spec.name, **run_meta, "files": [str(p) for p in written]},
-                         indent=2))  # fmt: skip
+        print(
+            json.dumps(
+                {"matrix": spec.name, **run_meta, "files": [str(p) for p in written]}, indent=2
+            )
+        )
     else:
-        print(f"{spec.name}: {counts['cells']} cells: {counts['built']} built, "
-              f"{counts['reused']} reused, {counts['inferred']} inferred, "
-              f"{counts['unresolvable']} unresolvable")  # fmt: skip
+        print(
+            f"{spec.name}: {counts['cells']} cells: {counts['built']} built, "
+            f"{counts['reused']} reused, {counts['inferred']} inferred, "
+            f"{counts['unresolvable']} unresolvable"
+        )
         print(f"tables: {out / 'table.md'}, {out / 'table.html'}")
     return 0
 
@@ -515,8 +540,9 @@ def cmd_publish(ctx: Context) -> int:
 
     files = [Path(f) for f in ctx.args.files] or sorted(Path("matrices").glob("*.toml"))
     if not files:
-        raise UsageError("no matrix to publish", hint="name matrices/*.toml files",
-                         ref="matrix-missing")  # fmt: skip
+        raise UsageError(
+            "no matrix to publish", hint="name matrices/*.toml files", ref="matrix-missing"
+        )
     common = common_options(ctx.args, command=ctx.command)
     published = []
     for f in files:
@@ -546,5 +572,7 @@ def _machine() -> str:
     import os
     import platform
 
-    return (f"{platform.system()} {platform.machine()}, {os.cpu_count()} cores, "
-            f"Python {platform.python_version()}")  # fmt: skip
+    return (
+        f"{platform.system()} {platform.machine()}, {os.cpu_count()} cores, "
+        f"Python {platform.python_version()}"
+    )

@@ -23,8 +23,15 @@ def commit_lines(res: RunResult) -> list[str]:
 
 def commit_refs(args: argparse.Namespace) -> CommitRefs | None:
     """``run --commits`` and its refs; ``--repo``/``--good-ref``/``--bad-ref`` need it."""
-    given = [f for f, v in (("--repo", args.repo), ("--good-ref", args.good_ref),
-                            ("--bad-ref", args.bad_ref)) if v]  # fmt: skip
+    given = [
+        f
+        for f, v in (
+            ("--repo", args.repo),
+            ("--good-ref", args.good_ref),
+            ("--bad-ref", args.bad_ref),
+        )
+        if v
+    ]
     if not args.commits:
         if given:
             raise UsageError(
@@ -34,8 +41,11 @@ def commit_refs(args: argparse.Namespace) -> CommitRefs | None:
             )
         return None
     if args.by_date:
-        raise UsageError("--commits follows one package's releases; --by-date moves them all",
-                         hint="use --package NAME with --commits", ref="bad-usage")  # fmt: skip
+        raise UsageError(
+            "--commits follows one package's releases; --by-date moves them all",
+            hint="use --package NAME with --commits",
+            ref="bad-usage",
+        )
     return CommitRefs(repo=args.repo, good_ref=args.good_ref, bad_ref=args.bad_ref)
 
 
@@ -56,8 +66,11 @@ def cmd_commits(ctx: Context) -> int:
         search=search_options(a),
     )
     if not (a.repro or ctx.tail or a.probes):
-        ctx.console.print(f"envbisect: no repro given; probing with {repro.describe()}",
-                          markup=False, highlight=False)  # fmt: skip
+        ctx.console.print(
+            f"envbisect: no repro given; probing with {repro.describe()}",
+            markup=False,
+            highlight=False,
+        )
     res = run_commits(opts, ctx.reporter)  # no answer: NoAnswer with the result (main.py)
     assert res.commits is not None
     print_result(ctx, res, res.commits.lines())

@@ -97,14 +97,22 @@ class RichReporter(Reporter):
             return
         if not self._live_ok and done == 0 and what != "environment(s)":
             # Plain lines: one when a long planning starts (a matrix's), none per step.
-            self.message(f"envbisect: planning {total} {what}" if total else
-                         f"envbisect: planning {what}")  # fmt: skip
+            self.message(
+                f"envbisect: planning {total} {what}" if total else f"envbisect: planning {what}"
+            )
         if what == "cells" and total and done == total:
             self._cells_total += total  # one matrix run per Python
         with self._lock:
-            self._planning = None if total and done >= total else (
-                what, done, total, self._clock() if self._planning is None else self._planning[3]
-            )  # fmt: skip
+            self._planning = (
+                None
+                if total and done >= total
+                else (
+                    what,
+                    done,
+                    total,
+                    self._clock() if self._planning is None else self._planning[3],
+                )
+            )
         if self._planning is None:
             self._stop_if_idle()
         else:
@@ -121,8 +129,9 @@ class RichReporter(Reporter):
             return
         self._start_live()
         where = self._where(left, steps_left)
-        self.console.print(f"[dim][{self.step}] probing {escape(version)}{where}[/dim]",
-                           highlight=False)  # fmt: skip
+        self.console.print(
+            f"[dim][{self.step}] probing {escape(version)}{where}[/dim]", highlight=False
+        )
 
     def phase(self, version: str, phase: str) -> None:
         with self._lock:
@@ -139,8 +148,9 @@ class RichReporter(Reporter):
             return
         name = f"{version} " if version else ""
         for line in text.rstrip().splitlines():
-            self.console.print(for_terminal(f"    {name}{stream}: {line}"), markup=False,
-                               highlight=False)  # fmt: skip
+            self.console.print(
+                for_terminal(f"    {name}{stream}: {line}"), markup=False, highlight=False
+            )
 
     def probe_finished(
         self, version: str, outcome: Outcome, seconds: float, reused: bool, drawing: str

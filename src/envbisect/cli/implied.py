@@ -79,8 +79,9 @@ def _with_releases(args: argparse.Namespace, spec: str, cwd: Path) -> ReportFact
         return None
     try:
         found = index_settings(args)
-        config = IndexConfig(index_url=found.main.url,
-                             extra_index_urls=tuple(f.url for f in found.extra))  # fmt: skip
+        config = IndexConfig(
+            index_url=found.main.url, extra_index_urls=tuple(f.url for f in found.extra)
+        )
         cache = getattr(args, "cache_dir", None) or default_cache_dir()
         with IndexClient(config, cache_dir=cache, offline=getattr(args, "offline", False)) as c:
             return load_pins(spec, cwd=cwd, releases=index_releases(c)).report
@@ -92,14 +93,15 @@ def _report(args: argparse.Namespace, facts: ReportFacts, say: Say) -> None:
     r = facts.report
     pins = len(r.rows)
     said = ", ".join(x for x in (f"Python {r.python}" if r.python else "", r.platform or "") if x)
-    say(f"envbisect: {facts.origin}: {' + '.join(r.formats)}: {pins} package(s)"
-        + (f"; {said}" if said else ""))  # fmt: skip
+    say(
+        f"envbisect: {facts.origin}: {' + '.join(r.formats)}: {pins} package(s)"
+        + (f"; {said}" if said else "")
+    )
     if hasattr(args, "python"):
         wanted = python_request(facts)
         if wanted and args.python is None:
             args.python = wanted
-            say(f"envbisect: Python {wanted}, the report's ({r.python}); --python chooses "
-                "another")  # fmt: skip
+            say(f"envbisect: Python {wanted}, the report's ({r.python}); --python chooses another")
         elif wanted and args.python != wanted:
             say(f"envbisect: the report's Python is {r.python}; --python {args.python} is used")
     note = platform_note(facts, system=platform.system(), machine=platform.machine())
@@ -115,15 +117,20 @@ def _report(args: argparse.Namespace, facts: ReportFacts, say: Say) -> None:
             args.torch_backend = backend
             say(f"envbisect: {why}; --torch-backend chooses another")
     for m in facts.mapped:
-        say(f"{'warning' if m.warning else 'envbisect'}: {facts.origin}:{m.line}: {m.name} "
-            f"{m.reported}: {m.why}")  # fmt: skip
+        say(
+            f"{'warning' if m.warning else 'envbisect'}: {facts.origin}:{m.line}: {m.name} "
+            f"{m.reported}: {m.why}"
+        )
     for c in facts.commits:
         where = f" of {c.repository}" if c.repository else ""
-        say(f"envbisect: {facts.origin}: {c.package} is commit {c.commit[:12]}{where}: "
-            "recorded; building from a commit is not used yet")  # fmt: skip
+        say(
+            f"envbisect: {facts.origin}: {c.package} is commit {c.commit[:12]}{where}: "
+            "recorded; building from a commit is not used yet"
+        )
     if r.left_out:
-        shown = "; ".join(r.left_out[:3]) + (f"; and {len(r.left_out) - 3} more"
-                                             if len(r.left_out) > 3 else "")  # fmt: skip
+        shown = "; ".join(r.left_out[:3]) + (
+            f"; and {len(r.left_out) - 3} more" if len(r.left_out) > 3 else ""
+        )
         say(f"envbisect: {facts.origin}: {len(r.left_out)} row(s) left out: {shown}")
 
 

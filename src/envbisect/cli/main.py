@@ -114,8 +114,9 @@ def _main(argv: Sequence[str] | None) -> int:
     if unknown:
         sub = subparser(parser, args.command)
         message = f"unrecognized arguments: {' '.join(unknown)}"
-        print_error(UsageError(message, hint=suggest(message, sub, unknown)
-                               or f"see {sub.prog} --help"))  # fmt: skip
+        print_error(
+            UsageError(message, hint=suggest(message, sub, unknown) or f"see {sub.prog} --help")
+        )
         return 2
     if args.command is None:
         parser.print_help(sys.stderr)
@@ -125,8 +126,11 @@ def _main(argv: Sequence[str] | None) -> int:
     command = COMMANDS[args.command]
     quiet, verbose = getattr(args, "quiet", False), getattr(args, "verbose", False)
     if quiet and verbose:
-        print_error(UsageError("-q and -v cannot be used together",
-                               hint="-q prints the answer only, -v everything"))  # fmt: skip
+        print_error(
+            UsageError(
+                "-q and -v cannot be used together", hint="-q prints the answer only, -v everything"
+            )
+        )
         return 2
     # emoji=False: rich would turn ``:six:`` in ``import:six`` into an emoji. quiet: nothing
     # on stderr but errors (print_error has its own console), the answer on stdout.
@@ -145,8 +149,11 @@ def _main(argv: Sequence[str] | None) -> int:
             implied.apply(args, reporter.message)  # a report's Python and torch, a script's
             if hasattr(args, "index_url"):  # one line: which indexes, and where each came from
                 torch = getattr(args, "torch_backend", None)
-                also = (f"; torch from PyTorch's {torch} index (--torch-backend)"
-                        if torch and torch != "none" else "")  # fmt: skip
+                also = (
+                    f"; torch from PyTorch's {torch} index (--torch-backend)"
+                    if torch and torch != "none"
+                    else ""
+                )
                 reporter.message(o.index_settings(args).describe() + also)
             elif hasattr(args, "find_links") and o.index_settings(args).links:
                 # matrix, publish: the file names the indexes; a folder of this machine's
@@ -155,8 +162,10 @@ def _main(argv: Sequence[str] | None) -> int:
 
                 links = o.index_settings(args).links
                 folders = ", ".join(f"{mask_url(f.url)} ({f.origin})" for f in links)
-                reporter.message(f"envbisect: find-links: {folders}; over the matrix file's "
-                                 "find_links and torch_backend")  # fmt: skip
+                reporter.message(
+                    f"envbisect: find-links: {folders}; over the matrix file's "
+                    "find_links and torch_backend"
+                )
             if hasattr(args, "probe_env"):
                 _say_held_back(reporter, args)
             return command.run(ctx)

@@ -244,10 +244,20 @@ KEEP_ENVS = opt(
 JSON = opt("--json", action="store_true", help="print one JSON object on stdout")
 # Before or after the subcommand; SUPPRESS so that the subcommand's default does not undo the
 # main parser's value.
-QUIET = opt("-q", "--quiet", action="store_true", default=argparse.SUPPRESS,
-            help="print the answer only (errors still go to stderr)")  # fmt: skip
-VERBOSE = opt("-v", "--verbose", action="store_true", default=argparse.SUPPRESS,
-              help="also print uv's output and each probe's output")  # fmt: skip
+QUIET = opt(
+    "-q",
+    "--quiet",
+    action="store_true",
+    default=argparse.SUPPRESS,
+    help="print the answer only (errors still go to stderr)",
+)
+VERBOSE = opt(
+    "-v",
+    "--verbose",
+    action="store_true",
+    default=argparse.SUPPRESS,
+    help="also print uv's output and each probe's output",
+)
 
 # -- how a search runs -----------------------------------------------------------------------
 
@@ -426,13 +436,16 @@ def indexes(args: argparse.Namespace, torch_index: str | None = None) -> IndexCo
             links.append(p)
         elif not p or not Path(p).is_dir():
             raise UsageError(
-                f"{f.origin} {p}: no such folder" if f.origin == "--find-links"
+                f"{f.origin} {p}: no such folder"
+                if f.origin == "--find-links"
                 else f"find-links {p} (from {f.origin}): no such folder",
                 hint="pass a folder of wheels (or a URL); every environment would be "
-                "untestable" + ("" if f.origin == "--find-links" else
-                                "; or --no-config to ignore your settings"),
+                "untestable"
+                + (
+                    "" if f.origin == "--find-links" else "; or --no-config to ignore your settings"
+                ),
                 ref="bad-find-links",
-            )  # fmt: skip
+            )
         else:
             links.append(str(Path(p).resolve()))
     return IndexConfig(
@@ -455,12 +468,14 @@ def check_url(flag: str, url: str) -> None:
         parts = urlsplit(url)
         parts.port  # noqa: B018  (raises on a bad port)
     except ValueError as e:
-        raise UsageError(f"{flag} {mask_url(url)!r} is not a URL ({e})", hint=hint,
-                         ref="bad-url") from None  # fmt: skip
+        raise UsageError(
+            f"{flag} {mask_url(url)!r} is not a URL ({e})", hint=hint, ref="bad-url"
+        ) from None
     ok = (parts.scheme in ("http", "https") and parts.hostname) or parts.scheme == "file"
     if not ok or any(c.isspace() or ord(c) < 32 for c in url):
-        raise UsageError(f"{flag} {mask_url(url)!r} is not an http(s) or file URL", hint=hint,
-                         ref="bad-url")  # fmt: skip
+        raise UsageError(
+            f"{flag} {mask_url(url)!r} is not an http(s) or file URL", hint=hint, ref="bad-url"
+        )
 
 
 def torch_index(args: argparse.Namespace) -> str | TorchChoice | None:

@@ -100,14 +100,27 @@ def add_commits_parser(sub: Subcommands) -> None:
         "rest is held fixed (as in the good release's environment, or as uv resolves it for "
         "the good commit). A commit that does not build is untestable: skipped, never bad.",
     )
-    commits.add_argument("--package", metavar="NAME", required=True,
-                         help="the package built from its commits")  # fmt: skip
-    commits.add_argument("--good", metavar="REF", required=True,
-                         help="a ref (or release version) that works")  # fmt: skip
-    commits.add_argument("--bad", metavar="REF", required=True,
-                         help="a ref (or release version) that fails")  # fmt: skip
-    o.attach(commits, o.REPO, o.BUILD_TIMEOUT, o.ANY_FAILURE, o.SEARCH, o.WITH, o.INDEX,
-             o.PYTHON, o.ALLOW_SDIST, o.PROBING)  # fmt: skip
+    commits.add_argument(
+        "--package", metavar="NAME", required=True, help="the package built from its commits"
+    )
+    commits.add_argument(
+        "--good", metavar="REF", required=True, help="a ref (or release version) that works"
+    )
+    commits.add_argument(
+        "--bad", metavar="REF", required=True, help="a ref (or release version) that fails"
+    )
+    o.attach(
+        commits,
+        o.REPO,
+        o.BUILD_TIMEOUT,
+        o.ANY_FAILURE,
+        o.SEARCH,
+        o.WITH,
+        o.INDEX,
+        o.PYTHON,
+        o.ALLOW_SDIST,
+        o.PROBING,
+    )
 
 
 def add_probe_parser(sub: Subcommands) -> None:
@@ -147,8 +160,20 @@ def add_repro_parser(sub: Subcommands) -> None:
         "(lock, run) follow the answer.",
     )
     repro.add_argument("report", metavar="REPORT", help="a Markdown file, or - for stdin")
-    o.attach(repro, o.ENVIRONMENT, o.REPEAT, o.EXECUTION, o.ENV, o.TIMEOUT, o.NATIVE_BACKTRACE,
-             o.RESULTS, o.KEEP_ENVS, o.JSON, o.ALLOW_DOWNLOAD, o.DRY_RUN)  # fmt: skip
+    o.attach(
+        repro,
+        o.ENVIRONMENT,
+        o.REPEAT,
+        o.EXECUTION,
+        o.ENV,
+        o.TIMEOUT,
+        o.NATIVE_BACKTRACE,
+        o.RESULTS,
+        o.KEEP_ENVS,
+        o.JSON,
+        o.ALLOW_DOWNLOAD,
+        o.DRY_RUN,
+    )
 
 
 def add_pins_parser(sub: Subcommands) -> None:
@@ -225,8 +250,9 @@ def add_lock_parser(sub: Subcommands) -> None:
         help="a date whose environment passed (default: the upload of the newest exact pin)",
     )
     o.ANY_FAILURE.add(lock, help="count any failure as the failure, not only one like the newest's")
-    o.attach(lock, o.WITH, o.INDEX, o.PYTHON, o.PRE, o.JOBS, o.REPEAT, o.EXECUTION, o.PROBING,
-             o.DRY_RUN)  # fmt: skip
+    o.attach(
+        lock, o.WITH, o.INDEX, o.PYTHON, o.PRE, o.JOBS, o.REPEAT, o.EXECUTION, o.PROBING, o.DRY_RUN
+    )
 
 
 def add_matrix_parser(sub: Subcommands) -> None:
@@ -241,16 +267,28 @@ def add_matrix_parser(sub: Subcommands) -> None:
     matrix.add_argument("file", metavar="FILE", help="a matrices/*.toml file")
     o.JOBS.add(matrix, help="cells probed at once, one per row (default 1)")
     o.attach(matrix, o.EXECUTION)
-    o.ENV.add(matrix, help="set NAME=VALUE for every cell's probes (repeatable; interpreter "
-              "variables from your shell never reach them): part of what was probed, and "
-              "recorded in DIR/<matrix>/run.json")  # fmt: skip
-    matrix.add_argument("--full", action="store_true",
-                        help="probe every cell (no inference, no --max-cells limit)")  # fmt: skip
-    matrix.add_argument("--max-cells", type=o.count, default=500, metavar="N",
-                        help="refuse larger matrices without --full (default 500)")  # fmt: skip
-    o.FIND_LINKS.add(matrix, help="a folder of wheels of this machine (repeatable): replaces "
-                     "the file's find_links and stands in for its torch_backend index; default: "
-                     "your settings' find-links (pip.conf, uv.toml, UV_FIND_LINKS)")  # fmt: skip
+    o.ENV.add(
+        matrix,
+        help="set NAME=VALUE for every cell's probes (repeatable; interpreter "
+        "variables from your shell never reach them): part of what was probed, and "
+        "recorded in DIR/<matrix>/run.json",
+    )
+    matrix.add_argument(
+        "--full", action="store_true", help="probe every cell (no inference, no --max-cells limit)"
+    )
+    matrix.add_argument(
+        "--max-cells",
+        type=o.count,
+        default=500,
+        metavar="N",
+        help="refuse larger matrices without --full (default 500)",
+    )
+    o.FIND_LINKS.add(
+        matrix,
+        help="a folder of wheels of this machine (repeatable): replaces "
+        "the file's find_links and stands in for its torch_backend index; default: "
+        "your settings' find-links (pip.conf, uv.toml, UV_FIND_LINKS)",
+    )
     o.NO_CONFIG.add(matrix, help="ignore the find-links folders of your settings")
     o.RESULTS.add(matrix, help="the store and the published tables (default ./results)")
     o.OFFLINE.add(matrix, help="no network: metadata and packages from the caches")
@@ -266,12 +304,16 @@ def add_publish_parser(sub: Subcommands) -> None:
         description="Writes DIR/<matrix>/table.md, table.html, heatmap.svg, results.json, "
         "results.csv, a lockfile per passing cell and the recommended (newest passing) one.",
     )
-    publish.add_argument("files", nargs="*", metavar="FILE",
-                         help="matrices/*.toml files (default: all of matrices/)")  # fmt: skip
+    publish.add_argument(
+        "files", nargs="*", metavar="FILE", help="matrices/*.toml files (default: all of matrices/)"
+    )
     o.attach(publish, o.RESULTS)
-    o.FIND_LINKS.add(publish, help="a folder of wheels of this machine (repeatable), as for "
-                     "matrix: the lockfiles name the file's public indexes, each file from the "
-                     "folder checked there by hash")  # fmt: skip
+    o.FIND_LINKS.add(
+        publish,
+        help="a folder of wheels of this machine (repeatable), as for "
+        "matrix: the lockfiles name the file's public indexes, each file from the "
+        "folder checked there by hash",
+    )
     o.NO_CONFIG.add(publish, help="ignore the find-links folders of your settings")
     o.JSON.add(publish, help="print the files written as one JSON object on stdout")
     o.OFFLINE.add(publish, help="metadata from the cache only")

@@ -44,14 +44,20 @@ _EXCEPTION = re.compile(
 _TRACEBACK = "Traceback (most recent call last):"
 # How reports show a process killed by a signal: the shell's words, faulthandler's, torch's.
 _SIGNALS = (
-    (re.compile(r"Segmentation fault|SIGSEGV|signal 11\b|exit ?code[:= ]+-11\b", re.IGNORECASE),
-     _signal.SIGSEGV),
-    (re.compile(r"\bAborted\b(?: \(core dumped\))?|SIGABRT|Fatal Python error: Aborted",
-                re.IGNORECASE), _signal.SIGABRT),
+    (
+        re.compile(r"Segmentation fault|SIGSEGV|signal 11\b|exit ?code[:= ]+-11\b", re.IGNORECASE),
+        _signal.SIGSEGV,
+    ),
+    (
+        re.compile(
+            r"\bAborted\b(?: \(core dumped\))?|SIGABRT|Fatal Python error: Aborted", re.IGNORECASE
+        ),
+        _signal.SIGABRT,
+    ),
     (re.compile(r"\bBus error\b|SIGBUS", re.IGNORECASE), _signal.SIGBUS),
     (re.compile(r"\bIllegal instruction\b|SIGILL", re.IGNORECASE), _signal.SIGILL),
     (re.compile(r"\bFloating point exception\b|SIGFPE", re.IGNORECASE), _signal.SIGFPE),
-)  # fmt: skip
+)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -193,13 +199,15 @@ def reported_outcome(report: BugReport) -> Outcome | None:
         return None
     if report.signal is not None:
         signum = _signal.Signals[report.signal].value
-        return classify(RawProbe(returncode=-signum, timed_out=False, seconds=0.0,
-                                 stderr_tail=report.error))  # fmt: skip
+        return classify(
+            RawProbe(returncode=-signum, timed_out=False, seconds=0.0, stderr_tail=report.error)
+        )
     text = report.error
     if _TRACEBACK not in text:
         text = f"{_TRACEBACK}\n{text}"
-    return classify(RawProbe(returncode=1, timed_out=False, seconds=0.0,
-                             stderr_tail=_dedent_traceback(text)))  # fmt: skip
+    return classify(
+        RawProbe(returncode=1, timed_out=False, seconds=0.0, stderr_tail=_dedent_traceback(text))
+    )
 
 
 def _dedent_traceback(text: str) -> str:
@@ -217,19 +225,37 @@ _CUDA_CODE = re.compile(
     r"\.cuda\(|\.to\(\s*['\"]cuda|device\s*=\s*['\"]cuda|device_map\s*=\s*['\"]cuda"
     r"|torch\.cuda\.(?!is_available)\w+\(|['\"]cuda:\d['\"]"
 )
-_CUDA_CONFIG = re.compile(r"^\s*(?:deepspeed|quantization_bit|flash_attn|infer_backend)\s*:\s*"
-                          r"(?!\s*(?:null|none|false|disabled|auto|sdpa|eager|huggingface)\b)\S",
-                          re.MULTILINE | re.IGNORECASE)  # fmt: skip
+_CUDA_CONFIG = re.compile(
+    r"^\s*(?:deepspeed|quantization_bit|flash_attn|infer_backend)\s*:\s*"
+    r"(?!\s*(?:null|none|false|disabled|auto|sdpa|eager|huggingface)\b)\S",
+    re.MULTILINE | re.IGNORECASE,
+)
 _CUDA_ERROR = re.compile(r"\bCUDA\b|\bcuDNN\b|\bNCCL\b|\bcublas\b", re.IGNORECASE)
 _HUB_ID = r"['\"](?P<id>[A-Za-z0-9][\w.-]*(?:/[\w.-]+)?)['\"]"
 _HUB_CALLS = (
-    re.compile(r"(?:from_pretrained|hf_hub_download|snapshot_download|load_dataset)\s*\(\s*"
-               r"(?:(?:repo_id|path|pretrained_model_name_or_path)\s*=\s*)?" + _HUB_ID),
+    re.compile(
+        r"(?:from_pretrained|hf_hub_download|snapshot_download|load_dataset)\s*\(\s*"
+        r"(?:(?:repo_id|path|pretrained_model_name_or_path)\s*=\s*)?" + _HUB_ID
+    ),
     re.compile(r"pipeline\s*\([^)]*?\bmodel\s*=\s*" + _HUB_ID),
-)  # fmt: skip
+)
 # load_dataset's own loaders: they read local files, nothing is downloaded.
-_LOADERS = frozenset({"json", "csv", "parquet", "text", "arrow", "pandas", "imagefolder",
-                      "audiofolder", "videofolder", "webdataset", "generator", "sql"})  # fmt: skip
+_LOADERS = frozenset(
+    {
+        "json",
+        "csv",
+        "parquet",
+        "text",
+        "arrow",
+        "pandas",
+        "imagefolder",
+        "audiofolder",
+        "videofolder",
+        "webdataset",
+        "generator",
+        "sql",
+    }
+)
 _HUB_CONFIG = re.compile(r"^\s*model_name_or_path\s*:\s*['\"]?(?P<id>[^\s'\"#]+)", re.MULTILINE)
 _DATA_CONFIG = re.compile(r"^\s*dataset_dir\s*:\s*['\"]?(?P<dir>[^\s'\"#]+)", re.MULTILINE)
 _DATASETS_CONFIG = re.compile(r"^\s*dataset\s*:\s*(?P<names>[^#\n]+)", re.MULTILINE)
@@ -255,8 +281,9 @@ def obstacles(
     if not gpu:
         m = _CUDA_CODE.search(report.code or "") or _CUDA_CONFIG.search(report.config or "")
         if m is not None:
-            found.append(f"the repro needs a CUDA GPU ({m.group(0).strip()!r}); this machine "
-                         "has none")  # fmt: skip
+            found.append(
+                f"the repro needs a CUDA GPU ({m.group(0).strip()!r}); this machine has none"
+            )
         elif report.error and report.signal is None and _CUDA_ERROR.search(_last(report.error)):
             found.append("the reported error is CUDA's; this machine has no GPU")
     if not allow_download:
@@ -268,8 +295,10 @@ def obstacles(
         wanted = folder["dir"] if folder else "data"
         names = _DATASETS_CONFIG.search(report.config)
         if names and not exists(wanted):
-            found.append(f"the config reads the data sets {names['names'].strip()} from "
-                         f"{wanted}/ (LLaMA-Factory's folder), which is not here")  # fmt: skip
+            found.append(
+                f"the config reads the data sets {names['names'].strip()} from "
+                f"{wanted}/ (LLaMA-Factory's folder), which is not here"
+            )
     return found
 
 

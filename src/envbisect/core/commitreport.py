@@ -117,18 +117,23 @@ class CommitAnswer:
             **({"reason": self.reason} if self.reason else {}),
             new_key: self.first_new.to_dict(self.web) if self.first_new else None,
             old_key: self.last_old.to_dict(self.web) if self.last_old else None,
-            **({f"{new_key}_candidates": [c.to_dict(self.web) for c in self.possible]}
-               if self.possible else {}),
+            **(
+                {f"{new_key}_candidates": [c.to_dict(self.web) for c in self.possible]}
+                if self.possible
+                else {}
+            ),
             "commits_in_range": self.commits,
             "probes": self.probes,
             "tested": [t.to_dict(self.web) for t in self.tested],
             "untestable": [{**c.to_dict(self.web), "reason": why} for c, why in self.untestable],
-            "breakpoints": [{new_key: b.first_new.sha, old_key: b.last_old.sha,
-                             "outcome": b.outcome.to_dict()} for b in self.breakpoints],
+            "breakpoints": [
+                {new_key: b.first_new.sha, old_key: b.last_old.sha, "outcome": b.outcome.to_dict()}
+                for b in self.breakpoints
+            ],
             "build": self.build.to_dict() if self.build else None,
             "rest": self.rest,
             **({"start": self.start} if self.start else {}),
-        }  # fmt: skip
+        }
 
     def verdict(self) -> str:
         """One line: the first bad commit and the last good one, or why there is none."""
@@ -139,12 +144,16 @@ class CommitAnswer:
         assert self.last_old is not None and self.first_new is not None
         if self.status is Status.AMBIGUOUS:
             shas = ", ".join(c.short for c in self.possible)
-            return (f"the {new_word} commit of {self.package} is one of {shas} "
-                    f"({self.reason}); {old_word}: {self.last_old.short}")  # fmt: skip
+            return (
+                f"the {new_word} commit of {self.package} is one of {shas} "
+                f"({self.reason}); {old_word}: {self.last_old.short}"
+            )
         shown = self.outcome_of(self.last_old if self.fix else self.first_new)
         how = f": {shown.describe()}" if shown is not None else ""
-        return (f"{new_word} commit of {self.package}: {self.first_new.short}{how}; "
-                f"{old_word}: {self.last_old.short}")  # fmt: skip
+        return (
+            f"{new_word} commit of {self.package}: {self.first_new.short}{how}; "
+            f"{old_word}: {self.last_old.short}"
+        )
 
     def lines(self) -> list[str]:
         """The answer as text lines (untrusted subjects: the caller makes them safe)."""
@@ -156,19 +165,26 @@ class CommitAnswer:
         old_word = "last broken" if self.fix else "last good"
         out.append(f"  {new_word}: {self.first_new.describe(self.web)}")
         out.append(f"  {old_word}: {self.last_old.describe(self.web)}")
-        skipped = f"; untestable: {', '.join(c.short for c, _ in self.untestable)}" if (
-            self.untestable) else ""  # fmt: skip
-        out.append(f"  commits tested: {self.probes} of {self.commits} between {self.good_ref} "
-                   f"and {self.bad_ref}{skipped}")  # fmt: skip
+        skipped = (
+            f"; untestable: {', '.join(c.short for c, _ in self.untestable)}"
+            if (self.untestable)
+            else ""
+        )
+        out.append(
+            f"  commits tested: {self.probes} of {self.commits} between {self.good_ref} "
+            f"and {self.bad_ref}{skipped}"
+        )
         return out
 
     def markdown(self) -> str:
         """The report.md section."""
         title = "First fixed commit" if self.fix else "First bad commit"
         lines = [f"## {title}", "", f"**{md_text(self.verdict())}**", ""]
-        lines.append(f"- repository: {md_code(self.repo)}, first-parent commits after "
-                     f"{md_code(self.good_ref)} up to {md_code(self.bad_ref)}: "
-                     f"{self.commits} in range, {self.probes} built and probed")  # fmt: skip
+        lines.append(
+            f"- repository: {md_code(self.repo)}, first-parent commits after "
+            f"{md_code(self.good_ref)} up to {md_code(self.bad_ref)}: "
+            f"{self.commits} in range, {self.probes} built and probed"
+        )
         if self.start:
             lines.append(f"- {md_text(self.start)}")
         if self.build is not None:
@@ -180,9 +196,12 @@ class CommitAnswer:
                 ("first fixed" if self.fix else "first bad", self.first_new),
                 ("last broken" if self.fix else "last good", self.last_old),
             ):
-                lines.append(f"- {word}: {_md_commit(c, self.web)}")  # fmt: skip
-        lines += ["", "| # | commit | date | subject | version | outcome | counted as |",
-                  "|---|---|---|---|---|---|---|"]  # fmt: skip
+                lines.append(f"- {word}: {_md_commit(c, self.web)}")
+        lines += [
+            "",
+            "| # | commit | date | subject | version | outcome | counted as |",
+            "|---|---|---|---|---|---|---|",
+        ]
         for i, t in enumerate(self.tested, 1):
             c = t.commit
             reused = " (reused)" if t.reused else ""
@@ -193,12 +212,16 @@ class CommitAnswer:
             )
         if self.untestable:
             lines += ["", "Untestable (skipped, never counted as bad):", ""]
-            lines += [f"- {_md_sha(c, self.web)} {md_text(c.subject)}: {md_text(why)}"
-                      for c, why in self.untestable]  # fmt: skip
+            lines += [
+                f"- {_md_sha(c, self.web)} {md_text(c.subject)}: {md_text(why)}"
+                for c, why in self.untestable
+            ]
         if len(self.breakpoints) > 1:
             lines += ["", "Breakpoints, oldest first:", ""]
-            lines += [f"- {_md_sha(b.first_new, self.web)}: {md_text(b.outcome.describe())}"
-                      for b in self.breakpoints]  # fmt: skip
+            lines += [
+                f"- {_md_sha(b.first_new, self.web)}: {md_text(b.outcome.describe())}"
+                for b in self.breakpoints
+            ]
         return "\n".join(lines) + "\n"
 
 

@@ -184,8 +184,18 @@ def repo_from_metadata(text: str) -> str | None:
 
 # Build backends (or requirements) that compile: the build needs a toolchain.
 _COMPILING_BACKENDS = ("scikit_build_core", "mesonpy", "maturin", "pymsbuild", "enscons")
-_COMPILING_REQUIRES = ("cython", "scikit-build", "meson-python", "maturin", "setuptools-rust",
-                       "pybind11", "nanobind", "cmake", "ninja", "cffi")  # fmt: skip
+_COMPILING_REQUIRES = (
+    "cython",
+    "scikit-build",
+    "meson-python",
+    "maturin",
+    "setuptools-rust",
+    "pybind11",
+    "nanobind",
+    "cmake",
+    "ninja",
+    "cffi",
+)
 _SOURCE_SUFFIXES = (".c", ".cc", ".cpp", ".cxx", ".pyx", ".rs", ".f90", ".cu")
 _BUILD_FILES = ("Cargo.toml", "CMakeLists.txt", "meson.build")
 
@@ -210,8 +220,12 @@ class BuildInfo:
         return f"{package} builds from source with {self.backend}{needs}; {how}"
 
     def to_dict(self) -> dict[str, Any]:
-        return {"backend": self.backend, "requires": list(self.requires),
-                "compiles": self.compiles, "why": self.why}  # fmt: skip
+        return {
+            "backend": self.backend,
+            "requires": list(self.requires),
+            "compiles": self.compiles,
+            "why": self.why,
+        }
 
 
 def build_info(pyproject: str | None, setup_py: str | None, files: Sequence[str]) -> BuildInfo:

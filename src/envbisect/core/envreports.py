@@ -222,11 +222,15 @@ def _merge(parts: Sequence[EnvReport]) -> EnvReport:
 # -- facts of the machine ------------------------------------------------------------------
 
 _SYSTEMS = (
-    ("Linux", re.compile(r"\blinux\b|ubuntu|debian|centos|fedora|red hat|rocky|alma|arch linux",
-                         re.IGNORECASE)),
+    (
+        "Linux",
+        re.compile(
+            r"\blinux\b|ubuntu|debian|centos|fedora|red hat|rocky|alma|arch linux", re.IGNORECASE
+        ),
+    ),
     ("Darwin", re.compile(r"\bmacos\b|\bdarwin\b|\bmac os\b|os x", re.IGNORECASE)),
     ("Windows", re.compile(r"\bwindows\b|\bwin(?:32|64)\b|\bmingw|\bcygwin", re.IGNORECASE)),
-)  # fmt: skip
+)
 _MACHINES = re.compile(r"(x86_64|amd64|aarch64|arm64|armv7l|ppc64le|s390x|i686)", re.IGNORECASE)
 
 
@@ -247,15 +251,39 @@ def _python_version(value: str) -> str | None:
 _FIELD = re.compile(r"^ ?[-*]\s+(?P<key>[^:]{1,80}?)\s*:\s*(?P<value>.*?)\s*$")
 _VERSION_KEY = re.compile(r"^(?P<name>.+?)\s+version\b(?P<rest>.*)$", re.IGNORECASE)
 # "- X version: V" keys that name no Python package.
-_NOT_PACKAGES = frozenset({
-    "python", "cuda", "cudnn", "cann", "driver", "nvidia-driver", "gcc", "clang", "cmake",
-    "libc", "rocm", "hip-runtime", "miopen-runtime", "cuda-runtime", "os", "kernel",
-    "jax-backend", "npu", "xpu", "hpu", "mlu", "musa",
-})  # fmt: skip
+_NOT_PACKAGES = frozenset(
+    {
+        "python",
+        "cuda",
+        "cudnn",
+        "cann",
+        "driver",
+        "nvidia-driver",
+        "gcc",
+        "clang",
+        "cmake",
+        "libc",
+        "rocm",
+        "hip-runtime",
+        "miopen-runtime",
+        "cuda-runtime",
+        "os",
+        "kernel",
+        "jax-backend",
+        "npu",
+        "xpu",
+        "hpu",
+        "mlu",
+        "musa",
+    }
+)
 # The names these reports use for packages whose distribution is called otherwise.
 _FIELD_NAMES = {"pytorch": "torch", "huggingface-hub": "huggingface-hub", "jaxlib": "jaxlib"}
-_SUBJECTS = {"llamafactory": "llamafactory-cli env", "transformers": "transformers env",
-             "accelerate": "accelerate env"}  # fmt: skip
+_SUBJECTS = {
+    "llamafactory": "llamafactory-cli env",
+    "transformers": "transformers env",
+    "accelerate": "accelerate env",
+}
 _ABSENT = re.compile(
     r"^(?:not installed|not found|n/?a|none|<fill in>|could not collect|unknown|-)\b",
     re.IGNORECASE,
@@ -327,8 +355,13 @@ def _fields(seg: Segment) -> EnvReport | None:
 # -- python -m torch.utils.collect_env --------------------------------------------------------
 
 _CE_FIELD = re.compile(r"^(?P<key>[A-Za-z][A-Za-z0-9 _/()-]{1,60}):\s*(?P<value>.*?)\s*$")
-_CE_MARKS = ("is debug build", "versions of relevant libraries", "python platform",
-             "cuda used to build pytorch", "is cuda available")  # fmt: skip
+_CE_MARKS = (
+    "is debug build",
+    "versions of relevant libraries",
+    "python platform",
+    "cuda used to build pytorch",
+    "is cuda available",
+)
 _CE_ROW = re.compile(r"^\[(?P<kind>pip3?|conda)\]\s+(?P<rest>.+?)\s*$")
 
 
@@ -397,8 +430,12 @@ def _says_gpu(value: str) -> bool:
 
 _CONDA_HEADER = re.compile(r"^#\s*(?:packages in environment at\b|Name\s+Version\s+Build)")
 # conda's names for packages whose PyPI distribution is called otherwise.
-_CONDA_NAMES = {"pytorch": "torch", "py-xgboost": "xgboost", "pytorch-lightning":
-                "pytorch-lightning", "tensorflow-base": "tensorflow"}  # fmt: skip
+_CONDA_NAMES = {
+    "pytorch": "torch",
+    "py-xgboost": "xgboost",
+    "pytorch-lightning": "pytorch-lightning",
+    "tensorflow-base": "tensorflow",
+}
 # Conda packages that are parts of torch's build, not distributions of their own.
 _CONDA_TORCH_PARTS = frozenset({"pytorch-cuda", "pytorch-mutex", "cudatoolkit", "cuda-toolkit"})
 _CONDA_CUDA = re.compile(r"cuda_?(\d+)\.?(\d)")
@@ -442,8 +479,9 @@ def _conda_row(text: str, number: int, left: list[str]) -> Row | None:
     if key == "python" or key in _CONDA_TORCH_PARTS:
         return Row(name=key, version=version, line=number, kind="conda", build=build)
     if re.search(r"(?:^|_)py(?:\d|h|_|$)", build) or key in _CONDA_NAMES:
-        return Row(name=_CONDA_NAMES.get(key, key), version=version, line=number,
-                   kind="conda", build=build)  # fmt: skip
+        return Row(
+            name=_CONDA_NAMES.get(key, key), version=version, line=number, kind="conda", build=build
+        )
     left.append(f"line {number}: {name} {version} (a conda package, no Python distribution)")
     return None
 

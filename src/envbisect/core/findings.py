@@ -50,8 +50,13 @@ class Finding:
         return f"{self.text}: {self.reason}" if self.reason else self.text
 
     def to_dict(self) -> dict[str, Any]:
-        return {"section": self.section, "kind": self.kind, "text": self.sentence(),
-                "cells": self.cells, "inferred": self.inferred}  # fmt: skip
+        return {
+            "section": self.section,
+            "kind": self.kind,
+            "text": self.sentence(),
+            "cells": self.cells,
+            "inferred": self.inferred,
+        }
 
 
 def vkey(text: str) -> tuple[int, Any]:
@@ -133,14 +138,22 @@ def findings(
             mine = members[(cat, sig)]
             short = _shorten(sig.rsplit("; ", 1)[-1] if cat == "unresolvable" else sig)
             for colset, rowlist in shapes.items():
-                picked = [c for c in mine if sect_key(c, axes) in
-                          {(r, k) for r in rowlist for k in colset}]  # fmt: skip
+                picked = [
+                    c
+                    for c in mine
+                    if sect_key(c, axes) in {(r, k) for r in rowlist for k in colset}
+                ]
                 text = _describe(cat, axes, rows, cols, set(rowlist), set(colset), picked)
-                out.append(Finding(
-                    section=str(sect["title"]), kind=cat, text=text, reason=short,
-                    cells=len(picked),
-                    inferred=sum(1 for c in picked if c["state"] == "inferred"),
-                ))  # fmt: skip
+                out.append(
+                    Finding(
+                        section=str(sect["title"]),
+                        kind=cat,
+                        text=text,
+                        reason=short,
+                        cells=len(picked),
+                        inferred=sum(1 for c in picked if c["state"] == "inferred"),
+                    )
+                )
     out.sort(key=lambda f: (-f.cells, f.section, f.text))
     return out
 
@@ -164,8 +177,10 @@ def _describe(
     if cat == "crash":
         signals = sorted({str(c["signal"]) for c in picked if c.get("signal")})
         if signals:
-            verb_one, verb_many = (f"{verb_one} ({', '.join(signals)})",
-                                   f"{verb_many} ({', '.join(signals)})")  # fmt: skip
+            verb_one, verb_many = (
+                f"{verb_one} ({', '.join(signals)})",
+                f"{verb_many} ({', '.join(signals)})",
+            )
     if len(axes) < 2:
         return f"{row_text} {verb_one if row_one else verb_many}"
     col_text, col_open, col_one = _span(axes[1], cols, colset)

@@ -51,10 +51,26 @@ SELECT_RULES = ("all", "minor-latest", "major-latest")
 _VARIANT = re.compile(r"cpu|cu\d{3}|rocm\d+(\.\d+)*|xpu")
 POLICIES = ("baseline", "contemporary", "latest")
 _MATRIX_KEYS = {
-    "name", "description", "python", "range_from", "pins", "extras", "with", "probes", "repro",
-    "rest", "timeout", "repeats", "index_url", "extra_index_urls", "find_links",
-    "torch_backend", "torch_index_url", "executor", "gpus_per_probe",
-}  # fmt: skip
+    "name",
+    "description",
+    "python",
+    "range_from",
+    "pins",
+    "extras",
+    "with",
+    "probes",
+    "repro",
+    "rest",
+    "timeout",
+    "repeats",
+    "index_url",
+    "extra_index_urls",
+    "find_links",
+    "torch_backend",
+    "torch_index_url",
+    "executor",
+    "gpus_per_probe",
+}
 EXECUTOR_NAMES = ("local", "process", "ray")
 _AXIS_KEYS = {"package", "select", "versions", "range", "use_pins"}
 
@@ -109,8 +125,11 @@ class _Table:
         """``key`` within this table ("" for the table itself)."""
         label = " ".join(x for x in (self.where, key) if x)
         tail = f", got {got!r}" if got is not None else ""
-        return UsageError(f"{self.shown}: {label}: expected {expected}{tail}", hint=SCHEMA_HINT,
-                          ref="matrix-schema")  # fmt: skip
+        return UsageError(
+            f"{self.shown}: {label}: expected {expected}{tail}",
+            hint=SCHEMA_HINT,
+            ref="matrix-schema",
+        )
 
     def only(self, keys: set[str]) -> None:
         extra = set(self.table) - keys
@@ -154,8 +173,12 @@ def parse_matrix(data: Mapping[str, Any], *, path: Path) -> MatrixSpec:
     _check_find_links(t)
     backend = t.string("torch_backend", None)
     if backend is not None and (backend == "auto" or not _VARIANT.fullmatch(backend)):
-        raise t.bad("torch_backend", "a PyTorch index variant: cpu, cu121, cu128, rocm6.2, "
-                    "xpu (auto depends on the machine: not in a file)", backend)  # fmt: skip
+        raise t.bad(
+            "torch_backend",
+            "a PyTorch index variant: cpu, cu121, cu128, rocm6.2, "
+            "xpu (auto depends on the machine: not in a file)",
+            backend,
+        )
     probes, repro = t.strings("probes"), t.string("repro", None)
     if not probes and not repro:
         raise t.bad("probes", "at least one probe (or a repro file)")
@@ -205,8 +228,9 @@ def _runs(t: _Table) -> _Runs:
     if executor is not None and executor not in EXECUTOR_NAMES:
         raise t.bad("executor", " | ".join(EXECUTOR_NAMES), executor)
     gpus = t.whole("gpus_per_probe", 0, 0, 64)
-    return _Runs(rest=rest, timeout=float(timeout), repeats=repeats, executor=executor,
-                 gpus_per_probe=gpus)  # fmt: skip
+    return _Runs(
+        rest=rest, timeout=float(timeout), repeats=repeats, executor=executor, gpus_per_probe=gpus
+    )
 
 
 def _check_find_links(t: _Table) -> None:
@@ -262,8 +286,13 @@ def _axis(t: _Table, a: object) -> Axis:
     use_pins = a.get("use_pins", True)
     if not isinstance(use_pins, bool):
         raise t.bad("use_pins", "true or false", use_pins)
-    return Axis(package=package, select=select, versions=tuple(versions),
-                range=str(rng) if rng is not None else None, use_pins=use_pins)  # fmt: skip
+    return Axis(
+        package=package,
+        select=select,
+        versions=tuple(versions),
+        range=str(rng) if rng is not None else None,
+        use_pins=use_pins,
+    )
 
 
 def select_versions(rule: str, versions: Sequence[Version]) -> list[Version]:

@@ -149,9 +149,13 @@ def report_markdown(res: SearchResult, *, when: datetime) -> str:
         )
     lines += _search_section(res)
     if len(res.breakpoints) > 1:
-        lines += ["", "## Breakpoints", "",
-                  "The outcome changes more than once in the range; each boundary, oldest first:",
-                  ""]  # fmt: skip
+        lines += [
+            "",
+            "## Breakpoints",
+            "",
+            "The outcome changes more than once in the range; each boundary, oldest first:",
+            "",
+        ]
         for b in res.breakpoints:
             lines.append(f"- {_md(b.describe())} (the version before: {_md(b.last_old)})")
     if res.skipped:
@@ -242,8 +246,9 @@ def index_options(indexes: IndexConfig, used: set[str] | None = None) -> list[st
         return used is None or mask_url(url) in used or url in used
 
     out = [f"--index-url {strip_credentials(indexes.index_url)}"]
-    out += [f"--extra-index-url {strip_credentials(u)}" for u in indexes.extra_index_urls
-            if wanted(u)]  # fmt: skip
+    out += [
+        f"--extra-index-url {strip_credentials(u)}" for u in indexes.extra_index_urls if wanted(u)
+    ]
     if indexes.torch_index and wanted(indexes.torch_index):  # torch's own files
         out.append(f"--extra-index-url {strip_credentials(indexes.torch_index)}")
     out += [f"--find-links {strip_credentials(u)}" for u in indexes.find_links if wanted(u)]

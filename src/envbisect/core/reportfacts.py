@@ -26,8 +26,13 @@ class Mapped:
     warning: bool = True
 
     def to_dict(self) -> dict[str, Any]:
-        return {"package": self.name, "reported": self.reported, "used": self.used,
-                "why": self.why, "line": self.line}  # fmt: skip
+        return {
+            "package": self.name,
+            "reported": self.reported,
+            "used": self.used,
+            "why": self.why,
+            "line": self.line,
+        }
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

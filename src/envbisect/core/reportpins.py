@@ -36,8 +36,18 @@ Releases = Callable[[str], Sequence[Version] | None]
 
 # Torch's family, whose local label names a build of PyTorch's index (index/pytorch.py's
 # TORCH_PACKAGES; kept here too: the core imports no index module).
-TORCH_FAMILY = frozenset({"torch", "torchvision", "torchaudio", "torchtext", "torchdata",
-                          "triton", "pytorch-triton", "pytorch-triton-rocm"})  # fmt: skip
+TORCH_FAMILY = frozenset(
+    {
+        "torch",
+        "torchvision",
+        "torchaudio",
+        "torchtext",
+        "torchdata",
+        "triton",
+        "pytorch-triton",
+        "pytorch-triton-rocm",
+    }
+)
 _VARIANT = re.compile(r"^(cpu|cu\d{3}|rocm\d+(?:\.\d+)*|xpu)$")
 # Where a project's commits live, for the packages whose reports name a commit.
 REPOSITORIES = {
@@ -63,10 +73,20 @@ def report_pins(report: EnvReport, *, origin: str, releases: Releases | None = N
     variant = torch_variant(report)
     for row in report.rows:
         if not row.key or not is_project_name(row.name):
-            why = ("an editable install that names no package: left out" if not row.key
-                   else "not a project name: left out")  # fmt: skip
-            mapped.append(Mapped(name=row.key or "?", reported=row.url or row.version,
-                                 used=None, line=row.line, why=why))  # fmt: skip
+            why = (
+                "an editable install that names no package: left out"
+                if not row.key
+                else "not a project name: left out"
+            )
+            mapped.append(
+                Mapped(
+                    name=row.key or "?",
+                    reported=row.url or row.version,
+                    used=None,
+                    line=row.line,
+                    why=why,
+                )
+            )
             continue
         text, why, commit, warn = _map_row(row, report, releases)
         if commit is not None and row.key not in commits:
@@ -75,10 +95,18 @@ def report_pins(report: EnvReport, *, origin: str, releases: Releases | None = N
         pins.append(Pin(requirement=Requirement(text), origin=where, text=text))
         if why:
             reported = row.version or (row.url or "")
-            mapped.append(Mapped(name=row.key, reported=reported, used=text, why=why,
-                                 line=row.line, warning=warn))  # fmt: skip
-    facts = ReportFacts(report=report, origin=origin, variant=variant, mapped=tuple(mapped),
-                        commits=tuple(commits.values()))  # fmt: skip
+            mapped.append(
+                Mapped(
+                    name=row.key, reported=reported, used=text, why=why, line=row.line, warning=warn
+                )
+            )
+    facts = ReportFacts(
+        report=report,
+        origin=origin,
+        variant=variant,
+        mapped=tuple(mapped),
+        commits=tuple(commits.values()),
+    )
     return PinSet(
         source=origin,
         requirements=tuple(pins),
@@ -98,8 +126,9 @@ def _map_row(
         vcs = _VCS.match(row.url)
         commit = Commit(package=name, commit=vcs["rev"], repository=vcs["repo"]) if vcs else None
         if row.version:  # pip freeze named the editable's version in a comment
-            text, why, _, _ = _map_row(Row(name=row.name, version=row.version, line=row.line),
-                                       report, releases)  # fmt: skip
+            text, why, _, _ = _map_row(
+                Row(name=row.name, version=row.version, line=row.line), report, releases
+            )
             return text, why or "installed from a URL: its version as pip named it", commit, True
         return name, "installed from a URL, no version: the newest release", commit, True
     try:
@@ -174,21 +203,29 @@ def torch_backend(variant: str | None, *, driver_cuda: str | None) -> tuple[str 
     if variant.startswith("cu"):
         wanted = Version(f"{variant[2:-1]}.{variant[-1]}")
         if driver_cuda is None:
-            return "cpu", (f"torch: the report's build is for CUDA {wanted} ({variant}); this "
-                           "machine has no GPU: the CPU build (PyTorch's cpu index)")  # fmt: skip
+            return "cpu", (
+                f"torch: the report's build is for CUDA {wanted} ({variant}); this "
+                "machine has no GPU: the CPU build (PyTorch's cpu index)"
+            )
         try:
             supported = Version(driver_cuda)
         except InvalidVersion:
             supported = wanted
         if wanted <= supported:
-            return variant, f"torch: the report's {variant} build (this driver supports CUDA " \
-                f"{driver_cuda})"  # fmt: skip
+            return (
+                variant,
+                f"torch: the report's {variant} build (this driver supports CUDA {driver_cuda})",
+            )
         best = _newest_supported(supported)
         if best is None:
-            return "cpu", (f"torch: the report's build is for CUDA {wanted}; this driver "
-                           f"supports CUDA {driver_cuda} only: the CPU build")  # fmt: skip
-        return best, (f"torch: the report's build is for CUDA {wanted}; this driver supports "
-                      f"CUDA {driver_cuda}: the {best} build")  # fmt: skip
+            return "cpu", (
+                f"torch: the report's build is for CUDA {wanted}; this driver "
+                f"supports CUDA {driver_cuda} only: the CPU build"
+            )
+        return best, (
+            f"torch: the report's build is for CUDA {wanted}; this driver supports "
+            f"CUDA {driver_cuda}: the {best} build"
+        )
     if driver_cuda is None:
         return "cpu", f"torch: the report's {variant} build; no GPU here: the CPU build"
     return variant, f"torch: the report's {variant} build"
@@ -216,10 +253,14 @@ def platform_note(facts: ReportFacts, *, system: str, machine: str) -> str | Non
     theirs = r.platform or " ".join(x for x in (r.system, r.machine) if x)
     here = f"{system} {machine}"
     if r.system and r.system != system:
-        return (f"{facts.origin}: the report is from {r.system} ({theirs}); this machine is "
-                f"{here}: its pins are used as they are, some may not install here")  # fmt: skip
+        return (
+            f"{facts.origin}: the report is from {r.system} ({theirs}); this machine is "
+            f"{here}: its pins are used as they are, some may not install here"
+        )
     mine, yours = _SAME_MACHINE.get(machine.lower(), machine.lower()), (r.machine or "").lower()
     if yours and _SAME_MACHINE.get(yours, yours) != mine:
-        return (f"{facts.origin}: the report is from a {r.machine} machine ({theirs}); this one "
-                f"is {here}: its pins are used as they are, some may not install here")  # fmt: skip
+        return (
+            f"{facts.origin}: the report is from a {r.machine} machine ({theirs}); this one "
+            f"is {here}: its pins are used as they are, some may not install here"
+        )
     return None

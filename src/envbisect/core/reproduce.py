@@ -46,9 +46,15 @@ class ReproStatus(enum.Enum):
 
 # 0: the failure happened here; 4 (as envbisect probe's "it does not pass"): the repro ran
 # and the report's failure did not happen; 1 (every mode's "no answer"): it could not be run.
-_EXIT = {ReproStatus.REPRODUCED: 0, ReproStatus.FAILS: 0, ReproStatus.DRY_RUN: 0,
-         ReproStatus.DIFFERENT: 4, ReproStatus.PASSES: 4,
-         ReproStatus.CANNOT: 1, ReproStatus.UNTESTABLE: 1}  # fmt: skip
+_EXIT = {
+    ReproStatus.REPRODUCED: 0,
+    ReproStatus.FAILS: 0,
+    ReproStatus.DRY_RUN: 0,
+    ReproStatus.DIFFERENT: 4,
+    ReproStatus.PASSES: 4,
+    ReproStatus.CANNOT: 1,
+    ReproStatus.UNTESTABLE: 1,
+}
 
 
 def decide(expected: Outcome | None, seen: Outcome) -> ReproStatus:

@@ -119,8 +119,9 @@ class Roots:
             if c.forced
         ]
         checks = "; ".join(f"{c.environment}: {c.outcome}" for c in self.checks)
-        lines.append(f"roots verified: {checks}" if self.verified else
-                     f"roots not verified: {self.note}")  # fmt: skip
+        lines.append(
+            f"roots verified: {checks}" if self.verified else f"roots not verified: {self.note}"
+        )
         return lines
 
 

@@ -67,8 +67,10 @@ class Constraint:
         """The CLI's line: ``held back: lib<2.0 (2.0 fail (sig); 1.9 passes)``."""
         o = self.outcome
         why = o.kind.value + (f" ({o.signature})" if o.signature else "")
-        return (f"held back: {self.package}{self.specifier} ({self.first_bad} {why}; "
-                f"{self.last_good} passes)")  # fmt: skip
+        return (
+            f"held back: {self.package}{self.specifier} ({self.first_bad} {why}; "
+            f"{self.last_good} passes)"
+        )
 
     def to_dict(self) -> dict[str, Any]:
         o = self.outcome

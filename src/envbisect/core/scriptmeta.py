@@ -50,8 +50,11 @@ class ScriptMetadata:
     line: int
 
     def to_dict(self) -> dict[str, Any]:
-        return {"dependencies": list(self.dependencies), "requires_python": self.requires_python,
-                "line": self.line}  # fmt: skip
+        return {
+            "dependencies": list(self.dependencies),
+            "requires_python": self.requires_python,
+            "line": self.line,
+        }
 
 
 def read_script_metadata(text: str, *, origin: str) -> ScriptMetadata | None:

@@ -278,18 +278,21 @@ def with_platform(base: Target, tag: str) -> Target:
         else:
             arch = tag[len("linux_") :]
         platform = f"linux-{arch}"
-        markers.update(sys_platform="linux", platform_system="Linux", os_name="posix",
-                       platform_machine=arch)  # fmt: skip
+        markers.update(
+            sys_platform="linux", platform_system="Linux", os_name="posix", platform_machine=arch
+        )
     elif mac:
         macos, arch = (int(mac.group(1)), int(mac.group(2))), mac.group(3)
         platform = f"macosx-{macos[0]}.{macos[1]}-{arch}"
-        markers.update(sys_platform="darwin", platform_system="Darwin", os_name="posix",
-                       platform_machine=arch)  # fmt: skip
+        markers.update(
+            sys_platform="darwin", platform_system="Darwin", os_name="posix", platform_machine=arch
+        )
     elif tag in ("win_amd64", "win32", "win_arm64"):
         platform = tag.replace("_", "-")
         machine = {"win_amd64": "AMD64", "win32": "x86", "win_arm64": "ARM64"}[tag]
-        markers.update(sys_platform="win32", platform_system="Windows", os_name="nt",
-                       platform_machine=machine)  # fmt: skip
+        markers.update(
+            sys_platform="win32", platform_system="Windows", os_name="nt", platform_machine=machine
+        )
     else:
         raise ValueError(tag)
     return Target(

@@ -27,9 +27,21 @@ from packaging.version import InvalidVersion, Version
 from envbisect import __version__
 
 PACKAGES = (
-    "torch", "transformers", "datasets", "accelerate", "peft", "trl", "tokenizers",
-    "pyarrow", "numpy", "deepspeed", "bitsandbytes", "vllm", "flash-attn", "llamafactory",
-)  # fmt: skip
+    "torch",
+    "transformers",
+    "datasets",
+    "accelerate",
+    "peft",
+    "trl",
+    "tokenizers",
+    "pyarrow",
+    "numpy",
+    "deepspeed",
+    "bitsandbytes",
+    "vllm",
+    "flash-attn",
+    "llamafactory",
+)
 
 # Runs inside the reported environment: standard library only, Python 3.8 syntax.
 REPORT_SCRIPT = r"""
@@ -220,23 +232,28 @@ def _check_cuda(report: Mapping[str, Any]) -> list[Check]:
     if build is None or driver is None:
         return []
     if build.major > driver.major:
-        return [Check(
-            ref="cuda-build-newer-than-driver",
-            severity="error",
-            message=f"torch {torch.get('version')} is built for CUDA {build}, the driver "
-            f"({nvidia.get('driver')}) supports CUDA {driver} at most",
-            fix=f"install a torch built for CUDA {driver.major}.x or older (e.g. "
-            f"--torch-backend cu{driver.major}{min(driver.minor, 8)}), "
-            "or upgrade the NVIDIA driver",
-        )]  # fmt: skip
+        return [
+            Check(
+                ref="cuda-build-newer-than-driver",
+                severity="error",
+                message=f"torch {torch.get('version')} is built for CUDA {build}, the driver "
+                f"({nvidia.get('driver')}) supports CUDA {driver} at most",
+                fix=f"install a torch built for CUDA {driver.major}.x or older (e.g. "
+                f"--torch-backend cu{driver.major}{min(driver.minor, 8)}), "
+                "or upgrade the NVIDIA driver",
+            )
+        ]
     if build > driver:
-        return [Check(
-            ref="cuda-build-newer-than-driver",
-            severity="warning",
-            message=f"torch is built for CUDA {build}, the driver supports CUDA {driver}: it "
-            "runs through CUDA minor-version compatibility, but kernels JIT-compiled from PTX fail",
-            fix=f"use a torch built for CUDA {driver} or older, or upgrade the NVIDIA driver",
-        )]  # fmt: skip
+        return [
+            Check(
+                ref="cuda-build-newer-than-driver",
+                severity="warning",
+                message=f"torch is built for CUDA {build}, the driver supports CUDA {driver}: "
+                "it runs through CUDA minor-version compatibility, but kernels JIT-compiled "
+                "from PTX fail",
+                fix=f"use a torch built for CUDA {driver} or older, or upgrade the NVIDIA driver",
+            )
+        ]
     return []
 
 
@@ -253,14 +270,16 @@ def _check_glibc(report: Mapping[str, Any]) -> list[Check]:
                 v = Version(f"{m.group(1)}.{m.group(2)}")
                 needed = v if needed is None or v < needed else needed
         if needed is not None and needed > glibc:
-            out.append(Check(
-                ref="glibc-too-old",
-                severity="error",
-                message=f"{name} {info.get('version')} is a manylinux_{needed.major}_"
-                f"{needed.minor} wheel; this system has glibc {glibc}",
-                fix=f"install a {name} release with a wheel for glibc {glibc} or older, "
-                "or run on a newer system",
-            ))  # fmt: skip
+            out.append(
+                Check(
+                    ref="glibc-too-old",
+                    severity="error",
+                    message=f"{name} {info.get('version')} is a manylinux_{needed.major}_"
+                    f"{needed.minor} wheel; this system has glibc {glibc}",
+                    fix=f"install a {name} release with a wheel for glibc {glibc} or older, "
+                    "or run on a newer system",
+                )
+            )
     return out
 
 
@@ -284,13 +303,15 @@ def _check_llamafactory(report: Mapping[str, Any]) -> list[Check]:
             continue
         v = _ver(have)
         if v is not None and not req.specifier.contains(v, prereleases=True):
-            out.append(Check(
-                ref="outside-llamafactory-pins",
-                severity="warning",
-                message=f"{req.name} {have} is outside LLaMA-Factory's pins ({req.specifier})",
-                fix=f"pip install '{req.name}{req.specifier}' (or find the version that works "
-                "with envbisect run; DISABLE_VERSION_CHECK=1 only silences the check)",
-            ))  # fmt: skip
+            out.append(
+                Check(
+                    ref="outside-llamafactory-pins",
+                    severity="warning",
+                    message=f"{req.name} {have} is outside LLaMA-Factory's pins ({req.specifier})",
+                    fix=f"pip install '{req.name}{req.specifier}' (or find the version that works "
+                    "with envbisect run; DISABLE_VERSION_CHECK=1 only silences the check)",
+                )
+            )
     return out
 
 
@@ -300,13 +321,15 @@ def _check_numpy_abi(report: Mapping[str, Any]) -> list[Check]:
     if numpy is None or numpy.major < 2 or not bad:
         return []
     names = ", ".join(f"{b['package']} {b['version']}" for b in bad)
-    return [Check(
-        ref="numpy2-abi",
-        severity="error",
-        message=f"numpy {numpy} is installed, and {names} (built against NumPy 1.x) "
-        "fail to import with it",
-        fix="pip install 'numpy<2', or upgrade those packages to releases built for NumPy 2",
-    )]  # fmt: skip
+    return [
+        Check(
+            ref="numpy2-abi",
+            severity="error",
+            message=f"numpy {numpy} is installed, and {names} (built against NumPy 1.x) "
+            "fail to import with it",
+            fix="pip install 'numpy<2', or upgrade those packages to releases built for NumPy 2",
+        )
+    ]
 
 
 def render(report: Mapping[str, Any], found: list[Check]) -> str:

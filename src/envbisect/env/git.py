@@ -35,20 +35,39 @@ from envbisect.redact import mask_text
 from envbisect.textsafe import for_terminal
 
 MIRRORS = "git-v1"  # the layout's version, as the metadata cache's folders carry one
-_DROP = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY",
-         "GIT_ALTERNATE_OBJECT_DIRECTORIES", "GIT_NAMESPACE", "GIT_COMMON_DIR",
-         "GIT_CEILING_DIRECTORIES", "GIT_DISCOVERY_ACROSS_FILESYSTEM", "GIT_QUARANTINE_PATH",
-         "GIT_CONFIG_PARAMETERS", "GIT_CONFIG_COUNT", "GIT_EXEC_PATH")  # fmt: skip
+_DROP = (
+    "GIT_DIR",
+    "GIT_WORK_TREE",
+    "GIT_INDEX_FILE",
+    "GIT_OBJECT_DIRECTORY",
+    "GIT_ALTERNATE_OBJECT_DIRECTORIES",
+    "GIT_NAMESPACE",
+    "GIT_COMMON_DIR",
+    "GIT_CEILING_DIRECTORIES",
+    "GIT_DISCOVERY_ACROSS_FILESYSTEM",
+    "GIT_QUARANTINE_PATH",
+    "GIT_CONFIG_PARAMETERS",
+    "GIT_CONFIG_COUNT",
+    "GIT_EXEC_PATH",
+)
 _SCHEMES = ("https", "http", "ssh", "git", "file")
 _SCP = re.compile(r"[A-Za-z0-9._-]+@[A-Za-z0-9.-]+:[A-Za-z0-9._~/-]+")
 # A ref as a user types one: a tag, a branch, a commit id; never an option, a range or a path.
 _REF = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._/+-]{0,199}")
 LOCAL_TIMEOUT = 120.0
 NETWORK_TIMEOUT = 1800.0
-_NOT_FOUND = ("not found", "does not exist", "does not appear to be a git repository",
-              "not a git repository", "Authentication failed", "terminal prompts disabled",
-              "could not read Username", "Permission denied", "dubious ownership",
-              "No such file or directory")  # fmt: skip
+_NOT_FOUND = (
+    "not found",
+    "does not exist",
+    "does not appear to be a git repository",
+    "not a git repository",
+    "Authentication failed",
+    "terminal prompts disabled",
+    "could not read Username",
+    "Permission denied",
+    "dubious ownership",
+    "No such file or directory",
+)
 _REPO_HINT = (
     "pass --repo with a git URL (https://github.com/OWNER/REPO) or the path of a local "
     "repository; a private one needs a credential helper or an SSH URL"
@@ -79,20 +98,21 @@ def check_repo(text: str, *, origin: Path) -> Repo:
     without a password, ``user@host:path``, or an existing local folder (relative to
     ``origin``)."""
     if not text or text.startswith("-") or any(c.isspace() or ord(c) < 32 for c in text):
-        raise UsageError(f"--repo {text!r} is not a repository", hint=_REPO_HINT,
-                         ref="bad-repo")  # fmt: skip
+        raise UsageError(f"--repo {text!r} is not a repository", hint=_REPO_HINT, ref="bad-repo")
     if "://" in text:
         try:
             parts = urlsplit(text)
             parts.port  # noqa: B018  (raises on a bad port)
         except ValueError as e:
-            raise UsageError(f"--repo {mask_text(text)!r} is not a URL ({e})", hint=_REPO_HINT,
-                             ref="bad-repo") from None  # fmt: skip
+            raise UsageError(
+                f"--repo {mask_text(text)!r} is not a URL ({e})", hint=_REPO_HINT, ref="bad-repo"
+            ) from None
         if parts.scheme not in _SCHEMES or (parts.scheme != "file" and not parts.hostname):
             raise UsageError(
                 f"--repo {mask_text(text)!r}: git over {parts.scheme or 'that'} is not allowed",
-                hint="use an https, ssh, git or file URL, or a local path", ref="bad-repo",
-            )  # fmt: skip
+                hint="use an https, ssh, git or file URL, or a local path",
+                ref="bad-repo",
+            )
         if parts.password:
             raise UsageError(
                 "--repo carries a password: git would store it in the mirror's config",
@@ -104,8 +124,9 @@ def check_repo(text: str, *, origin: Path) -> Repo:
         return Repo(url=text, shown=text, web=web_base(text), local=False)
     path = (origin / text).resolve()
     if not path.is_dir():
-        raise UsageError(f"--repo {text}: no such repository folder", hint=_REPO_HINT,
-                         ref="repo-not-found")  # fmt: skip
+        raise UsageError(
+            f"--repo {text}: no such repository folder", hint=_REPO_HINT, ref="repo-not-found"
+        )
     return Repo(url=str(path), shown=str(path), web=None, local=True)
 
 
@@ -126,8 +147,9 @@ def check_ref(text: str, flag: str) -> str:
 def find_git() -> str:
     found = shutil.which("git")
     if found is None:
-        raise InfrastructureError("git is not installed", hint="install git (apt install git)",
-                                  ref="git-missing")  # fmt: skip
+        raise InfrastructureError(
+            "git is not installed", hint="install git (apt install git)", ref="git-missing"
+        )
     return found
 
 
@@ -147,13 +169,13 @@ class Git:
     def run(
         self, args: Sequence[str], *, timeout: float = LOCAL_TIMEOUT
     ) -> subprocess.CompletedProcess[str]:
-        argv = [self.binary, "-c", "protocol.ext.allow=never", "-c", "core.askPass=true",
-                *args]  # fmt: skip
+        argv = [self.binary, "-c", "protocol.ext.allow=never", "-c", "core.askPass=true", *args]
         try:
             return run_captured(argv, env=self.env(), timeout=timeout)
         except FileNotFoundError as e:
-            raise InfrastructureError(f"git is not installed at {self.binary}",
-                                      hint="install git", ref="git-missing") from e  # fmt: skip
+            raise InfrastructureError(
+                f"git is not installed at {self.binary}", hint="install git", ref="git-missing"
+            ) from e
         except subprocess.TimeoutExpired as e:
             raise InfrastructureError(
                 f"git {args[0]} took longer than {timeout:g} s",
@@ -174,8 +196,10 @@ def mirror(git: Git, repo: Repo, cache_dir: Path) -> tuple[Path, str]:
     if path.is_dir():
         if git.offline:
             return path, "offline"
-        proc = git.run(["--git-dir", str(path), "fetch", "--quiet", "--prune", "--tags",
-                        "origin"], timeout=NETWORK_TIMEOUT)  # fmt: skip
+        proc = git.run(
+            ["--git-dir", str(path), "fetch", "--quiet", "--prune", "--tags", "origin"],
+            timeout=NETWORK_TIMEOUT,
+        )
         if proc.returncode != 0:
             raise _clone_error(repo, proc.stderr, doing="fetching")
         return path, "fetched"
@@ -196,8 +220,9 @@ def mirror(git: Git, repo: Repo, cache_dir: Path) -> tuple[Path, str]:
     partial = folder / f".{repo.key}.{os.getpid()}.partial"
     shutil.rmtree(partial, ignore_errors=True)
     try:
-        proc = git.run(["clone", "--quiet", "--mirror", "--", repo.url, str(partial)],
-                       timeout=NETWORK_TIMEOUT)  # fmt: skip
+        proc = git.run(
+            ["clone", "--quiet", "--mirror", "--", repo.url, str(partial)], timeout=NETWORK_TIMEOUT
+        )
         if proc.returncode != 0:
             raise _clone_error(repo, proc.stderr, doing="cloning")
         try:
@@ -213,8 +238,9 @@ def mirror(git: Git, repo: Repo, cache_dir: Path) -> tuple[Path, str]:
 def _clone_error(repo: Repo, stderr: str, *, doing: str) -> UsageError | InfrastructureError:
     line = _last_line(stderr)
     if any(p in stderr for p in _NOT_FOUND):
-        return UsageError(f"no git repository at {repo.shown} ({line})", hint=_REPO_HINT,
-                          ref="repo-not-found")  # fmt: skip
+        return UsageError(
+            f"no git repository at {repo.shown} ({line})", hint=_REPO_HINT, ref="repo-not-found"
+        )
     return InfrastructureError(
         f"git failed {doing} {repo.shown}: {line}",
         hint="check the network and the repository URL; a rerun resumes",
@@ -229,8 +255,9 @@ def _last_line(text: str) -> str:
 
 def resolve(git: Git, mirror_path: Path, ref: str) -> str | None:
     """The commit ``ref`` names in the mirror (a full id), or None."""
-    proc = git.read(mirror_path, "rev-parse", "--verify", "--quiet", "--end-of-options",
-                    f"{ref}^{{commit}}")  # fmt: skip
+    proc = git.read(
+        mirror_path, "rev-parse", "--verify", "--quiet", "--end-of-options", f"{ref}^{{commit}}"
+    )
     sha = proc.stdout.strip()
     return sha if proc.returncode == 0 and SHA.fullmatch(sha) else None
 
@@ -271,12 +298,22 @@ def commit(git: Git, mirror_path: Path, sha: str) -> Commit:
 
 def first_parent(git: Git, mirror_path: Path, good: str, bad: str) -> list[Commit]:
     """The first-parent commits after ``good`` up to ``bad`` (included), oldest first."""
-    proc = git.read(mirror_path, "log", "-z", "--first-parent", "--reverse", f"--format={_FORMAT}",
-                    f"{_sha(good)}..{_sha(bad)}", "--")  # fmt: skip
+    proc = git.read(
+        mirror_path,
+        "log",
+        "-z",
+        "--first-parent",
+        "--reverse",
+        f"--format={_FORMAT}",
+        f"{_sha(good)}..{_sha(bad)}",
+        "--",
+    )
     if proc.returncode != 0:
-        raise InfrastructureError(f"git log failed: {_last_line(proc.stderr)}",
-                                  hint="the mirror may be damaged: remove it and rerun",
-                                  ref="git-failed")  # fmt: skip
+        raise InfrastructureError(
+            f"git log failed: {_last_line(proc.stderr)}",
+            hint="the mirror may be damaged: remove it and rerun",
+            ref="git-failed",
+        )
     return _commits(proc.stdout)
 
 
@@ -287,8 +324,9 @@ def _commits(out: str) -> list[Commit]:
         if len(fields) != 4 or not SHA.fullmatch(fields[0]):
             continue
         sha, parents, date, subject = fields
-        found.append(Commit(sha=sha, subject=subject, author_date=date,
-                            parents=len(parents.split())))  # fmt: skip
+        found.append(
+            Commit(sha=sha, subject=subject, author_date=date, parents=len(parents.split()))
+        )
     return found
 
 
@@ -314,16 +352,26 @@ def export(git: Git, mirror_path: Path, sha: str, dest: Path) -> None:
         )
     steps = (
         ["clone", "--quiet", "--shared", "--no-checkout", "--", str(mirror_path), str(dest)],
-        ["-C", str(dest), "-c", "advice.detachedHead=false", "checkout", "--quiet", "--detach",
-         _sha(sha), "--"],
-    )  # fmt: skip
+        [
+            "-C",
+            str(dest),
+            "-c",
+            "advice.detachedHead=false",
+            "checkout",
+            "--quiet",
+            "--detach",
+            _sha(sha),
+            "--",
+        ],
+    )
     for args in steps:
         proc = git.run(args)
         if proc.returncode != 0:
-            raise InfrastructureError(f"git could not check out {sha[:12]}: "
-                                      f"{_last_line(proc.stderr)}",
-                                      hint="the mirror may be damaged: remove it and rerun",
-                                      ref="git-failed")  # fmt: skip
+            raise InfrastructureError(
+                f"git could not check out {sha[:12]}: {_last_line(proc.stderr)}",
+                hint="the mirror may be damaged: remove it and rerun",
+                ref="git-failed",
+            )
 
 
 def _sha(sha: str) -> str:

@@ -212,8 +212,9 @@ def load_pins(
 def _report(text: str, label: str, releases: Releases | None) -> PinSet:
     """An environment report's pins; a text with none is an error."""
     if not text.strip():
-        raise UsageError(f"{label} is empty", hint=f"paste {REPORT_FORMS} into it",
-                         ref="pins-empty")  # fmt: skip
+        raise UsageError(
+            f"{label} is empty", hint=f"paste {REPORT_FORMS} into it", ref="pins-empty"
+        )
     report = read_report(text)
     if report is None or not report.rows:
         raise UsageError(

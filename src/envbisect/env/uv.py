@@ -193,8 +193,10 @@ def _python_hint(uv: Uv, request: str | None) -> str:
         key=lambda v: tuple(int(p) if p.isdigit() else 0 for p in v.split(".")),
     )
     if not have:
-        return f"no Python {request} exists that uv could install: name a version such as " \
-            f"3.12 (uv python install 3.12) {path_hint}"  # fmt: skip
+        return (
+            f"no Python {request} exists that uv could install: name a version such as "
+            f"3.12 (uv python install 3.12) {path_hint}"
+        )
     minor = ".".join(have[-1].split(".")[:2])
     return (
         f"no Python {request} exists that uv could install; this machine has "

@@ -61,8 +61,21 @@ class UvFallback:
             out = folder / "requirements.txt"
             if policy is Policy.BASELINE:
                 out.write_text("".join(f"{n}=={v}\n" for n, v in baseline.items()))
-            args = [self.uv.binary, "pip", "compile", "--no-config", "-q", "--python", self.python,
-                    "--no-header", "--no-annotate", "-c", str(cons), "-o", str(out)]  # fmt: skip
+            args = [
+                self.uv.binary,
+                "pip",
+                "compile",
+                "--no-config",
+                "-q",
+                "--python",
+                self.python,
+                "--no-header",
+                "--no-annotate",
+                "-c",
+                str(cons),
+                "-o",
+                str(out),
+            ]
             args += index_args(self.indexes, only_binary=self.only_binary)
             if policy is Policy.CONTEMPORARY and cutoff is not None:
                 args += ["--exclude-newer", cutoff.isoformat()]
@@ -70,8 +83,9 @@ class UvFallback:
                     args += ["--exclude-newer-package", f"{name}=2999-01-01T00:00:00Z"]
             if pre:
                 args += ["--prerelease", "allow"]
-            proc = subprocess.run([*args, str(reqs)], capture_output=True, text=True,
-                                  env=self.uv.env(self.indexes))  # fmt: skip
+            proc = subprocess.run(
+                [*args, str(reqs)], capture_output=True, text=True, env=self.uv.env(self.indexes)
+            )
             if proc.returncode != 0:
                 text = mask_text(proc.stderr.strip())
                 names = [r.name for r in requirements]
@@ -94,8 +108,9 @@ class UvFallback:
                     reason="uv: " + _explanation(text), visited=(("uv", "pip compile"),)
                 )
             pins = parse_pins(out.read_text())
-        return Plan(pins=pins, moved=moved(baseline, pins, user_names),
-                    visited=(("uv", "pip compile"),))  # fmt: skip
+        return Plan(
+            pins=pins, moved=moved(baseline, pins, user_names), visited=(("uv", "pip compile"),)
+        )
 
 
 def parse_pins(text: str) -> dict[NormalizedName, Version]:

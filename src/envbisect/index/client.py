@@ -311,8 +311,9 @@ class IndexClient:
                 hint="check --torch-backend (cpu, cu118, cu121, ...) and --torch-index-url",
             )
         try:
-            public = [f for b in self.index_urls() if (p := self._fetch_project(b, key))
-                      for f in p.files]  # fmt: skip
+            public = [
+                f for b in self.index_urls() if (p := self._fetch_project(b, key)) for f in p.files
+            ]
         except InfrastructureError:
             public = []
         return ProjectFiles(
@@ -326,8 +327,9 @@ class IndexClient:
             if local is None:
                 return None
             where = mask_url(base)  # the index, as for an HTTP page's files
-            return ProjectFiles(name=key, files=[replace(f, index=where) for f in local],
-                                source=where)  # fmt: skip
+            return ProjectFiles(
+                name=key, files=[replace(f, index=where) for f in local], source=where
+            )
         index, shown = mask_url(base), mask_url(url)
         cached, files = self._cached_page(url, key, index, shown)
         if cached is not None and (self.offline or self._clock() - cached.fetched < cached.max_age):

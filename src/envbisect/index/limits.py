@@ -55,8 +55,11 @@ def read_body(
 
 def settled(resp: httpx.Response, body: bytes) -> httpx.Response:
     """A plain response with ``body`` (already decoded: no content-encoding, no length)."""
-    headers = [(k, v) for k, v in resp.headers.multi_items()
-               if k.lower() not in ("content-encoding", "content-length")]  # fmt: skip
+    headers = [
+        (k, v)
+        for k, v in resp.headers.multi_items()
+        if k.lower() not in ("content-encoding", "content-length")
+    ]
     return httpx.Response(resp.status_code, headers=headers, content=body, request=resp.request)
 
 

@@ -26,10 +26,17 @@ OFFICIAL = "https://download.pytorch.org/whl"
 TORCH_PACKAGES = frozenset(
     canonicalize_name(n)
     for n in (
-        "torch", "torchvision", "torchaudio", "torchtext", "torchdata", "triton",
-        "pytorch-triton", "pytorch-triton-rocm", "pytorch-triton-xpu",
+        "torch",
+        "torchvision",
+        "torchaudio",
+        "torchtext",
+        "torchdata",
+        "triton",
+        "pytorch-triton",
+        "pytorch-triton-rocm",
+        "pytorch-triton-xpu",
     )
-)  # fmt: skip
+)
 # CUDA variants, oldest first: ``auto`` picks the newest the driver supports.
 CUDA_VARIANTS = ("cu118", "cu121", "cu124", "cu126", "cu128", "cu129", "cu130")
 _VARIANT = re.compile(r"^(cpu|cu\d{3}|rocm\d+(\.\d+)*|xpu)$")

@@ -75,9 +75,7 @@ class IndexSettings:
         parts += [f"{mask_url(f.url)} ({f.origin})" for f in self.extra]
         label = "index" if not self.extra else "indexes"
         rule = "; pip's rule: the best version from any of them" if self.pip_rule else ""
-        links = "".join(
-            f"; find-links: {mask_url(f.url)} ({f.origin})" for f in self.links
-        )  # fmt: skip
+        links = "".join(f"; find-links: {mask_url(f.url)} ({f.origin})" for f in self.links)
         return f"envbisect: {label}: " + ", ".join(parts) + rule + links
 
 
@@ -114,8 +112,10 @@ def _settle(levels: list[_Level], pip: _Level | None = None) -> IndexSettings:
     # variable); configuration files add theirs after it.
     head = next((lv.extra for lv in levels[:2] if lv.extra), [])
     extra = [*head, *(f for lv in levels[2:] for f in lv.extra)]
-    links = [*next((lv.links for lv in levels[:2] if lv.links), []),
-             *(f for lv in levels[2:] for f in lv.links)]  # fmt: skip
+    links = [
+        *next((lv.links for lv in levels[:2] if lv.links), []),
+        *(f for lv in levels[2:] for f in lv.links),
+    ]
     pip_rule = False
     if pip is not None:
         if main is None:
@@ -135,8 +135,9 @@ def _settle(levels: list[_Level], pip: _Level | None = None) -> IndexSettings:
     for f in links:  # the first mention of each folder
         if all(f.url != g.url for g in folders):
             folders.append(f)
-    return IndexSettings(main=main, extra=tuple(unique), pip_rule=pip_rule and bool(unique),
-                         links=tuple(folders))  # fmt: skip
+    return IndexSettings(
+        main=main, extra=tuple(unique), pip_rule=pip_rule and bool(unique), links=tuple(folders)
+    )
 
 
 def _split(value: str, origin: str) -> list[Found]:
@@ -158,8 +159,11 @@ def _uv_env(environ: Mapping[str, str]) -> _Level:
             break
     for var in ("UV_INDEX", "UV_EXTRA_INDEX_URL"):
         level.extra += _split(environ.get(var, ""), var)
-    level.links = [Found(u.strip(), "UV_FIND_LINKS")
-                   for u in environ.get("UV_FIND_LINKS", "").split(",") if u.strip()]  # fmt: skip
+    level.links = [
+        Found(u.strip(), "UV_FIND_LINKS")
+        for u in environ.get("UV_FIND_LINKS", "").split(",")
+        if u.strip()
+    ]
     return level
 
 
@@ -230,8 +234,7 @@ def _pip(environ: Mapping[str, str]) -> _Level:
             parser.read(path, encoding="utf-8")
         except (configparser.Error, UnicodeDecodeError):
             continue
-    for key, attr in (("index-url", "main"), ("extra-index-url", "extra"),
-                      ("find-links", "links")):  # fmt: skip
+    for key, attr in (("index-url", "main"), ("extra-index-url", "extra"), ("find-links", "links")):
         var = "PIP_" + key.replace("-", "_").upper()
         if environ.get(var):
             value, origin = environ[var], var

@@ -108,9 +108,18 @@ class ProjectFiles:
     """
 
     __slots__ = (
-        "_by_version", "_facts", "_files", "_lock", "_made", "_ready", "_rows", "_url",
-        "index", "name", "source",
-    )  # fmt: skip
+        "_by_version",
+        "_facts",
+        "_files",
+        "_lock",
+        "_made",
+        "_ready",
+        "_rows",
+        "_url",
+        "index",
+        "name",
+        "source",
+    )
 
     def __init__(
         self,

@@ -113,8 +113,15 @@ class _Planning:
     cache: MatchCache = field(default_factory=dict)
 
     def as_of(self, when: datetime) -> Plan | Unresolvable:
-        return plan(list(self.roots), self.source, self.ptarget, policy=Policy.CONTEMPORARY,
-                    cutoff=when, pre=self.pre, cache=self.cache)  # fmt: skip
+        return plan(
+            list(self.roots),
+            self.source,
+            self.ptarget,
+            policy=Policy.CONTEMPORARY,
+            cutoff=when,
+            pre=self.pre,
+            cache=self.cache,
+        )
 
 
 def _run(opts: DateOptions, session: Session, good: datetime, bad: datetime) -> DateResult:
@@ -125,15 +132,22 @@ def _run(opts: DateOptions, session: Session, good: datetime, bad: datetime) -> 
     if session.opts.dry_run:  # both ends, as the search would build them first
         from envbisect.modes.dryrun import plan_views
 
-        wants = [Want(label=f"as of {when:%Y-%m-%d %H:%M:%S}",
-                      spec=session.env_spec(end.requirements()))
-                 for when, end in zip((good, bad), ends, strict=True)]  # fmt: skip
-        return session.result(DateResult, package="(by date)", candidates=2,
-                              run_id=_run_id(opts, session), status=Status.DRY_RUN,
-                              plans=tuple(plan_views(session, wants)))  # fmt: skip
+        wants = [
+            Want(label=f"as of {when:%Y-%m-%d %H:%M:%S}", spec=session.env_spec(end.requirements()))
+            for when, end in zip((good, bad), ends, strict=True)
+        ]
+        return session.result(
+            DateResult,
+            package="(by date)",
+            candidates=2,
+            run_id=_run_id(opts, session),
+            status=Status.DRY_RUN,
+            plans=tuple(plan_views(session, wants)),
+        )
     moments = _moments(session, ends, good, bad, pre=opts.pre)
-    result = session.result(DateResult, package="(by date)", candidates=len(moments),
-                            run_id=_run_id(opts, session))  # fmt: skip
+    result = session.result(
+        DateResult, package="(by date)", candidates=len(moments), run_id=_run_id(opts, session)
+    )
     try:
         result = _search(result, opts, session, planning, moments)
     except KeyboardInterrupt as e:
@@ -191,8 +205,10 @@ def _moments(
     """The start of the window, then each moment inside it a release of either end's
     packages appeared."""
     names = sorted(set(ends[0].pins) | set(ends[1].pins))
-    moments = [Moment(when=good, releases=()),
-               *timeline(names, session.client, session.target, good, bad, pre=pre)]  # fmt: skip
+    moments = [
+        Moment(when=good, releases=()),
+        *timeline(names, session.client, session.target, good, bad, pre=pre),
+    ]
     if len(moments) < 2:
         raise UsageError(
             f"no release of any of the {len(names)} packages was uploaded between "
@@ -225,9 +241,13 @@ def _search(
         plans[i] = planned
         return Want(label=label, spec=session.env_spec(planned.requirements()), runs=runs)
 
-    bis = opts.search.bisector(n=len(moments), good=0, bad=len(moments) - 1,
-                               any_failure=session.opts.any_failure,
-                               repeat=session.opts.repeat)  # fmt: skip
+    bis = opts.search.bisector(
+        n=len(moments),
+        good=0,
+        bad=len(moments) - 1,
+        any_failure=session.opts.any_failure,
+        repeat=session.opts.repeat,
+    )
     log, search = bisect(bis, session, want, labels=lambda i: moments[i].label())
     final = bis.result
     assert final is not None
@@ -239,8 +259,16 @@ def _search(
     # The culprit is confirmed on the environment right before the first bad moment: the last
     # good one, or the one that fails another way just before it.
     before = final.neighbour if final.neighbour is not None else final.last_old
-    result = _culprits(result, final.first_new, before, moments, plans, planning=planning,
-                       session=session, reference=bis.reference)  # fmt: skip
+    result = _culprits(
+        result,
+        final.first_new,
+        before,
+        moments,
+        plans,
+        planning=planning,
+        session=session,
+        reference=bis.reference,
+    )
     return replace(result, sections=(result.section(),))
 
 
@@ -267,11 +295,15 @@ def _culprits(
         after = bad_pins.pins.get(canonicalize_name(package)) if bad_pins else None
         if after is not None and str(after) != version:
             continue  # uploaded then, but not what the environment took: not the change
-        culprits.append(Culprit(package=package, good_version=str(before) if before else None,
-                                bad_version=version))  # fmt: skip
+        culprits.append(
+            Culprit(
+                package=package, good_version=str(before) if before else None, bad_version=version
+            )
+        )
         if good_pins is not None:
-            confirmations[package] = _confirm(package, version, good_pins, planning=planning,
-                                              session=session, reference=reference)  # fmt: skip
+            confirmations[package] = _confirm(
+                package, version, good_pins, planning=planning, session=session, reference=reference
+            )
     return replace(
         result,
         culprits=tuple(culprits),
@@ -294,11 +326,17 @@ def _confirm(
     forces): does it fail the way the first bad environment did? (In any of the ``--repeat``
     runs, for a flaky repro.)"""
     baseline = {str(k): v for k, v in good.pins.items()}
-    toggled = plan([*planning.roots, Requirement(f"{package}=={version}")], planning.source,
-                   planning.ptarget, policy=Policy.BASELINE, baseline=baseline)  # fmt: skip
+    toggled = plan(
+        [*planning.roots, Requirement(f"{package}=={version}")],
+        planning.source,
+        planning.ptarget,
+        policy=Policy.BASELINE,
+        baseline=baseline,
+    )
     if not isinstance(toggled, Plan):
-        return Confirmation(package=package, confirmed=None,
-                            reason=f"unresolvable: {toggled.reason}")  # fmt: skip
+        return Confirmation(
+            package=package, confirmed=None, reason=f"unresolvable: {toggled.reason}"
+        )
     session.reporter.message(
         f"envbisect: confirming {package} {version} alone on the last good one"
     )
@@ -313,8 +351,9 @@ def _confirm(
         for n, b, v in toggled.moved
         if n != canonicalize_name(package)
     )
-    return Confirmation(package=package, confirmed=confirmed, outcome=rec.outcome,
-                        moved_with_it=moved)  # fmt: skip
+    return Confirmation(
+        package=package, confirmed=confirmed, outcome=rec.outcome, moved_with_it=moved
+    )
 
 
 def _date(flag: str, value: str) -> datetime:
@@ -333,8 +372,11 @@ def _dates(opts: DateOptions) -> tuple[datetime, datetime]:
     now = opts.now or datetime.now(timezone.utc)
     for flag, value in (("--good", good), ("--bad", bad)):
         if value > now + timedelta(minutes=5):
-            raise UsageError(f"{flag} {value:%Y-%m-%d} is in the future",
-                             hint="give dates up to today", ref="bad-date")  # fmt: skip
+            raise UsageError(
+                f"{flag} {value:%Y-%m-%d} is in the future",
+                hint="give dates up to today",
+                ref="bad-date",
+            )
     if good >= bad:
         raise UsageError(
             f"--good {good:%Y-%m-%d} is not before --bad {bad:%Y-%m-%d}",
@@ -345,8 +387,15 @@ def _dates(opts: DateOptions) -> tuple[datetime, datetime]:
 
 
 def _run_id(opts: DateOptions, session: Session) -> str:
-    return session.run_id("by-date", {
-        "good": opts.good, "bad": opts.bad, "with": sorted(opts.with_reqs),
-        "pins": list(opts.pins), "extras": list(opts.extras), "pre": opts.pre,
-        **({"probabilistic": True} if opts.search.probabilistic else {}),
-    })  # fmt: skip
+    return session.run_id(
+        "by-date",
+        {
+            "good": opts.good,
+            "bad": opts.bad,
+            "with": sorted(opts.with_reqs),
+            "pins": list(opts.pins),
+            "extras": list(opts.extras),
+            "pre": opts.pre,
+            **({"probabilistic": True} if opts.search.probabilistic else {}),
+        },
+    )

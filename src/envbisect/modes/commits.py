@@ -113,8 +113,11 @@ def open_source(
     git = g.Git(binary=g.find_git(), offline=session.opts.offline)
     cache = session.opts.cache_dir or default_cache_dir()
     mirror, done = g.mirror(git, where, cache)
-    said = {"cloned": f"cloned into {mirror}", "fetched": "fetched (up to date)",
-            "offline": "used as it is (--offline)"}  # fmt: skip
+    said = {
+        "cloned": f"cloned into {mirror}",
+        "fetched": "fetched (up to date)",
+        "offline": "used as it is (--offline)",
+    }
     reporter.message(f"envbisect: mirror of {where.shown}: {said[done]}")
     web = where.web
     if web is None and where.local:  # a local clone: its origin's host, else the metadata's
@@ -155,8 +158,13 @@ def find_ref(src: Source, package: str, text: str, flag: str) -> Ref:
     sha = g.resolve(src.git, src.mirror, text)
     if sha is not None:
         named = tag_version(text, package) if text in tags else None
-        return Ref(flag=flag, asked=text, name=text, sha=sha,
-                   version=str(named) if named is not None else None)  # fmt: skip
+        return Ref(
+            flag=flag,
+            asked=text,
+            name=text,
+            sha=sha,
+            version=str(named) if named is not None else None,
+        )
     if _is_version(text):
         tried = ", ".join(tag_candidates(package, text))
         raise UsageError(
@@ -198,17 +206,23 @@ def commit_range(src: Source, package: str, good: Ref, bad: Ref, reporter: Repor
     start = ""
     old = good.sha
     if good.sha == bad.sha:
-        raise UsageError(f"{good.name} and {bad.name} are the same commit ({good.sha[:12]})",
-                         hint="name two different refs", ref="same-ends")  # fmt: skip
+        raise UsageError(
+            f"{good.name} and {bad.name} are the same commit ({good.sha[:12]})",
+            hint="name two different refs",
+            ref="same-ends",
+        )
     if not g.is_ancestor(git, mirror, good.sha, bad.sha):
         base = g.merge_base(git, mirror, good.sha, bad.sha)
         if base is None or g.is_ancestor(git, mirror, bad.sha, good.sha):
             raise UsageError(
                 f"{good.name} does not come before {bad.name}: nothing lies between them",
-                hint="were the ends swapped? --good names the older ref", ref="bad-range",
-            )  # fmt: skip
-        start = (f"{good.name} is not an ancestor of {bad.name}: the range starts at their "
-                 f"merge base {base[:12]}")  # fmt: skip
+                hint="were the ends swapped? --good names the older ref",
+                ref="bad-range",
+            )
+        start = (
+            f"{good.name} is not an ancestor of {bad.name}: the range starts at their "
+            f"merge base {base[:12]}"
+        )
         reporter.message(f"envbisect: {start}")
         old = base
     points = (g.commit(git, mirror, old), *g.first_parent(git, mirror, old, bad.sha))
@@ -218,8 +232,10 @@ def commit_range(src: Source, package: str, good: Ref, bad: Ref, reporter: Repor
         g.files(git, mirror, bad.sha),
     )
     reporter.message(f"envbisect: {info.describe(package)}")
-    reporter.message(f"envbisect: {len(points) - 1} first-parent commit(s) after {good.name} "
-                     f"up to {bad.name}; each built from source")  # fmt: skip
+    reporter.message(
+        f"envbisect: {len(points) - 1} first-parent commit(s) after {good.name} "
+        f"up to {bad.name}; each built from source"
+    )
     return Range(points=points, start=start, build=info)
 
 
@@ -259,8 +275,9 @@ class _Points:
 def rest_of(installed: Sequence[InstalledDist], package: str) -> tuple[str, ...]:
     """Every distribution of an environment but ``package``, pinned exactly."""
     key = canonicalize_name(package)
-    return tuple(sorted(f"{d.name}=={d.version}" for d in installed
-                        if canonicalize_name(d.name) != key))  # fmt: skip
+    return tuple(
+        sorted(f"{d.name}=={d.version}" for d in installed if canonicalize_name(d.name) != key)
+    )
 
 
 def search(
@@ -282,11 +299,21 @@ def search(
     key = canonicalize_name(package)
     n = len(rng.points)
     bis = search_opts.bisector(
-        n=n, good=n - 1 if fix else 0, bad=0 if fix else n - 1,
-        any_failure=session.opts.any_failure, repeat=session.opts.repeat,
-    )  # fmt: skip
-    points = _Points(session=session, package=key, src=src, rng=rng, rest=rest,
-                     only_binary=only_binary, first=first)  # fmt: skip
+        n=n,
+        good=n - 1 if fix else 0,
+        bad=0 if fix else n - 1,
+        any_failure=session.opts.any_failure,
+        repeat=session.opts.repeat,
+    )
+    points = _Points(
+        session=session,
+        package=key,
+        src=src,
+        rng=rng,
+        rest=rest,
+        only_binary=only_binary,
+        first=first,
+    )
     labels = [c.short for c in rng.points]
     try:
         log, _ = bisect(bis, session, points.want, labels=labels.__getitem__, cached=points.cached)
@@ -296,30 +323,51 @@ def search(
     assert final is not None
     _check_ends(final, log.rows, log.points, rng, package, bis)
     tested = tuple(
-        ProbedCommit(commit=rng.points[i], outcome=r.outcome, verdict=r.verdict,
-                     version=_version_of(r.installed, key), env_id=r.env_id, reused=r.reused,
-                     build_seconds=r.build_seconds, probe_seconds=r.probe_seconds)
+        ProbedCommit(
+            commit=rng.points[i],
+            outcome=r.outcome,
+            verdict=r.verdict,
+            version=_version_of(r.installed, key),
+            env_id=r.env_id,
+            reused=r.reused,
+            build_seconds=r.build_seconds,
+            probe_seconds=r.probe_seconds,
+        )
         for r, i in zip(log.rows, log.points, strict=True)
-    )  # fmt: skip
+    )
     skipped = tuple(
         (rng.points[i], r.outcome.signature or "untestable")
         for r, i in zip(log.rows, log.points, strict=True)
         if r.outcome.kind is OutcomeKind.UNTESTABLE
     )
     ans = CommitAnswer(
-        package=package, repo=src.repo.shown, web=src.web, good_ref=good.name, bad_ref=bad.name,
-        status=Status(final.status), direction=final.direction, reason=final.reason, commits=n,
-        tested=tested, untestable=tuple(dict.fromkeys(skipped)), build=rng.build,
-        rest=rest_from, start=rng.start,
+        package=package,
+        repo=src.repo.shown,
+        web=src.web,
+        good_ref=good.name,
+        bad_ref=bad.name,
+        status=Status(final.status),
+        direction=final.direction,
+        reason=final.reason,
+        commits=n,
+        tested=tested,
+        untestable=tuple(dict.fromkeys(skipped)),
+        build=rng.build,
+        rest=rest_from,
+        start=rng.start,
         first_new=rng.points[final.first_new] if final.first_new is not None else None,
         last_old=rng.points[final.last_old] if final.last_old is not None else None,
         possible=tuple(rng.points[i] for i in final.possible),
         breakpoints=tuple(
-            CommitBreakpoint(first_new=rng.points[b.first_new], last_old=rng.points[b.last_old],
-                             outcome=b.outcome, possible=tuple(rng.points[i] for i in b.possible))
+            CommitBreakpoint(
+                first_new=rng.points[b.first_new],
+                last_old=rng.points[b.last_old],
+                outcome=b.outcome,
+                possible=tuple(rng.points[i] for i in b.possible),
+            )
             for b in final.breakpoints
         ),
-    )  # fmt: skip
+    )
     return ans, log.rows
 
 
@@ -350,8 +398,9 @@ def cannot_build(package: str, c: Commit, why: str, info: BuildInfo) -> None:
     )
     raise InfrastructureError(
         f"{package} cannot be built from source here ({c.short}: {why})",
-        hint=f"{needs}; -v shows uv's build output", ref="cannot-build",
-    )  # fmt: skip
+        hint=f"{needs}; -v shows uv's build output",
+        ref="cannot-build",
+    )
 
 
 def _version_of(installed: Sequence[InstalledDist], key: str) -> str | None:
@@ -376,30 +425,53 @@ def _run(opts: CommitOptions, session: Session) -> RunResult:
     rng = commit_range(src, package, good, bad, session.reporter)
     rest, rest_from, first = _base(session, opts, src, good, rng)
     ans, rows = search(
-        session, package=package, src=src, rng=rng, good=good, bad=bad, rest=rest,
-        rest_from=rest_from, only_binary=not opts.allow_sdist, search_opts=opts.search,
+        session,
+        package=package,
+        src=src,
+        rng=rng,
+        good=good,
+        bad=bad,
+        rest=rest,
+        rest_from=rest_from,
+        only_binary=not opts.allow_sdist,
+        search_opts=opts.search,
         first=first,
-    )  # fmt: skip
-    run_id = session.run_id(package, {
-        "commits": True, "package": canonicalize_name(package), "good": good.sha,
-        "bad": bad.sha, "with": sorted(opts.with_reqs), "sdist": opts.allow_sdist,
-    })  # fmt: skip
+    )
+    run_id = session.run_id(
+        package,
+        {
+            "commits": True,
+            "package": canonicalize_name(package),
+            "good": good.sha,
+            "bad": bad.sha,
+            "with": sorted(opts.with_reqs),
+            "sdist": opts.allow_sdist,
+        },
+    )
     answered = ans.first_new is not None and ans.last_old is not None
     result = session.result(
-        RunResult, package=package, candidates=len(rng.points), run_id=run_id,
-        rows=tuple(rows), status=ans.status, direction=ans.direction, reason=ans.reason,
+        RunResult,
+        package=package,
+        candidates=len(rng.points),
+        run_id=run_id,
+        rows=tuple(rows),
+        status=ans.status,
+        direction=ans.direction,
+        reason=ans.reason,
         first_new=ans.first_new.short if answered and ans.first_new else None,
         last_old=ans.last_old.short if answered and ans.last_old else None,
         possible=tuple(c.short for c in ans.possible) if answered else (),
         commits=ans,  # --json's first_bad_commit and commits, report.md's section
         verdict=ans.verdict(),
-    )  # fmt: skip
+    )
     run_dir = inside(session.opts.results, session.opts.results / result.run_id)
     run_dir.mkdir(parents=True, exist_ok=True)
     result = write_report(result, run_dir)
     if ans.status is Status.NO_ANSWER:
-        err = NoAnswer(f"the ends did not verify: {ans.reason}",
-                       hint="pick --good/--bad refs that pass and fail")  # fmt: skip
+        err = NoAnswer(
+            f"the ends did not verify: {ans.reason}",
+            hint="pick --good/--bad refs that pass and fail",
+        )
         err.result = result
         raise err
     return result
@@ -424,8 +496,9 @@ def after_release(
     package = result.package
     assert result.first_new is not None and result.last_old is not None
     fix = result.direction == "fix"
-    good_v, bad_v = (result.first_new, result.last_old) if fix else (
-        result.last_old, result.first_new)  # fmt: skip
+    good_v, bad_v = (
+        (result.first_new, result.last_old) if fix else (result.last_old, result.first_new)
+    )
     verb = "fixed" if fix else "bad"
     session.reporter.message(
         f"envbisect: first {verb} release of {package}: {result.first_new}; "
@@ -440,9 +513,18 @@ def after_release(
     rest = rest_of(installed, package) if installed else tuple(with_reqs)
     where = f"as in {package} {good_v}'s probe (the last good release's environment)"
     ans, _ = search(
-        session, package=package, src=src, rng=rng, good=good, bad=bad, rest=rest,
-        rest_from=where, only_binary=not allow_sdist, search_opts=search_opts, fix=fix,
-    )  # fmt: skip
+        session,
+        package=package,
+        src=src,
+        rng=rng,
+        good=good,
+        bad=bad,
+        rest=rest,
+        rest_from=where,
+        only_binary=not allow_sdist,
+        search_opts=search_opts,
+        fix=fix,
+    )
     return ans
 
 
@@ -462,8 +544,9 @@ def _base(
     else as uv resolves it for the good commit's own build (which is then the good end)."""
     only_binary = not opts.allow_sdist
     if good.version is not None and _on_index(session, opts.package, good.version):
-        spec = session.env_spec([f"{opts.package}=={good.version}", *opts.with_reqs],
-                                only_binary=only_binary)  # fmt: skip
+        spec = session.env_spec(
+            [f"{opts.package}=={good.version}", *opts.with_reqs], only_binary=only_binary
+        )
         row = _probe_base(session, Want(label=good.version, spec=spec))
         if row.outcome.kind is not OutcomeKind.UNTESTABLE:
             where = f"as in {opts.package} {good.version}'s environment ({row.outcome.describe()})"
@@ -471,8 +554,9 @@ def _base(
             return rest_of(row.installed, opts.package), where, None
     key = canonicalize_name(opts.package)
     c = rng.points[0]
-    spec = session.env_spec(list(opts.with_reqs), only_binary=only_binary,
-                            source=SourceBuild(package=key, commit=c.sha))  # fmt: skip
+    spec = session.env_spec(
+        list(opts.with_reqs), only_binary=only_binary, source=SourceBuild(package=key, commit=c.sha)
+    )
     first = Want(label=c.short, spec=spec, source_repo=str(src.mirror))
     row = _probe_base(session, first)
     if row.outcome.kind is OutcomeKind.UNTESTABLE:
@@ -490,8 +574,9 @@ def _probe_base(session: Session, want: Want) -> ProbeRow:
         (row,) = session.rows([want])
     except KeyboardInterrupt as e:
         raise session.interrupted(e) from e
-    reporter.probe_finished(row.version, row.outcome, row.build_seconds + row.probe_seconds,
-                            row.reused, "")  # fmt: skip
+    reporter.probe_finished(
+        row.version, row.outcome, row.build_seconds + row.probe_seconds, row.reused, ""
+    )
     return row
 
 

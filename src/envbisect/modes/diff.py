@@ -98,10 +98,22 @@ def _run(opts: DiffOptions, session: Session) -> DiffResult:
             hint="compare two different environments",
             ref="diff-same",
         )
-    result = session.result(DiffResult, package="(diff)", candidates=len(changes),
-                            direction="regression", run_id=_run_id(opts, session))  # fmt: skip
-    engine = DiffEngine(good=good, bad=bad, changes=changes, source=source, ptarget=ptarget,
-                        cache=cache, session=session)  # fmt: skip
+    result = session.result(
+        DiffResult,
+        package="(diff)",
+        candidates=len(changes),
+        direction="regression",
+        run_id=_run_id(opts, session),
+    )
+    engine = DiffEngine(
+        good=good,
+        bad=bad,
+        changes=changes,
+        source=source,
+        ptarget=ptarget,
+        cache=cache,
+        session=session,
+    )
     try:
         engine.verify_ends(changes)
         session.reporter.message(f"envbisect: {len(changes)} changed package(s); ddmin")
@@ -114,9 +126,16 @@ def _run(opts: DiffOptions, session: Session) -> DiffResult:
         raise session.interrupted(e) from e
     assert engine.found is not None
     result = replace(
-        result, status=Status.FOUND, first_new="BAD", last_old="GOOD", rows=tuple(engine.rows),
-        search=engine.search, culprits=culprits, roots=engine.found, changed=tuple(changes),
-    )  # fmt: skip
+        result,
+        status=Status.FOUND,
+        first_new="BAD",
+        last_old="GOOD",
+        rows=tuple(engine.rows),
+        search=engine.search,
+        culprits=culprits,
+        roots=engine.found,
+        changed=tuple(changes),
+    )
     section = "## Culprit\n\n" + "\n".join(f"- {line}" for line in result.lines())
     return write_outputs(replace(result, sections=(section,)), session, label="environment")
 

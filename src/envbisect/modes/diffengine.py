@@ -90,8 +90,15 @@ class DiffEngine:
         roots = [Requirement(f"{n}=={v}") for n, v in exact.items()]
         roots += [Requirement(n) for n in self.good if n not in exact and n not in dropped]
         baseline = {n: v for n, v in self.good.items() if n not in dropped}
-        planned = plan(roots, self.source, self.ptarget, policy=Policy.BASELINE,
-                       baseline=baseline, constraints=self.spans, cache=self.cache)  # fmt: skip
+        planned = plan(
+            roots,
+            self.source,
+            self.ptarget,
+            policy=Policy.BASELINE,
+            baseline=baseline,
+            constraints=self.spans,
+            cache=self.cache,
+        )
         if not isinstance(planned, Plan):
             return None, planned.reason
         return planned, ""
@@ -109,13 +116,15 @@ class DiffEngine:
                 continue
             moves.append((n, _s(g), _s(p)))
             if not _in_span(p, g, b):
-                outside.append(f"{n} {_s(p) or 'removed'} (GOOD {_s(g) or 'absent'}, "
-                               f"BAD {_s(b) or 'absent'})")  # fmt: skip
+                outside.append(
+                    f"{n} {_s(p) or 'removed'} (GOOD {_s(g) or 'absent'}, BAD {_s(b) or 'absent'})"
+                )
         names = {n for n, _, _ in moves}
         return tuple(c for c in self.changes if c[0] in names), moves, outside
 
-    def want(self, label: str, pinned: Mapping[str, str | None], runs: int,
-             key: Subset | None = None) -> Want:  # fmt: skip
+    def want(
+        self, label: str, pinned: Mapping[str, str | None], runs: int, key: Subset | None = None
+    ) -> Want:
         """The environment to probe for ``pinned``, or why there is none; ``key``: the subset
         whose effective change set it is."""
         planned, reason = self.environment(pinned)
@@ -127,8 +136,9 @@ class DiffEngine:
             return Want(label=label, why_not=why)
         if key is not None:
             self.effective[key] = effective
-        moved = tuple((n, str(b) if b else None, str(v) if v else None)
-                      for n, b, v in planned.moved)  # fmt: skip
+        moved = tuple(
+            (n, str(b) if b else None, str(v) if v else None) for n, b, v in planned.moved
+        )
         spec = self.session.env_spec(planned.requirements())
         return Want(label=label, spec=spec, runs=runs, moved=moved)
 
@@ -172,13 +182,17 @@ class DiffEngine:
         self.drive(ends, lambda p, runs: self.want(p[0], _applied(p[1]), runs))
         good_row, bad_row = ends.rows[("GOOD", ())], ends.rows[("BAD", tuple(changes))]
         if good_row.outcome.kind is not OutcomeKind.PASS:
-            raise NoAnswer(f"the GOOD environment does not pass: {good_row.outcome.describe()}",
-                           hint="GOOD must be an environment where the repro passes",
-                           why=Unanswered.GOOD_FAILS)  # fmt: skip
+            raise NoAnswer(
+                f"the GOOD environment does not pass: {good_row.outcome.describe()}",
+                hint="GOOD must be an environment where the repro passes",
+                why=Unanswered.GOOD_FAILS,
+            )
         if bad_row.outcome.kind in (OutcomeKind.PASS, OutcomeKind.UNTESTABLE):
-            raise NoAnswer(f"the BAD environment does not fail: {bad_row.outcome.describe()}",
-                           hint="BAD must be an environment where the repro fails",
-                           why=Unanswered.BAD_PASSES)  # fmt: skip
+            raise NoAnswer(
+                f"the BAD environment does not fail: {bad_row.outcome.describe()}",
+                hint="BAD must be an environment where the repro fails",
+                why=Unanswered.BAD_PASSES,
+            )
         self.reference = bad_row.outcome
 
     def verdict(self, outcome: Outcome) -> Result:
@@ -196,9 +210,12 @@ class DiffEngine:
     def ddmin(self, changes: Sequence[Change]) -> list[Change]:
         """A 1-minimal set of changes that fails (in effective terms)."""
         machine: Ddmin[Change] = Ddmin(changes)
-        self.drive(_DdminPoints(machine, self),
-                   lambda subset, runs: self.want(_apply_label(subset), _applied(subset), runs,
-                                                  key=subset))  # fmt: skip
+        self.drive(
+            _DdminPoints(machine, self),
+            lambda subset, runs: self.want(
+                _apply_label(subset), _applied(subset), runs, key=subset
+            ),
+        )
         assert machine.result is not None
         return machine.result
 
@@ -233,8 +250,11 @@ class DiffEngine:
             found = self.bisect_culprit(name, good_v, bad_v, others) or found
         planned, _ = self.environment({**others, name: found.bad_version})
         moves = self.effect(planned)[1] if planned else []
-        with_it = tuple(Moved(package=n, before=g, after=p) for n, g, p in moves
-                        if n != name and n not in others and n not in theirs)  # fmt: skip
+        with_it = tuple(
+            Moved(package=n, before=g, after=p)
+            for n, g, p in moves
+            if n != name and n not in others and n not in theirs
+        )
         return replace(found, moved_with=with_it)
 
     def bisect_culprit(
@@ -245,14 +265,22 @@ class DiffEngine:
         or the search has no answer."""
         lo, hi = Version(good_v), Version(bad_v)
         files = self.session.client.project_files(name).files
-        versions = [c.version for c in build_candidates(files, self.session.target).candidates
-                    if c.installable and lo <= c.version <= hi]  # fmt: skip
+        versions = [
+            c.version
+            for c in build_candidates(files, self.session.target).candidates
+            if c.installable and lo <= c.version <= hi
+        ]
         if lo > hi or len(versions) <= 2:
             return None
         self.session.reporter.message(f"envbisect: first bad {name} between {good_v} and {bad_v}")
         any_failure = self.any_failure or self.session.opts.any_failure
-        bis = Bisector(n=len(versions), good=0, bad=len(versions) - 1, any_failure=any_failure,
-                       repeat=self.session.opts.repeat)  # fmt: skip
+        bis = Bisector(
+            n=len(versions),
+            good=0,
+            bad=len(versions) - 1,
+            any_failure=any_failure,
+            repeat=self.session.opts.repeat,
+        )
 
         def want(i: int, runs: int) -> Want:
             return self.want(f"{name} {versions[i]}", {**others, name: str(versions[i])}, runs)
@@ -265,13 +293,20 @@ class DiffEngine:
         points: tuple[BreakpointRow, ...] = ()
         if len(final.breakpoints) > 1:  # its versions fail more than one way
             points = tuple(
-                BreakpointRow(first_new=str(versions[b.first_new]),
-                              last_old=str(versions[b.last_old]), outcome=b.outcome,
-                              possible=tuple(str(versions[i]) for i in b.possible))
+                BreakpointRow(
+                    first_new=str(versions[b.first_new]),
+                    last_old=str(versions[b.last_old]),
+                    outcome=b.outcome,
+                    possible=tuple(str(versions[i]) for i in b.possible),
+                )
                 for b in final.breakpoints
-            )  # fmt: skip
-        return Culprit(package=name, good_version=str(last_good),
-                       bad_version=str(versions[final.first_new]), breakpoints=points)  # fmt: skip
+            )
+        return Culprit(
+            package=name,
+            good_version=str(last_good),
+            bad_version=str(versions[final.first_new]),
+            breakpoints=points,
+        )
 
 
 class _DdminPoints(Points[Subset]):
@@ -359,22 +394,42 @@ def verify(diff: DiffEngine, minimal: Sequence[Change]) -> Roots:
         row, want = strategy.rows[point], wants[point]
         if not point[1]:
             held = diff.verdict(row.outcome) == "fail"
-            checks.append(Check(environment=_environment(roots, ""), expected=expect_fail,
-                                outcome=_outcome(row, want), held=held))  # fmt: skip
+            checks.append(
+                Check(
+                    environment=_environment(roots, ""),
+                    expected=expect_fail,
+                    outcome=_outcome(row, want),
+                    held=held,
+                )
+            )
         else:
             held = want.spec is None or row.outcome.kind is OutcomeKind.PASS
-            checks.append(Check(environment=_environment(roots, point[1]),
-                                expected="pass or unresolvable", outcome=_outcome(row, want),
-                                held=held))  # fmt: skip
+            checks.append(
+                Check(
+                    environment=_environment(roots, point[1]),
+                    expected="pass or unresolvable",
+                    outcome=_outcome(row, want),
+                    held=held,
+                )
+            )
     verified = all(c.held for c in checks)
     note = ""
     if not verified:
-        failed = "; ".join(f"{c.environment}: {c.outcome}, expected {c.expected}"
-                           for c in checks if not c.held)  # fmt: skip
-        note = (f"the roots ({', '.join(r[0] for r in roots)}) did not verify ({failed}): "
-                "the culprits are ddmin's set")  # fmt: skip
-    return Roots(ddmin=tuple(minimal), roots=roots, forced=forced, checks=tuple(checks),
-                 verified=verified, note=note)  # fmt: skip
+        failed = "; ".join(
+            f"{c.environment}: {c.outcome}, expected {c.expected}" for c in checks if not c.held
+        )
+        note = (
+            f"the roots ({', '.join(r[0] for r in roots)}) did not verify ({failed}): "
+            "the culprits are ddmin's set"
+        )
+    return Roots(
+        ddmin=tuple(minimal),
+        roots=roots,
+        forced=forced,
+        checks=tuple(checks),
+        verified=verified,
+        note=note,
+    )
 
 
 def _want(diff: DiffEngine, label: str, pinned: Mapping[str, str | None], left_out: str) -> Want:

@@ -105,11 +105,15 @@ def answer(result: R, final: BisectResult, labels: Callable[[int], str]) -> R:
         probability=final.probability,
         neighbour=labels(final.neighbour) if final.neighbour is not None else None,
         breakpoints=tuple(
-            BreakpointRow(first_new=labels(b.first_new), last_old=labels(b.last_old),
-                          outcome=b.outcome, possible=tuple(labels(i) for i in b.possible))
+            BreakpointRow(
+                first_new=labels(b.first_new),
+                last_old=labels(b.last_old),
+                outcome=b.outcome,
+                possible=tuple(labels(i) for i in b.possible),
+            )
             for b in final.breakpoints
         ),
-    )  # fmt: skip
+    )
 
 
 def summary(
@@ -124,8 +128,11 @@ def summary(
             rates.append(FailRate(version=labels(i), runs=runs, fails=fails))
     probabilistic = bis.mode == "probabilistic"
     return SearchSummary(
-        mode=bis.mode, jobs=jobs, rounds=rounds, repeat=bis.repeat,
+        mode=bis.mode,
+        jobs=jobs,
+        rounds=rounds,
+        repeat=bis.repeat,
         confidence=bis.confidence if probabilistic else None,
         switch_reason=bis.switch_reason if probabilistic else None,
         fail_rates=tuple(rates) if rates is not None else None,
-    )  # fmt: skip
+    )

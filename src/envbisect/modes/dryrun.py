@@ -40,8 +40,12 @@ def plan_views(
         if exact is not None:
             view["pins"] = exact
         else:
-            uv = UvFallback(uv=session.uv, python=session.python, indexes=w.spec.indexes,
-                            only_binary=w.spec.only_binary)  # fmt: skip
+            uv = UvFallback(
+                uv=session.uv,
+                python=session.python,
+                indexes=w.spec.indexes,
+                only_binary=w.spec.only_binary,
+            )
             planned = uv(
                 [Requirement(r) for r in w.spec.requirements],
                 policy=Policy.LATEST,

@@ -97,8 +97,9 @@ class _Lock:
         self.from_pins: Pins | None = None
         self.roots = self._roots()
         self.constraints = Constraints()
-        self.header = session.result(LockResult, package="(lock)", candidates=0,
-                                     run_id=self._run_id())  # fmt: skip
+        self.header = session.result(
+            LockResult, package="(lock)", candidates=0, run_id=self._run_id()
+        )
         self.rows: list[ProbeRow] = []  # every probe, in order (the diff engine's too)
         self.rounds = 0
         self.upgrades: list[Upgrade] = []  # the rounds against --from's lock
@@ -108,8 +109,9 @@ class _Lock:
     def _roots(self) -> list[Requirement]:
         opts, session = self.opts, self.session
         roots = [Requirement(r) for r in opts.with_reqs]
-        for ps in read_pins(opts.pins, session.client, cwd=session.repro.origin,
-                            extras=opts.extras):  # fmt: skip
+        for ps in read_pins(
+            opts.pins, session.client, cwd=session.repro.origin, extras=opts.extras
+        ):
             roots += [p.requirement for p in ps.applicable(self.env, opts.extras)]
         if opts.from_lock:
             (lock,) = read_pins([opts.from_lock], session.client, cwd=session.repro.origin)
@@ -134,15 +136,28 @@ class _Lock:
         return roots
 
     def newest(self, specifiers: Mapping[str, SpecifierSet]) -> Plan | Unresolvable:
-        return plan(self.roots, self.source, self.ptarget, pre=self.opts.pre,
-                    constraints=specifiers, cache=self.cache)  # fmt: skip
+        return plan(
+            self.roots,
+            self.source,
+            self.ptarget,
+            pre=self.opts.pre,
+            constraints=specifiers,
+            cache=self.cache,
+        )
 
     def as_of(
         self, when: datetime, specifiers: Mapping[str, SpecifierSet] | None = None
     ) -> Plan | Unresolvable:
-        return plan(self.roots, self.source, self.ptarget, policy=Policy.CONTEMPORARY,
-                    cutoff=when, pre=self.opts.pre, constraints=specifiers,
-                    cache=self.cache)  # fmt: skip
+        return plan(
+            self.roots,
+            self.source,
+            self.ptarget,
+            policy=Policy.CONTEMPORARY,
+            cutoff=when,
+            pre=self.opts.pre,
+            constraints=specifiers,
+            cache=self.cache,
+        )
 
     def start(self, newest: Plan) -> tuple[str, Pins, datetime | None]:
         """The first environment known to pass (not yet probed): its label, its pins and,
@@ -156,8 +171,9 @@ class _Lock:
         if isinstance(planned, Plan):
             return f"as of {when:%Y-%m-%d %H:%M:%S} ({why})", _pins(planned), when
         names = sorted(str(n) for n in newest.pins)
-        moments = timeline(names, self.session.client, self.session.target, when, self.now,
-                           pre=self.opts.pre)[:MAX_START_MOMENTS]  # fmt: skip
+        moments = timeline(
+            names, self.session.client, self.session.target, when, self.now, pre=self.opts.pre
+        )[:MAX_START_MOMENTS]
         for m in moments:
             planned = self.as_of(m.when)
             if isinstance(planned, Plan):
@@ -213,9 +229,11 @@ class _Lock:
             raise session.interrupted(e) from e
         unconstrained = self.newest({})
         done = self.outcome(
-            status=Status.FOUND, passing=row, locked=_str_pins(newest),
+            status=Status.FOUND,
+            passing=row,
+            locked=_str_pins(newest),
             unconstrained=_str_pins(unconstrained) if isinstance(unconstrained, Plan) else None,
-        )  # fmt: skip
+        )
         return write_lock_outputs(done, session)
 
     def search_passing(self, newest: Plan) -> tuple[Plan, ProbeRow]:
@@ -234,25 +252,30 @@ class _Lock:
                     "cannot be built is not evidence",
                 )
             if len(self.constraints.held) >= MAX_ROUNDS:
-                raise NoAnswer(f"gave up after {MAX_ROUNDS} constraints",
-                               hint="see report.md for what each round found")  # fmt: skip
+                raise NoAnswer(
+                    f"gave up after {MAX_ROUNDS} constraints",
+                    hint="see report.md for what each round found",
+                )
             if good is None:
                 label, good, when = self.start(newest)
-                reporter.message(f"envbisect: the newest environment fails; starting "
-                                 f"point {label}")  # fmt: skip
+                reporter.message(f"envbisect: the newest environment fails; starting point {label}")
             if when is not None:  # the ecosystem's own history: environments as of dates
                 found, when = self.find_by_date(when, newest)
             else:  # upgrade mode: delta debugging against the user's lock
-                upgrade = Upgrade(session=self.session, source=self.source,
-                                  ptarget=self.ptarget, cache=self.cache, rows=self.rows,
-                                  round=len(self.constraints.held) + 1)  # fmt: skip
+                upgrade = Upgrade(
+                    session=self.session,
+                    source=self.source,
+                    ptarget=self.ptarget,
+                    cache=self.cache,
+                    rows=self.rows,
+                    round=len(self.constraints.held) + 1,
+                )
                 self.upgrades.append(upgrade)
                 c, good = upgrade.find(label or "", good, newest, row)
                 found = [c]
             for c in found:
                 self.constraints.add(c)
-                reporter.message(f"envbisect: constraint {c.package}{c.specifier}: "
-                                 f"{c.describe()}")  # fmt: skip
+                reporter.message(f"envbisect: constraint {c.package}{c.specifier}: {c.describe()}")
             label = "the last environment that passed"
             planned = self.newest(self.constraints.specifiers())
             if not isinstance(planned, Plan):
@@ -278,14 +301,19 @@ class _Lock:
         """Where the search ended, for its outputs."""
         engines = [u.engine for u in self.upgrades if u.engine is not None]
         search = engines[-1].search if engines else None
-        result = replace(self.header, status=status, reason=reason, rows=tuple(self.rows),
-                         search=search)  # fmt: skip
+        result = replace(
+            self.header, status=status, reason=reason, rows=tuple(self.rows), search=search
+        )
         rounds = self.rounds + sum(u.rounds for u in self.upgrades)
         return LockOutcome(
-            result=result, held=tuple(self.constraints.held),
-            dropped=tuple(self.constraints.dropped), rounds=rounds, passing=passing,
-            locked=locked or {}, unconstrained=unconstrained,
-        )  # fmt: skip
+            result=result,
+            held=tuple(self.constraints.held),
+            dropped=tuple(self.constraints.dropped),
+            rounds=rounds,
+            passing=passing,
+            locked=locked or {},
+            unconstrained=unconstrained,
+        )
 
     def dry_run(self, newest: Plan) -> LockResult:
         """``--dry-run``: the plans of the newest environment and of the starting point."""
@@ -296,8 +324,7 @@ class _Lock:
         label, pins, _ = self.start(newest)
         reqs = [f"{n}=={v}" for n, v in sorted(pins.items())]
         wants.append(Want(label=f"starting point: {label}", spec=session.env_spec(reqs)))
-        return replace(self.header, status=Status.DRY_RUN,
-                       plans=tuple(plan_views(session, wants)))  # fmt: skip
+        return replace(self.header, status=Status.DRY_RUN, plans=tuple(plan_views(session, wants)))
 
     def probe(self, label: str, planned: Plan) -> ProbeRow:
         runs = self.session.opts.repeat
@@ -359,9 +386,10 @@ class _Lock:
         session = self.session
         begin = self.as_of(start, held)
         names = sorted(set(_pins(begin) if isinstance(begin, Plan) else ()) | set(_pins(newest)))
-        moments = [Moment(when=start, releases=()),
-                   *timeline(names, session.client, session.target, start, self.now,
-                             pre=self.opts.pre)]  # fmt: skip
+        moments = [
+            Moment(when=start, releases=()),
+            *timeline(names, session.client, session.target, start, self.now, pre=self.opts.pre),
+        ]
         session.reporter.message(
             f"envbisect: {len(moments) - 1} release moment(s) of {len(names)} package(s) "
             f"since {start:%Y-%m-%d %H:%M:%S}; bisecting by date"
@@ -376,23 +404,36 @@ class _Lock:
             plans[i] = planned
             return Want(label=label, spec=session.env_spec(planned.requirements()), runs=runs)
 
-        bis = Bisector(n=len(moments), good=0, bad=len(moments) - 1, any_failure=True,
-                       repeat=session.opts.repeat)  # fmt: skip
-        log, _ = bisect(bis, session, want, labels=lambda i: moments[i].label())  # fmt: skip
+        bis = Bisector(
+            n=len(moments),
+            good=0,
+            bad=len(moments) - 1,
+            any_failure=True,
+            repeat=session.opts.repeat,
+        )
+        log, _ = bisect(bis, session, want, labels=lambda i: moments[i].label())
         self.rows += log.rows
         self.rounds += log.rounds
         final = bis.result
-        hint = ("give --good-date DATE of an environment where the repro passes, or "
-                "--from LOCK of your working environment")  # fmt: skip
+        hint = (
+            "give --good-date DATE of an environment where the repro passes, or "
+            "--from LOCK of your working environment"
+        )
         starts = [r for r, i in zip(log.rows, log.points, strict=True) if i == 0]
         if starts and starts[0].outcome.kind is not OutcomeKind.PASS:
-            raise NoAnswer(f"the starting point ({moments[0].label()}) does not pass: "
-                           f"{starts[0].outcome.describe()}", hint=hint,
-                           why=Unanswered.GOOD_FAILS)  # fmt: skip
+            raise NoAnswer(
+                f"the starting point ({moments[0].label()}) does not pass: "
+                f"{starts[0].outcome.describe()}",
+                hint=hint,
+                why=Unanswered.GOOD_FAILS,
+            )
         if final is None or final.status == "no-answer" or final.last_old is None:
             why = final.reason if final is not None else "the search did not end"
-            raise NoAnswer(f"the starting point ({moments[0].label()}) and the newest "
-                           f"environment do not bracket the failure: {why}", hint=hint)  # fmt: skip
+            raise NoAnswer(
+                f"the starting point ({moments[0].label()}) and the newest "
+                f"environment do not bracket the failure: {why}",
+                hint=hint,
+            )
         return moments, plans, final
 
     def _culprit_at(
@@ -421,8 +462,9 @@ class _Lock:
                 if str(name) in exclude:
                     failures.append(f"{name} {version}: held back already")
                     continue
-                found = self._toggle(str(name), version, str(before), good, moments[lg], held,
-                                     point.outcome)  # fmt: skip
+                found = self._toggle(
+                    str(name), version, str(before), good, moments[lg], held, point.outcome
+                )
                 if isinstance(found, str):
                     failures.append(found)
                     continue
@@ -434,10 +476,16 @@ class _Lock:
     ) -> Plan | Unresolvable:
         """``good`` with only ``name`` at ``version`` and what that forces (baseline policy),
         under the constraints on the other packages."""
-        return plan([*self.roots, Requirement(f"{name}=={version}")], self.source, self.ptarget,
-                    policy=Policy.BASELINE, baseline={str(k): v for k, v in good.pins.items()},
-                    pre=self.opts.pre, cache=self.cache,
-                    constraints={k: v for k, v in held.items() if k != name})  # fmt: skip
+        return plan(
+            [*self.roots, Requirement(f"{name}=={version}")],
+            self.source,
+            self.ptarget,
+            policy=Policy.BASELINE,
+            baseline={str(k): v for k, v in good.pins.items()},
+            pre=self.opts.pre,
+            cache=self.cache,
+            constraints={k: v for k, v in held.items() if k != name},
+        )
 
     def _toggle(
         self,
@@ -459,14 +507,21 @@ class _Lock:
             session.opts.any_failure or same_failure(row.outcome, reference)
         ):
             return f"{name} {version} alone: {row.outcome.describe()}"
-        moved = tuple(Moved(package=str(n), before=str(b) if b else None,
-                            after=str(v) if v else None)
-                      for n, b, v in toggled.moved if str(n) != name)  # fmt: skip
+        moved = tuple(
+            Moved(package=str(n), before=str(b) if b else None, after=str(v) if v else None)
+            for n, b, v in toggled.moved
+            if str(n) != name
+        )
         c = Constraint(
-            package=name, first_bad=version, last_good=before, outcome=row.outcome,
-            passed=moment.label(), failed=label, moved_with=moved,
+            package=name,
+            first_bad=version,
+            last_good=before,
+            outcome=row.outcome,
+            passed=moment.label(),
+            failed=label,
+            moved_with=moved,
             round=len(self.constraints.held) + 1,
-        )  # fmt: skip
+        )
         return self._just_below(c, good, held, reference)
 
     def _just_below(
@@ -477,10 +532,13 @@ class _Lock:
         earlier: step down), or is neither (the proof stands on the environment's version)."""
         files = self.session.client.project_files(c.package).files
         lower = sorted(
-            (x.version for x in build_candidates(files, self.session.target).candidates
-             if x.installable and Version(c.last_good) < x.version < Version(c.first_bad)),
+            (
+                x.version
+                for x in build_candidates(files, self.session.target).candidates
+                if x.installable and Version(c.last_good) < x.version < Version(c.first_bad)
+            ),
             reverse=True,
-        )  # fmt: skip
+        )
         for v in lower:
             planned = self.moved_alone(good, c.package, str(v), held)
             if not isinstance(planned, Plan):
@@ -508,17 +566,22 @@ class _Lock:
                     self.constraints.still_needed(package, None, "")
                     continue
                 if _pins(planned) == _pins(newest):
-                    self.constraints.drop(package, "no effect: the newest environment is the "
-                                                   "same without it")  # fmt: skip
+                    self.constraints.drop(
+                        package, "no effect: the newest environment is the same without it"
+                    )
                     changed = True
                     break
                 label = f"without {package}{c.specifier}"
                 trial = self.probe(label, planned)
                 if trial.outcome.kind is OutcomeKind.PASS:
-                    self.constraints.drop(package, f"{label} passes: a later release fixed it, "
-                                                   "or another constraint covers it")  # fmt: skip
-                    self.session.reporter.message(f"envbisect: dropped {package}{c.specifier}: "
-                                                  f"{label} passes")  # fmt: skip
+                    self.constraints.drop(
+                        package,
+                        f"{label} passes: a later release fixed it, "
+                        "or another constraint covers it",
+                    )
+                    self.session.reporter.message(
+                        f"envbisect: dropped {package}{c.specifier}: {label} passes"
+                    )
                     newest, row, changed = planned, trial, True
                     break
                 self.constraints.still_needed(package, trial.outcome, trial.version)
@@ -528,10 +591,17 @@ class _Lock:
 
     def _run_id(self) -> str:
         o = self.opts
-        return self.session.run_id("lock", {
-            "with": sorted(o.with_reqs), "pins": list(o.pins), "extras": list(o.extras),
-            "from": o.from_lock, "good_date": o.good_date, "pre": o.pre,
-        })  # fmt: skip
+        return self.session.run_id(
+            "lock",
+            {
+                "with": sorted(o.with_reqs),
+                "pins": list(o.pins),
+                "extras": list(o.extras),
+                "from": o.from_lock,
+                "good_date": o.good_date,
+                "pre": o.pre,
+            },
+        )
 
 
 def _pins(planned: Plan) -> Pins:
@@ -553,7 +623,8 @@ def _date(value: str) -> datetime:
     try:
         when = parse_exclude_newer(value)
     except UsageError as e:
-        raise UsageError(f"--good-date {value!r} is not a date", hint=e.hint or "",
-                         ref="bad-date") from e  # fmt: skip
+        raise UsageError(
+            f"--good-date {value!r} is not a date", hint=e.hint or "", ref="bad-date"
+        ) from e
     assert when is not None
     return when

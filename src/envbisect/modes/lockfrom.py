@@ -64,9 +64,17 @@ class Upgrade:
                 f"{bad_row.outcome.describe()}",
                 hint="nothing newer broke it: the repro fails with the starting point itself",
             )
-        diff = DiffEngine(good=good, bad=bad, changes=changes, source=self.source,
-                          ptarget=self.ptarget, cache=self.cache, session=session,
-                          any_failure=True, rows=self.rows)  # fmt: skip
+        diff = DiffEngine(
+            good=good,
+            bad=bad,
+            changes=changes,
+            source=self.source,
+            ptarget=self.ptarget,
+            cache=self.cache,
+            session=session,
+            any_failure=True,
+            rows=self.rows,
+        )
         self.engine = diff
         try:
             diff.verify_ends(changes)
@@ -122,9 +130,11 @@ class Upgrade:
         session = self.session
         name, last_good, first_bad = chosen.change
         if first_bad is None or last_good is None:
-            return (f"the failure comes with {name} "
-                    f"{'removed' if first_bad is None else 'added'}: no version to hold it "
-                    "below")  # fmt: skip
+            return (
+                f"the failure comes with {name} "
+                f"{'removed' if first_bad is None else 'added'}: no version to hold it "
+                "below"
+            )
         others = {o[0]: o[2] for o in minimal if o[0] != name}
         # The proof, in one environment: the store answers what the search already ran.
         wants = {
@@ -141,17 +151,23 @@ class Upgrade:
             f_row.outcome.kind is not OutcomeKind.PASS
             and (diff.any_failure or same_failure(f_row.outcome, diff.reference))
         ):
-            return (f"{name}: with the rest held, {last_good} gave {p_row.outcome.describe()} "
-                    f"and {first_bad} gave {f_row.outcome.describe()}")  # fmt: skip
+            return (
+                f"{name}: with the rest held, {last_good} gave {p_row.outcome.describe()} "
+                f"and {first_bad} gave {f_row.outcome.describe()}"
+            )
         planned, _ = diff.environment({**others, name: last_good})
         assert planned is not None  # it was just probed
         c = Constraint(
-            package=name, first_bad=first_bad, last_good=last_good, outcome=f_row.outcome,
-            passed=p_row.version, failed=f_row.version,
+            package=name,
+            first_bad=first_bad,
+            last_good=last_good,
+            outcome=f_row.outcome,
+            passed=p_row.version,
+            failed=f_row.version,
             moved_with=chosen.moved_with,
             interaction=tuple(o[0] for o in minimal if o[0] != name),
             round=self.round,
-        )  # fmt: skip
+        )
         return c, {str(n): v for n, v in planned.pins.items()}
 
     def _preference(self, culprits: Sequence[Culprit]) -> list[Culprit]:

@@ -22,8 +22,13 @@ def write_lock_outputs(done: LockOutcome, session: Session) -> LockResult:
     """report.md always; with a passing environment its requirements.txt (hash-pinned),
     pylock.toml and constraints.txt (each held-back package with why). Returns the result,
     with its files."""
-    result = replace(done.result, constraints=done.held, dropped=done.dropped,
-                     rounds=done.rounds, sections=(_section(done),))  # fmt: skip
+    result = replace(
+        done.result,
+        constraints=done.held,
+        dropped=done.dropped,
+        rounds=done.rounds,
+        sections=(_section(done),),
+    )
     run_dir = inside(session.opts.results, session.opts.results / result.run_id)
     run_dir.mkdir(parents=True, exist_ok=True)
     row, held = done.passing, done.held
@@ -36,17 +41,25 @@ def write_lock_outputs(done: LockOutcome, session: Session) -> LockResult:
         ]
         lock, pl = write_lockfiles(run_dir, row.installed, session, header=header)
         cons = run_dir / "constraints.txt"
-        cons.write_text(Constraints(held=list(held)).text([
-            f"What envbisect {__version__} held back, and why (pip/uv -c constraints.txt)",
-        ]), encoding="utf-8")  # fmt: skip
+        cons.write_text(
+            Constraints(held=list(held)).text(
+                [
+                    f"What envbisect {__version__} held back, and why (pip/uv -c constraints.txt)",
+                ]
+            ),
+            encoding="utf-8",
+        )
         behind = held_back(done.unconstrained, done.locked) if done.unconstrained else ()
         named = ", ".join(f"{c.package}{c.specifier}" for c in held)
         result = replace(
-            result, lock_path=str(lock), pylock_path=str(pl), constraints_file=str(cons),
+            result,
+            lock_path=str(lock),
+            pylock_path=str(pl),
+            constraints_file=str(cons),
             held_back=behind,
             verdict=f"the newest environment that passes: {len(done.locked)} package(s), "
             + (f"{len(held)} held back ({named})" if held else "nothing held back"),
-        )  # fmt: skip
+        )
     return write_report(result, run_dir)
 
 
@@ -59,11 +72,14 @@ def _section(done: LockOutcome) -> str:
         lines.append(f"- **{md_text(c.package + c.specifier)}**: {md_text(c.describe())}")
         lines.append(f"  - proof: {md_code(c.passed)} passed, {md_code(c.failed)} failed")
         if c.still_needed is not None:
-            lines.append(f"  - still needed: {md_code(c.still_needed_label)} "
-                         f"{md_text(c.still_needed.describe())}")  # fmt: skip
+            lines.append(
+                f"  - still needed: {md_code(c.still_needed_label)} "
+                f"{md_text(c.still_needed.describe())}"
+            )
     for d in done.dropped:
-        lines.append(f"- dropped {md_text(d.constraint.package + d.constraint.specifier)}: "
-                     f"{md_text(d.why)}")  # fmt: skip
+        lines.append(
+            f"- dropped {md_text(d.constraint.package + d.constraint.specifier)}: {md_text(d.why)}"
+        )
     if done.held:
         lines.append("")
         lines.append("Held back packages are in `constraints.txt` (`uv pip install -c` it).")

@@ -37,8 +37,9 @@ def write_outputs(result: R, session: Session, *, label: str, allow_sdist: bool 
             f"Known-good environment written by envbisect {__version__} for {target.short}",
             f"{label} {working.version}: {working.outcome.describe()} with `{result.repro}`",
         ]
-        lock, pl = write_lockfiles(run_dir, working.installed, session, header=header,
-                                   allow_sdist=allow_sdist)  # fmt: skip
+        lock, pl = write_lockfiles(
+            run_dir, working.installed, session, header=header, allow_sdist=allow_sdist
+        )
         result = replace(result, lock_path=str(lock), pylock_path=str(pl))
     return write_report(result, run_dir)
 
@@ -98,14 +99,18 @@ def write_lockfiles(
     strategy = " --index-strategy unsafe-best-match" if len(used) > 1 else ""
     sync = f"uv pip sync {pl.name}" if pylock_ok else f"{pl.name} is not portable: see above"
     req.write_text(
-        requirements_lock(entries, indexes=indexes, header=[
-            *header,
-            *notes,
-            f"Install: uv pip install{strategy} --require-hashes -r {req.name}  "
-            f"(or pip install --require-hashes -r {req.name}, or {sync})",
-        ]),
+        requirements_lock(
+            entries,
+            indexes=indexes,
+            header=[
+                *header,
+                *notes,
+                f"Install: uv pip install{strategy} --require-hashes -r {req.name}  "
+                f"(or pip install --require-hashes -r {req.name}, or {sync})",
+            ],
+        ),
         encoding="utf-8",
-    )  # fmt: skip
+    )
     major, minor = target.version[0], target.version[1]
     markers = target.marker_environment()
     env_marker = (
@@ -114,10 +119,15 @@ def write_lockfiles(
         f"platform_machine == '{markers.get('platform_machine', '')}'"
     )
     pl.write_text(
-        pylock(entries, requires_python=f"=={major}.{minor}.*", environment=env_marker,
-               when=datetime.now(timezone.utc), notes=notes),
+        pylock(
+            entries,
+            requires_python=f"=={major}.{minor}.*",
+            environment=env_marker,
+            when=datetime.now(timezone.utc),
+            notes=notes,
+        ),
         encoding="utf-8",
-    )  # fmt: skip
+    )
     return req, pl
 
 

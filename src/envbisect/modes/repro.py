@@ -61,22 +61,31 @@ def run_repro(opts: ReproOptions, reporter: Reporter | None = None) -> ReproResu
     parse_exclude_newer(opts.exclude_newer)
     text, label = read_source(opts.report, opts.cwd)
     if not text.strip():
-        raise UsageError(f"the report {label} is empty",
-                         hint="save the issue's text (its System Info and its repro) to a file",
-                         ref="repro-empty")  # fmt: skip
+        raise UsageError(
+            f"the report {label} is empty",
+            hint="save the issue's text (its System Info and its repro) to a file",
+            ref="repro-empty",
+        )
     env_report = read_report(text)
     if env_report is None or not env_report.rows:
-        raise UsageError(f"the report {label} names no package versions",
-                         hint=f"add the reporter's environment to it: {REPORT_FORMS}",
-                         ref="pins-no-versions")  # fmt: skip
+        raise UsageError(
+            f"the report {label} names no package versions",
+            hint=f"add the reporter's environment to it: {REPORT_FORMS}",
+            ref="pins-no-versions",
+        )
     bug = read_bug_report(text)
     _check_repro(bug, label)
     folder = _folder(opts, text)
     report_path = opts.report if opts.report != STDIN else _save(folder, "report.md", text)
     repro, files, repro_args = _repro(bug, folder, opts)
-    blocked = obstacles(bug, report_system=env_report.system, system=platform.system(),
-                        gpu=opts.gpu, allow_download=opts.allow_download,
-                        exists=lambda p: (opts.cwd / p).exists())  # fmt: skip
+    blocked = obstacles(
+        bug,
+        report_system=env_report.system,
+        system=platform.system(),
+        gpu=opts.gpu,
+        allow_download=opts.allow_download,
+        exists=lambda p: (opts.cwd / p).exists(),
+    )
     common = replace(opts.common, repro=repro)
     with Session(common, reporter) as session:
         (pins,) = read_pins([opts.report], session.client, cwd=opts.cwd)
@@ -98,10 +107,14 @@ def run_repro(opts: ReproOptions, reporter: Reporter | None = None) -> ReproResu
         spec = _spec(opts, session, pins)
         target = f"{session.target.short} (Python {session.target.python_version})"
         follow = next_commands(
-            report=report_path, pins=_exact(pins), error=bug.error,
-            subject=env_report.subject, repro_args=repro_args, flags=opts.carry,
+            report=report_path,
+            pins=_exact(pins),
+            error=bug.error,
+            subject=env_report.subject,
+            repro_args=repro_args,
+            flags=opts.carry,
             named=len(env_report.rows),
-        )  # fmt: skip
+        )
         base = replace(base, requirements=spec.requirements, target=target, env_id=spec.env_id)
         if common.dry_run:
             from envbisect.modes.dryrun import plan_views
@@ -109,8 +122,11 @@ def run_repro(opts: ReproOptions, reporter: Reporter | None = None) -> ReproResu
             plans = plan_views(session, [Want(label=LABEL, spec=spec)], resolve=True)
             return replace(base, status=ReproStatus.DRY_RUN, plans=tuple(plans))
         try:
-            log = drive(Fixed([0], repeat=common.repeat), session,
-                        lambda _p, runs: Want(label=LABEL, spec=spec, runs=runs))  # fmt: skip
+            log = drive(
+                Fixed([0], repeat=common.repeat),
+                session,
+                lambda _p, runs: Want(label=LABEL, spec=spec, runs=runs),
+            )
         except KeyboardInterrupt as e:
             raise session.interrupted(e) from e
         rec = session.stored(spec, common.repeat)  # what the repro printed, as it was stored
@@ -118,11 +134,18 @@ def run_repro(opts: ReproOptions, reporter: Reporter | None = None) -> ReproResu
     status = decide(base.expected, row.outcome)
     why = row.outcome.signature if status is ReproStatus.UNTESTABLE else ""
     return replace(
-        base, status=status, seen=row.outcome, why=why, reused=row.reused,
-        installed=row.installed, hint="", output=rec.stdout_tail if rec is not None else "",
-        next=follow if status in (ReproStatus.REPRODUCED, ReproStatus.FAILS,
-                                  ReproStatus.DIFFERENT) else (),
-    )  # fmt: skip
+        base,
+        status=status,
+        seen=row.outcome,
+        why=why,
+        reused=row.reused,
+        installed=row.installed,
+        hint="",
+        output=rec.stdout_tail if rec is not None else "",
+        next=follow
+        if status in (ReproStatus.REPRODUCED, ReproStatus.FAILS, ReproStatus.DIFFERENT)
+        else (),
+    )
 
 
 def _check_repro(bug: BugReport, label: str) -> None:
@@ -159,22 +182,31 @@ def _save(folder: Path, name: str, text: str) -> str:
 _DATA_DIR = re.compile(r"^(\s*dataset_dir\s*:\s*)(['\"]?)(?P<dir>[^\s'\"#]+)\2", re.MULTILINE)
 
 
-def _repro(bug: BugReport, folder: Path, opts: ReproOptions) -> tuple[Repro, tuple[str, ...],
-                                                                      list[str]]:  # fmt: skip
+def _repro(
+    bug: BugReport, folder: Path, opts: ReproOptions
+) -> tuple[Repro, tuple[str, ...], list[str]]:
     """The repro as steps, the files written for it, and how a later command names it."""
     env = {"DISABLE_VERSION_CHECK": "1"}  # LLaMA-Factory refuses versions outside its ranges
     user = dict(opts.common.env)
     if bug.code is not None:
         path = _save(folder, "repro.py", bug.code)
         step = file_step(path, opts.cwd)
-        repro = Repro(steps=(step,), origin=opts.cwd, extra_env=tuple(env.items()),
-                      user_env=tuple(sorted(user.items())))  # fmt: skip
+        repro = Repro(
+            steps=(step,),
+            origin=opts.cwd,
+            extra_env=tuple(env.items()),
+            user_env=tuple(sorted(user.items())),
+        )
         return repro, (path,), ["--repro", path]
     assert bug.config is not None and bug.config_name is not None
     path = _save(folder, bug.config_name, _config_here(bug.config, opts.cwd))
     step = command_step([*bug.command[:2], path], opts.cwd)
-    repro = Repro(steps=(step,), origin=opts.cwd, extra_env=tuple(env.items()),
-                  user_env=tuple(sorted(user.items())))  # fmt: skip
+    repro = Repro(
+        steps=(step,),
+        origin=opts.cwd,
+        extra_env=tuple(env.items()),
+        user_env=tuple(sorted(user.items())),
+    )
     return repro, (path,), ["--", *bug.command[:2], path]
 
 
@@ -193,8 +225,12 @@ def _config_here(config: str, cwd: Path) -> str:
 def _spec(opts: ReproOptions, session: Session, pins: PinSet) -> EnvSpec:
     env = session.target.marker_environment()
     requirements = [*opts.with_reqs, *(str(p.requirement) for p in pins.applicable(env))]
-    return session.env_spec(requirements, only_binary=not opts.allow_sdist,
-                            exclude_newer=opts.exclude_newer, prerelease=opts.pre)  # fmt: skip
+    return session.env_spec(
+        requirements,
+        only_binary=not opts.allow_sdist,
+        exclude_newer=opts.exclude_newer,
+        prerelease=opts.pre,
+    )
 
 
 def _exact(pins: PinSet) -> dict[str, str]:
@@ -204,8 +240,9 @@ def _exact(pins: PinSet) -> dict[str, str]:
 
 def _hint(why: str) -> str:
     if "downloads" in why:
-        return ("pass --allow-download to let the repro download it, or point the repro at a "
-                "local copy")  # fmt: skip
+        return (
+            "pass --allow-download to let the repro download it, or point the repro at a local copy"
+        )
     if "GPU" in why:
         return "run envbisect repro on a machine with an NVIDIA GPU"
     if "the report is from" in why:

@@ -93,8 +93,13 @@ def _run(opts: RunOptions, session: Session, exclude_newer: datetime | None) -> 
     window = cl.candidates[bis.old.index : bis.new.index + 1]
     pre_skipped = tuple((str(c.version), c.reason or "") for c in window if not c.installable)
     reporter.candidates(opts.package, len(window), len(pre_skipped), session.target.short)
-    result = session.result(RunResult, package=opts.package, candidates=len(window),
-                            run_id=_run_id(opts, session), skipped=pre_skipped)  # fmt: skip
+    result = session.result(
+        RunResult,
+        package=opts.package,
+        candidates=len(window),
+        run_id=_run_id(opts, session),
+        skipped=pre_skipped,
+    )
     points = _Points(opts=opts, session=session, planner=planner, cl=cl)
     source = None
     if opts.commits is not None and not session.opts.dry_run:
@@ -107,23 +112,28 @@ def _run(opts: RunOptions, session: Session, exclude_newer: datetime | None) -> 
         from envbisect.modes.dryrun import plan_views
 
         end_wants = [points.want(i, 1) for i in (bis.old.index, bis.new.index)]
-        return replace(result, status=Status.DRY_RUN,
-                       plans=tuple(plan_views(session, end_wants)))  # fmt: skip
+        return replace(result, status=Status.DRY_RUN, plans=tuple(plan_views(session, end_wants)))
     try:
         log, search = bisect(
             bis, session, points.want, labels=labels.__getitem__, cached=points.cached
         )
     except KeyboardInterrupt as e:
         raise session.interrupted(e) from e
-    result = _answer(result, rows=log.rows, search=search, bis=bis, cl=cl, good_i=good_i,
-                     labels=labels)  # fmt: skip
+    result = _answer(
+        result, rows=log.rows, search=search, bis=bis, cl=cl, good_i=good_i, labels=labels
+    )
     if source is not None and opts.commits is not None and result.answered:
         from envbisect.modes import commits
 
         ans = commits.after_release(
-            session, result, src=source, refs=opts.commits, with_reqs=opts.with_reqs,
-            allow_sdist=opts.allow_sdist, search_opts=opts.search,
-        )  # fmt: skip
+            session,
+            result,
+            src=source,
+            refs=opts.commits,
+            with_reqs=opts.with_reqs,
+            allow_sdist=opts.allow_sdist,
+            search_opts=opts.search,
+        )
         result = replace(result, commits=ans)
     return write_outputs(result, session, label=opts.package, allow_sdist=opts.allow_sdist)
 
@@ -138,9 +148,13 @@ def _candidates(
     ends = [_parse_version(v, flag) for v, flag in ((opts.good, "--good"), (opts.bad, "--bad"))]
     named = [v for v in ends if v is not None]
     cl = build_candidates(
-        files, target, allow_sdist=opts.allow_sdist, pre=opts.pre, exclude_newer=exclude_newer,
+        files,
+        target,
+        allow_sdist=opts.allow_sdist,
+        pre=opts.pre,
+        exclude_newer=exclude_newer,
         keep=named,
-    )  # fmt: skip
+    )
     if planner is not None:
         cl = planner.restrict(cl, named)
         session.reporter.message(
@@ -184,9 +198,13 @@ def _answer(
     ]
     final = bis.result
     assert final is not None
-    result = replace(result, rows=tuple(rows), search=search,
-                     skipped=(*result.skipped, *skipped),
-                     stand_ins=tuple(_stand_ins(bis, cl, good_i, labels)))  # fmt: skip
+    result = replace(
+        result,
+        rows=tuple(rows),
+        search=search,
+        skipped=(*result.skipped, *skipped),
+        stand_ins=tuple(_stand_ins(bis, cl, good_i, labels)),
+    )
     result = answer(result, final, labels.__getitem__)
     if not result.answered:
         return result
@@ -210,9 +228,11 @@ class _Points:
 
     def _spec(self, requirements: list[str], *, exclude_newer: str | None) -> EnvSpec:
         return self.session.env_spec(
-            requirements, only_binary=not self.opts.allow_sdist, exclude_newer=exclude_newer,
+            requirements,
+            only_binary=not self.opts.allow_sdist,
+            exclude_newer=exclude_newer,
             prerelease=self.opts.pre,
-        )  # fmt: skip
+        )
 
     def _plain(self, cand: Candidate) -> EnvSpec:
         reqs = [f"{self.opts.package}=={cand.version}", *self.opts.with_reqs]

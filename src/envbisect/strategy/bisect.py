@@ -202,8 +202,9 @@ class Bisector:
                     continue
                 if end.fixed:
                     if end.index in self.skipped and end.index not in self.runs:
-                        self._no_answer(f"the {self._end_name(end)} end cannot be tested "
-                                        "(no installable file)")  # fmt: skip
+                        self._no_answer(
+                            f"the {self._end_name(end)} end cannot be tested (no installable file)"
+                        )
                         return False
                     if end.index in self.runs:
                         self._record_end(end, self.runs[end.index])
@@ -328,8 +329,9 @@ class Bisector:
             self.switch_reason = reason
             # The posterior weighs the pass and the reference failure only: another failure
             # is no evidence there, and probing it again would buy nothing.
-            self.skipped |= {i for i, c in self.cls.items()
-                             if c not in (PASS_CLASS, self.ref_class)}  # fmt: skip
+            self.skipped |= {
+                i for i, c in self.cls.items() if c not in (PASS_CLASS, self.ref_class)
+            }
 
     def _record_end(self, end: End, runs: tuple[Outcome, ...]) -> None:
         end.retry, end.tries = False, end.tries + 1

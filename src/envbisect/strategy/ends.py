@@ -97,8 +97,11 @@ def look(
         reach, jump = end.reach, end.jump
     while True:
         if t is not None:
-            lo = max((i for i in untestable if 0 <= end.key(i) < end.key(t)), key=end.key,
-                     default=end.start - end.inward)  # fmt: skip
+            lo = max(
+                (i for i in untestable if 0 <= end.key(i) < end.key(t)),
+                key=end.key,
+                default=end.start - end.inward,
+            )
             if abs(t - lo) <= 1:
                 return t  # nothing unknown between it and the untestable points outside
         nxt = reach + end.inward * jump
