@@ -14,6 +14,23 @@ from packaging.version import InvalidVersion, Version
 
 from envbisect.errors import UsageError
 
+# PyTorch's own packages: served by its index (the CPU/CUDA/ROCm variant folders), and the
+# ones whose local version label (``+cu121``) names such a build.
+TORCH_PACKAGES: frozenset[NormalizedName] = frozenset(
+    canonicalize_name(n)
+    for n in (
+        "torch",
+        "torchvision",
+        "torchaudio",
+        "torchtext",
+        "torchdata",
+        "triton",
+        "pytorch-triton",
+        "pytorch-triton-rocm",
+        "pytorch-triton-xpu",
+    )
+)
+
 # Starts with a letter or digit: never "." or "..", never hidden, never absolute.
 SLUG = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
 _NAME_HINT = (

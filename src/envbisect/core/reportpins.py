@@ -27,27 +27,13 @@ from packaging.requirements import Requirement
 from packaging.version import InvalidVersion, Version
 
 from envbisect.core.envreports import EnvReport, Row
-from envbisect.core.names import is_project_name
+from envbisect.core.names import TORCH_PACKAGES, is_project_name
 from envbisect.core.pins import Pin, PinSet
 from envbisect.core.reportfacts import Commit, Mapped, ReportFacts
 
 # Canonical name -> every version the index has; None where it could not be asked.
 Releases = Callable[[str], Sequence[Version] | None]
 
-# Torch's family, whose local label names a build of PyTorch's index (index/pytorch.py's
-# TORCH_PACKAGES; kept here too: the core imports no index module).
-TORCH_FAMILY = frozenset(
-    {
-        "torch",
-        "torchvision",
-        "torchaudio",
-        "torchtext",
-        "torchdata",
-        "triton",
-        "pytorch-triton",
-        "pytorch-triton-rocm",
-    }
-)
 _VARIANT = re.compile(r"^(cpu|cu\d{3}|rocm\d+(?:\.\d+)*|xpu)$")
 # Where a project's commits live, for the packages whose reports name a commit.
 REPOSITORIES = {
@@ -138,7 +124,7 @@ def _map_row(
     why = ""
     if version.local is not None:
         public, local = Version(version.public), version.local
-        if name in TORCH_FAMILY and _VARIANT.match(local):
+        if name in TORCH_PACKAGES and _VARIANT.match(local):
             return f"{name}=={public}", f"the {local} build: public version {public}", None, False
         version, why = public, f"a local build (+{local}): its public version {public}"
     if not version.is_prerelease:  # dev releases are pre-releases too
@@ -163,7 +149,7 @@ def _map_row(
 def torch_variant(report: EnvReport) -> str | None:
     """The build of torch the report names: its local label, else the CUDA it was built for."""
     for row in report.rows:
-        if row.key in TORCH_FAMILY and "+" in row.version:
+        if row.key in TORCH_PACKAGES and "+" in row.version:
             local = row.version.split("+", 1)[1]
             if _VARIANT.match(local):
                 return local

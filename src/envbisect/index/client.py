@@ -38,7 +38,7 @@ from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from envbisect import __version__
-from envbisect.core.names import is_project_name
+from envbisect.core.names import TORCH_PACKAGES, is_project_name
 from envbisect.diskcache import DiskCache, default_cache_dir
 from envbisect.errors import (
     IndexUnreachable,
@@ -59,7 +59,7 @@ from envbisect.index.cache import (
 )
 from envbisect.index.limits import DEADLINE, MAX_PAGE_BYTES, read_body, settled
 from envbisect.index.local import file_index_project, find_links_files, local_sha256
-from envbisect.index.pytorch import TORCH_PACKAGES, fill_upload_times
+from envbisect.index.pytorch import fill_upload_times
 from envbisect.index.simple import (
     ProjectFiles,
     parse_simple_html,

@@ -16,27 +16,12 @@ from collections.abc import Iterable
 from dataclasses import replace
 from datetime import datetime
 
-from packaging.utils import canonicalize_name
 from packaging.version import Version
 
 from envbisect.core.candidates import file_version
 from envbisect.model import DistFile
 
 OFFICIAL = "https://download.pytorch.org/whl"
-TORCH_PACKAGES = frozenset(
-    canonicalize_name(n)
-    for n in (
-        "torch",
-        "torchvision",
-        "torchaudio",
-        "torchtext",
-        "torchdata",
-        "triton",
-        "pytorch-triton",
-        "pytorch-triton-rocm",
-        "pytorch-triton-xpu",
-    )
-)
 # CUDA variants, oldest first: ``auto`` picks the newest the driver supports.
 CUDA_VARIANTS = ("cu118", "cu121", "cu124", "cu126", "cu128", "cu129", "cu130")
 _VARIANT = re.compile(r"^(cpu|cu\d{3}|rocm\d+(\.\d+)*|xpu)$")

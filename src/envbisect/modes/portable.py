@@ -24,9 +24,9 @@ from dataclasses import dataclass, replace
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
+from envbisect.core.names import TORCH_PACKAGES
 from envbisect.core.report import LockEntry
 from envbisect.errors import InfrastructureError, UsageError
-from envbisect.index.pytorch import TORCH_PACKAGES
 from envbisect.model import DistFile, IndexConfig
 from envbisect.modes.session import Session
 from envbisect.redact import mask_url
