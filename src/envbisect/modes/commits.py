@@ -322,24 +322,7 @@ def search(
     final = bis.result
     assert final is not None
     _check_ends(final, log.rows, log.points, rng, package, bis)
-    tested = tuple(
-        ProbedCommit(
-            commit=rng.points[i],
-            outcome=r.outcome,
-            verdict=r.verdict,
-            version=_version_of(r.installed, key),
-            env_id=r.env_id,
-            reused=r.reused,
-            build_seconds=r.build_seconds,
-            probe_seconds=r.probe_seconds,
-        )
-        for r, i in zip(log.rows, log.points, strict=True)
-    )
-    skipped = tuple(
-        (rng.points[i], r.outcome.signature or "untestable")
-        for r, i in zip(log.rows, log.points, strict=True)
-        if r.outcome.kind is OutcomeKind.UNTESTABLE
-    )
+    tested, skipped = _tested(log.rows, log.points, rng, key)
     ans = CommitAnswer(
         package=package,
         repo=src.repo.shown,
@@ -369,6 +352,31 @@ def search(
         ),
     )
     return ans, log.rows
+
+
+def _tested(
+    rows: Sequence[ProbeRow], points: Sequence[int], rng: Range, key: str
+) -> tuple[tuple[ProbedCommit, ...], tuple[tuple[Commit, str], ...]]:
+    """Every probed commit in the order probed, and the untestable ones with why."""
+    tested = tuple(
+        ProbedCommit(
+            commit=rng.points[i],
+            outcome=r.outcome,
+            verdict=r.verdict,
+            version=_version_of(r.installed, key),
+            env_id=r.env_id,
+            reused=r.reused,
+            build_seconds=r.build_seconds,
+            probe_seconds=r.probe_seconds,
+        )
+        for r, i in zip(rows, points, strict=True)
+    )
+    skipped = tuple(
+        (rng.points[i], r.outcome.signature or "untestable")
+        for r, i in zip(rows, points, strict=True)
+        if r.outcome.kind is OutcomeKind.UNTESTABLE
+    )
+    return tested, skipped
 
 
 def _check_ends(

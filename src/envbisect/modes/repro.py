@@ -22,13 +22,14 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from envbisect.core.bugreport import BugReport, obstacles, read_bug_report, reported_outcome
-from envbisect.core.envreports import read_report
+from envbisect.core.envreports import EnvReport, read_report
 from envbisect.core.pins import PinSet
 from envbisect.core.reproduce import ReproResult, ReproStatus, decide, next_commands
+from envbisect.core.results import ProbeRow
 from envbisect.env.pinsource import REPORT_FORMS, STDIN, read_source
 from envbisect.env.repro import Repro, command_step, file_step
 from envbisect.errors import UsageError
-from envbisect.model import EnvSpec
+from envbisect.model import EnvSpec, ProbeRecord
 from envbisect.modes.drive import drive
 from envbisect.modes.options import check_requirements, parse_exclude_newer
 from envbisect.modes.outputs import inside
@@ -57,24 +58,7 @@ class ReproOptions:
 
 def run_repro(opts: ReproOptions, reporter: Reporter | None = None) -> ReproResult:
     """The report's failure here, or why it cannot be tried (module doc)."""
-    check_requirements("", opts.with_reqs)
-    parse_exclude_newer(opts.exclude_newer)
-    text, label = read_source(opts.report, opts.cwd)
-    if not text.strip():
-        raise UsageError(
-            f"the report {label} is empty",
-            hint="save the issue's text (its System Info and its repro) to a file",
-            ref="repro-empty",
-        )
-    env_report = read_report(text)
-    if env_report is None or not env_report.rows:
-        raise UsageError(
-            f"the report {label} names no package versions",
-            hint=f"add the reporter's environment to it: {REPORT_FORMS}",
-            ref="pins-no-versions",
-        )
-    bug = read_bug_report(text)
-    _check_repro(bug, label)
+    text, label, env_report, bug = _read(opts)
     folder = _folder(opts, text)
     report_path = opts.report if opts.report != STDIN else _save(folder, "report.md", text)
     repro, files, repro_args = _repro(bug, folder, opts)
@@ -121,16 +105,7 @@ def run_repro(opts: ReproOptions, reporter: Reporter | None = None) -> ReproResu
 
             plans = plan_views(session, [Want(label=LABEL, spec=spec)], resolve=True)
             return replace(base, status=ReproStatus.DRY_RUN, plans=tuple(plans))
-        try:
-            log = drive(
-                Fixed([0], repeat=common.repeat),
-                session,
-                lambda _p, runs: Want(label=LABEL, spec=spec, runs=runs),
-            )
-        except KeyboardInterrupt as e:
-            raise session.interrupted(e) from e
-        rec = session.stored(spec, common.repeat)  # what the repro printed, as it was stored
-    row = log.rows[0]
+        row, rec = _probe(session, spec)
     status = decide(base.expected, row.outcome)
     why = row.outcome.signature if status is ReproStatus.UNTESTABLE else ""
     return replace(
@@ -146,6 +121,45 @@ def run_repro(opts: ReproOptions, reporter: Reporter | None = None) -> ReproResu
         if status in (ReproStatus.REPRODUCED, ReproStatus.FAILS, ReproStatus.DIFFERENT)
         else (),
     )
+
+
+def _read(opts: ReproOptions) -> tuple[str, str, EnvReport, BugReport]:
+    """The report's text, its label, its environment and its bug, checked: a report that names
+    no versions or no repro is a usage error, before anything is read from an index."""
+    check_requirements("", opts.with_reqs)
+    parse_exclude_newer(opts.exclude_newer)
+    text, label = read_source(opts.report, opts.cwd)
+    if not text.strip():
+        raise UsageError(
+            f"the report {label} is empty",
+            hint="save the issue's text (its System Info and its repro) to a file",
+            ref="repro-empty",
+        )
+    env_report = read_report(text)
+    if env_report is None or not env_report.rows:
+        raise UsageError(
+            f"the report {label} names no package versions",
+            hint=f"add the reporter's environment to it: {REPORT_FORMS}",
+            ref="pins-no-versions",
+        )
+    bug = read_bug_report(text)
+    _check_repro(bug, label)
+    return text, label, env_report, bug
+
+
+def _probe(session: Session, spec: EnvSpec) -> tuple[ProbeRow, ProbeRecord | None]:
+    """The reporter's environment built and probed (``--repeat`` runs), and its stored record
+    (what the repro printed)."""
+    repeat = session.opts.repeat
+    try:
+        log = drive(
+            Fixed([0], repeat=repeat),
+            session,
+            lambda _p, runs: Want(label=LABEL, spec=spec, runs=runs),
+        )
+    except KeyboardInterrupt as e:
+        raise session.interrupted(e) from e
+    return log.rows[0], session.stored(spec, repeat)
 
 
 def _check_repro(bug: BugReport, label: str) -> None:
