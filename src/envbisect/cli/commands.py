@@ -518,8 +518,9 @@ def _target(session: Any, args: argparse.Namespace) -> Any:
 
 
 def cmd_matrix(ctx: Context) -> int:
-    from envbisect.modes.matrix import load_matrix, matrix_options, publish_matrix, run_matrix
+    from envbisect.modes.matrix import load_matrix, matrix_options, run_matrix
     from envbisect.modes.outputs import inside
+    from envbisect.modes.publishing import publish_matrix
     from envbisect.modes.session import Session
 
     a = ctx.args
@@ -561,7 +562,8 @@ def cmd_matrix(ctx: Context) -> int:
 
 
 def cmd_publish(ctx: Context) -> int:
-    from envbisect.modes.matrix import load_matrix, matrix_options, publish_matrix
+    from envbisect.modes.matrix import load_matrix, matrix_options
+    from envbisect.modes.publishing import publish_matrix
     from envbisect.modes.session import Session
 
     files = [Path(f) for f in ctx.args.files] or sorted(Path("matrices").glob("*.toml"))

@@ -11,8 +11,6 @@ probe through the same store as ``run``, so an interrupted matrix resumes where 
 from __future__ import annotations
 
 import itertools
-import json
-import re
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
@@ -24,7 +22,6 @@ from packaging.specifiers import SpecifierSet
 from packaging.utils import canonicalize_name
 from packaging.version import Version
 
-from envbisect.core import findings, page, publish
 from envbisect.core.candidates import build_candidates
 from envbisect.core.matrixspec import SCHEMA_HINT, MatrixSpec, parse_matrix, select_versions
 from envbisect.core.outcome import untestable
@@ -32,19 +29,16 @@ from envbisect.core.plan import Plan, Policy
 from envbisect.core.target import Target
 from envbisect.env.repro import Repro
 from envbisect.env.uvplan import UvFallback
-from envbisect.errors import StoreError, UsageError
+from envbisect.errors import UsageError
 from envbisect.index.client import IndexClient
 from envbisect.index.pytorch import OFFICIAL, variant_url
 from envbisect.index.source import IndexMetadataSource
-from envbisect.model import IndexConfig, InstalledDist
+from envbisect.model import IndexConfig
 from envbisect.modes.drive import drive
-from envbisect.modes.outputs import inside, write_lockfiles
 from envbisect.modes.planning import RunPlanner, read_pins
-from envbisect.modes.portable import PublicSources
 from envbisect.modes.session import Session, Want
 from envbisect.options import CommonOptions
 from envbisect.reporter import Reporter
-from envbisect.store import Store
 from envbisect.strategy.rows import Cell, MatrixRows
 
 if sys.version_info >= (3, 11):
@@ -53,8 +47,6 @@ else:  # pragma: no cover
     import tomli as tomllib
 
 MAX_CELLS = 500
-# An environment's path inside a message, as older records kept it.
-_ENV_PATH = re.compile(r"/\S*?/\.envs/[0-9a-f]{16}-[^/\s]+/")
 
 
 @dataclass(slots=True, kw_only=True)
@@ -342,233 +334,3 @@ def _cell_row(matrix: str, cell: Cell, repro_id: str) -> dict[str, object]:
         "inferred_from": cell.inferred_from,
         "updated_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
     }
-
-
-# -- publishing ---------------------------------------------------------------------------------
-
-
-def published_cells(spec: MatrixSpec, store: Store) -> list[dict[str, Any]]:
-    """Every cell of the matrix the store knows, with the details a table shows."""
-    out: list[dict[str, Any]] = []
-    by_key = {(r["python"], r["cell"]): r for r in store.cells(spec.name)}
-    for (python, key), row in sorted(by_key.items()):
-        source = row
-        if row["state"] == "inferred" and row["inferred_from"]:
-            source = by_key.get((python, row["inferred_from"]), row)
-        rec = (
-            store.get(source["env_id"], source["repro_id"])
-            if source["env_id"] and source["repro_id"]
-            else None
-        )
-        mine = rec if row["state"] == "measured" else None  # an inferred cell has no run
-        out.append({
-            "python": python,
-            "versions": json.loads(key),
-            "state": row["state"],
-            "kind": row["kind"],
-            "signal": rec.outcome.signal if rec else None,
-            "signature": _ENV_PATH.sub("<env>/", row["signature"] or ""),
-            "library": rec.outcome.library if rec else None,
-            "seconds": round(mine.build_seconds + mine.probe_seconds, 2) if mine else None,
-            "measured_at": mine.started_at if mine else None,
-            "installed": [d.to_dict() for d in mine.installed] if mine else [],
-            "inferred_from": row["inferred_from"],
-            "env_id": row["env_id"],
-            "lock": None,
-        })  # fmt: skip
-    return out
-
-
-def publish_matrix(spec: MatrixSpec, session: Session) -> list[Path]:
-    """Write every published file of one matrix from the store; returns their paths.
-
-    With no cell of the matrix in the store (a fresh clone: the store is not kept) but a
-    published ``results.json``, the pages are made again from it: nothing is probed and the
-    lockfiles already written stay as they are. ``results/index.html`` is made again either
-    way, from every matrix published under --results."""
-    results = session.opts.results
-    out = inside(results, results / spec.name)
-    out.mkdir(parents=True, exist_ok=True)
-    published = out / "results.json"
-    try:
-        cells = published_cells(spec, session.store)
-        run_file = out / "run.json"
-        run_meta = json.loads(run_file.read_text()) if run_file.is_file() else {}
-        if run_meta and without_paths(run_meta) != run_meta:  # written by an older envbisect
-            run_meta = without_paths(run_meta)
-            run_file.write_text(json.dumps(run_meta, indent=2) + "\n", encoding="utf-8")
-        if not cells and published.is_file():
-            return _republish(spec, session, out)
-    except (ValueError, KeyError, TypeError, AttributeError) as e:
-        raise StoreError(
-            f"the matrix {spec.name} in {results} has damaged records ({type(e).__name__}: {e})",
-            hint=f"run it again (envbisect matrix {spec.path}), or pass another --results",
-            ref="store-damaged",
-        ) from e
-    if not cells:
-        raise UsageError(
-            f"the store in {results} has no cell of the matrix {spec.name}",
-            hint=f"run it first: envbisect matrix {spec.path}",
-            ref="matrix-not-run",
-        )
-    axes = [a.package for a in spec.axes]
-    probes = [*spec.probes, *([spec.repro] if spec.repro else [])]
-    meta = {"name": spec.name, "description": spec.description, "axes": axes,
-            "probes": probes, **run_meta}  # fmt: skip
-    written, rec_files = _write_locks(spec, session, out, meta, cells)
-    written += _write_pages(out, meta, cells, rec_files)
-    written.append(publish_index(results, session.reporter))
-    return written
-
-
-def _write_locks(
-    spec: MatrixSpec, session: Session, out: Path, meta: dict[str, Any], cells: list[dict[str, Any]]
-) -> tuple[list[Path], dict[str, str]]:
-    """Each passing cell's lockfiles (``locks/py<X>/<cell>.txt``, hash-pinned, naming the
-    indexes, and ``pylock.<cell>.toml`` beside it), and per Python the recommended one's
-    (``recommended-py<X>.txt``, ``pylock.recommended-py<XY>.toml``)."""
-    written: list[Path] = []
-    rec_files: dict[str, str] = {}
-    best_of = findings.recommended(cells)
-    passing = [c for c in cells if c["state"] == "measured" and c["kind"] == "pass"]
-    # Committed tables: the locks name the file's indexes, never this machine's folders.
-    public = PublicSources(public_indexes(spec), session)
-    shown = spec.path.name if spec.path.is_absolute() else spec.path.as_posix()
-    again = f"envbisect publish {shown} (online; --find-links DIR where the wheels are local)"
-    for py in sorted({str(c["python"]) for c in passing}):
-        target = session.target_for(py)[1]
-        folder = inside(out, out / "locks" / f"py{py}")
-        folder.mkdir(parents=True, exist_ok=True)
-        for c in (c for c in passing if c["python"] == py):
-            versions: dict[str, str] = c["versions"]
-            slug = "__".join(f"{k}-{v}" for k, v in versions.items())
-            installed = tuple(InstalledDist(**d) for d in c["installed"])
-            header = [f"{spec.name}: {', '.join(f'{k}=={v}' for k, v in versions.items())}"
-                      f" passes {', '.join(meta['probes'])} on {target.short}"]  # fmt: skip
-            req, pl = write_lockfiles(folder, installed, session, header=header, name=slug,
-                                      target=target, public=public, again=again)  # fmt: skip
-            c["lock"], c["pylock"] = req.relative_to(out).as_posix(), pl.relative_to(out).as_posix()
-            written += [req, pl]
-        best = best_of[py]
-        rec = inside(out, out / f"recommended-py{py}.txt")
-        rec_pl = inside(out, out / f"pylock.recommended-py{py.replace('.', '')}.toml")
-        lock, pylock = out / str(best["lock"]), out / str(best["pylock"])
-        rec.write_text(lock.read_text().replace(lock.name, rec.name)
-                       .replace(pylock.name, rec_pl.name), encoding="utf-8")  # fmt: skip
-        rec_pl.write_text(pylock.read_text(), encoding="utf-8")
-        rec_files[py] = rec.name
-        written += [rec, rec_pl]
-    return written, rec_files
-
-
-def _write_pages(
-    out: Path, meta: dict[str, Any], cells: list[dict[str, Any]], rec_files: dict[str, str]
-) -> list[Path]:
-    axes = meta["axes"]
-    installs = {py: cmd for py, name in rec_files.items() if (cmd := _install_line(out / name))}
-    files = {
-        "table.md": publish.markdown(meta, cells, rec_files),
-        "table.html": page.html_page(meta, cells, rec_files=rec_files, installs=installs),
-        "heatmap.svg": publish.svg(meta, cells),
-        "results.csv": publish.csv_text(cells, axes),
-        "results.json": json.dumps({"matrix": meta, "cells": cells}, indent=2) + "\n",
-    }
-    for name, text in files.items():
-        (out / name).write_text(text, encoding="utf-8")
-    return [out / name for name in files]
-
-
-# An interpreter as older records named it: its tags, then its path in parentheses.
-_OLD_TARGET = re.compile(r"(?P<interp>[a-z]+)(?P<nodot>\d+)-(?P<platform>\S+) \((?P<path>.*)\)\Z")
-_INTERPRETERS = {"cp": "cpython", "pp": "pypy", "gp": "graalpy"}
-
-
-def without_paths(meta: Mapping[str, Any]) -> dict[str, Any]:
-    """A published matrix's meta with each target named by identity (``Target.described``),
-    never by path. Older records said ``cp311-manylinux_2_36_x86_64 (/path/to/python)``:
-    kept is what the label says (implementation, ABI, platform); the path and the full
-    version it did not record are not guessed."""
-    out = dict(meta)
-    targets = meta.get("targets")
-    if not isinstance(targets, dict):
-        return out
-    fixed: dict[str, Any] = {}
-    for py, value in targets.items():
-        m = _OLD_TARGET.match(value) if isinstance(value, str) else None
-        if m is None:
-            fixed[py] = value if not isinstance(value, str) else value.split(" (", 1)[0]
-            continue
-        interp = m.group("interp")
-        fixed[py] = {
-            "implementation": _INTERPRETERS.get(interp, interp),
-            "abi": f"{interp}{m.group('nodot')}" if interp == "cp" else "none",
-            "platform": m.group("platform"),
-        }
-    out["targets"] = fixed
-    return out
-
-
-def _install_line(lock: Path) -> str:
-    """The install command a lockfile's header gives (``# Install: CMD  (or ...)``), or ""."""
-    try:
-        lines = lock.read_text(encoding="utf-8").splitlines()
-    except OSError:
-        return ""
-    for line in lines:
-        if line.startswith("# Install: "):
-            return line[len("# Install: ") :].split("  (", 1)[0].strip()
-        if not line.startswith("#"):
-            break
-    return ""
-
-
-def _read_published(folder: Path) -> tuple[dict[str, Any], list[dict[str, Any]], dict[str, str]]:
-    """A published matrix read back: its meta, its cells, its recommended lockfiles present."""
-    data = json.loads((folder / "results.json").read_text(encoding="utf-8"))
-    meta, cells = data["matrix"], data["cells"]
-    if not isinstance(meta, dict) or not isinstance(cells, list) or "axes" not in meta:
-        raise ValueError("results.json holds no matrix and cells")
-    meta = without_paths(meta)
-    rec_files = {
-        py: f"recommended-py{py}.txt"
-        for py in findings.recommended(cells)
-        if (folder / f"recommended-py{py}.txt").is_file()
-    }
-    return meta, cells, rec_files
-
-
-def _republish(spec: MatrixSpec, session: Session, out: Path) -> list[Path]:
-    meta, cells, rec_files = _read_published(out)
-    session.reporter.message(
-        f"{spec.name}: no cell in the store; the pages are made again from {out / 'results.json'}"
-    )
-    written: list[Path] = []
-    if not session.opts.offline and all("installed" in c for c in cells):
-        # Online: the lockfiles are written again too (hashes from the index), as from the
-        # store; --offline leaves them as they are.
-        written, rec_files = _write_locks(spec, session, out, meta, cells)
-    for c in cells:  # a lockfile named but not there is not linked
-        if c.get("lock") and not (out / str(c["lock"])).is_file():
-            c["lock"] = None
-    return [
-        *written,
-        *_write_pages(out, meta, cells, rec_files),
-        publish_index(session.opts.results, session.reporter),
-    ]
-
-
-def publish_index(results: Path, reporter: Reporter) -> Path:
-    """``results/index.html`` from every folder under ``results`` with a readable
-    ``results.json`` (one that cannot be read is left out, and said)."""
-    entries = []
-    for folder in sorted(p for p in results.iterdir() if (p / "results.json").is_file()):
-        try:
-            meta, cells, rec_files = _read_published(folder)
-        except (ValueError, KeyError, TypeError, OSError) as e:
-            reporter.message(f"{folder / 'results.json'} is left out of index.html: {e}")
-            continue
-        entries.append({"folder": folder.name, "meta": meta, "cells": cells,
-                        "rec_files": rec_files})  # fmt: skip
-    path = results / "index.html"
-    path.write_text(page.index_page(entries), encoding="utf-8")
-    return path
