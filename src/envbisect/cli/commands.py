@@ -525,12 +525,7 @@ def cmd_matrix(ctx: Context) -> int:
 
     a = ctx.args
     spec = load_matrix(Path(a.file))
-    # The matrix file may name an executor and GPUs per probe; the command line's win.
-    common = replace(
-        common_options(a, command=ctx.command),
-        executor=a.executor or spec.executor or "local",
-        gpus_per_probe=spec.gpus_per_probe if a.gpus_per_probe is None else a.gpus_per_probe,
-    )
+    common = matrix_common(ctx, spec)
     res = run_matrix(spec, common, full=a.full, max_cells=a.max_cells, reporter=ctx.reporter)
     if common.dry_run:
         return _print_plans(ctx, res.plans)
@@ -539,6 +534,7 @@ def cmd_matrix(ctx: Context) -> int:
         "measured": res.started,
         "machine": _machine(),
         "targets": res.targets,
+        "axes": res.axes,
         "counts": res.counts(),
         "full": a.full,
         "jobs": a.jobs,
@@ -561,9 +557,20 @@ def cmd_matrix(ctx: Context) -> int:
     return 0
 
 
+def matrix_common(ctx: Context, spec: Any) -> Any:
+    """The options of a matrix run: the file may name an executor and GPUs per probe; the
+    command line's win."""
+    a = ctx.args
+    return replace(
+        common_options(a, command=ctx.command),
+        executor=a.executor or spec.executor or "local",
+        gpus_per_probe=spec.gpus_per_probe if a.gpus_per_probe is None else a.gpus_per_probe,
+    )
+
+
 def cmd_publish(ctx: Context) -> int:
     from envbisect.modes.matrix import load_matrix, matrix_options
-    from envbisect.modes.publishing import publish_matrix
+    from envbisect.modes.publishing import publish_table
     from envbisect.modes.session import Session
 
     files = [Path(f) for f in ctx.args.files] or sorted(Path("matrices").glob("*.toml"))
@@ -575,10 +582,10 @@ def cmd_publish(ctx: Context) -> int:
     for f in files:
         spec = load_matrix(f)
         with Session(matrix_options(spec, common), ctx.reporter) as session:
-            written = publish_matrix(spec, session)
-        published.append({"matrix": spec.name, "file": str(f), "files": [str(p) for p in written]})
+            pub = publish_table(spec, session)
+        published.append({"matrix": spec.name, "file": str(f), **pub.to_dict()})
         if not ctx.args.json:
-            for p in written:
+            for p in pub.files:
                 print(p)
     if ctx.args.json:
         print(json.dumps({"status": "ok", "published": published}, indent=2))

@@ -74,6 +74,17 @@ def answer_html(
     return "<ul class='answer'>" + "".join(items) + "</ul>"
 
 
+def news_html(news: tuple[str, Sequence[str]] | None) -> str:
+    """The "new since" section (``id="new"``), or "" when nothing changed."""
+    if news is None:
+        return ""
+    items = "".join(f"<li>{_e(line)}</li>" for line in news[1])
+    return (
+        f"<section id='new'><h2>{_e(news[0])}</h2><ul class='news'>{items}</ul>"
+        "<p class='meta'><a href='feed.xml'>Atom feed of the changes</a></p></section>\n"
+    )
+
+
 def findings_html(found: Sequence[fnd.Finding], *, limit: int = SHOWN_FINDINGS) -> str:
     if not found:
         return "<p class='none'>Every cell measured passes.</p>"
@@ -132,8 +143,10 @@ def html_page(
     *,
     rec_files: Mapping[str, str],
     installs: Mapping[str, str] | None = None,
+    news: tuple[str, Sequence[str]] | None = None,
 ) -> str:
-    """One standalone page: the answer, the findings, the grid; details on click."""
+    """One standalone page: what is new since the last publish (``news``: its title and
+    lines, from ``core.history``), the answer, the findings, the grid; details on click."""
     axes = meta["axes"]
     ids = {id(c): f"c{n}" for n, c in enumerate(cells)}
     payload = {f"c{n}": c for n, c in enumerate(cells)}
@@ -160,6 +173,7 @@ def html_page(
     return _PAGE.format(
         title=_e(meta["name"]),
         description=_e(meta.get("description", "")),
+        news=news_html(news),
         command=_e(meta.get("command", "")),
         measured=_e(f"{meta.get('measured', '?')} on {meta.get('machine', '?')}"),
         probes=_e(", ".join(meta.get("probes", []))),
@@ -196,13 +210,20 @@ def index_page(entries: Sequence[Mapping[str, Any]]) -> str:
             f"<article class='matrix' id='m-{_e(folder)}'><h2><a href='{_href(folder)}/table.html'>"
             f"{_e(meta.get('name', folder))}</a></h2><p>{_e(meta.get('description', ''))}</p>"
             f"<p class='meta'>{_e(counts_text(cells))}; measured "
-            f"{_e(meta.get('measured', '?'))}</p>"
+            f"{_e(meta.get('measured', '?'))}</p>{_changed(ent.get('news'))}"
             f"<h3>Use</h3>{answer_html(cells, ent.get('rec_files', {}), prefix=folder + '/')}"
             f"<h3>Found</h3>{findings_html(found, limit=3)}</article>"
         )
     if not items:
         items.append("<p class='none'>No matrix is published here yet.</p>")
     return _INDEX.format(items="".join(items), css=_CSS)
+
+
+def _changed(news: object) -> str:
+    """An index entry's latest change: ``(date, headline)``, or nothing."""
+    if not isinstance(news, tuple) or len(news) != 2:
+        return ""
+    return f"<p class='meta'>changed {_e(news[0])}: {_e(news[1])}</p>"
 
 
 _CSS = """
@@ -257,9 +278,10 @@ body:has(#hide-unresolvable:checked) .grid tr.all-unresolvable{display:none}
 _PAGE = """<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
+<link rel="alternate" type="application/atom+xml" title="Changes" href="feed.xml">
 <title>{title}</title><style>{css}</style></head><body>
 <h1>{title}</h1><p>{description}</p>
-<section id="answer"><h2>Use this</h2>{answer}</section>
+{news}<section id="answer"><h2>Use this</h2>{answer}</section>
 <section id="findings"><h2>What it found</h2>{findings}</section>
 <details id="how"><summary>How it was measured</summary><p><code>{command}</code><br>
 probes: {probes}<br>measured {measured}<br>{counts}</p></details>
@@ -309,11 +331,12 @@ if (/hide=unresolvable/.test(location.hash) && !box.disabled) box.click();
 _INDEX = """<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
+<link rel="alternate" type="application/atom+xml" title="Changes" href="feed.xml">
 <title>Published compatibility matrices</title><style>{css}
 .matrix{{border-top:1px solid var(--line);padding-top:.5em;margin-top:1em}}</style></head>
 <body><h1>Published compatibility matrices</h1>
 <p>Each was measured with real environments by <code>envbisect matrix</code>; the tables
-link every passing cell's lockfile.</p>
+link every passing cell's lockfile. What changed: <a href="feed.xml">Atom feed</a>.</p>
 {items}
 </body></html>
 """

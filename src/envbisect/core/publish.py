@@ -130,14 +130,20 @@ def grid(cells: Sequence[Cell], axes: Sequence[str]) -> list[dict[str, Any]]:
 
 
 def markdown(
-    meta: Mapping[str, Any], cells: Sequence[Cell], rec_files: Mapping[str, str] | None = None
+    meta: Mapping[str, Any],
+    cells: Sequence[Cell],
+    rec_files: Mapping[str, str] | None = None,
+    news: tuple[str, Sequence[str]] | None = None,
 ) -> str:
-    """``table.md``: the answer and the findings first, then a grid per section."""
+    """``table.md``: what is new since the last publish (``news``: its title and lines, from
+    ``core.history``), the answer and the findings, then a grid per section."""
     # Every value may come from a matrix file, an index or a store: escaped for Markdown.
     axes = meta["axes"]
     lines = [f"# {_md(str(meta['name']))}", ""]
     if meta.get("description"):
         lines += [_md(str(meta["description"])), ""]
+    if news is not None:
+        lines += [f"## {_md(news[0])}", "", *(f"- {_md(line)}" for line in news[1]), ""]
     rec = findings.recommended(cells)
     for py, cell in rec.items():
         combo = " + ".join(f"{k} {v}" for k, v in cell["versions"].items())

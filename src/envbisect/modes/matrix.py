@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import itertools
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
@@ -127,6 +127,11 @@ def matrix_options(spec: MatrixSpec, common: CommonOptions) -> CommonOptions:
     )
 
 
+# ``matrix --update``: of one Python's cells (its label, the interpreter asked for, each
+# axis's versions now), the ones to probe.
+Pick = Callable[[str, "str | None", list[list[Version]], list[Cell]], list[Cell]]
+
+
 def run_matrix(
     spec: MatrixSpec,
     common: CommonOptions,
@@ -136,16 +141,34 @@ def run_matrix(
     reporter: Reporter | None = None,
 ) -> MatrixResult:
     opts = matrix_options(spec, common)  # unknown probe names fail here, before any build
-    started = datetime.now(timezone.utc).isoformat(timespec="seconds")
-    result = MatrixResult(spec=spec, command=common.command, started=started)
+    result = new_result(spec, common)
     with Session(opts, reporter) as session:
-        _ = session.store  # an unwritable results directory fails here, before any build
-        for request in spec.python or (None,):
-            try:
-                _run_python(spec, session, request, result, full=full, max_cells=max_cells)
-            except KeyboardInterrupt as e:
-                raise session.interrupted(e) from e
+        run_cells(spec, session, result, full=full, max_cells=max_cells)
     return result
+
+
+def new_result(spec: MatrixSpec, common: CommonOptions) -> MatrixResult:
+    started = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    return MatrixResult(spec=spec, command=common.command, started=started)
+
+
+def run_cells(
+    spec: MatrixSpec,
+    session: Session,
+    result: MatrixResult,
+    *,
+    full: bool,
+    max_cells: int,
+    pick: Pick | None = None,
+) -> None:
+    """Probe the matrix's cells (``pick``: only those it keeps of each Python's) in a session
+    opened with ``matrix_options``; ``result`` gathers them."""
+    _ = session.store  # an unwritable results directory fails here, before any build
+    for request in spec.python or (None,):
+        try:
+            _run_python(spec, session, request, result, full=full, max_cells=max_cells, pick=pick)
+        except KeyboardInterrupt as e:
+            raise session.interrupted(e) from e
 
 
 def _run_python(
@@ -156,6 +179,7 @@ def _run_python(
     *,
     full: bool,
     max_cells: int,
+    pick: Pick | None,
 ) -> None:
     python, target = session.target_for(request)
     client = session.client
@@ -164,19 +188,25 @@ def _run_python(
     # (never its path: run.json and results.json are committed).
     label = f"{target.version[0]}.{target.version[1]}"
     result.targets[label] = target.described()
-    axes = axis_versions(spec, client, target)
+    axes = axis_versions(spec, client, target, lenient=pick is not None)
     result.axes[label] = [[str(v) for v in a] for a in axes]
-    n = 1
-    for a in axes:
-        n *= len(a)
-    if n > max_cells and not full:
+    cells = [
+        Cell(python=label, versions=tuple(
+            (a.package, str(v)) for a, v in zip(spec.axes, combo, strict=True)))
+        for combo in itertools.product(*axes)
+    ]  # fmt: skip
+    if pick is not None:
+        cells = pick(label, request, axes, cells)
+    if len(cells) > max_cells and not full:
         raise UsageError(
-            f"{spec.path}: the matrix has {n} cells for Python {label}, more than "
-            f"--max-cells {max_cells}",
+            f"{spec.path}: the matrix has {len(cells)} cells to probe for Python {label}, more "
+            f"than --max-cells {max_cells}",
             hint="narrow an axis (select, range, versions), raise --max-cells, or pass "
             "--full to sweep them all",
             ref="matrix-too-big",
         )
+    if not cells:
+        return
     planner = RunPlanner(
         package=spec.axes[0].package,
         also_moving=tuple(a.package for a in spec.axes[1:]),
@@ -188,11 +218,6 @@ def _run_python(
         extras=spec.extras,
         fallback=UvFallback(uv=session.uv, python=python, indexes=session.opts.indexes),
     )
-    cells = [
-        Cell(python=label, versions=tuple(
-            (a.package, str(v)) for a, v in zip(spec.axes, combo, strict=True)))
-        for combo in itertools.product(*axes)
-    ]  # fmt: skip
     uploads = _upload_times(client, target, spec)
     for i, cell in enumerate(cells):
         session.reporter.planning("cells", i, len(cells))
@@ -253,9 +278,13 @@ def load_matrix(path: Path) -> MatrixSpec:
     return parse_matrix(data, path=path)
 
 
-def axis_versions(spec: MatrixSpec, client: IndexClient, target: Target) -> list[list[Version]]:
+def axis_versions(
+    spec: MatrixSpec, client: IndexClient, target: Target, *, lenient: bool = False
+) -> list[list[Version]]:
     """Each axis's versions: explicit, or selected among the installable candidates that the
-    axis range and the pins (``range_from`` and ``pins``) allow."""
+    axis range and the pins (``range_from`` and ``pins``) allow. ``lenient`` (an update of a
+    published table): an explicit version with no installable file now (yanked, deleted) is
+    left out, not refused."""
     env = target.marker_environment()
     pinsets = read_pins([*spec.range_from, *spec.pins], client, cwd=spec.path.parent,
                         extras=spec.extras)  # fmt: skip
@@ -267,7 +296,9 @@ def axis_versions(spec: MatrixSpec, client: IndexClient, target: Target) -> list
         if axis.versions:
             chosen = [Version(v) for v in axis.versions]
             missing = [str(v) for v in chosen if v not in available]
-            if missing:
+            if lenient:
+                chosen = [v for v in chosen if v in available]
+            elif missing:
                 raise UsageError(
                     f"{spec.path}: [[axis]] {i} versions: {axis.package} {', '.join(missing)} "
                     f"has no installable file for {target.short}",
