@@ -52,7 +52,9 @@ APP = (
 
 
 def _lib(root: Path, index: LocalIndex, minor: int) -> None:
-    path = build_wheel(root, "livelib", f"1.{minor}.0", {"livelib/__init__.py": f"MINOR = {minor}\n"})
+    path = build_wheel(
+        root, "livelib", f"1.{minor}.0", {"livelib/__init__.py": f"MINOR = {minor}\n"}
+    )
     index.add(IndexFile(project="livelib", path=path, upload_time=EPOCH + timedelta(days=minor)))
 
 
@@ -171,7 +173,9 @@ def test_a_published_table_kept_current(live_index: Any, python: str, tmp_path: 
     assert set(after) == (set(before) | new) - {("1.0.0", "1.0.0"), ("1.1.0", "1.0.0")}
     for k in set(before) & set(after):  # old cells keep their outcomes and lockfiles
         assert after[k] == before[k], k
-    assert after[("1.0.0", "1.3.0")]["kind"] == "fail" and after[("1.2.0", "1.2.0")]["kind"] == "pass"
+    assert (
+        after[("1.0.0", "1.3.0")]["kind"] == "fail" and after[("1.2.0", "1.2.0")]["kind"] == "pass"
+    )
     change = upd["changes"]
     assert len(change["added"]) == 5 and {r["why"] for r in change["removed"]} == {
         matrixupdate.YANKED
@@ -183,7 +187,9 @@ def test_a_published_table_kept_current(live_index: Any, python: str, tmp_path: 
     assert "new row on Python" in md and "liveapp 1.2.0" in md
     assert "new column on Python" in md and "livelib 1.3.0" in md
     assert "found: livelib 1.3.0 fails with every liveapp" in md
-    assert "left the table: liveapp 1.0.0 + livelib 1.0.0" in md and "yanked on the index" in md
+    assert (
+        "left the table: livelib 1.0.0 on Python" in md and "(yanked on the index): 2 cells" in md
+    )
     html = (results / "live" / "table.html").read_text()
     assert html.index("id='new'") < html.index('id="answer"') and "livelib 1.3.0" in html
 
@@ -211,7 +217,7 @@ def test_a_published_table_kept_current(live_index: Any, python: str, tmp_path: 
     fresh_store(results)
     rec = envbisect("matrix", spec, "--update", "--recheck", "0", *common, cwd=tmp_path)
     measured = {k: c for k, c in after.items() if c["state"] == "measured"}
-    assert rec["counts"]["cells"] == 0 and len(rec["rechecks"]) == len(measured) == 7
+    assert rec["counts"]["cells"] == 0 and len(rec["rechecks"]) == len(measured) > 4
     locked = sorted(sorted(f"{d['name']}=={d['version']}" for d in c["installed"])
                     for c in measured.values())  # fmt: skip
     assert sorted(sorted(r) for r in probes_in(results)) == locked  # exactly what each had
@@ -221,10 +227,10 @@ def test_a_published_table_kept_current(live_index: Any, python: str, tmp_path: 
     assert all(c["recheck"] and (c["before"], c["after"]) == ("pass", "fail") for c in changed)
     assert "the switch is on" in changed[0]["reason"]
     final = json.loads((results / "live" / "results.json").read_text())
-    assert [h["rechecked"] for h in final["history"]] == [0, 0, 7]
-    assert "changed on a recheck in its locked environment" in (
-        results / "live" / "table.md"
-    ).read_text()
+    assert [h["rechecked"] for h in final["history"]] == [0, 0, len(measured)]
+    md = (results / "live" / "table.md").read_text()
+    assert f"rechecked {len(measured)} cells in their locked environments: 6 changed" in md
+    assert "changed on a recheck in its locked environment" in md and "pass → fail" in md
     assert len(read_feed(results / "live" / "feed.xml").findall(f"{ATOM}entry")) == 3
 
 
@@ -245,7 +251,7 @@ def _cell(app: str, lib: str, *, kind: str = "pass", when: str = "2026-01-01T00:
           state: str = "measured") -> dict[str, Any]:  # fmt: skip
     return {"python": "3.11", "versions": {"app": app, "lib": lib}, "state": state,
             "kind": kind, "signal": None, "signature": "", "measured_at": when,
-            "installed": [{"name": "app", "version": app}] if state == "measured" else []}  # fmt: skip
+            "installed": [{"name": "app", "version": app}] * (state == "measured")}  # fmt: skip
 
 
 def test_the_update_plan_names_new_kept_gone_and_stale_cells() -> None:

@@ -534,7 +534,7 @@ def cmd_matrix(ctx: Context) -> int:
         "measured": res.started,
         "machine": _machine(),
         "targets": res.targets,
-        "axes": res.axes,
+        "axis_versions": res.axes,
         "counts": res.counts(),
         "full": a.full,
         "jobs": a.jobs,

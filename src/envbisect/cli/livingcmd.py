@@ -63,7 +63,7 @@ def cmd_matrix_update(ctx: Context) -> int:
         "measured": res.matrix.started,
         "machine": _machine(),
         "targets": res.matrix.targets,
-        "axes": res.matrix.axes,
+        "axis_versions": res.matrix.axes,
         "counts": res.matrix.counts(),
         "full": a.full,
         "jobs": a.jobs,

@@ -121,10 +121,10 @@ def diff(
     for k, c in before.items():
         if k in now:
             continue
-        whys = [(why_removed or {}).get((k[0], p, v)) for p, v in k[1]]
-        whys.append((why_removed or {}).get((k[0], "python", k[0])))
-        why = next((w for w in whys if w), "no longer in the matrix")
-        removed.append({**_summary(c), "why": why})
+        values = [*k[1], ("python", k[0])]
+        found = [(f"{p} {v}", w) for p, v in values if (w := (why_removed or {}).get((k[0], p, v)))]
+        value, why = found[0] if found else ("", "no longer in the matrix")
+        removed.append({**_summary(c), "why": why, "value": value})
     changed = []
     for k, c in now.items():
         old = before.get(k)
@@ -169,15 +169,33 @@ def describe(
         out.append(f"{len(added)} new cell{'s' * (len(added) != 1)}: {_counts(added)}")
         found = findings.findings(added, axes, publish.grid(added, axes))
         out += [f"found: {publish.where(f, found)}" for f in found]
-    for r in change.removed:
-        out.append(f"left the table: {_combo(r)} ({r['why']}; it was {r['outcome']})")
+    out += _left(change.removed)
+    if change.rechecked:
+        n = sum(1 for c in change.changed if c["recheck"])
+        what = f"{n} changed" if n else "no outcome changed"
+        out.append(f"rechecked {change.rechecked} cell{'s' * (change.rechecked != 1)} in their "
+                   f"locked environments: {what}")  # fmt: skip
     for c in change.changed:
         how = "on a recheck in its locked environment" if c["recheck"] else "measured again"
         why = f": {c['reason']}" if c.get("reason") else ""
-        out.append(f"changed {how}: {_combo(c)}: {c['before']} -> {c['after']}{why}")
-    if change.rechecked and not change.changed:
-        out.append(f"rechecked {change.rechecked} cells in their locked environments: "
-                   "no outcome changed")  # fmt: skip
+        out.append(f"changed {how}: {_combo(c)}: {c['before']} → {c['after']}{why}")
+    return out
+
+
+def _left(removed: Sequence[Mapping[str, Any]]) -> list[str]:
+    """The cells that left, by the value that took them out (a yanked release takes its
+    whole row or column); a cell that left for no value of its own, one by one."""
+    groups: dict[tuple[str, str, str], list[Mapping[str, Any]]] = {}
+    out = []
+    for r in removed:
+        if not r.get("value"):
+            out.append(f"left the table: {_combo(r)} ({r['why']}; it was {r['outcome']})")
+            continue
+        groups.setdefault((str(r["python"]), str(r["value"]), str(r["why"])), []).append(r)
+    for (python, value, why), cells in groups.items():
+        n = f"{len(cells)} cell{'s' * (len(cells) != 1)}"
+        out.append(f"left the table: {value} on Python {python} ({why}): {n}, "
+                   f"they were {_counts(cells)}")  # fmt: skip
     return out
 
 
@@ -186,10 +204,10 @@ def _combo(entry: Mapping[str, Any]) -> str:
     return f"{combo(versions)} (Python {entry['python']})"
 
 
-def _counts(cells: Sequence[Cell]) -> str:
+def _counts(cells: Sequence[Mapping[str, Any]]) -> str:
     counts: dict[str, int] = {}
     for c in cells:
-        what = publish.plain(c)
+        what = str(c["outcome"]) if "outcome" in c else publish.plain(c)
         counts[what] = counts.get(what, 0) + 1
     return ", ".join(f"{n} {k}" for k, n in sorted(counts.items(), key=lambda kv: -kv[1]))
 

@@ -97,8 +97,9 @@ def publish_table(spec: MatrixSpec, session: Session, *, now: datetime | None = 
     With no cell of the matrix in the store but a published ``results.json``, the pages are
     made again from it: nothing is probed, nothing is added to the history, the lockfiles
     already written stay as they are (after ``matrix --update``, which may have found nothing
-    new, the table is merged all the same: a value that left it leaves). ``results/index.html`` and ``results/feed.xml`` are made
-    again either way, from every matrix published under --results."""
+    new, the table is merged all the same: a value that left it leaves).
+    ``results/index.html`` and ``results/feed.xml`` are made again either way, from every
+    matrix published under --results."""
     results = session.opts.results
     out = inside(results, results / spec.name)
     out.mkdir(parents=True, exist_ok=True)
@@ -126,7 +127,7 @@ def publish_table(spec: MatrixSpec, session: Session, *, now: datetime | None = 
     meta = {"name": spec.name, "description": spec.description, "axes": axes,
             "probes": probes, **run_meta}  # fmt: skip
     old_cells = before[1] if before is not None else None
-    cells = matrixupdate.merge(old_cells or [], fresh, run_meta.get("axes"))
+    cells = matrixupdate.merge(old_cells or [], fresh, run_meta.get("axis_versions"))
     past = history.read(before[3]) if before is not None else []
     change = _change(old_cells, cells, axes, run_meta, past, now)
     hist = history.append(past, change)
