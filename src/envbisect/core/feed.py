@@ -79,13 +79,16 @@ def index_feed(matrices: Sequence[tuple[str, Mapping[str, Any], Sequence[Change]
     """``results/feed.xml``: every matrix's changes, newest first."""
     items = [e for folder, meta, hist in matrices for e in entries(folder, meta, hist)]
     items.sort(key=lambda e: e.updated, reverse=True)
+    dates = [str(m["measured"]) for _, m, _ in matrices if m.get("measured")]
     return atom(
         feed_id=entry_id("", "index"),
         title="Published compatibility matrices",
         subtitle="What changed in each table measured by envbisect matrix",
         page="index.html",
         self_href="feed.xml",
-        updated=_EPOCH,
+        updated=max(
+            (str(m["measured"]) for _, m, _ in matrices if m.get("measured")), default=_EPOCH
+        ),  # fmt: skip
         items=items[:LIMIT],
         base=base,
     )

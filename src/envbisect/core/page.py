@@ -278,7 +278,6 @@ body:has(#hide-unresolvable:checked) .grid tr.all-unresolvable{display:none}
 _PAGE = """<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
-<link rel="alternate" type="application/atom+xml" title="Changes" href="feed.xml">
 <title>{title}</title><style>{css}</style></head><body>
 <h1>{title}</h1><p>{description}</p>
 {news}<section id="answer"><h2>Use this</h2>{answer}</section>
@@ -331,7 +330,6 @@ if (/hide=unresolvable/.test(location.hash) && !box.disabled) box.click();
 _INDEX = """<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
-<link rel="alternate" type="application/atom+xml" title="Changes" href="feed.xml">
 <title>Published compatibility matrices</title><style>{css}
 .matrix{{border-top:1px solid var(--line);padding-top:.5em;margin-top:1em}}</style></head>
 <body><h1>Published compatibility matrices</h1>
