@@ -86,9 +86,7 @@ def index_feed(matrices: Sequence[tuple[str, Mapping[str, Any], Sequence[Change]
         subtitle="What changed in each table measured by envbisect matrix",
         page="index.html",
         self_href="feed.xml",
-        updated=max(
-            (str(m["measured"]) for _, m, _ in matrices if m.get("measured")), default=_EPOCH
-        ),  # fmt: skip
+        updated=max(dates, default=_EPOCH),
         items=items[:LIMIT],
         base=base,
     )
