@@ -520,7 +520,7 @@ def _target(session: Any, args: argparse.Namespace) -> Any:
 def cmd_matrix(ctx: Context) -> int:
     from envbisect.modes.matrix import load_matrix, matrix_options, run_matrix
     from envbisect.modes.outputs import inside
-    from envbisect.modes.publishing import publish_matrix
+    from envbisect.modes.publishing import publish_table
     from envbisect.modes.session import Session
 
     a = ctx.args
@@ -544,11 +544,10 @@ def cmd_matrix(ctx: Context) -> int:
     out.mkdir(parents=True, exist_ok=True)
     (out / "run.json").write_text(json.dumps(run_meta, indent=2) + "\n", encoding="utf-8")
     with Session(matrix_options(spec, common), ctx.reporter) as session:
-        written = publish_matrix(spec, session)
+        pub = publish_table(spec, session)
     counts = res.counts()
     if a.json:
-        print(json.dumps({"matrix": spec.name, **run_meta, "files": [str(p) for p in written]},
-                         indent=2))  # fmt: skip
+        print(json.dumps({"matrix": spec.name, **run_meta, **pub.to_dict()}, indent=2))
     else:
         print(f"{spec.name}: {counts['cells']} cells: {counts['built']} built, "
               f"{counts['reused']} reused, {counts['inferred']} inferred, "

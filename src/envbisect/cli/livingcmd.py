@@ -101,10 +101,11 @@ def workflow(install: str = "envbisect") -> str:
     """The CI workflow's text, installing ``install`` (``uv tool install`` takes it)."""
     text = resources.files("envbisect").joinpath("templates").joinpath(TEMPLATE).read_text("utf-8")
     if install != "envbisect":
-        if "\n" in install or '"' in install:
+        if not install.strip() or not install.isprintable():
             raise UsageError(f"--install {install!r}: not a package to install",
                              hint="a name, a pinned version, a git URL, or .")  # fmt: skip
-        text = text.replace(_INSTALL, f'  ENVBISECT: "{install}"\n', 1)
+        # A JSON string is a YAML double-quoted scalar: any printable text stays one value.
+        text = text.replace(_INSTALL, f"  ENVBISECT: {json.dumps(install)}\n", 1)
     return text
 
 
