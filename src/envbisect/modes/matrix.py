@@ -6,6 +6,8 @@ cell (an unresolvable cell is shown with its conflict and never built); ``strate
 walks each row (probe the ends, infer agreeing stretches, bisect disagreeing ones, check the
 middle); ``drive`` runs the walk through the session, ``--jobs`` rows side by side, every
 probe through the same store as ``run``, so an interrupted matrix resumes where it stopped.
+``run_cells`` takes a ``pick``: ``modes.update`` (``matrix --update``) keeps only the cells a
+published table does not have. Publishing is ``modes.publishing``'s.
 """
 
 from __future__ import annotations
