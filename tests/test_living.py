@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from envbisect.core import feed, history, matrixupdate
+from envbisect.core import feed, history, matrixupdate, page, publish
 from envbisect.store import Store
 from support.corpus import EPOCH
 from support.index_server import IndexFile, LocalIndex
@@ -297,3 +297,9 @@ def test_history_is_bounded_and_the_feed_escapes_untrusted_text() -> None:
     assert "<script>" not in text and "\x1b" not in text and "\x00" not in text
     assert len({e.findtext(f"{ATOM}id") for e in entries}) == history.LIMIT
     assert history.diff(old, old, ["app", "lib"], date="x", since="y") is None
+    latest = history.latest(hist)
+    assert latest is not None
+    section = page.news_html((latest.title(), latest.lines))
+    assert "<script>" not in section and "&lt;script&gt;" in section
+    md = publish.markdown(meta, new, news=(latest.title(), latest.lines))
+    assert "<script>" not in md and md.index("## New since") < md.index("**Use on Python")
