@@ -11,14 +11,14 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from rich.console import Console
 
 from envbisect.cli.display import STYLE, escape
-from envbisect.cli.options import common_options, extras, probe_env
+from envbisect.cli.options import common_options, extras, matrix_common, probe_env
 from envbisect.core.names import project_name
 from envbisect.errors import NoAnswer, UsageError
 from envbisect.model import OutcomeKind
@@ -525,7 +525,7 @@ def cmd_matrix(ctx: Context) -> int:
 
     a = ctx.args
     spec = load_matrix(Path(a.file))
-    common = matrix_common(ctx, spec)
+    common = matrix_common(a, spec, command=ctx.command)
     res = run_matrix(spec, common, full=a.full, max_cells=a.max_cells, reporter=ctx.reporter)
     if common.dry_run:
         return _print_plans(ctx, res.plans)
@@ -554,17 +554,6 @@ def cmd_matrix(ctx: Context) -> int:
               f"{counts['unresolvable']} unresolvable")  # fmt: skip
         print(f"tables: {out / 'table.md'}, {out / 'table.html'}")
     return 0
-
-
-def matrix_common(ctx: Context, spec: Any) -> Any:
-    """The options of a matrix run: the file may name an executor and GPUs per probe; the
-    command line's win."""
-    a = ctx.args
-    return replace(
-        common_options(a, command=ctx.command),
-        executor=a.executor or spec.executor or "local",
-        gpus_per_probe=spec.gpus_per_probe if a.gpus_per_probe is None else a.gpus_per_probe,
-    )
 
 
 def cmd_publish(ctx: Context) -> int:

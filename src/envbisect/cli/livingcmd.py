@@ -13,8 +13,9 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from envbisect.cli.commands import Context, _machine, matrix_common
+from envbisect.cli.commands import Context, _machine
 from envbisect.cli.commands import cmd_matrix as cmd_matrix_whole
+from envbisect.cli.options import matrix_common
 from envbisect.errors import UsageError
 from envbisect.textsafe import for_terminal
 
@@ -44,7 +45,7 @@ def cmd_matrix_update(ctx: Context) -> int:
                          hint=f"envbisect matrix {a.file} --update --recheck "
                          f"{a.recheck}")  # fmt: skip
     spec = load_matrix(Path(a.file))
-    common = matrix_common(ctx, spec)
+    common = matrix_common(a, spec, command=ctx.command)
     res = update_matrix(spec, common, recheck_days=a.recheck, full=a.full,
                         max_cells=a.max_cells, reporter=ctx.reporter)  # fmt: skip
     if common.dry_run:
