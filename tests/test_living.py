@@ -205,6 +205,9 @@ def test_a_published_table_kept_current(live_index: Any, python: str, tmp_path: 
     ]
     assert index_root.find(f"{ATOM}entry/{ATOM}link").get("href") == "live/table.html"  # type: ignore[union-attr]
 
+    listing = (results / "index.html").read_text()
+    assert f"changed {change['date']}: 5 new cells, 2 removed" in listing
+
     # Publishing again changes nothing: no new history entry, the same feed.
     feed_text = (results / "live" / "feed.xml").read_text()
     again = envbisect("publish", spec, "--results", results, cwd=tmp_path)

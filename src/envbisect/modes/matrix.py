@@ -209,17 +209,7 @@ def _run_python(
         )
     if not cells:
         return
-    planner = RunPlanner(
-        package=spec.axes[0].package,
-        also_moving=tuple(a.package for a in spec.axes[1:]),
-        target=target,
-        source=IndexMetadataSource(client, target),
-        pins=read_pins(spec.pins, client, cwd=spec.path.parent, extras=spec.extras),
-        with_reqs=spec.with_reqs,
-        policy=Policy(spec.rest),
-        extras=spec.extras,
-        fallback=UvFallback(uv=session.uv, python=python, indexes=session.opts.indexes),
-    )
+    planner = _planner(spec, session, python, target)
     uploads = _upload_times(client, target, spec)
     for i, cell in enumerate(cells):
         session.reporter.planning("cells", i, len(cells))
@@ -252,6 +242,22 @@ def _run_python(
     for cell in cells:
         session.store.put_cell(_cell_row(spec.name, cell, session.repro.repro_id))
     result.cells += cells
+
+
+def _planner(spec: MatrixSpec, session: Session, python: str, target: Target) -> RunPlanner:
+    """The planner of one Python's cells: every axis moves, the rest as the file's policy."""
+    client = session.client
+    return RunPlanner(
+        package=spec.axes[0].package,
+        also_moving=tuple(a.package for a in spec.axes[1:]),
+        target=target,
+        source=IndexMetadataSource(client, target),
+        pins=read_pins(spec.pins, client, cwd=spec.path.parent, extras=spec.extras),
+        with_reqs=spec.with_reqs,
+        policy=Policy(spec.rest),
+        extras=spec.extras,
+        fallback=UvFallback(uv=session.uv, python=python, indexes=session.opts.indexes),
+    )
 
 
 def load_matrix(path: Path) -> MatrixSpec:
