@@ -55,7 +55,7 @@ HOOKS = _hooks()
 
 def _sections(markdown: str) -> dict[str, str]:
     """The CLI page's sections by subcommand (``## envbisect NAME {#NAME}``)."""
-    parts = re.split(r"^## envbisect (\w+) \{#\w+\}$", markdown, flags=re.MULTILINE)
+    parts = re.split(r"^## envbisect ([\w-]+) \{#[\w-]+\}$", markdown, flags=re.MULTILINE)
     return dict(zip(parts[1::2], parts[2::2], strict=True))
 
 

@@ -25,9 +25,10 @@ from envbisect.core.matrixspec import MatrixSpec, parse_matrix
 from envbisect.env.uv import find_uv
 from envbisect.errors import UsageError
 from envbisect.model import IndexConfig, InstalledDist
-from envbisect.modes.matrix import matrix_indexes, without_paths
+from envbisect.modes.matrix import matrix_indexes
 from envbisect.modes.outputs import write_lockfiles
 from envbisect.modes.portable import PublicSources
+from envbisect.modes.publishing import without_paths
 from envbisect.modes.session import Session
 from envbisect.options import CommonOptions
 from support.index_server import IndexFile, LocalIndex

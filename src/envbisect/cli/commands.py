@@ -12,14 +12,13 @@ import argparse
 import json
 import sys
 from collections.abc import Sequence
-from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from envbisect.cli.commitcmd import commit_lines, commit_refs
-from envbisect.cli.context import Context, print_result, repro_for, search_options
+from envbisect.cli.context import Context, machine, print_result, repro_for, search_options
 from envbisect.cli.display import STYLE, escape
-from envbisect.cli.options import common_options, extras
+from envbisect.cli.options import common_options, extras, matrix_common
 from envbisect.core.names import project_name
 from envbisect.core.results import Status
 from envbisect.errors import NoAnswer, UsageError
@@ -487,26 +486,23 @@ def _target(session: Any, args: argparse.Namespace) -> Any:
 
 
 def cmd_matrix(ctx: Context) -> int:
-    from envbisect.modes.matrix import load_matrix, matrix_options, publish_matrix, run_matrix
+    from envbisect.modes.matrix import load_matrix, matrix_options, run_matrix
     from envbisect.modes.outputs import inside
+    from envbisect.modes.publishing import publish_table
     from envbisect.modes.session import Session
 
     a = ctx.args
     spec = load_matrix(Path(a.file))
-    # The matrix file may name an executor and GPUs per probe; the command line's win.
-    common = replace(
-        common_options(a, command=ctx.command),
-        executor=a.executor or spec.executor or "local",
-        gpus_per_probe=spec.gpus_per_probe if a.gpus_per_probe is None else a.gpus_per_probe,
-    )
+    common = matrix_common(a, spec, command=ctx.command)
     res = run_matrix(spec, common, full=a.full, max_cells=a.max_cells, reporter=ctx.reporter)
     if common.dry_run:
         return _print_plans(ctx, res.plans)
     run_meta = {
         "command": ctx.command,
         "measured": res.started,
-        "machine": _machine(),
+        "machine": machine(),
         "targets": res.targets,
+        "axis_versions": res.axes,
         "counts": res.counts(),
         "full": a.full,
         "jobs": a.jobs,
@@ -516,14 +512,10 @@ def cmd_matrix(ctx: Context) -> int:
     out.mkdir(parents=True, exist_ok=True)
     (out / "run.json").write_text(json.dumps(run_meta, indent=2) + "\n", encoding="utf-8")
     with Session(matrix_options(spec, common), ctx.reporter) as session:
-        written = publish_matrix(spec, session)
+        pub = publish_table(spec, session)
     counts = res.counts()
     if a.json:
-        print(
-            json.dumps(
-                {"matrix": spec.name, **run_meta, "files": [str(p) for p in written]}, indent=2
-            )
-        )
+        print(json.dumps({"matrix": spec.name, **run_meta, **pub.to_dict()}, indent=2))
     else:
         print(
             f"{spec.name}: {counts['cells']} cells: {counts['built']} built, "
@@ -535,7 +527,8 @@ def cmd_matrix(ctx: Context) -> int:
 
 
 def cmd_publish(ctx: Context) -> int:
-    from envbisect.modes.matrix import load_matrix, matrix_options, publish_matrix
+    from envbisect.modes.matrix import load_matrix, matrix_options
+    from envbisect.modes.publishing import publish_table
     from envbisect.modes.session import Session
 
     files = [Path(f) for f in ctx.args.files] or sorted(Path("matrices").glob("*.toml"))
@@ -548,10 +541,10 @@ def cmd_publish(ctx: Context) -> int:
     for f in files:
         spec = load_matrix(f)
         with Session(matrix_options(spec, common), ctx.reporter) as session:
-            written = publish_matrix(spec, session)
-        published.append({"matrix": spec.name, "file": str(f), "files": [str(p) for p in written]})
+            pub = publish_table(spec, session)
+        published.append({"matrix": spec.name, "file": str(f), **pub.to_dict()})
         if not ctx.args.json:
-            for p in written:
+            for p in pub.files:
                 print(p)
     if ctx.args.json:
         print(json.dumps({"status": "ok", "published": published}, indent=2))
@@ -566,13 +559,3 @@ def cmd_completion(ctx: Context) -> int:
 
     print(shtab.complete(ctx.parser, shell=ctx.args.shell))
     return 0
-
-
-def _machine() -> str:
-    import os
-    import platform
-
-    return (
-        f"{platform.system()} {platform.machine()}, {os.cpu_count()} cores, "
-        f"Python {platform.python_version()}"
-    )

@@ -70,3 +70,14 @@ def print_result(ctx: Context, res: SearchResult, lines: list[str]) -> None:
     if res.lock_path:
         print(f"known-good lockfile: {res.lock_path}")
     print(f"report: {res.report_path}")
+
+
+def machine() -> str:
+    """This machine in a few words, for a table's ``run.json`` (never a path or a host name)."""
+    import os
+    import platform
+
+    return (
+        f"{platform.system()} {platform.machine()}, {os.cpu_count()} cores, "
+        f"Python {platform.python_version()}"
+    )

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 from rich.console import Console
 
-from envbisect.cli import commands, commitcmd, implied
+from envbisect.cli import commands, commitcmd, implied, livingcmd
 from envbisect.cli import options as o
 from envbisect.cli.context import Context
 from envbisect.cli.display import RichReporter, error_json, print_error
@@ -52,8 +52,9 @@ COMMANDS: dict[str, Command] = {
     "lock": Command(commands.cmd_lock, tail=True),
     "pins": Command(commands.cmd_pins),
     "versions": Command(commands.cmd_versions),
-    "matrix": Command(commands.cmd_matrix),
+    "matrix": Command(livingcmd.cmd_matrix),  # commands.cmd_matrix unless --update
     "publish": Command(commands.cmd_publish),
+    "ci-template": Command(livingcmd.cmd_ci_template),
     "env": Command(commands.cmd_env),
     "completion": Command(commands.cmd_completion),
 }

@@ -13,7 +13,7 @@ import math
 import os
 import re
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
@@ -585,4 +585,14 @@ def common_options(args: argparse.Namespace, *, command: str, repro: Any = None)
         env=tuple(sorted(probe_env(args).items())),
         build_timeout=getattr(args, "build_timeout", None),
         command=command,
+    )
+
+
+def matrix_common(args: argparse.Namespace, spec: Any, *, command: str) -> CommonOptions:
+    """The options of a matrix run (``spec``: its ``MatrixSpec``): the file may name an
+    executor and GPUs per probe; the command line's win."""
+    return replace(
+        common_options(args, command=command),
+        executor=args.executor or spec.executor or "local",
+        gpus_per_probe=spec.gpus_per_probe if args.gpus_per_probe is None else args.gpus_per_probe,
     )

@@ -294,7 +294,27 @@ def add_matrix_parser(sub: Subcommands) -> None:
     o.OFFLINE.add(matrix, help="no network: metadata and packages from the caches")
     o.CACHE_DIR.add(matrix, help="the metadata cache")
     o.JSON.add(matrix)
-    o.DRY_RUN.add(matrix)
+    o.DRY_RUN.add(
+        matrix,
+        help="plan every cell it would build (with --update: the new cells, and list those it "
+        "would recheck and those that leave), build nothing",
+    )
+    matrix.add_argument(
+        "--update",
+        action="store_true",
+        help="keep the published table current: from DIR/<matrix>/results.json, probe only the "
+        "cells whose axis versions are new on the index; the published cells keep their "
+        "outcomes and lockfiles; a version yanked, gone or no longer selected leaves the "
+        "table with a note; what changed goes to the table's history and feed.xml",
+    )
+    matrix.add_argument(
+        "--recheck",
+        type=o.count0,
+        metavar="DAYS",
+        help="with --update: probe again every published measured cell older than DAYS, in "
+        "exactly its locked environment (what it had installed), and record an outcome that "
+        "changed (0: every one)",
+    )
 
 
 def add_publish_parser(sub: Subcommands) -> None:
@@ -318,6 +338,29 @@ def add_publish_parser(sub: Subcommands) -> None:
     o.JSON.add(publish, help="print the files written as one JSON object on stdout")
     o.OFFLINE.add(publish, help="metadata from the cache only")
     o.CACHE_DIR.add(publish, help="the metadata cache")
+
+
+def add_ci_template_parser(sub: Subcommands) -> None:
+    ci = sub.add_parser(
+        "ci-template",
+        help="write a GitHub Actions workflow that keeps the published tables current",
+        description="A scheduled workflow: for each matrices/*.toml, envbisect matrix FILE "
+        "--update (new cells probed, old ones rechecked after a while), then envbisect "
+        "publish, then a pull request with the changed results, its body what is new since "
+        "the last publish. uv's cache and envbisect's metadata cache are kept between runs.",
+    )
+    ci.add_argument(
+        "--output",
+        metavar="FILE",
+        help="write it there (e.g. .github/workflows/living-tables.yml); default: stdout",
+    )
+    ci.add_argument(
+        "--install",
+        metavar="SPEC",
+        default="envbisect",
+        help="what the workflow installs with uv tool install: envbisect (the default), a "
+        "pinned version, a git URL, or . for the checkout itself",
+    )
 
 
 def add_env_parser(sub: Subcommands) -> None:
@@ -363,6 +406,7 @@ PARSERS: tuple[Callable[[Subcommands], None], ...] = (
     add_lock_parser,
     add_matrix_parser,
     add_publish_parser,
+    add_ci_template_parser,
     add_env_parser,
     add_completion_parser,
 )

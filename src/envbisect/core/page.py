@@ -64,14 +64,29 @@ def answer_html(
     items = []
     for py, cell in rec.items():
         name = rec_files.get(py)
-        link = (f" <a class='rec' id='rec-py{_e(py)}' href='{_href(prefix + name)}'>{_e(name)}"
-                "</a>" if name else "")  # fmt: skip
+        link = (
+            f" <a class='rec' id='rec-py{_e(py)}' href='{_href(prefix + name)}'>{_e(name)}</a>"
+            if name
+            else ""
+        )
         install = (installs or {}).get(py) or f"uv pip install --require-hashes -r {name}"
-        cmd = (f"<code>uv venv &amp;&amp; {_e(install)}</code>"
-               if name and not prefix else "")  # fmt: skip
-        items.append(f"<li>Python {_e(py)}: <strong>{_e(combo(cell))}</strong>{link}"
-                     f"{' ' + cmd if cmd else ''}</li>")  # fmt: skip
+        cmd = f"<code>uv venv &amp;&amp; {_e(install)}</code>" if name and not prefix else ""
+        items.append(
+            f"<li>Python {_e(py)}: <strong>{_e(combo(cell))}</strong>{link}"
+            f"{' ' + cmd if cmd else ''}</li>"
+        )
     return "<ul class='answer'>" + "".join(items) + "</ul>"
+
+
+def news_html(news: tuple[str, Sequence[str]] | None) -> str:
+    """The "new since" section (``id="new"``), or "" when nothing changed."""
+    if news is None:
+        return ""
+    items = "".join(f"<li>{_e(line)}</li>" for line in news[1])
+    return (
+        f"<section id='new'><h2>{_e(news[0])}</h2><ul class='news'>{items}</ul>"
+        "<p class='meta'><a href='feed.xml'>Atom feed of the changes</a></p></section>\n"
+    )
 
 
 def findings_html(found: Sequence[fnd.Finding], *, limit: int = SHOWN_FINDINGS) -> str:
@@ -83,13 +98,22 @@ def findings_html(found: Sequence[fnd.Finding], *, limit: int = SHOWN_FINDINGS) 
         if f.inferred:
             n += f", {f.inferred} inferred"
         sign = MARKS.get(f.kind, "·")
-        return (f"<li class='finding {_e(f.kind)}'><span class='mark'>{sign}</span> "
-                f"{_e(where(f, found))} <small>({n})</small></li>")  # fmt: skip
+        return (
+            f"<li class='finding {_e(f.kind)}'><span class='mark'>{sign}</span> "
+            f"{_e(where(f, found))} <small>({n})</small></li>"
+        )
 
     head = "".join(li(f) for f in found[:limit])
     rest = found[limit:]
-    more = (f"<details><summary>{len(rest)} more</summary><ul class='findings'>"
-            + "".join(li(f) for f in rest) + "</ul></details>") if rest else ""  # fmt: skip
+    more = (
+        (
+            f"<details><summary>{len(rest)} more</summary><ul class='findings'>"
+            + "".join(li(f) for f in rest)
+            + "</ul></details>"
+        )
+        if rest
+        else ""
+    )
     return f"<ul class='findings'>{head}</ul>{more}"
 
 
@@ -98,14 +122,19 @@ def _cell_html(cell: Cell, cid: str) -> str:
     full = str(cell.get("signature") or plain(cell))
     why = fnd.reason(cell) if s not in ("pass", "inferred-pass") else ""
     href = lock_href(cell)
-    parts = [f"<span class='mark' aria-hidden='true'>{mark(cell)}</span> "
-             f"<span class='what'>{_e(plain(cell))}</span>"]  # fmt: skip
+    parts = [
+        f"<span class='mark' aria-hidden='true'>{mark(cell)}</span> "
+        f"<span class='what'>{_e(plain(cell))}</span>"
+    ]
     if why:
         parts.append(f"<span class='why'>{_e(why)}</span>")
     if href:
         parts.append(f"<a class='lock' href='{_href(href)}'>lockfile</a>")
-    return (f"<td class='{STYLES[s][0]}' data-cell='{cid}' tabindex='0' title='{_e(full)}'>"
-            + "".join(parts) + "</td>")  # fmt: skip
+    return (
+        f"<td class='{STYLES[s][0]}' data-cell='{cid}' tabindex='0' title='{_e(full)}'>"
+        + "".join(parts)
+        + "</td>"
+    )
 
 
 def _legend() -> str:
@@ -132,8 +161,10 @@ def html_page(
     *,
     rec_files: Mapping[str, str],
     installs: Mapping[str, str] | None = None,
+    news: tuple[str, Sequence[str]] | None = None,
 ) -> str:
-    """One standalone page: the answer, the findings, the grid; details on click."""
+    """One standalone page: what is new since the last publish (``news``: its title and
+    lines, from ``core.history``), the answer, the findings, the grid; details on click."""
     axes = meta["axes"]
     ids = {id(c): f"c{n}" for n, c in enumerate(cells)}
     payload = {f"c{n}": c for n, c in enumerate(cells)}
@@ -141,8 +172,10 @@ def html_page(
     body = []
     for s in sections:
         col_axis = axes[1] if len(axes) > 1 else ""
-        body.append(f"<h3>{_e(s['title'])}</h3><div class='scroll'><table class='grid'><thead>"
-                    f"<tr><th>{_e(axes[0])} \\ {_e(col_axis)}</th>")  # fmt: skip
+        body.append(
+            f"<h3>{_e(s['title'])}</h3><div class='scroll'><table class='grid'><thead>"
+            f"<tr><th>{_e(axes[0])} \\ {_e(col_axis)}</th>"
+        )
         body += [f"<th>{_e(c)}</th>" for c in s["cols"]]
         body.append("</tr></thead><tbody>")
         for r in s["rows"]:
@@ -160,6 +193,7 @@ def html_page(
     return _PAGE.format(
         title=_e(meta["name"]),
         description=_e(meta.get("description", "")),
+        news=news_html(news),
         command=_e(meta.get("command", "")),
         measured=_e(f"{meta.get('measured', '?')} on {meta.get('machine', '?')}"),
         probes=_e(", ".join(meta.get("probes", []))),
@@ -196,13 +230,20 @@ def index_page(entries: Sequence[Mapping[str, Any]]) -> str:
             f"<article class='matrix' id='m-{_e(folder)}'><h2><a href='{_href(folder)}/table.html'>"
             f"{_e(meta.get('name', folder))}</a></h2><p>{_e(meta.get('description', ''))}</p>"
             f"<p class='meta'>{_e(counts_text(cells))}; measured "
-            f"{_e(meta.get('measured', '?'))}</p>"
+            f"{_e(meta.get('measured', '?'))}</p>{_changed(ent.get('news'))}"
             f"<h3>Use</h3>{answer_html(cells, ent.get('rec_files', {}), prefix=folder + '/')}"
             f"<h3>Found</h3>{findings_html(found, limit=3)}</article>"
         )
     if not items:
         items.append("<p class='none'>No matrix is published here yet.</p>")
     return _INDEX.format(items="".join(items), css=_CSS)
+
+
+def _changed(news: object) -> str:
+    """An index entry's latest change: ``(date, headline)``, or nothing."""
+    if not isinstance(news, tuple) or len(news) != 2:
+        return ""
+    return f"<p class='meta'>changed {_e(news[0])}: {_e(news[1])}</p>"
 
 
 _CSS = """
@@ -259,7 +300,7 @@ _PAGE = """<!DOCTYPE html>
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>{title}</title><style>{css}</style></head><body>
 <h1>{title}</h1><p>{description}</p>
-<section id="answer"><h2>Use this</h2>{answer}</section>
+{news}<section id="answer"><h2>Use this</h2>{answer}</section>
 <section id="findings"><h2>What it found</h2>{findings}</section>
 <details id="how"><summary>How it was measured</summary><p><code>{command}</code><br>
 probes: {probes}<br>measured {measured}<br>{counts}</p></details>
@@ -313,7 +354,7 @@ _INDEX = """<!DOCTYPE html>
 .matrix{{border-top:1px solid var(--line);padding-top:.5em;margin-top:1em}}</style></head>
 <body><h1>Published compatibility matrices</h1>
 <p>Each was measured with real environments by <code>envbisect matrix</code>; the tables
-link every passing cell's lockfile.</p>
+link every passing cell's lockfile. What changed: <a href="feed.xml">Atom feed</a>.</p>
 {items}
 </body></html>
 """

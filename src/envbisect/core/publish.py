@@ -120,24 +120,32 @@ def grid(cells: Sequence[Cell], axes: Sequence[str]) -> list[dict[str, Any]]:
                 for c in sect
             }
             title = f"Python {py}" + "".join(f", {a} {v}" for a, v in fixed.items())
-            out.append({
-                "title": title,
-                "rows": values[axes[0]],
-                "cols": values[axes[1]] if len(axes) > 1 else [""],
-                "cells": index,
-            })  # fmt: skip
+            out.append(
+                {
+                    "title": title,
+                    "rows": values[axes[0]],
+                    "cols": values[axes[1]] if len(axes) > 1 else [""],
+                    "cells": index,
+                }
+            )
     return out
 
 
 def markdown(
-    meta: Mapping[str, Any], cells: Sequence[Cell], rec_files: Mapping[str, str] | None = None
+    meta: Mapping[str, Any],
+    cells: Sequence[Cell],
+    rec_files: Mapping[str, str] | None = None,
+    news: tuple[str, Sequence[str]] | None = None,
 ) -> str:
-    """``table.md``: the answer and the findings first, then a grid per section."""
+    """``table.md``: what is new since the last publish (``news``: its title and lines, from
+    ``core.history``), the answer and the findings, then a grid per section."""
     # Every value may come from a matrix file, an index or a store: escaped for Markdown.
     axes = meta["axes"]
     lines = [f"# {_md(str(meta['name']))}", ""]
     if meta.get("description"):
         lines += [_md(str(meta["description"])), ""]
+    if news is not None:
+        lines += [f"## {_md(news[0])}", "", *(f"- {_md(line)}" for line in news[1]), ""]
     rec = findings.recommended(cells)
     for py, cell in rec.items():
         combo = " + ".join(f"{k} {v}" for k, v in cell["versions"].items())
@@ -168,8 +176,12 @@ def markdown(
     ]
     for sect in sections:
         col_axis = _md(axes[1]) if len(axes) > 1 else ""
-        lines += [f"## {_md(str(sect['title']))}", "",
-                  f"rows: {_md(axes[0])}; columns: {col_axis}", ""]  # fmt: skip
+        lines += [
+            f"## {_md(str(sect['title']))}",
+            "",
+            f"rows: {_md(axes[0])}; columns: {col_axis}",
+            "",
+        ]
         head = " | ".join(_md(str(c)) for c in sect["cols"])
         lines.append("| " + f"{_md(axes[0])} \\ {col_axis} | " + head + " |")
         lines.append("|---" * (len(sect["cols"]) + 1) + "|")
@@ -205,12 +217,35 @@ def counts_text(cells: Sequence[Cell]) -> str:
 def csv_text(cells: Sequence[Cell], axes: Sequence[str]) -> str:
     buf = io.StringIO()
     w = csv.writer(buf)
-    w.writerow(["python", *axes, "state", "kind", "signal", "signature", "seconds",
-                "measured_at", "inferred_from", "lock"])  # fmt: skip
+    w.writerow(
+        [
+            "python",
+            *axes,
+            "state",
+            "kind",
+            "signal",
+            "signature",
+            "seconds",
+            "measured_at",
+            "inferred_from",
+            "lock",
+        ]
+    )
     for c in cells:
-        w.writerow([c["python"], *(c["versions"][a] for a in axes), c["state"], c.get("kind"),
-                    c.get("signal"), c.get("signature"), c.get("seconds"), c.get("measured_at"),
-                    c.get("inferred_from"), c.get("lock")])  # fmt: skip
+        w.writerow(
+            [
+                c["python"],
+                *(c["versions"][a] for a in axes),
+                c["state"],
+                c.get("kind"),
+                c.get("signal"),
+                c.get("signature"),
+                c.get("seconds"),
+                c.get("measured_at"),
+                c.get("inferred_from"),
+                c.get("lock"),
+            ]
+        )
     return buf.getvalue()
 
 
@@ -239,8 +274,10 @@ def svg(meta: Mapping[str, Any], cells: Sequence[Cell]) -> str:
             for j, col in enumerate(s["cols"]):
                 cell = s["cells"].get((row, col))
                 colour = STYLES[style_of(cell)][2] if cell else "#ffffff"
-                tip = html.escape(f"{axes[0]} {row}, {axes[1] if len(axes) > 1 else ''} {col}: "
-                                  f"{plain(cell) if cell else 'not in the matrix'}")  # fmt: skip
+                tip = html.escape(
+                    f"{axes[0]} {row}, {axes[1] if len(axes) > 1 else ''} {col}: "
+                    f"{plain(cell) if cell else 'not in the matrix'}"
+                )
                 key = style_of(cell) if cell else "unknown"
                 ink = "#000" if key in _LIGHT else "#fff"
                 sign = html.escape(mark(cell)) if cell else ""
@@ -253,10 +290,19 @@ def svg(meta: Mapping[str, Any], cells: Sequence[Cell]) -> str:
                 )
         y += len(s["rows"]) * size + 30
     lx = pad
-    for key in ("pass", "fail", "crash", "timeout", "untestable", "unresolvable",
-                "inferred-pass", "inferred-fail"):  # fmt: skip
-        parts.append(f'<rect x="{lx}" y="{y}" width="12" height="12" fill="{STYLES[key][2]}" '
-                     'stroke="#999"/>')  # fmt: skip
+    for key in (
+        "pass",
+        "fail",
+        "crash",
+        "timeout",
+        "untestable",
+        "unresolvable",
+        "inferred-pass",
+        "inferred-fail",
+    ):
+        parts.append(
+            f'<rect x="{lx}" y="{y}" width="12" height="12" fill="{STYLES[key][2]}" stroke="#999"/>'
+        )
         label = f"{MARKS[key]} {STYLES[key][1]}"
         parts.append(f'<text x="{lx + 16}" y="{y + 11}" font-size="11">{label}</text>')
         lx += 16 + 7 * len(label) + 14

@@ -270,15 +270,18 @@ class Session:
         (row,) = self.probe_all([Want(label="", spec=spec, runs=runs or self.opts.repeat)])
         return row
 
-    def probe_all(self, wants: Sequence[Want]) -> list[tuple[ProbeRecord, bool]]:
+    def probe_all(
+        self, wants: Sequence[Want], *, again: bool = False
+    ) -> list[tuple[ProbeRecord, bool]]:
         """Every wanted environment's record (each must have a spec), in the order asked.
 
         The store answers first; the rest go to the executor all at once. A failure in any
         task (Ctrl-C, an infrastructure error) cancels the others: nothing half-seen is
-        stored, every finished one is."""
+        stored, every finished one is. ``again``: every environment is built and probed
+        afresh (``matrix --recheck``), its new record replacing the stored one."""
         previous = worker.watch(self)  # phases of the probes run in this process
         try:
-            return self._probe_all(wants)
+            return self._probe_all(wants, again)
         finally:
             worker.watch(previous)
 
@@ -294,16 +297,18 @@ class Session:
     def output(self, env_id: str, stream: str, text: str) -> None:
         self.reporter.output(self._labels.get(env_id, env_id), stream, text)
 
-    def _probe_all(self, wants: Sequence[Want]) -> list[tuple[ProbeRecord, bool]]:
+    def _probe_all(self, wants: Sequence[Want], again: bool) -> list[tuple[ProbeRecord, bool]]:
         out: dict[int, tuple[ProbeRecord, bool]] = {}
         futures: dict[Future[ProbeRecord], tuple[int, ProbeTask]] = {}
         for i, want in enumerate(wants):
             assert want.spec is not None
-            hit = self.stored(want.spec, want.runs)
+            hit = None if again else self.stored(want.spec, want.runs)
             if hit is not None:
                 out[i] = (hit, True)
                 continue
             task = self._task(want)
+            if again:
+                task = replace(task, earlier=None)
             self._labels[want.spec.env_id] = want.label
             if (
                 self.opts.jobs <= 1
@@ -331,9 +336,16 @@ class Session:
         for w in wants:
             if w.spec is None:
                 out.append(
-                    ProbeRow(version=w.label, outcome=untestable(w.why_not), verdict="",
-                             reused=False, build_seconds=0.0, probe_seconds=0.0, env_id="")
-                )  # fmt: skip
+                    ProbeRow(
+                        version=w.label,
+                        outcome=untestable(w.why_not),
+                        verdict="",
+                        reused=False,
+                        build_seconds=0.0,
+                        probe_seconds=0.0,
+                        env_id="",
+                    )
+                )
                 continue
             rec, reused = next(records)
             out.append(record_row(w.label, rec, reused, env_id=w.spec.env_id, moved=w.moved))

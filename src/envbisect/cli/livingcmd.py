@@ -1,0 +1,156 @@
+"""Living tables on the command line: ``matrix --update`` and ``ci-template``.
+
+Who does what: ``modes.update`` plans and probes an update, ``modes.publishing`` merges and
+publishes it (and says what changed); this module prints the answer, writes ``run.json`` and
+the CI workflow (``envbisect/templates/living-tables.yml``, shipped as package data). Heavy
+modules are imported inside the commands, as in cli/commands.py.
+"""
+
+from __future__ import annotations
+
+import json
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from envbisect.cli.commands import cmd_matrix as cmd_matrix_whole
+from envbisect.cli.context import Context, machine
+from envbisect.cli.options import matrix_common
+from envbisect.errors import UsageError
+from envbisect.textsafe import for_terminal
+
+TEMPLATE = "living-tables.yml"
+# The line of the template that says what the workflow installs (``--install``).
+_INSTALL = "  ENVBISECT: envbisect\n"
+
+
+def cmd_matrix(ctx: Context) -> int:
+    """``envbisect matrix``: the whole matrix, or with ``--update`` what is new since the
+    published table."""
+    if ctx.args.update or ctx.args.recheck is not None:
+        return cmd_matrix_update(ctx)
+    return cmd_matrix_whole(ctx)
+
+
+def cmd_matrix_update(ctx: Context) -> int:
+    from envbisect.modes.matrix import load_matrix, matrix_options
+    from envbisect.modes.outputs import inside
+    from envbisect.modes.publishing import publish_table
+    from envbisect.modes.session import Session
+    from envbisect.modes.update import update_matrix
+
+    a = ctx.args
+    if not a.update:
+        raise UsageError(
+            "--recheck DAYS rechecks a published table: it goes with --update",
+            hint=f"envbisect matrix {a.file} --update --recheck {a.recheck}",
+        )
+    spec = load_matrix(Path(a.file))
+    common = matrix_common(a, spec, command=ctx.command)
+    res = update_matrix(
+        spec,
+        common,
+        recheck_days=a.recheck,
+        full=a.full,
+        max_cells=a.max_cells,
+        reporter=ctx.reporter,
+    )
+    if common.dry_run:
+        if a.json:
+            print(
+                json.dumps(
+                    {
+                        "status": "dry-run",
+                        "matrix": spec.name,
+                        **res.to_dict(),
+                        "cells": res.matrix.plans,
+                    },
+                    indent=2,
+                )
+            )
+        else:
+            print(f"{spec.name}: --update --dry-run (nothing built)")
+            for line in res.lines():
+                print(for_terminal(line))
+        return 0
+    from envbisect.redact import mask_env_map
+
+    run_meta = {
+        "command": ctx.command,
+        "measured": res.matrix.started,
+        "machine": machine(),
+        "targets": res.matrix.targets,
+        "axis_versions": res.matrix.axes,
+        "counts": res.matrix.counts(),
+        "full": a.full,
+        "jobs": a.jobs,
+        "update": res.block(),
+        **({"env": mask_env_map(common.env)} if common.env else {}),
+    }
+    out = inside(common.results, common.results / spec.name)
+    (out / "run.json").write_text(json.dumps(run_meta, indent=2) + "\n", encoding="utf-8")
+    with Session(matrix_options(spec, common), ctx.reporter) as session:
+        pub = publish_table(spec, session)
+    if a.json:
+        print(
+            json.dumps(
+                {"matrix": spec.name, **run_meta, **res.to_dict(), **pub.to_dict()}, indent=2
+            )
+        )
+        return 0
+    _print_update(spec.name, res, pub, out)
+    return 0
+
+
+def _print_update(name: str, res: Any, pub: Any, out: Path) -> None:
+    counts = res.matrix.counts()
+    print(
+        f"{name}: {counts['cells']} new cell(s): {counts['built']} built, "
+        f"{counts['reused']} reused, {counts['inferred']} inferred, "
+        f"{counts['unresolvable']} unresolvable; {len(res.rechecked)} rechecked, "
+        f"{sum(g.cells for g in res.gone)} left the table"
+    )
+    if pub.change is not None:
+        print(for_terminal(f"{pub.change.title()}: {pub.change.headline()}"))
+        for line in pub.change.lines:
+            print(for_terminal(f"  {line}"))
+    else:
+        print("nothing changed")
+    print(f"tables: {out / 'table.md'}, {out / 'table.html'}; feed: {out / 'feed.xml'}")
+
+
+def workflow(install: str = "envbisect") -> str:
+    """The CI workflow's text, installing ``install`` (``uv tool install`` takes it)."""
+    text = resources.files("envbisect").joinpath("templates").joinpath(TEMPLATE).read_text("utf-8")
+    if install != "envbisect":
+        if not install.strip() or not install.isprintable():
+            raise UsageError(
+                f"--install {install!r}: not a package to install",
+                hint="a name, a pinned version, a git URL, or .",
+            )
+        # A JSON string is a YAML double-quoted scalar: any printable text stays one value.
+        text = text.replace(_INSTALL, f"  ENVBISECT: {json.dumps(install)}\n", 1)
+    return text
+
+
+def cmd_ci_template(ctx: Context) -> int:
+    text = workflow(ctx.args.install)
+    if ctx.args.output is None:
+        print(text, end="")
+        return 0
+    path = Path(ctx.args.output)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    except OSError as e:
+        raise UsageError(
+            f"cannot write {path}: {e.strerror}",
+            hint="pass --output a file in a folder you can write, e.g. "
+            ".github/workflows/living-tables.yml",
+        ) from e
+    ctx.reporter.message(
+        f"envbisect: wrote {path}: commit it; it runs every Monday and on "
+        "demand (workflow_dispatch)"
+    )
+    print(path)
+    return 0
