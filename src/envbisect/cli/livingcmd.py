@@ -75,19 +75,25 @@ def cmd_matrix_update(ctx: Context) -> int:
         return 0
     from envbisect.redact import mask_env_map
 
+    out = inside(common.results, common.results / spec.name)
+    block = res.block()
     run_meta = {
         "command": ctx.command,
-        "measured": res.matrix.started,
+        # An update that probed nothing measured nothing: the table's date stays the last
+        # measurement's, and ``checked`` says when the index was last read for it.
+        "measured": res.matrix.started
+        if block["new"] or block["rechecked"]
+        else _published_measured(out, res.matrix.started),
+        "checked": res.matrix.started,
         "machine": machine(),
         "targets": res.matrix.targets,
         "axis_versions": res.matrix.axes,
         "counts": res.matrix.counts(),
         "full": a.full,
         "jobs": a.jobs,
-        "update": res.block(),
+        "update": block,
         **({"env": mask_env_map(common.env)} if common.env else {}),
     }
-    out = inside(common.results, common.results / spec.name)
     (out / "run.json").write_text(json.dumps(run_meta, indent=2) + "\n", encoding="utf-8")
     with Session(matrix_options(spec, common), ctx.reporter) as session:
         pub = publish_table(spec, session)
@@ -154,3 +160,13 @@ def cmd_ci_template(ctx: Context) -> int:
     )
     print(path)
     return 0
+
+
+def _published_measured(folder: Path, default: str) -> str:
+    """The ``measured`` date of the committed ``results.json`` (``default`` if unreadable)."""
+    try:
+        meta = json.loads((folder / "results.json").read_text(encoding="utf-8"))["matrix"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return default
+    value = meta.get("measured") if isinstance(meta, dict) else None
+    return value if isinstance(value, str) else default

@@ -170,6 +170,11 @@ def markdown(
         f"- command: {md_code(str(meta.get('command', '')))}",
         f"- measured: {_md(str(meta.get('measured', '?')))} "
         f"on {_md(str(meta.get('machine', '?')))}",
+        *(
+            [f"- checked against the index (matrix --update): {_md(str(meta['checked']))}"]
+            if meta.get("checked") and meta.get("checked") != meta.get("measured")
+            else []
+        ),
         f"- probes: {_md(', '.join(meta.get('probes', [])))}",
         f"- cells: {_md(counts_text(cells))}",
         "",
