@@ -34,7 +34,7 @@ UPDATE = os.environ.get("ENVBISECT_UPDATE_GOLDEN") == "1"
 # Values that differ per run or per machine: each becomes "<key>".
 VARYING = frozenset(
     {"build_seconds", "probe_seconds", "env_id", "host", "target", "machine", "measured",
-     "targets", "output"}
+     "targets", "output", "date", "run", "checked"}
 )  # fmt: skip
 _RUN_ID = re.compile(r"^(?P<name>[a-z0-9._-]+)-[0-9a-f]{8}$")
 _RUN_DIR = re.compile(r"(?P<name>[a-z0-9._()-]+)-[0-9a-f]{8}\b")
