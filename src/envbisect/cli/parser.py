@@ -43,10 +43,10 @@ def suggest(message: str, parser: argparse.ArgumentParser, unknown: Sequence[str
         ]
         if not flags:
             return ""
-        word = flags[0].split("=", 1)[0]
+        word = flags[0].split("=", 1)[0].rstrip(":,.")
         options = [s for a in parser._actions for s in a.option_strings if s.startswith("--")]
     close = difflib.get_close_matches(word, options, n=1, cutoff=0.6)
-    if not close:
+    if not close or close[0] == word:  # a flag that exists is not misspelt: its value is wrong
         return ""
     return f"did you mean {close[0]}? (see {parser.prog} --help)"
 
