@@ -27,7 +27,9 @@ pytest.importorskip(
 
 from conftest import RecordingReporter, write_repro
 from envbisect.env.repro import Repro
+from envbisect.env.worker import ProbeTask
 from envbisect.errors import InfrastructureError, UsageError
+from envbisect.exec.ray import RayExecutor
 from envbisect.model import IndexConfig
 from envbisect.modes.bydate import DateOptions, run_by_date
 from envbisect.modes.diff import DiffOptions, run_diff
@@ -287,6 +289,34 @@ def test_ctrl_c_leaves_no_probe_on_any_node(
     while _probes_alive(str(repro), proc.pid) and time.monotonic() < deadline:
         time.sleep(0.2)
     assert not _probes_alive(str(repro), proc.pid), "a probe outlived Ctrl-C on its node"
+
+
+def test_cancelling_stops_a_probe_through_the_stop_signal_not_rays_cancel(
+    index: LocalIndex, python: str, tmp_path: Path, cluster: RayCluster
+) -> None:
+    """A cancelled task ends on its own: its runner kills the probe's group, the task returns.
+    Ray's force-cancel (which can abort the controller when it races a result on its way:
+    "Tried to complete task that was not pending") is left for a task that does not end."""
+    path = write_repro(tmp_path, "hangy")
+    repro = Repro.from_file(str(path), tmp_path)
+    with Session(common(index, python, tmp_path, repro)) as session:
+        spec = session.env_spec(["hangy==1.5.0"])  # hangs
+    task = ProbeTask(
+        spec=spec, repro=repro, python=python, python_version="3.11", timeout=120, offline=False
+    )
+    ex = RayExecutor(1, address=cluster.address)
+    try:
+        fut = ex.submit(task)
+        deadline = time.monotonic() + 180
+        while not _probes_alive(str(path), os.getpid()) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert _probes_alive(str(path), os.getpid()), "the hanging probe should be running"
+        ex.cancel_all()
+    finally:
+        ex.close()
+    assert ex.forced == 0, "the task should have ended on the stop signal"
+    assert fut.done()
+    assert not _probes_alive(str(path), os.getpid()), "the probe outlived the cancel"
 
 
 @pytest.fixture(scope="module")

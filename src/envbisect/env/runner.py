@@ -88,8 +88,7 @@ def run_process(
             stderr=err,
             start_new_session=True,
         )
-        with _live_lock:
-            _live.add(proc.pid)
+        _register(proc.pid)
         try:
             timed_out = _wait(proc, timeout, stop_signal, grace)
         except BaseException:
@@ -151,8 +150,7 @@ def run_captured(
         text=True,
         start_new_session=True,
     )
-    with _live_lock:
-        _live.add(proc.pid)
+    _register(proc.pid)
     try:
         out, err = proc.communicate(timeout=timeout)
     except BaseException:
@@ -165,6 +163,14 @@ def run_captured(
     if _stopping.is_set():
         raise KeyboardInterrupt
     return subprocess.CompletedProcess(list(argv), proc.returncode, out, err)
+
+
+def _register(pgid: int) -> None:
+    """Track a started group; one started while ``interrupt_all`` ran dies at once."""
+    with _live_lock:
+        _live.add(pgid)
+        if _stopping.is_set():
+            _signal_group(pgid, signal.SIGKILL)
 
 
 def _signal_group(pgid: int, sig: int) -> None:

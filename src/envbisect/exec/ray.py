@@ -5,9 +5,12 @@ through ``CUDA_VISIBLE_DEVICES``) and retries it on another node when the node r
 (a probe is recorded once, by the controller, when its future resolves); the task builds its
 environment on that node, with that node's uv and cache, and runs the probe through our own
 runner (own process group, our timeout: SIGABRT first, then SIGKILL). Planning and the store
-stay in the controller. Cancelling (Ctrl-C, SIGTERM, an error elsewhere) raises
-``KeyboardInterrupt`` inside each running task, so the runner kills the probe's process group
-on its node before the task ends.
+stay in the controller. Cancelling (Ctrl-C, SIGTERM, an error elsewhere) fires one stop
+signal (a zero-CPU actor every task watches from a thread): the task's runner kills the
+probe's process group on its node, and the task returns ``None``. Ray's own ``ray.cancel``
+is kept for a task that has not ended ``CANCEL_GRACE`` seconds later: cancelling a task
+while its result is on the way can abort the controller inside Ray ("Tried to complete task
+that was not pending"), so it is not how every task is stopped.
 
 Before the first task every node is asked, by a small function shipped by value (it runs even
 where envbisect is not installed), for its envbisect version and uv: a node without either,
@@ -25,15 +28,18 @@ unless ``--executor ray`` is asked for.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import socket
 import sys
+import threading
 from collections.abc import Sequence
 from concurrent.futures import Future
 from dataclasses import replace
 from typing import Any
 
 from envbisect import __version__
+from envbisect.env import runner
 from envbisect.env.worker import ProbeTask, run_task
 from envbisect.errors import EnvbisectError, InfrastructureError, UsageError
 from envbisect.model import ProbeRecord
@@ -41,6 +47,7 @@ from envbisect.model import ProbeRecord
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
 CHECK_TIMEOUT = 120.0  # seconds for every node to answer the preflight check
 CANCEL_GRACE = 15.0  # seconds for cancelled tasks to kill their probes before Ray forces them
+WATCH_EVERY = 0.5  # seconds between a task's looks at the stop signal
 
 _CHECK_SOURCE = """
 def envbisect_node_check():
@@ -95,6 +102,7 @@ class RayExecutor:
         self.address = address
         self.gpus = gpus_per_probe
         self._inflight: dict[Any, Future[ProbeRecord]] = {}
+        self.forced = 0  # tasks the last cancel_all had to leave to Ray's force-cancel
         if address is not None:
             _reachable(address)
         loopback = is_loopback(address)
@@ -120,6 +128,10 @@ class RayExecutor:
         except BaseException:
             ray.shutdown()
             raise
+        # Restarted elsewhere when its node dies, and the tasks' waits on it retried.
+        self._stop: Any = ray.remote(num_cpus=0, max_restarts=-1, max_task_retries=-1)(
+            StopSignal
+        ).remote()
         self._remote = ray.remote(_on_node).options(
             num_cpus=1, num_gpus=gpus_per_probe, max_retries=3, retry_exceptions=False
         )
@@ -128,7 +140,7 @@ class RayExecutor:
 
     def submit(self, task: ProbeTask) -> Future[ProbeRecord]:
         # The node's own temporary folder, not the controller's results path.
-        ref = self._remote.remote(replace(task, envs_dir=None))
+        ref = self._remote.remote(replace(task, envs_dir=None), self._stop)
         out: Future[ProbeRecord] = Future()
         self._inflight[ref] = out
         ref.future().add_done_callback(lambda f: self._settle(ref, f))
@@ -137,13 +149,14 @@ class RayExecutor:
     def cancel_all(self) -> None:
         ray = self._ray
         refs = list(self._inflight)
-        for ref in refs:
-            with contextlib.suppress(Exception):
-                ray.cancel(ref, force=False)  # KeyboardInterrupt in the task: the runner kills
+        stuck = refs
         if refs:
             with contextlib.suppress(Exception):
-                ray.wait(refs, num_returns=len(refs), timeout=CANCEL_GRACE)
-        for ref in list(self._inflight):
+                self._stop.fire.remote()  # every task's runner kills its probe; it returns None
+            with contextlib.suppress(Exception):
+                _, stuck = ray.wait(refs, num_returns=len(refs), timeout=CANCEL_GRACE)
+        self.forced = len(stuck)
+        for ref in stuck:
             with contextlib.suppress(Exception):
                 ray.cancel(ref, force=True)
         for fut in self._inflight.values():
@@ -161,9 +174,14 @@ class RayExecutor:
         if out is None or out.done():
             return
         try:
-            out.set_result(done.result())
+            rec = done.result()
         except BaseException as e:
             out.set_exception(self._translate(e))
+            return
+        if rec is None:  # the task was stopped (see _on_node)
+            out.set_exception(KeyboardInterrupt())
+        else:
+            out.set_result(rec)
 
     def _translate(self, e: BaseException) -> BaseException:
         exc = self._ray.exceptions
@@ -272,15 +290,59 @@ def _gpus(node: dict[str, Any]) -> float:
     return float(node.get("Resources", {}).get("GPU", 0))
 
 
-def _on_node(task: ProbeTask) -> ProbeRecord:
-    """The task as Ray runs it: the worker function, and which node ran it."""
+class StopSignal:
+    """One per executor, fired once when the controller cancels: every task waits on it."""
+
+    def __init__(self) -> None:
+        self._fired = asyncio.Event()
+
+    async def wait(self) -> bool:
+        await self._fired.wait()
+        return True
+
+    async def fire(self) -> None:
+        self._fired.set()
+
+
+def _on_node(task: ProbeTask, stop: Any) -> ProbeRecord | None:
+    """The task as Ray runs it: the worker function, and which node ran it; ``None`` when the
+    stop signal fired first (its probe's process group is gone then)."""
     import ray
 
-    rec = run_task(task)
+    runner.clear_interrupt()  # a worker process runs one task after another
+    ended = threading.Event()
+    watcher = threading.Thread(target=_watch, args=(stop, ended), daemon=True)
+    watcher.start()
+    try:
+        rec = run_task(task)
+    except KeyboardInterrupt:
+        return None
+    finally:
+        ended.set()
+        watcher.join(timeout=5)
+        runner.clear_interrupt()
     if rec is task.earlier:
         return rec
     node = ray.get_runtime_context().get_node_id()
     return replace(rec, host=f"{socket.gethostname()}/{node[:8]}")
+
+
+def _watch(stop: Any, ended: threading.Event) -> None:
+    """In a task's thread: when ``stop`` fires, kill the task's live process groups."""
+    import ray
+
+    fired = stop.wait.remote()
+    while not ended.is_set():
+        ready, _ = ray.wait([fired], timeout=WATCH_EVERY)
+        if not ready:
+            continue
+        try:
+            ray.get(fired)
+        except Exception:
+            return  # the signal's actor is gone (its node died): nothing was asked to stop
+        if not ended.is_set():
+            runner.interrupt_all()
+        return
 
 
 def _first_line(e: BaseException) -> str:
