@@ -10,6 +10,7 @@ exists (the test's lever for a recheck that changes an outcome in the same envir
 from __future__ import annotations
 
 import json
+import signal
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
@@ -21,6 +22,7 @@ import pytest
 
 from envbisect.core import feed, history, matrixupdate, page, publish
 from envbisect.store import Store
+from support.cli import start
 from support.corpus import EPOCH
 from support.index_server import IndexFile, LocalIndex
 from support.wheels import build_wheel
@@ -235,6 +237,38 @@ def test_a_published_table_kept_current(live_index: Any, python: str, tmp_path: 
     assert f"rechecked {len(measured)} cells in their locked environments: 6 changed" in md
     assert "changed on a recheck in its locked environment" in md and "pass → fail" in md
     assert len(read_feed(results / "live" / "feed.xml").findall(f"{ATOM}entry")) == 3
+
+    # A recheck cut short by Ctrl-C resumes: a cell it rechecked is kept, not probed again.
+    started = {r.env_id: r.started_at for r in _records(results)}
+    proc = start("matrix", str(spec), "--update", "--recheck", "0", *map(str, common),
+                 "--jobs", "1", cwd=tmp_path)  # fmt: skip
+    assert proc.stderr is not None
+    seen = ""
+    while "s)\n" not in seen.partition("rechecking")[2]:  # the first recheck that ends
+        line = proc.stderr.readline()  # "    recheck liveapp 1.0.0 + livelib 1.1.0: ... (1.2 s)"
+        assert line, seen
+        seen += line
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, seen + err
+    cut = {r.env_id: r.started_at for r in _records(results) if r.started_at != started[r.env_id]}
+    assert 1 <= len(cut) < len(measured), seen + err
+    resumed = subprocess.run(
+        [sys.executable, "-m", "envbisect", "matrix", str(spec), "--update", "--recheck", "0",
+         *map(str, common), "--json"],
+        capture_output=True, text=True, timeout=600, cwd=tmp_path,
+    )  # fmt: skip
+    assert resumed.returncode == 0, resumed.stderr
+    assert len(json.loads(resumed.stdout)["rechecks"]) == len(measured)
+    assert resumed.stderr.count("(from the store)") == len(cut)
+    after_resume = {r.env_id: r.started_at for r in _records(results)}
+    assert all(after_resume[e] == when for e, when in cut.items())  # kept, not probed again
+    assert sum(after_resume[e] != started[e] for e in started) == len(measured)
+
+
+def _records(results: Path) -> list[Any]:
+    with Store(results) as store:
+        return list(store.all())
 
 
 def test_update_needs_a_published_table(tmp_path: Path) -> None:

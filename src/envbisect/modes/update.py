@@ -35,7 +35,7 @@ from envbisect.core.matrixupdate import (
 )
 from envbisect.errors import UsageError
 from envbisect.index.client import IndexClient
-from envbisect.model import OutcomeKind
+from envbisect.model import OutcomeKind, ProbeRecord
 from envbisect.modes.matrix import MAX_CELLS, MatrixResult, matrix_options, new_result, run_cells
 from envbisect.modes.outputs import inside
 from envbisect.modes.session import Session, Want
@@ -191,33 +191,79 @@ def _recheck(
             )
     if not todo:
         return
-    session.reporter.message(
-        f"envbisect: rechecking {len(todo)} cell(s) in their locked environments"
-    )
-    records = session.probe_all([w for _, w in todo], again=True)
-    for (cell, want), (rec, _) in zip(todo, records, strict=True):
-        entry = {
-            "python": str(cell["python"]),
-            "versions": dict(cell["versions"]),
-            "before": cell.get("kind"),
-            "after": rec.outcome.kind.value,
-        }
-        if rec.outcome.kind is OutcomeKind.UNTESTABLE:
-            result.not_rechecked.append({**entry, "why": rec.outcome.signature})
+    reporter = session.reporter
+    reporter.message(f"envbisect: rechecking {len(todo)} cell(s) in their locked environments")
+    # A recheck probed since the table was published (a run cut short): kept, not run again.
+    fresh = []
+    for cell, want in todo:
+        if (kept := _unpublished_recheck(session, cell, want)) is None:
+            fresh.append((cell, want))
             continue
-        assert want.spec is not None
-        result.rechecked.append(entry)
-        session.store.put_cell(
-            {
-                "matrix": spec.name,
-                "python": entry["python"],
-                "cell": json.dumps(entry["versions"]),
-                "state": "measured",
-                "env_id": want.spec.env_id,
-                "repro_id": session.repro.repro_id,
-                "kind": rec.outcome.kind.value,
-                "signature": rec.outcome.signature,
-                "inferred_from": None,
-                "updated_at": when.isoformat(timespec="seconds"),
-            }
-        )
+        reporter.probe_finished(want.label, kept.outcome, 0.0, True, "")
+        _rechecked(spec, session, result, cell, want, kept, when)
+    step = max(1, session.opts.jobs)
+    for start in range(0, len(fresh), step):  # --jobs at a time, each batch stored as it ends
+        batch = fresh[start : start + step]
+        left = len(fresh) - start
+        for _, want in batch:
+            reporter.probe_started(want.label, left, left)
+        records = session.probe_all([w for _, w in batch], again=True)
+        for (cell, want), (rec, _) in zip(batch, records, strict=True):
+            seconds = rec.build_seconds + rec.probe_seconds
+            reporter.probe_finished(want.label, rec.outcome, seconds, False, "")
+            _rechecked(spec, session, result, cell, want, rec, when)
+
+
+def _unpublished_recheck(
+    session: Session, cell: Mapping[str, Any], want: Want
+) -> ProbeRecord | None:
+    """The store's record of this cell's locked environment when it was probed after the
+    published measurement (a recheck not yet published), else None."""
+    assert want.spec is not None
+    rec = session.stored(want.spec, want.runs)
+    measured = cell.get("measured_at")
+    if rec is None or not measured:
+        return None
+    return rec if _instant(rec.started_at) > _instant(str(measured)) else None
+
+
+def _instant(text: str) -> datetime:
+    when = datetime.fromisoformat(text)
+    return when if when.tzinfo is not None else when.replace(tzinfo=timezone.utc)
+
+
+def _rechecked(
+    spec: MatrixSpec,
+    session: Session,
+    result: UpdateResult,
+    cell: Mapping[str, Any],
+    want: Want,
+    rec: ProbeRecord,
+    when: datetime,
+) -> None:
+    """What one recheck saw: into the result, and (unless untestable) the store's cell row."""
+    entry = {
+        "python": str(cell["python"]),
+        "versions": dict(cell["versions"]),
+        "before": cell.get("kind"),
+        "after": rec.outcome.kind.value,
+    }
+    if rec.outcome.kind is OutcomeKind.UNTESTABLE:
+        result.not_rechecked.append({**entry, "why": rec.outcome.signature})
+        return
+    assert want.spec is not None
+    result.rechecked.append(entry)
+    session.store.put_cell(
+        {
+            "matrix": spec.name,
+            "python": entry["python"],
+            "cell": json.dumps(entry["versions"]),
+            "state": "measured",
+            "env_id": want.spec.env_id,
+            "repro_id": session.repro.repro_id,
+            "kind": rec.outcome.kind.value,
+            "signature": rec.outcome.signature,
+            "inferred_from": None,
+            "updated_at": when.isoformat(timespec="seconds"),
+        }
+    )
