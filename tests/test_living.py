@@ -212,9 +212,11 @@ def test_a_published_table_kept_current(live_index: Any, python: str, tmp_path: 
 
     # Publishing again changes nothing: no new history entry, the same feed.
     feed_text = (results / "live" / "feed.xml").read_text()
+    pylocks = {p: p.read_bytes() for p in (results / "live").rglob("pylock.*.toml")}
     again = envbisect("publish", spec, "--results", results, cwd=tmp_path)
     assert again["published"][0]["changes"] is None
     assert (results / "live" / "feed.xml").read_text() == feed_text
+    assert pylocks and {p: p.read_bytes() for p in pylocks} == pylocks  # not even their dates
 
     # A recheck: every measured cell probed again in its own locked environment, with the
     # switch on: the passing ones now fail, in the same environment.

@@ -118,17 +118,29 @@ def write_lockfiles(
         f"sys_platform == '{markers.get('sys_platform', '')}' and "
         f"platform_machine == '{markers.get('platform_machine', '')}'"
     )
-    pl.write_text(
-        pylock(
-            entries,
-            requires_python=f"=={major}.{minor}.*",
-            environment=env_marker,
-            when=datetime.now(timezone.utc),
-            notes=notes,
-        ),
-        encoding="utf-8",
+    text = pylock(
+        entries,
+        requires_python=f"=={major}.{minor}.*",
+        environment=env_marker,
+        when=datetime.now(timezone.utc),
+        notes=notes,
     )
+    if not _same_but_date(pl, text):  # a republish leaves an unchanged lock (and its date)
+        pl.write_text(text, encoding="utf-8")
     return req, pl
+
+
+def _same_but_date(path: Path, text: str) -> bool:
+    """Whether ``path`` holds ``text`` but for the ``generated = ...`` line."""
+    try:
+        old = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return False
+    return _undated(old) == _undated(text)
+
+
+def _undated(text: str) -> list[str]:
+    return [line for line in text.splitlines() if not line.startswith("generated = ")]
 
 
 def inside(results: Path, path: Path) -> Path:
