@@ -234,7 +234,10 @@ class RayExecutor:
                     hint="check it with ray status; a busy node still runs zero-CPU tasks",
                     ref="ray-node-silent",
                 )
-            facts = ray.get(ref)
+            try:
+                facts = ray.get(ref)
+            except (ray.exceptions.TaskUnschedulableError, ray.exceptions.NodeDiedError):
+                continue  # it died after ray.nodes() listed it (Ray marks a node dead late)
             where = f"{facts['host']} {where}"
             if facts["envbisect"] is None:
                 raise InfrastructureError(
@@ -318,8 +321,9 @@ def _on_node(task: ProbeTask, stop: Any) -> ProbeRecord | None:
     except KeyboardInterrupt:
         return None
     finally:
+        # Not joined (it looks every WATCH_EVERY seconds): a task's result is not held back. A
+        # late look finds the task ended and stops; the next task here clears the flag anyway.
         ended.set()
-        watcher.join(timeout=5)
         runner.clear_interrupt()
     if rec is task.earlier:
         return rec
