@@ -171,10 +171,12 @@ def _recheckable(cell: Mapping[str, Any], cutoff: datetime) -> bool:
     cannot be read counts as old: checking again is the safe side)."""
     if cell.get("state") != "measured" or not cell.get("installed"):
         return False
-    return _when(cell.get("measured_at")) <= cutoff
+    return instant(cell.get("measured_at")) <= cutoff
 
 
-def _when(text: object) -> datetime:
+def instant(text: object) -> datetime:
+    """A published date as an aware datetime (UTC when it names no zone); one that does not
+    parse is the earliest there is."""
     try:
         when = datetime.fromisoformat(str(text).replace("Z", "+00:00"))
     except ValueError:

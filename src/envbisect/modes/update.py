@@ -30,6 +30,7 @@ from envbisect.core.matrixupdate import (
     UpdatePlan,
     combo,
     gone_pythons,
+    instant,
     key_of,
     plan_update,
 )
@@ -224,12 +225,7 @@ def _unpublished_recheck(
     measured = cell.get("measured_at")
     if rec is None or not measured:
         return None
-    return rec if _instant(rec.started_at) > _instant(str(measured)) else None
-
-
-def _instant(text: str) -> datetime:
-    when = datetime.fromisoformat(text)
-    return when if when.tzinfo is not None else when.replace(tzinfo=timezone.utc)
+    return rec if instant(rec.started_at) > instant(measured) else None
 
 
 def _rechecked(
