@@ -114,7 +114,7 @@ def test_errors_page_lists_every_reference_the_source_raises() -> None:
     in_source = set().union(*(_literal_refs(p) for p in SRC.rglob("*.py"))) - checks
     classes = {c.ref for c in vars(errors).values()
                if isinstance(c, type) and issubclass(c, errors.EnvbisectError)}  # fmt: skip
-    assert len(in_source) > 60 and "lock-no-start" in in_source
+    assert len(in_source) > 60 and "lock-nothing" in in_source
     assert sorted(in_source - on_page) == []
     assert sorted(classes - on_page) == []
     # a ref passed to a helper as an argument is traced to the callers' literals
@@ -259,4 +259,4 @@ def test_built_cli_page_lists_lock(seen: dict[str, Any]) -> None:
     cli = seen["reference/cli.html"]
     assert "lock" in cli["ids"] and "run" in cli["ids"]
     assert any(h.startswith("envbisect lock") for h in cli["h2"])
-    assert "lock-no-start" in seen["reference/errors.html"]["ids"]
+    assert "lock-nothing" in seen["reference/errors.html"]["ids"]

@@ -219,12 +219,16 @@ def test_lock_upgrade_mode(golden: Golden, index: LocalIndex, python: str, tmp_p
     data = golden.check("lock-from", *args)
     golden.check_text("lock-from", *args)
     assert [c["interaction"] for c in data["constraints"]] == [["lk-tie-a"]]
-    # A starting point that fails too (lk-alpha 1.3.0 dropped what lockone uses): no answer.
+    # A starting point that fails too (lk-alpha 1.3.0 dropped what lockone uses): lock says
+    # so and follows the failure down from the newest environment (the descent).
     (tmp_path / "broken.txt").write_text("lockone==1.0.0\nlk-alpha==1.3.0\n")
     broken = ["lock", "--from", str(tmp_path / "broken.txt"), *common(index, python, tmp_path),
               "--repro", repro(tmp_path, "import lockone\nlockone.run()\n")]  # fmt: skip
-    golden.check("lock-from-no-answer", *broken, code=1)
-    golden.check_text("lock-from-no-answer", *broken, code=1)
+    data = golden.check("lock-from-descent", *broken)
+    golden.check_text("lock-from-descent", *broken)
+    assert [(c["package"], c["found_by"]) for c in data["constraints"]] == [
+        ("lk-alpha", "descent")
+    ]
 
 
 def test_probe(golden: Golden, index: LocalIndex, python: str, tmp_path: Path) -> None:

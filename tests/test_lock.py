@@ -187,18 +187,21 @@ def test_what_a_new_major_version_drags_in_is_never_a_constraint(
     assert sum(not r.reused for r in res.rows) == 9
 
 
-def test_no_passing_starting_point_is_no_answer(
+def test_a_starting_point_that_fails_is_said_and_the_lock_descends(
     index: LocalIndex, python: str, tmp_path: Path
 ) -> None:
-    """As of day 2 lk-fix 1.2.0 is the newest and breaks lockapp: that is no starting point."""
+    """As of day 2 lk-fix 1.2.0 is the newest and breaks lockapp: that is no starting point.
+    It is said, and lock follows the failures down from the newest environment instead
+    (modes/lockdescent.py), to the same two constraints as by date."""
     when = (EPOCH + timedelta(days=2, hours=2)).strftime("%Y-%m-%dT%H:%M:%SZ")
-    with pytest.raises(NoAnswer) as e:
-        run_lock(options(index, python, tmp_path, "lockapp", with_reqs=("lockapp==1.0.0",),
-                         good_date=when))  # fmt: skip
-    assert "starting point" in e.value.message and "does not pass" in e.value.message
-    res = e.value.result
-    assert isinstance(res, LockResult) and res.report_path
-    assert Path(res.report_path).exists()
+    res = run_lock(options(index, python, tmp_path, "lockapp", with_reqs=("lockapp==1.0.0",),
+                           good_date=when))  # fmt: skip
+    assert "starting point" in res.descent[0] and "does not pass" in res.descent[0]
+    held = {c.package: (c.first_bad, c.last_good, c.found_by) for c in res.constraints}
+    assert held == {"lk-alpha": ("1.3.0", "1.2.0", "descent"),
+                    "lk-beta": ("2.0.0", "1.1.0", "descent")}  # fmt: skip
+    assert locked(res.lock_path)["lk-fix"] == "1.4.0"
+    assert res.report_path and "## The descent" in Path(res.report_path).read_text()
 
 
 def test_bad_input(index: LocalIndex, python: str, tmp_path: Path) -> None:
@@ -207,7 +210,6 @@ def test_bad_input(index: LocalIndex, python: str, tmp_path: Path) -> None:
     cases: list[tuple[dict[str, Any], str]] = [
         ({"from_lock": str(ranged)}, "lock-from-not-lock"),
         ({"with_reqs": ("lockone==1.0.0", "lk-alpha>=9")}, "lock-unresolvable"),
-        ({"with_reqs": ("lockone",)}, "lock-no-start"),
         ({}, "lock-nothing"),
         ({"with_reqs": ("lockone==1.0.0",), "good_date": "yesterday"}, "bad-date"),
     ]

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
+from .descent import add_descent_family
 from .index_server import IndexFile, LocalIndex
 from .wheels import build_sdist, build_wheel
 
@@ -419,6 +420,7 @@ def build_index(root: Path) -> LocalIndex:
     _lock_family(root, index)
     _two_family(root, index)
     _wheelgap_family(root, index)
+    add_descent_family(root, index, EPOCH)
     for project, versions in corpus().items():
         for i, v in enumerate(versions):
             when = EPOCH + timedelta(days=30 * i, hours=len(project))

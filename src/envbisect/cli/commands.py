@@ -205,6 +205,8 @@ def cmd_lock(ctx: Context) -> int:
         from_lock=a.from_lock,
         good_date=a.good_date,
         pre=a.pre,
+        strategy=a.strategy,
+        no_project=a.no_project,
     )
     res = run_lock(opts, ctx.reporter)  # no answer: NoAnswer with the result (main.py)
     if res.status is Status.DRY_RUN:

@@ -249,6 +249,20 @@ def add_lock_parser(sub: Subcommands) -> None:
         metavar="DATE",
         help="a date whose environment passed (default: the upload of the newest exact pin)",
     )
+    lock.add_argument(
+        "--strategy",
+        choices=("auto", "descent"),
+        default="auto",
+        help="auto (default): by date from the start (or against --from), following the "
+        "failures down from the newest environment where no start passes or none builds; "
+        "descent: follow the failures down from the start",
+    )
+    lock.add_argument(
+        "--no-project",
+        action="store_true",
+        help="a release named as the pins source (--pins NAME==VERSION) stays out of the lock "
+        "(default: the lock holds it)",
+    )
     o.ANY_FAILURE.add(lock, help="count any failure as the failure, not only one like the newest's")
     o.attach(
         lock, o.WITH, o.INDEX, o.PYTHON, o.PRE, o.JOBS, o.REPEAT, o.EXECUTION, o.PROBING, o.DRY_RUN

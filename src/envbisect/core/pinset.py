@@ -120,6 +120,9 @@ class PinSet:
     self_references: tuple[Pin, ...] = ()
     requires_python: str | None = None
     report: ReportFacts | None = None
+    # A released distribution read as the pin source (``llamafactory==0.9.5``): itself, as
+    # ``name==version`` (lock holds it as part of the environment it locks).
+    release: str | None = None
 
     def selected_extras(
         self, env: Mapping[str, str] | None = None, extras: Collection[str] = ()

@@ -26,7 +26,7 @@ import functools
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Protocol
+from typing import Any, Protocol
 
 from packaging.markers import Marker
 from packaging.requirements import Requirement
@@ -94,6 +94,12 @@ class Plan:
     # version or None if dropped). Empty without a baseline.
     moved: tuple[tuple[NormalizedName, Version | None, Version | None], ...]
     visited: tuple[tuple[str, str], ...]  # (identifier, version) pinned, in order
+    # How far each package is from the requirements (1: asked for; 2: what those need...):
+    # lock's descent suspects the packages closest to the pins first. Empty: not known.
+    depths: Mapping[NormalizedName, int] = field(default_factory=dict)
+    # Packages with no file for the target as of the cutoff, moved forward to their first
+    # installable release (``plan(forward=True)``), in name order.
+    forward: tuple[NormalizedName, ...] = ()
 
     def requirements(self) -> list[str]:
         return [f"{n}=={v}" for n, v in sorted(self.pins.items())]
@@ -144,7 +150,10 @@ class _Provider(AbstractProvider[_Req, _Cand, str]):
         user_names: frozenset[NormalizedName],
         constraints: Mapping[NormalizedName, SpecifierSet],
         cache: MatchCache | None = None,
+        forward: bool = False,
     ) -> None:
+        self.forward = forward
+        self.forwarded: set[NormalizedName] = set()
         self.constraints = constraints
         self.cache: MatchCache = cache if cache is not None else {}
         self.source = source
@@ -216,8 +225,44 @@ class _Provider(AbstractProvider[_Req, _Cand, str]):
         exempt = name in self.user_names
         key = (name, str(spec), explicit_pre, self.pre, None if exempt else self.cutoff)
         hit = self.cache.get(key)
-        if hit is not None:
-            return hit
+        if hit is None:
+            hit = self.cache[key] = self._matching(name, spec, explicit_pre, exempt)
+        if not hit and self.forward and self.cutoff is not None and not exempt:
+            return self._forward(name, spec, explicit_pre)
+        return hit
+
+    def _forward(
+        self, name: NormalizedName, spec: SpecifierSet, explicit_pre: bool
+    ) -> list[PackageVersion]:
+        """With ``forward``: a project that had releases by the cutoff, none of them
+        installable here (no wheel for this Python or platform), is taken at its first
+        installable release after the cutoff (oldest first, ``_order``), and said in the
+        plan's ``forward``."""
+        assert self.cutoff is not None
+        cutoff = self.cutoff
+        versions = [
+            pv
+            for pv in self.source.versions(name)
+            if spec.contains(pv.version, prereleases=True)
+            and (self.pre or explicit_pre or not pv.version.is_prerelease)
+        ]
+        if not any(pv.upload_time is not None and pv.upload_time <= cutoff for pv in versions):
+            return []  # nothing of it existed then: no environment of that day had it
+        later = [
+            pv
+            for pv in versions
+            if pv.installable
+            and self._python_ok(pv)
+            and pv.upload_time is not None
+            and pv.upload_time > cutoff
+        ]
+        if later:
+            self.forwarded.add(name)
+        return later
+
+    def _matching(
+        self, name: NormalizedName, spec: SpecifierSet, explicit_pre: bool, exempt: bool
+    ) -> list[PackageVersion]:
         out = []
         for pv in self.source.versions(name):
             if not pv.installable or not self._python_ok(pv):
@@ -234,7 +279,6 @@ class _Provider(AbstractProvider[_Req, _Cand, str]):
             ):
                 continue
             out.append(pv)
-        self.cache[key] = out
         return out
 
     def why_none(self, name: NormalizedName) -> str | None:
@@ -263,6 +307,8 @@ class _Provider(AbstractProvider[_Req, _Cand, str]):
 
     def _order(self, name: NormalizedName, cands: list[_Cand]) -> list[_Cand]:
         newest_first = sorted(cands, key=lambda c: c.version, reverse=True)
+        if name in self.forwarded:  # moved past the cutoff: as little as the target forces
+            return newest_first[::-1]
         base = self.baseline.get(name)
         if self.policy is not Policy.BASELINE or base is None:
             return newest_first
@@ -339,13 +385,16 @@ def plan(
     fallback: Fallback | None = None,
     max_rounds: int = MAX_ROUNDS,
     cache: MatchCache | None = None,
+    forward: bool = False,
 ) -> Plan | Unresolvable:
     """Resolve ``requirements`` (markers already applied or evaluated here for the target).
 
     ``cutoff`` hides versions uploaded later, except of the projects pinned exactly in
     ``requirements`` (the candidate under test is pinned, whatever its date).
     ``constraints`` narrow the versions of a project if something requires it (pip's ``-c``);
-    they never add a project. A resolution that runs past ``max_rounds`` is handed to
+    they never add a project. ``forward`` (with ``cutoff``): a project whose releases by the
+    cutoff have no file for the target moves forward to its first installable release.
+    A resolution that runs past ``max_rounds`` is handed to
     ``fallback`` (uv, in practice) with the same inputs, when one is given.
     """
     base = {canonicalize_name(k): v for k, v in (baseline or {}).items()}
@@ -364,6 +413,7 @@ def plan(
         user_names=frozenset(r.name for r in roots if _is_exact(r.req)),
         constraints={canonicalize_name(k): v for k, v in (constraints or {}).items()},
         cache=cache,
+        forward=forward,
     )
     conflict = lookahead(roots, provider)
     if conflict is not None:
@@ -378,8 +428,32 @@ def plan(
         return _too_deep(roots, provider, fallback, max_rounds=max_rounds, visited=recorder)
     pins: dict[NormalizedName, Version] = {c.name: c.version for c in result.mapping.values()}
     return Plan(
-        pins=pins, moved=moved(base, pins, provider.user_names), visited=tuple(recorder.visited)
+        pins=pins,
+        moved=moved(base, pins, provider.user_names),
+        visited=tuple(recorder.visited),
+        depths=_depths(result.graph),
+        forward=tuple(sorted(n for n in provider.forwarded if n in pins)),
     )
+
+
+def _depths(graph: Any) -> dict[NormalizedName, int]:
+    """Each identifier's distance from the root of resolvelib's graph (None), by name."""
+    out: dict[NormalizedName, int] = {}
+    frontier: list[Any] = [None]
+    depth = 0
+    seen: set[Any] = {None}
+    while frontier:
+        depth += 1
+        nxt = []
+        for node in frontier:
+            for child in graph.iter_children(node):
+                if child in seen:
+                    continue
+                seen.add(child)
+                nxt.append(child)
+                out.setdefault(canonicalize_name(str(child).split("[", 1)[0]), depth)
+        frontier = nxt
+    return out
 
 
 def _too_deep(

@@ -38,10 +38,21 @@ class Constraint:
     moment: str = ""
     still_needed: Outcome | None = None
     still_needed_label: str = ""
+    # How it was found: "date" (a release moment's culprit), "descent" (held back from the
+    # newest environment's failure), "from" (delta debugging against --from's lock).
+    found_by: str = "date"
+    # The descent's last_good may fail another way (the failure this one masked): how.
+    last_good_outcome: Outcome | None = None
 
     @property
     def specifier(self) -> str:
         return f"<{self.first_bad}"
+
+    @property
+    def below(self) -> str:
+        """What last_good did: "passes", or "does not fail that way (...)"."""
+        o = self.last_good_outcome
+        return "passes" if o is None else f"does not fail that way ({o.describe()})"
 
     def line(self) -> str:
         """One constraints.txt line, its comment saying why (package metadata never reaches
@@ -49,13 +60,14 @@ class Constraint:
         sig = " ".join((self.outcome.signature or self.outcome.describe()).split())
         return (
             f"{self.package}{self.specifier}  # {self.first_bad} {self.outcome.kind.value}"
-            f"{f' ({sig})' if sig else ''}; {self.last_good} passes"
+            f"{f' ({sig})' if sig else ''}; {self.last_good} "
+            + ("passes" if self.last_good_outcome is None else "does not fail that way")
         )
 
     def describe(self) -> str:
         text = (
             f"{self.package} held below {self.first_bad}: {self.first_bad} "
-            f"{self.outcome.describe()}; {self.last_good} passes in the same environment"
+            f"{self.outcome.describe()}; {self.last_good} {self.below} in the same environment"
         )
         if self.moved_with:
             text += f" (moved with it: {', '.join(m.describe() for m in self.moved_with)})"
@@ -69,7 +81,7 @@ class Constraint:
         why = o.kind.value + (f" ({o.signature})" if o.signature else "")
         return (
             f"held back: {self.package}{self.specifier} ({self.first_bad} {why}; "
-            f"{self.last_good} passes)"
+            f"{self.last_good} {self.below})"
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -84,6 +96,12 @@ class Constraint:
             "moved_with": [m.to_dict() for m in self.moved_with],
             "interaction": list(self.interaction),
             "round": self.round,
+            "found_by": self.found_by,
+            **(
+                {"last_good_outcome": self.last_good_outcome.to_dict()}
+                if self.last_good_outcome is not None
+                else {}
+            ),
             **({"breakpoint": self.moment} if self.moment else {}),
             "still_needed": (
                 {"label": self.still_needed_label, "outcome": self.still_needed.to_dict()}
@@ -126,6 +144,7 @@ class LockResult(SearchResult):
     dropped: tuple[Dropped, ...] = ()
     rounds: int = 0
     held_back: tuple[HeldBack, ...] | None = None
+    descent: tuple[str, ...] = ()  # the descent's steps, in order (none: it did not descend)
 
     def to_dict(self) -> dict[str, Any]:
         """lock's ``--json`` (docs/reference/json.md): no version pair, the lock's files;
@@ -145,6 +164,7 @@ class LockResult(SearchResult):
             **self.header_dict(),
             "dropped": [d.to_dict() for d in self.dropped],
             "rounds": self.rounds,
+            **({"descent": list(self.descent)} if self.descent else {}),
             **(
                 {"held_back": [h.to_dict() for h in self.held_back]}
                 if self.held_back is not None
@@ -167,3 +187,4 @@ class LockOutcome:
     passing: ProbeRow | None = None
     locked: Mapping[str, str] = field(default_factory=dict)
     unconstrained: Mapping[str, str] | None = None
+    descent: tuple[str, ...] = ()

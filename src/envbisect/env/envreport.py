@@ -67,6 +67,7 @@ out = {
                 "implementation_name": sys.implementation.name,
                 "platform_python_implementation": platform.python_implementation()},
     "packages": {}, "wheel_tags": {}, "requires": {}, "torch": None, "numpy_abi": None,
+    "modules": {},
 }
 dists = {}
 for d in metadata.distributions():
@@ -78,6 +79,16 @@ for d in metadata.distributions():
             if l.startswith("Tag:")]
     if tags:
         out["wheel_tags"][name] = {"version": d.version, "tags": tags}
+    # The top-level modules it installs (RECORD), so a failing frame or a module a message
+    # names leads to its distribution (lock's descent).
+    for f in d.files or []:
+        parts = str(f).replace(os.sep, "/").split("/")
+        top = parts[0][:-3] if len(parts) == 1 and parts[0].endswith(".py") else parts[0]
+        if len(parts) == 1 and not parts[0].endswith(".py"):
+            top = parts[0].split(".", 1)[0] if parts[0].endswith((".so", ".pyd")) else ""
+        if (top and top.isidentifier() and not top.endswith(("-info", "__pycache__"))
+                and top not in out["modules"]):
+            out["modules"][top] = name
 for p in PACKAGES:
     d = dists.get(norm(p))
     out["packages"][p] = d.version if d else None

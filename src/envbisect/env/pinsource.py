@@ -296,6 +296,7 @@ def _load_distribution(
         )
     text = fetch(req.name, version)
     pins = parse_metadata(text, origin=f"{req.name}=={version} METADATA")
+    pins = replace(pins, release=f"{canonicalize_name(req.name)}=={version}")
     return pins, (*extras, *sorted(req.extras))
 
 

@@ -33,13 +33,14 @@ from packaging.version import Version
 from envbisect.core.candidates import build_candidates
 from envbisect.core.plan import MatchCache, Plan, PlanTarget, Policy, Unresolvable, plan
 from envbisect.core.results import ProbeRow, Status
-from envbisect.core.results_lock import LockOutcome, LockResult
+from envbisect.core.results_lock import Constraint, LockOutcome, LockResult
 from envbisect.errors import NoAnswer, UsageError
 from envbisect.index.source import IndexMetadataSource
 from envbisect.model import OutcomeKind
 from envbisect.modes.bydate import timeline
 from envbisect.modes.drive import drive
 from envbisect.modes.lockdate import DateSearch
+from envbisect.modes.lockdescent import Descent
 from envbisect.modes.lockfrom import Upgrade
 from envbisect.modes.lockout import write_lock_outputs
 from envbisect.modes.options import check_requirements, parse_exclude_newer
@@ -63,6 +64,10 @@ class LockOptions:
     from_lock: str | None = None
     good_date: str | None = None
     pre: bool = False
+    # "auto": by date (or against --from's lock), descending from the newest environment
+    # where no starting point passes or none can be built; "descent": descend from the start.
+    strategy: str = "auto"
+    no_project: bool = False  # a release named as the pins source stays out of the lock
     now: datetime | None = None  # for tests; default: the clock
 
 
@@ -102,6 +107,13 @@ class _Lock(DateSearch):
         self.rows: list[ProbeRow] = []  # every probe, in order (the diff engine's too)
         self.rounds = 0
         self.upgrades: list[Upgrade] = []  # the rounds against --from's lock
+        self.descent: Descent | None = Descent(self) if opts.strategy == "descent" else None
+        if self.descent is not None:
+            self.descent.steps.append("--strategy descent: descending from the newest")
+
+    @property
+    def pre(self) -> bool:
+        return self.opts.pre
 
     # -- inputs ------------------------------------------------------------------------------
 
@@ -112,6 +124,12 @@ class _Lock(DateSearch):
             opts.pins, session.client, cwd=session.repro.origin, extras=opts.extras
         ):
             roots += [p.requirement for p in ps.applicable(self.env, opts.extras)]
+            if ps.release and not opts.no_project:
+                roots.append(Requirement(ps.release))
+                session.reporter.message(
+                    f"envbisect: the lock holds {ps.release} itself, the release its pins "
+                    "come from (--no-project leaves it out)"
+                )
         if opts.from_lock:
             (lock,) = read_pins([opts.from_lock], session.client, cwd=session.repro.origin)
             if not lock.is_lock:
@@ -156,6 +174,7 @@ class _Lock(DateSearch):
             pre=self.opts.pre,
             constraints=specifiers,
             cache=self.cache,
+            forward=True,  # a package with no file here that day: its first one that installs
         )
 
     def start(self, newest: Plan) -> tuple[str, Pins, datetime | None]:
@@ -168,7 +187,8 @@ class _Lock(DateSearch):
             when, why = self._newest_pin_upload()
         planned = self.as_of(when)
         if isinstance(planned, Plan):
-            return f"as of {when:%Y-%m-%d %H:%M:%S} ({why})", _pins(planned), when
+            label = f"as of {when:%Y-%m-%d %H:%M:%S} ({why})"
+            return label + _forward(planned), _pins(planned), when
         names = sorted(str(n) for n in newest.pins)
         moments = timeline(
             names, self.session.client, self.session.target, when, self.now, pre=self.opts.pre
@@ -177,7 +197,7 @@ class _Lock(DateSearch):
             planned = self.as_of(m.when)
             if isinstance(planned, Plan):
                 label = f"as of {m.label()} (first moment after {why} that resolves)"
-                return label, _pins(planned), m.when
+                return label + _forward(planned), _pins(planned), m.when
         raise NoAnswer(
             f"no starting point: the requirements do not resolve as of {when:%Y-%m-%d} ({why}) "
             f"nor at any of the {len(moments)} release moment(s) after it",
@@ -185,6 +205,7 @@ class _Lock(DateSearch):
         )
 
     def _newest_pin_upload(self) -> tuple[datetime, str]:
+        """The upload of the newest exact pin (``NoAnswer``: nothing is pinned exactly)."""
         client, target = self.session.client, self.session.target
         best: tuple[datetime, str] | None = None
         for r in self.roots:
@@ -197,12 +218,11 @@ class _Lock(DateSearch):
                 if same and c.upload_time and (best is None or c.upload_time > best[0]):
                     best = (c.upload_time, f"upload of {r.name}=={exact[0]}")
         if best is None:
-            raise UsageError(
+            raise NoAnswer(
                 "no starting point: nothing is pinned exactly, so there is no date the "
                 "environment is known to have worked",
                 hint="give --good-date DATE (an environment that worked then) or --from LOCK "
                 "(your working environment)",
-                ref="lock-no-start",
             )
         return best
 
@@ -255,23 +275,28 @@ class _Lock(DateSearch):
                     f"gave up after {MAX_ROUNDS} constraints",
                     hint="see report.md for what each round found",
                 )
-            if good is None:
-                label, good, when = self.start(newest)
-                reporter.message(f"envbisect: the newest environment fails; starting point {label}")
-            if when is not None:  # the ecosystem's own history: environments as of dates
-                found, when = self.find_by_date(when, newest)
-            else:  # upgrade mode: delta debugging against the user's lock
-                upgrade = Upgrade(
-                    session=self.session,
-                    source=self.source,
-                    ptarget=self.ptarget,
-                    cache=self.cache,
-                    rows=self.rows,
-                    round=len(self.constraints.held) + 1,
-                )
-                self.upgrades.append(upgrade)
-                c, good = upgrade.find(label or "", good, newest, row)
-                found = [c]
+            found: list[Constraint] = []
+            if self.descent is None:
+                try:
+                    if good is None:
+                        label, good, when = self.start(newest)
+                        reporter.message(
+                            f"envbisect: the newest environment fails; starting point {label}"
+                        )
+                    if when is not None:  # the ecosystem's own history: environments as of dates
+                        found, when = self.find_by_date(when, newest)
+                    else:  # upgrade mode: delta debugging against the user's lock
+                        c, good = self._upgrade(label or "", good, newest, row)
+                        found = [c]
+                except NoAnswer as e:  # no start that passes, none that builds: descend
+                    reporter.message(
+                        f"envbisect: {e.message}; following the failures down from the newest "
+                        "environment instead (descent)"
+                    )
+                    self.descent = Descent(self)
+                    self.descent.steps.append(f"why: {e.message}")
+            if self.descent is not None:
+                found = [self.descent.step(newest, row)]
             for c in found:
                 self.constraints.add(c)
                 reporter.message(f"envbisect: constraint {c.package}{c.specifier}: {c.describe()}")
@@ -287,6 +312,22 @@ class _Lock(DateSearch):
             newest = planned
             row = self.probe(self._newest_label(), newest)
         return newest, row
+
+    def _upgrade(
+        self, label: str, good: Pins, newest: Plan, row: ProbeRow
+    ) -> tuple[Constraint, Pins]:
+        """One round of upgrade mode: delta debugging against the user's lock; the
+        constraint and the next round's starting point."""
+        upgrade = Upgrade(
+            session=self.session,
+            source=self.source,
+            ptarget=self.ptarget,
+            cache=self.cache,
+            rows=self.rows,
+            round=len(self.constraints.held) + 1,
+        )
+        self.upgrades.append(upgrade)
+        return upgrade.find(label, good, newest, row)
 
     def outcome(
         self,
@@ -312,6 +353,7 @@ class _Lock(DateSearch):
             passing=passing,
             locked=locked or {},
             unconstrained=unconstrained,
+            descent=tuple(self.descent.steps) if self.descent is not None else (),
         )
 
     def dry_run(self, newest: Plan) -> LockResult:
@@ -320,9 +362,17 @@ class _Lock(DateSearch):
 
         session = self.session
         wants = [Want(label="newest", spec=session.env_spec(newest.requirements()))]
-        label, pins, _ = self.start(newest)
-        reqs = [f"{n}=={v}" for n, v in sorted(pins.items())]
-        wants.append(Want(label=f"starting point: {label}", spec=session.env_spec(reqs)))
+        try:
+            label, pins, _ = self.start(newest) if self.descent is None else ("", {}, None)
+        except NoAnswer as e:
+            session.reporter.message(
+                f"envbisect: {e.message}: a failure of the newest would be followed down "
+                "from it (descent)"
+            )
+            pins = {}
+        if pins:
+            reqs = [f"{n}=={v}" for n, v in sorted(pins.items())]
+            wants.append(Want(label=f"starting point: {label}", spec=session.env_spec(reqs)))
         return replace(self.header, status=Status.DRY_RUN, plans=tuple(plan_views(session, wants)))
 
     def probe(self, label: str, planned: Plan) -> ProbeRow:
@@ -388,6 +438,14 @@ class _Lock(DateSearch):
                 "pre": o.pre,
             },
         )
+
+
+def _forward(planned: Plan) -> str:
+    """What a start of mixed dates says: the packages moved past its date, and where to."""
+    if not planned.forward:
+        return ""
+    moved = ", ".join(f"{n} {planned.pins[n]}" for n in planned.forward)
+    return f"; with no file here that day, at their first release that installs: {moved}"
 
 
 def _pins(planned: Plan) -> Pins:

@@ -167,6 +167,7 @@ class Upgrade:
             moved_with=chosen.moved_with,
             interaction=tuple(o[0] for o in minimal if o[0] != name),
             round=self.round,
+            found_by="from",
         )
         return c, {str(n): v for n, v in planned.pins.items()}
 

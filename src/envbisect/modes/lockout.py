@@ -27,6 +27,7 @@ def write_lock_outputs(done: LockOutcome, session: Session) -> LockResult:
         constraints=done.held,
         dropped=done.dropped,
         rounds=done.rounds,
+        descent=done.descent,
         sections=(_section(done),),
     )
     run_dir = inside(session.opts.results, session.opts.results / result.run_id)
@@ -70,7 +71,12 @@ def _section(done: LockOutcome) -> str:
         lines.append("- none: the newest environment the requirements allow passes")
     for c in done.held:
         lines.append(f"- **{md_text(c.package + c.specifier)}**: {md_text(c.describe())}")
-        lines.append(f"  - proof: {md_code(c.passed)} passed, {md_code(c.failed)} failed")
+        lines.append(f"  - found by {_FOUND_BY.get(c.found_by, c.found_by)}")
+        lines.append(
+            f"  - proof: {md_code(c.passed)} "
+            + ("passed" if c.last_good_outcome is None else "did not fail that way")
+            + f", {md_code(c.failed)} failed"
+        )
         if c.still_needed is not None:
             lines.append(
                 f"  - still needed: {md_code(c.still_needed_label)} "
@@ -83,4 +89,14 @@ def _section(done: LockOutcome) -> str:
     if done.held:
         lines.append("")
         lines.append("Held back packages are in `constraints.txt` (`uv pip install -c` it).")
+    if done.descent:
+        lines += ["", "## The descent", ""]
+        lines += [f"{i}. {md_text(step)}" for i, step in enumerate(done.descent, 1)]
     return "\n".join(lines)
+
+
+_FOUND_BY = {
+    "date": "date (the release moment where the failure started)",
+    "descent": "descent (held back from the newest environment's failure)",
+    "from": "--from (delta debugging against your lock)",
+}

@@ -1,0 +1,98 @@
+"""Which packages a failure implicates: the suspects lock's descent holds back, in order.
+
+Pure: an outcome, what the environment held and which distribution installs which top-level
+module (the environment report's ``modules``, read from each distribution's RECORD) in; the
+distributions to suspect out, most likely first:
+
+1. the module the exception names as the owner of what is missing (``cannot import name 'x'
+   from 'pkg'``, ``module 'pkg' has no attribute 'x'``, ``No module named 'pkg.sub'``): the
+   distribution that installs ``pkg``;
+2. the distribution that owns each frame of the traceback (or of a crash's faulthandler
+   stack), innermost first: the code that failed, then the code that called it;
+3. every other installed distribution, closest to the pins first (the planner's depths),
+   then by name.
+
+Untrusted text (a message, a path in a frame) only ever selects among the installed
+distributions: a name that is not installed is never returned.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping, Sequence
+
+from packaging.utils import NormalizedName, canonicalize_name
+
+from envbisect.model import InstalledDist, Outcome
+
+_OWNER = tuple(
+    re.compile(p)
+    for p in (
+        r"cannot import name '[^']+' from (?:partially initialized module )?'(?P<m>[\w.]+)'",
+        r"module '(?P<m>[\w.]+)' has no attribute",
+        r"No module named '(?P<m>[\w.]+)'",
+    )
+)
+# A traceback's frame, or a faulthandler one: the file's path.
+_FRAME = re.compile(r'^\s*File "(?P<file>[^"]+)", line \d+')
+_SITE = re.compile(r"[\\/](?:site|dist)-packages[\\/](?P<rest>[^\"\s]+)")
+
+
+def implicated(
+    outcome: Outcome,
+    installed: Sequence[InstalledDist],
+    modules: Mapping[str, str],
+    depths: Mapping[NormalizedName, int],
+) -> list[str]:
+    """The installed distributions (canonical names) to suspect for ``outcome``, in order."""
+    have = {str(canonicalize_name(d.name)) for d in installed}
+    out: list[str] = []
+
+    def add(names: Iterable[str | None]) -> None:
+        for n in names:
+            if n and n in have and n not in out:
+                out.append(n)
+
+    text = f"{outcome.signature}\n{outcome.detail}"
+    for pattern in _OWNER:
+        for m in pattern.finditer(text):
+            add([owner(m["m"], modules, have)])
+    add(owner(top, modules, have) for top in reversed(frame_modules(outcome.detail)))
+    def closeness(name: str) -> tuple[int, str]:
+        return (depths.get(canonicalize_name(name), 1 << 20), name)
+
+    nearest: list[str] = sorted(have, key=closeness)
+    add(nearest)
+    return out
+
+
+def frame_modules(detail: str) -> list[str]:
+    """The top-level module of each frame that lies in a site-packages folder, outermost
+    first (a traceback's order; a faulthandler stack, innermost first, is turned round)."""
+    lines = detail.splitlines()
+    innermost_first = any(ln.startswith(("Current thread", "Thread 0x")) for ln in lines)
+    tops: list[str] = []
+    for line in lines:
+        frame = _FRAME.match(line)
+        site = _SITE.search(frame["file"]) if frame else None
+        if site is None:
+            continue
+        first = re.split(r"[\\/]", site["rest"], maxsplit=1)[0]
+        top = first[:-3] if first.endswith(".py") else first.split(".", 1)[0]
+        if top.isidentifier():
+            tops.append(top)
+    return tops[::-1] if innermost_first else tops
+
+
+def owner(module: str, modules: Mapping[str, str], have: Iterable[str]) -> str | None:
+    """The installed distribution that installs ``module`` (its top-level part): from the
+    environment's RECORDs when known, else the distribution of the same name."""
+    top = module.split(".", 1)[0]
+    if top in modules:
+        return str(canonicalize_name(modules[top]))
+    names = set(have)
+    for guess in (top, top.replace("_", "-"), f"python-{top}", f"py{top}"):
+        name = str(canonicalize_name(guess))
+        if name in names:
+            return name
+    return None
