@@ -64,14 +64,24 @@ class Point:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class Held:
+    """One constraint a lock case must hold, with the failure it answers."""
+
+    package: str
+    specifier: str
+    failure: Failure
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Case:
     """One real breakpoint, the command a user would run for it, and the verified answer.
 
     ``mode``: ``run`` (``--package``), ``by-date``, ``diff`` or ``lock``. ``truth``: for run
     the first bad version of ``package`` (``fix``: the first fixed one, ``--good`` newer than
     ``--bad``); by-date: the culprit release's version; diff: the culprit's first bad version;
-    lock: the constraint's specifier (``<0.26.0``). ``failure``: the failure that answer names
-    (run: the first bad's; fix: the last broken's; lock: the one the constraint answers).
+    lock: the constraint's specifier (``<0.26.0``; ``held``: every one, when several).
+    ``failure``: the failure that answer names (run: the first bad's; fix: the last broken's;
+    lock: the one the constraint answers).
     ``breakpoints``: further breakpoints the answer must list; ``forced``: diff, packages that
     the culprit drags in (forced by it or moved with it, never culprits); ``yanked``: run,
     releases skipped as yanked that the JSON must name in ``yanked_between``. ``uploaded``:
@@ -99,6 +109,9 @@ class Case:
     uploaded: str = ""
     cost: str = ""
     heavy: bool = False  # measure the uv cache's growth around it (torch)
+    # lock: every constraint the lock must hold, when there are several (``package``,
+    # ``truth`` and ``failure`` are then the first one's)
+    held: tuple[Held, ...] = ()
 
 
 def py(code: str) -> tuple[str, ...]:
@@ -278,6 +291,101 @@ HUB_VERIFIED = (
 HUB_SOURCE = (
     "https://github.com/easydiffusion/easydiffusion/issues/1851 (A);"
     " https://github.com/huggingface/huggingface_hub/releases/tag/v1.0.0 (B)"
+)
+
+
+# Old pins on CPython 3.11: as of the pin's upload no environment installs here from wheels (a
+# compiled dependency had no cp311 wheel then), and by the first release moment at which one
+# does, several dependencies had dropped names the pin imports, each failure hiding the next.
+# Verified by hand with plain uv, wheels only (``uv pip install --only-binary :all:``): with
+# ``--exclude-newer`` the pin's upload day does not install (markupsafe, pandocfilters, pyrsistent
+# have no cp311 wheel then); with every constraint the import passes; without any one of them it
+# fails with that constraint's failure; with the first bad release alone (``==``) it fails so.
+JINJA_MARKUP = fail(
+    "ImportError: cannot import name 'Markup' from 'jinja2' (.../jinja2/__init__.py)"
+)
+JINJA_ESCAPE = fail(
+    "ImportError: cannot import name 'escape' from 'jinja2' (.../jinja2/__init__.py)"
+)
+JINJA_CONTEXTFILTER = fail(
+    "ImportError: cannot import name 'contextfilter' from 'jinja2' (.../jinja2/__init__.py)"
+)
+ITSDANGEROUS_JSON = fail(
+    "ImportError: cannot import name 'json' from 'itsdangerous' (.../itsdangerous/__init__.py)"
+)
+WERKZEUG_BASERESPONSE = fail(
+    "ImportError: cannot import name 'BaseResponse' from 'werkzeug.wrappers'"
+    " (.../werkzeug/wrappers/__init__.py)"
+)
+NO_GENUTILS = fail("ModuleNotFoundError: No module named 'ipython_genutils'")
+OLD_PIN_ENDS = (
+    "the project's pins alone: no --good-date (the pin's own day does not build here, and no"
+    " later moment both builds and passes)"
+)
+
+OLD_PINS = (
+    Case(
+        name="lock-oldpin-flask112-py311",
+        kind="old pin on a new Python, three masked failures, lock",
+        mode="lock",
+        package="jinja2",
+        truth="<3.1.0",
+        failure=JINJA_ESCAPE,
+        python="3.11",
+        args=("--with", "flask==1.1.2", "--probe", "import:flask"),
+        repro=(),
+        source="https://github.com/mobidic/SEAL/issues/20",
+        verified="flask 1.1.2 with jinja2<3.1, itsdangerous<2.1, werkzeug<2.1 imports; without"
+        " jinja2<3.1: escape; without itsdangerous<2.1: json; without werkzeug<2.1:"
+        " BaseResponse; --exclude-newer 2020-04-04: markupsafe has no wheel; 2023-01-19 (the"
+        " first cp311 markupsafe): escape",
+        ends=OLD_PIN_ENDS,
+        held=(
+            Held(package="jinja2", specifier="<3.1.0", failure=JINJA_ESCAPE),
+            Held(package="itsdangerous", specifier="<2.1.0", failure=ITSDANGEROUS_JSON),
+            Held(package="werkzeug", specifier="<2.1.0", failure=WERKZEUG_BASERESPONSE),
+        ),
+    ),
+    Case(
+        name="lock-oldpin-flask0125-py311",
+        kind="old pin on a new Python, two masked failures, lock",
+        mode="lock",
+        package="jinja2",
+        truth="<3.1.0",
+        failure=JINJA_MARKUP,
+        python="3.11",
+        args=("--with", "flask==0.12.5", "--probe", "import:flask"),
+        repro=(),
+        source="https://jinja.palletsprojects.com/en/3.1.x/changes/#version-3-1-0",
+        verified="flask 0.12.5 with jinja2<3.1, itsdangerous<2.1 imports; without either:"
+        " Markup, json; jinja2==3.1.0: Markup; --exclude-newer 2020-02-11: markupsafe has no"
+        " wheel",
+        ends=OLD_PIN_ENDS,
+        held=(
+            Held(package="jinja2", specifier="<3.1.0", failure=JINJA_MARKUP),
+            Held(package="itsdangerous", specifier="<2.1.0", failure=ITSDANGEROUS_JSON),
+        ),
+    ),
+    Case(
+        name="lock-oldpin-nbconvert561-py311",
+        kind="old pin on a new Python, a module no longer brought in, lock",
+        mode="lock",
+        package="nbformat",
+        truth="<5.2.0",
+        failure=NO_GENUTILS,
+        python="3.11",
+        args=("--with", "nbconvert==5.6.1", "--probe", "import:nbconvert"),
+        repro=(),
+        source="https://github.com/jupyter/nbconvert/issues/1725",
+        verified="nbconvert 5.6.1 with nbformat<5.2, jinja2<3.1 imports; with jinja2<3.1 alone:"
+        " No module named 'ipython_genutils' (nbformat 5.2 stopped requiring it); with"
+        " nbformat<5.2 alone: contextfilter; --exclude-newer 2019-07-31: no wheels",
+        ends=OLD_PIN_ENDS,
+        held=(
+            Held(package="nbformat", specifier="<5.2.0", failure=NO_GENUTILS),
+            Held(package="jinja2", specifier="<3.1.0", failure=JINJA_CONTEXTFILTER),
+        ),
+    ),
 )
 
 CASES: tuple[Case, ...] = (
@@ -534,4 +642,5 @@ CASES: tuple[Case, ...] = (
         " takes 10-15 s a probe; with a warm cache nothing is downloaded",
         heavy=True,
     ),
+    *OLD_PINS,
 )

@@ -20,7 +20,7 @@ from typing import Any
 
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
-from realworld_cases import Case, Failure
+from realworld_cases import Case, Failure, Held
 
 from envbisect.core.outcome import same_failure
 from envbisect.model import Outcome, OutcomeKind
@@ -271,13 +271,20 @@ def _diff(case: Case, out: Mapping[str, Any]) -> tuple[str, list[str], list[Chec
 
 
 def _lock(case: Case, out: Mapping[str, Any]) -> tuple[str, list[str], list[Check]]:
-    truth = (str(canonicalize_name(case.package)), case.truth)
+    """Every constraint the case holds (in any order), none more, each answering its
+    failure."""
+    held = case.held or (Held(package=case.package, specifier=case.truth, failure=case.failure),)
+    truth = [(str(canonicalize_name(h.package)), h.specifier) for h in held]
     cons = list(out.get("constraints") or [])
     named = [(str(canonicalize_name(c["package"])), str(c["specifier"])) for c in cons]
     answer = ", ".join(f"{p}{s}" for p, s in named) or "nothing held back"
-    wrong = [] if named == [truth] else [f"constraints {answer}, not {''.join(truth)}"]
-    got = next((c.get("outcome") for c, n in zip(cons, named, strict=True) if n == truth), None)
-    return answer, wrong, [(case.failure, got, "".join(truth))]
+    want = ", ".join(f"{p}{s}" for p, s in truth)
+    wrong = [] if sorted(named) == sorted(truth) else [f"constraints {answer}, not {want}"]
+    checks: list[Check] = []
+    for h, t in zip(held, truth, strict=True):
+        got = next((c.get("outcome") for c, n in zip(cons, named, strict=True) if n == t), None)
+        checks.append((h.failure, got, "".join(t)))
+    return answer, wrong, checks
 
 
 _MODES = {"run": _run, "by-date": _by_date, "diff": _diff, "lock": _lock}

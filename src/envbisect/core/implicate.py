@@ -33,6 +33,7 @@ _OWNER = tuple(
         r"No module named '(?P<m>[\w.]+)'",
     )
 )
+_MISSING = re.compile(r"No module named '(?P<m>[\w.]+)'")
 # A traceback's frame, or a faulthandler one: the file's path.
 _FRAME = re.compile(r'^\s*File "(?P<file>[^"]+)", line \d+')
 _SITE = re.compile(r"[\\/](?:site|dist)-packages[\\/](?P<rest>[^\"\s]+)")
@@ -58,12 +59,21 @@ def implicated(
         for m in pattern.finditer(text):
             add([owner(m["m"], modules, have)])
     add(owner(top, modules, have) for top in reversed(frame_modules(outcome.detail)))
+
     def closeness(name: str) -> tuple[int, str]:
         return (depths.get(canonicalize_name(name), 1 << 20), name)
 
     nearest: list[str] = sorted(have, key=closeness)
     add(nearest)
     return out
+
+
+def missing_module(outcome: Outcome) -> str | None:
+    """The module a ``ModuleNotFoundError`` says is missing (None for any other failure)."""
+    if (outcome.exception or "").rsplit(".", 1)[-1] != "ModuleNotFoundError":
+        return None
+    m = _MISSING.search(outcome.signature)
+    return m["m"] if m else None
 
 
 def frame_modules(detail: str) -> list[str]:

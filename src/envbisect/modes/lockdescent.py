@@ -26,9 +26,9 @@ from packaging.specifiers import SpecifierSet
 from packaging.utils import canonicalize_name
 from packaging.version import Version
 
-from envbisect.core.implicate import implicated
+from envbisect.core.implicate import implicated, missing_module
 from envbisect.core.outcome import failed, same_failure
-from envbisect.core.plan import Plan, Unresolvable
+from envbisect.core.plan import Plan, PlanTarget, Unresolvable
 from envbisect.core.results import Moved, ProbeRow
 from envbisect.core.results_lock import Constraint
 from envbisect.errors import NoAnswer
@@ -40,6 +40,7 @@ from envbisect.strategy.holdback import HoldBack
 from envbisect.strategy.lock import Constraints
 
 MAX_SUSPECTS = 6  # suspects tried for one failure before the descent gives up
+MAX_SCANNED = 40  # suspects whose metadata is read for a module that is not installed
 
 
 class _Lock(Protocol):
@@ -47,6 +48,7 @@ class _Lock(Protocol):
 
     session: Session
     source: IndexMetadataSource
+    ptarget: PlanTarget
     roots: list[Requirement]
     constraints: Constraints
     rows: list[ProbeRow]
@@ -82,6 +84,7 @@ class Descent:
             for s in implicated(row.outcome, row.installed, modules, newest.depths)
             if canonicalize_name(s) in newest.pins
         ]
+        suspects = self._who_brought(missing_module(row.outcome), suspects, newest, held)
         self.say(
             f"{row.version} fails ({row.outcome.describe()}); suspects, in order: "
             + (", ".join(suspects[:MAX_SUSPECTS]) or "none")
@@ -102,13 +105,59 @@ class Descent:
             "that works, or widen the pins",
         )
 
-    def _versions(self, name: str, current: Version, held: SpecifierSet) -> list[Version]:
+    def _who_brought(
+        self,
+        module: str | None,
+        suspects: list[str],
+        newest: Plan,
+        held: Mapping[str, SpecifierSet],
+    ) -> list[str]:
+        """For a module that is not installed at all (``No module named 'x'``): first the
+        suspects whose oldest version here required a distribution of that name (the
+        package that stopped bringing it in), in their order; then the rest. One metadata
+        read per suspect looked at, not an environment."""
+        if module is None:
+            return suspects
+        top = module.split(".", 1)[0]
+        wanted = {canonicalize_name(top), canonicalize_name(top.replace("_", "-"))}
+        if wanted & set(newest.pins):
+            return suspects  # it is installed: the message is about a part of it
+        markers = {**self.lock.ptarget.markers, "extra": ""}
+        brought = []
+        for name in suspects[:MAX_SCANNED]:
+            current = newest.pins[canonicalize_name(name)]
+            versions = self._versions(name, current, held.get(name, SpecifierSet()), newest)
+            deps = self.lock.source.dependencies(name, versions[0])
+            if any(
+                canonicalize_name(r.name) in wanted
+                and (r.marker is None or r.marker.evaluate(markers))
+                for r in deps
+            ):
+                brought.append(name)
+        if brought:
+            self.say(
+                f"{top} is not installed; {', '.join(brought)} required it in an older "
+                "release: suspected first"
+            )
+        return brought + [s for s in suspects if s not in brought]
+
+    def _versions(
+        self, name: str, current: Version, held: SpecifierSet, newest: Plan
+    ) -> list[Version]:
         """The versions of ``name`` the target can install, up to ``current``, that the
-        constraints and the requirements on it allow, oldest first."""
+        constraints and the requirements on it allow (the pins', and those of the packages
+        of the newest environment, at their versions there), oldest first."""
         spec = held
+        markers = {**self.lock.ptarget.markers, "extra": ""}
         for r in self.lock.roots:
             if canonicalize_name(r.name) == name:
                 spec &= r.specifier
+        for parent, version in newest.pins.items():
+            for r in self.lock.source.dependencies(parent, version):
+                if canonicalize_name(r.name) != name:
+                    continue
+                if r.marker is None or r.marker.evaluate(markers):
+                    spec &= r.specifier
         versions = {
             pv.version
             for pv in self.lock.source.versions(canonicalize_name(name))
@@ -126,7 +175,7 @@ class Descent:
         constraint, or why there is none."""
         lock, session = self.lock, self.lock.session
         current = newest.pins[canonicalize_name(name)]
-        versions = self._versions(name, current, held.get(name, SpecifierSet()))
+        versions = self._versions(name, current, held.get(name, SpecifierSet()), newest)
         if len(versions) < 2:
             return f"{name} {current}: no older version here that the pins allow"
         plans: dict[int, Plan] = {len(versions) - 1: newest}
