@@ -467,7 +467,7 @@ def _reader(ctx: Context) -> Any:
     """A session for a command that only reads (the index, the target)."""
     from envbisect.modes.session import Session
 
-    return Session(common_options(ctx.args, command=ctx.command), ctx.reporter)
+    return Session(common_options(ctx.args, command=ctx.command), ctx.reporter, plan_only=True)
 
 
 def _target(session: Any, args: argparse.Namespace) -> Any:

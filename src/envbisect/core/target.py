@@ -258,6 +258,41 @@ def _platforms(
 _LEGACY_GLIBC = {"manylinux1": (2, 5), "manylinux2010": (2, 12), "manylinux2014": (2, 17)}
 
 
+_VERSION_REQUEST = re.compile(r"(?:cpython|python|cp)?-?(?P<major>3)\.?(?P<minor>\d{1,2})")
+
+
+def version_request(request: str | None) -> tuple[int, int] | None:
+    """``(3, 10)`` for a request that names a CPython version alone (``3.10``, ``cp310``,
+    ``python3.10``); None for a path or anything else."""
+    m = _VERSION_REQUEST.fullmatch((request or "").strip().lower())
+    return (int(m["major"]), int(m["minor"])) if m else None
+
+
+def for_version(host: Target, major: int, minor: int) -> Target:
+    """CPython ``major.minor`` on ``host``'s platform, for planning without that interpreter
+    (as ``uv pip compile --python-version`` plans): the version's first release (X.Y.0),
+    the host's platform, C library and OS markers. Only building needs the interpreter."""
+    full = f"{major}.{minor}.0"
+    markers = dict(host.markers)
+    markers.update(
+        python_version=f"{major}.{minor}",
+        python_full_version=full,
+        implementation_name="cpython",
+        implementation_version=full,
+        platform_python_implementation="CPython",
+    )
+    return Target(
+        executable=f"{major}.{minor}",
+        implementation="cpython",
+        version=(major, minor, 0),
+        abiflags="",
+        platform=host.platform,
+        glibc=host.glibc,
+        macos=host.macos,
+        markers=tuple(sorted(markers.items())),
+    )
+
+
 def with_platform(base: Target, tag: str) -> Target:
     """``base`` (its interpreter) on another platform, named by a wheel platform tag.
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import sys
 from collections.abc import Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, wait
 from dataclasses import dataclass, replace
@@ -24,14 +25,14 @@ from envbisect.core.names import project_name
 from envbisect.core.outcome import failed, untestable
 from envbisect.core.results import ProbeRow
 from envbisect.core.results_search import SearchResult
-from envbisect.core.target import Target
+from envbisect.core.target import Target, for_version, version_request
 from envbisect.diskcache import default_cache_dir
 from envbisect.env import guard, worker
 from envbisect.env.interp import locate
 from envbisect.env.repro import Repro
 from envbisect.env.uv import Uv, find_uv
 from envbisect.env.worker import ProbeTask, check_native_backtrace, run_task
-from envbisect.errors import Interrupted
+from envbisect.errors import Interrupted, UsageError
 from envbisect.exec import Executor, make_executor
 from envbisect.model import EnvSpec, IndexConfig, OutcomeKind, ProbeRecord, SourceBuild
 from envbisect.options import CommonOptions
@@ -76,7 +77,9 @@ class Session:
         *,
         transport: httpx.BaseTransport | None = None,
         executor: Executor | None = None,
+        plan_only: bool = False,
     ) -> None:
+        self.plan_only = plan_only  # nothing is built: a missing interpreter is planned for
         self._opts = opts
         self.reporter = reporter or Reporter()
         self._transport = transport
@@ -132,10 +135,29 @@ class Session:
         return self._uv
 
     def target_for(self, request: str | None) -> tuple[str, Target]:
-        """The interpreter uv finds for ``request`` and its facts (once per request)."""
+        """The interpreter uv finds for ``request`` and its facts (once per request).
+
+        A session that only plans (``plan_only``, ``--dry-run``) and is asked for a CPython
+        version this machine lacks plans for that version on this platform (said); a build
+        then needs the interpreter, and uv's error says how to get one."""
         if request not in self._targets:
             cache = self.opts.cache_dir or default_cache_dir()
-            self._targets[request] = locate(self.uv, request, cache)
+            try:
+                self._targets[request] = locate(self.uv, request, cache)
+            except UsageError as e:
+                wanted = version_request(request)
+                if e.ref != "python-not-found" or wanted is None:
+                    raise
+                if not (self.plan_only or self.opts.dry_run):
+                    raise
+                host = locate(self.uv, sys.executable, cache)[1]
+                self.reporter.message(
+                    f"envbisect: no Python {wanted[0]}.{wanted[1]} here: planning for CPython "
+                    f"{wanted[0]}.{wanted[1]} on this platform ({host.short.split('-', 1)[-1]});"
+                    f" building needs the interpreter (uv python install "
+                    f"{wanted[0]}.{wanted[1]})"
+                )
+                self._targets[request] = (str(request), for_version(host, *wanted))
         return self._targets[request]
 
     @property
