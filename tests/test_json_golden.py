@@ -226,9 +226,7 @@ def test_lock_upgrade_mode(golden: Golden, index: LocalIndex, python: str, tmp_p
               "--repro", repro(tmp_path, "import lockone\nlockone.run()\n")]  # fmt: skip
     data = golden.check("lock-from-descent", *broken)
     golden.check_text("lock-from-descent", *broken)
-    assert [(c["package"], c["found_by"]) for c in data["constraints"]] == [
-        ("lk-alpha", "descent")
-    ]
+    assert [(c["package"], c["found_by"]) for c in data["constraints"]] == [("lk-alpha", "descent")]
 
 
 def test_probe(golden: Golden, index: LocalIndex, python: str, tmp_path: Path) -> None:

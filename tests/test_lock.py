@@ -22,9 +22,9 @@ import pytest
 from packaging.pylock import Pylock
 
 from envbisect.core.results import Status
-from envbisect.core.results_lock import HeldBack, LockResult
+from envbisect.core.results_lock import HeldBack
 from envbisect.env.repro import Repro
-from envbisect.errors import NoAnswer, UsageError
+from envbisect.errors import UsageError
 from envbisect.model import IndexConfig
 from envbisect.modes.lock import LockOptions, run_lock
 from envbisect.options import CommonOptions

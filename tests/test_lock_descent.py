@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import RecordingReporter
 from envbisect.core.results import Status
 from envbisect.core.results_lock import LockResult
 from envbisect.env.repro import Repro
@@ -19,7 +20,6 @@ from envbisect.errors import NoAnswer
 from envbisect.model import IndexConfig, OutcomeKind
 from envbisect.modes.lock import LockOptions, run_lock
 from envbisect.options import CommonOptions
-from conftest import RecordingReporter
 from support.cli import envbisect
 from support.descent import OLD_HELD
 from support.index_server import LocalIndex
