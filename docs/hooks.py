@@ -165,8 +165,10 @@ def exit_codes_markdown() -> str:
         top = _head(exit_code)
         names = ", ".join(f"`{c.__name__}`" for c in classes)
         rows.append((exit_code, f"{text(_doc(top))} ({names}; [references](#exit-{exit_code}))"))
-    probe = ("`envbisect probe`: the environment was built and probed, and it does not pass; "
-             "`envbisect repro`: not reproduced (it passes here, or fails another way)")
+    probe = (
+        "`envbisect probe`: the environment was built and probed, and it does not pass; "
+        "`envbisect repro`: not reproduced (it passes here, or fails another way)"
+    )
     rows.append((EXIT_PROBE_FAILED, probe))
     for sig in main._FORWARDED:
         rows.append((128 + sig, f"{signal.Signals(sig).name} received: taken as Ctrl-C "
