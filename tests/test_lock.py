@@ -23,46 +23,17 @@ from packaging.pylock import Pylock
 
 from envbisect.core.results import Status
 from envbisect.core.results_lock import HeldBack
-from envbisect.env.repro import Repro
 from envbisect.errors import UsageError
 from envbisect.model import IndexConfig
-from envbisect.modes.lock import LockOptions, run_lock
-from envbisect.options import CommonOptions
+from envbisect.modes.lock import run_lock
 from support.cli import envbisect
 from support.corpus import EPOCH
 from support.index_server import LocalIndex
 from support.installs import install_and_run
+from support.locks import locked, options, repro
 from support.wheels import build_wheel
 
 pytestmark = pytest.mark.slow
-
-
-def repro(folder: Path, app: str) -> Path:
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / f"repro_{app}.py"
-    path.write_text(f"import {app}\n{app}.run()\nprint('{app} ok')\n")
-    return path
-
-
-def options(index: LocalIndex, python: str, tmp: Path, app: str, **kw: object) -> LockOptions:
-    common = CommonOptions(
-        repro=Repro.build(origin=tmp, repro_file=str(repro(tmp, app))),
-        indexes=IndexConfig(index_url=index.url),
-        python=python,
-        results=tmp / "results",
-        cache_dir=tmp / "cache",
-    )
-    return LockOptions(common=common, **kw)  # type: ignore[arg-type]
-
-
-def locked(path: str | None) -> dict[str, str]:
-    assert path is not None
-    out = {}
-    for line in Path(path).read_text().splitlines():
-        if "==" in line and not line.startswith(("#", " ", "-")):
-            name, version = line.split(" ")[0].split("==")
-            out[name] = version
-    return out
 
 
 def test_one_break_is_held_below_its_first_bad_release(
