@@ -309,6 +309,12 @@ class _Lock(DateSearch):
                     hint="the release that broke the repro is required by the pins: "
                     "see report.md for the evidence, and widen the pins to go back",
                 )
+            if self.descent is not None and planned.pins == newest.pins:
+                raise NoAnswer(  # a guard: the descent's constraints always move the newest
+                    f"the descent's constraint {c.package}{c.specifier} leaves the newest "
+                    "environment as it was",
+                    hint="see report.md for the descent's steps",
+                )
             newest = planned
             row = self.probe(self._newest_label(), newest)
         return newest, row
