@@ -442,6 +442,9 @@ class _Lock(DateSearch):
                 "from": o.from_lock,
                 "good_date": o.good_date,
                 "pre": o.pre,
+                # only when not the default: the ids of runs from before stay as they were
+                **({"strategy": o.strategy} if o.strategy != "auto" else {}),
+                **({"no_project": True} if o.no_project else {}),
             },
         )
 

@@ -31,7 +31,7 @@ from envbisect.core.outcome import failed, same_failure
 from envbisect.core.plan import Plan, PlanTarget, Unresolvable
 from envbisect.core.results import Moved, ProbeRow
 from envbisect.core.results_lock import Constraint
-from envbisect.errors import NoAnswer
+from envbisect.errors import EnvbisectError, NoAnswer
 from envbisect.index.source import IndexMetadataSource
 from envbisect.model import Outcome
 from envbisect.modes.drive import drive
@@ -127,7 +127,10 @@ class Descent:
         for name in suspects[:MAX_SCANNED]:
             current = newest.pins[canonicalize_name(name)]
             versions = self._versions(name, current, held.get(name, SpecifierSet()), newest)
-            deps = self.lock.source.dependencies(name, versions[0])
+            try:
+                deps = self.lock.source.dependencies(name, versions[0])
+            except EnvbisectError:  # metadata that cannot be read: not a reason to suspect
+                continue
             if any(
                 canonicalize_name(r.name) in wanted
                 and (r.marker is None or r.marker.evaluate(markers))
