@@ -19,21 +19,20 @@ distributions: a name that is not installed is never returned.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 
 from packaging.utils import NormalizedName, canonicalize_name
 
 from envbisect.model import InstalledDist, Outcome
 
-_OWNER = tuple(
-    re.compile(p)
-    for p in (
-        r"cannot import name '[^']+' from (?:partially initialized module )?'(?P<m>[\w.]+)'",
-        r"module '(?P<m>[\w.]+)' has no attribute",
-        r"No module named '(?P<m>[\w.]+)'",
-    )
-)
 _MISSING = re.compile(r"No module named '(?P<m>[\w.]+)'")
+_OWNER = (
+    re.compile(
+        r"cannot import name '[^']+' from (?:partially initialized module )?'(?P<m>[\w.]+)'"
+    ),
+    re.compile(r"module '(?P<m>[\w.]+)' has no attribute"),
+    _MISSING,
+)
 # A traceback's frame, or a faulthandler one: the file's path.
 _FRAME = re.compile(r'^\s*File "(?P<file>[^"]+)", line \d+')
 _SITE = re.compile(r"[\\/](?:site|dist)-packages[\\/](?P<rest>[^\"\s]+)")
@@ -94,15 +93,14 @@ def frame_modules(detail: str) -> list[str]:
     return tops[::-1] if innermost_first else tops
 
 
-def owner(module: str, modules: Mapping[str, str], have: Iterable[str]) -> str | None:
+def owner(module: str, modules: Mapping[str, str], have: Collection[str]) -> str | None:
     """The installed distribution that installs ``module`` (its top-level part): from the
     environment's RECORDs when known, else the distribution of the same name."""
     top = module.split(".", 1)[0]
     if top in modules:
         return str(canonicalize_name(modules[top]))
-    names = set(have)
     for guess in (top, top.replace("_", "-"), f"python-{top}", f"py{top}"):
         name = str(canonicalize_name(guess))
-        if name in names:
+        if name in have:
             return name
     return None
