@@ -8,6 +8,7 @@ import hashlib
 import json
 import os
 import socket
+import zipfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -252,7 +253,9 @@ def test_metadata_read_from_the_wheel_when_not_advertised(
         assert again.core_metadata(f) == text
         assert again.stats.requests == 0 and again.stats.cache_hits == 1
     kept = [p for p in tmp_path.rglob("*") if p.is_file()]
-    assert kept and all(p.suffix == ".json" for p in kept)
+    # JSON entries and page bodies (the project page's, as it came): never the wheel.
+    assert kept and all(p.suffix in (".json", ".bin") for p in kept)
+    assert not any(zipfile.is_zipfile(p) for p in kept)
 
 
 def test_metadata_hash_mismatch_is_a_clear_error(index: LocalIndex) -> None:
@@ -414,6 +417,7 @@ def test_an_interrupted_write_leaves_the_old_entry_whole(
         files = c1.project_files("hangy")
     [entry] = tmp_path.rglob("*.json")
     saved = entry.read_bytes()
+    whole = sorted(p for p in tmp_path.rglob("*") if p.is_file())  # the entry and the body
 
     def ctrl_c(src: object, dst: object) -> None:
         raise KeyboardInterrupt
@@ -423,7 +427,7 @@ def test_an_interrupted_write_leaves_the_old_entry_whole(
         m.setattr(os, "replace", ctrl_c)
         with pytest.raises(KeyboardInterrupt):
             c2.project_files("hangy")
-    assert [p for p in tmp_path.rglob("*") if p.is_file()] == [entry]  # no temp file left
+    assert sorted(p for p in tmp_path.rglob("*") if p.is_file()) == whole  # no temp file left
     assert entry.read_bytes() == saved
     with IndexClient(cfg, cache_dir=tmp_path, offline=True) as c3:
         assert c3.project_files("hangy") == files

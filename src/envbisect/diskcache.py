@@ -6,10 +6,11 @@ facts (env/interp.py) each keep their entries under a ``kind`` folder of their o
 with a format version, so that a new layout never misreads an old one. It never makes a
 request and runs nothing.
 
-Entries are JSON, written to a temp file and renamed into place, so readers see the old
-entry or the new one, never half of one; an unreadable entry is a miss. File names hash the
-key without its credentials, so no password reaches the disk. An unwritable cache only makes
-the next run slower.
+Entries are JSON (``read``/``write``) or bytes (``read_bytes``/``write_bytes``: a page
+body, kept as it came rather than escaped inside JSON), written to a temp file and renamed
+into place, so readers see the old entry or the new one, never half of one; an unreadable
+entry is a miss. File names hash the key without its credentials, so no password reaches the
+disk. An unwritable cache only makes the next run slower.
 """
 
 from __future__ import annotations
@@ -21,7 +22,6 @@ import os
 import tempfile
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 from envbisect.redact import strip_credentials
 
@@ -45,9 +45,9 @@ class DiskCache:
     def __init__(self, root: Path) -> None:
         self.root = root
 
-    def path(self, kind: str, key: str) -> Path:
+    def path(self, kind: str, key: str, suffix: str = ".json") -> Path:
         digest = hashlib.sha256(strip_credentials(key).encode()).hexdigest()
-        return self.root / kind / digest[:2] / f"{digest}.json"
+        return self.root / kind / digest[:2] / f"{digest}{suffix}"
 
     def read(self, kind: str, key: str) -> object:
         try:
@@ -55,17 +55,26 @@ class DiskCache:
         except (OSError, ValueError):
             return None  # missing, unreadable or damaged: a miss, refetched and rewritten
 
-    def write(self, kind: str, key: str, entry: dict[str, Any]) -> None:
-        path = self.path(kind, key)
+    def write(self, kind: str, key: str, entry: object) -> None:
+        self.write_bytes(kind, key, json.dumps(entry).encode("utf-8"), suffix=".json")
+
+    def read_bytes(self, kind: str, key: str, suffix: str = ".bin") -> bytes | None:
+        try:
+            return self.path(kind, key, suffix).read_bytes()
+        except OSError:
+            return None
+
+    def write_bytes(self, kind: str, key: str, data: bytes, suffix: str = ".bin") -> None:
+        path = self.path(kind, key, suffix)
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".json")
+            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=suffix)
         except OSError:
             return  # a cache that cannot be written only makes the next run slower
         done = False
         try:
-            with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                json.dump(entry, fh)
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(data)
             os.replace(tmp, path)
             done = True
         except OSError:

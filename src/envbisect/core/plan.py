@@ -154,6 +154,10 @@ class _Provider(AbstractProvider[_Req, _Cand, str]):
     ) -> None:
         self.forward = forward
         self.forwarded: set[NormalizedName] = set()
+        self._found: dict[tuple[str, frozenset[int]], tuple[tuple[Any, ...], list[_Cand]]] = {}
+        self._satisfied: dict[tuple[int, Version], bool] = {}
+        self._held: dict[int, Any] = {}
+        self._markers: dict[tuple[str, frozenset[str]], bool] = {}
         self.constraints = constraints
         self.cache: MatchCache = cache if cache is not None else {}
         self.source = source
@@ -200,6 +204,18 @@ class _Provider(AbstractProvider[_Req, _Cand, str]):
     ) -> list[_Cand]:
         reqs = list(requirements[identifier])
         bad = {c.version for c in incompatibilities[identifier]}
+        # resolvelib asks again each time a requirement on the project is added, mostly with
+        # the same specifiers: the ordered list is kept per set of specifier objects (held,
+        # so that their ids stay theirs) and only the incompatibilities are taken out.
+        specs = tuple(r.req.specifier for r in reqs)
+        memo_key = (identifier, frozenset(map(id, specs)))
+        held = self._found.get(memo_key)
+        if held is None:
+            held = self._found[memo_key] = (specs, self._find(identifier, reqs))
+        out = held[1]
+        return [c for c in out if c.version not in bad] if bad else list(out)
+
+    def _find(self, identifier: str, reqs: list[_Req]) -> list[_Cand]:
         name = canonicalize_name(identifier.split("[", 1)[0])
         extras = frozenset(e for r in reqs for e in r.req.extras)
         spec = SpecifierSet()
@@ -209,7 +225,6 @@ class _Provider(AbstractProvider[_Req, _Cand, str]):
         out = [
             _Cand(name, pv.version, extras, pv)
             for pv in self.matching(name, spec, explicit_pre=explicit_pre)
-            if pv.version not in bad
         ]
         return self._order(name, out)
 
@@ -321,8 +336,15 @@ class _Provider(AbstractProvider[_Req, _Cand, str]):
         return same + newer + older
 
     def is_satisfied_by(self, requirement: _Req, candidate: _Cand) -> bool:
-        # PEP 440: a local version (2.1.0+cu121) satisfies ==2.1.0.
-        return requirement.req.specifier.contains(candidate.version, prereleases=True)
+        # PEP 440: a local version (2.1.0+cu121) satisfies ==2.1.0. resolvelib asks this
+        # of every pin on every round: answers are kept per specifier object (held).
+        spec = requirement.req.specifier
+        key = (id(spec), candidate.version)
+        found = self._satisfied.get(key)
+        if found is None:
+            self._held[id(spec)] = spec
+            found = self._satisfied[key] = spec.contains(candidate.version, prereleases=True)
+        return found
 
     def get_dependencies(self, candidate: _Cand) -> list[_Req]:
         deps: list[_Req] = []
@@ -337,6 +359,15 @@ class _Provider(AbstractProvider[_Req, _Cand, str]):
         return deps
 
     def _marker_ok(self, marker: Marker, extras: frozenset[str]) -> bool:
+        # The same markers recur on every version of a project: each is evaluated once per
+        # set of extras (kept by the marker's text, which names it exactly).
+        key = (str(marker), extras)
+        found = self._markers.get(key)
+        if found is None:
+            found = self._markers[key] = self._evaluate(marker, extras)
+        return found
+
+    def _evaluate(self, marker: Marker, extras: frozenset[str]) -> bool:
         env = dict(self.target.markers)
         if not extras:
             env["extra"] = ""

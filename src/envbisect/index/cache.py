@@ -24,8 +24,14 @@ if TYPE_CHECKING:  # the session reads this module's cache folder without loadin
     import httpx
 
 # Folder names carry a format version: a new layout never misreads an old one.
-PAGES = "pages-v1"
+PAGES = "pages-v2"  # a page's validators and the digest of its body (small: read per run)
+BODIES = "page-bodies-v1"  # page bodies as they came, named by their SHA-256
+LEGACY_PAGES = "pages-v1"  # validators and body in one JSON entry: read once, then moved
 METADATA = "metadata-v1"
+# What the planner derives from pages and METADATA texts (a version list judged for a target,
+# a version's requirements), keyed by the digests of what it was derived from: an entry can
+# never outlive its page, and a warm plan reads neither the page nor the METADATA again.
+DERIVED = "derived-v1"
 
 
 @dataclass(slots=True)
@@ -72,6 +78,24 @@ class Page:
     last_modified: str | None = None
     fetched: float = 0.0  # clock time the answer was fresh from the origin (Age subtracted)
     max_age: float = 0.0
+    body_sha256: str = ""  # of the body as UTF-8; the body itself is read only when needed
+
+    def header(self) -> dict[str, Any]:
+        """The ``PAGES`` entry of this page: everything but the body."""
+        return {
+            "url": self.url,
+            "status": self.status,
+            "content_type": self.content_type,
+            "etag": self.etag,
+            "last_modified": self.last_modified,
+            "fetched": self.fetched,
+            "max_age": self.max_age,
+            "body_sha256": self.body_sha256 or body_digest(self.body),
+        }
+
+
+def body_digest(body: str) -> str:
+    return _sha256(body.encode("utf-8"))
 
 
 def page_from_entry(entry: object) -> Page | None:
@@ -89,6 +113,7 @@ def page_from_entry(entry: object) -> Page | None:
         and isinstance(page.body, str)
         and isinstance(page.fetched, int | float)
         and isinstance(page.max_age, int | float)
+        and isinstance(page.body_sha256, str)
     )
     return page if ok else None
 

@@ -23,17 +23,18 @@ the cache's public names).
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import json
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, replace
+from dataclasses import replace
 from pathlib import Path
-from typing import IO, TypeVar
+from typing import IO, TYPE_CHECKING, Any, TypeVar
 from urllib.parse import unquote, urlsplit
 
-import httpx
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
@@ -48,10 +49,14 @@ from envbisect.errors import (
 )
 from envbisect.index import metadata
 from envbisect.index.cache import (
+    BODIES,
+    DERIVED,
+    LEGACY_PAGES,
     METADATA,
     PAGES,
     IndexStats,
     Page,
+    body_digest,
     freshness,
     metadata_entry,
     metadata_from_entry,
@@ -69,6 +74,9 @@ from envbisect.index.simple import (
 from envbisect.index.wheelmeta import local_metadata
 from envbisect.model import DistFile, IndexConfig
 from envbisect.redact import mask_text, mask_url, strip_credentials
+
+if TYPE_CHECKING:  # httpx is imported when the first request is made: a warm plan makes none
+    import httpx
 
 # Public names, including those defined elsewhere and kept importable from here.
 __all__ = [
@@ -149,18 +157,34 @@ class IndexClient:
         self.stats = IndexStats()
         self._clock = clock
         self._cache = DiskCache(Path(cache_dir)) if cache_dir is not None else None
-        self._client = httpx.Client(
-            transport=transport,
-            timeout=timeout,
-            follow_redirects=True,
-            headers={"User-Agent": f"envbisect/{__version__}", "Accept": ACCEPT},
-        )
+        self._transport, self._timeout = transport, timeout
+        self._http: httpx.Client | None = None
+        self._http_lock = threading.Lock()
         self._memo: dict[str, ProjectFiles] = {}
         self._metadata: dict[str, str] = {}
+        self._derived: dict[str, Any] = {}
         self._locks = _KeyedLocks()
 
+    @property
+    def _client(self) -> httpx.Client:
+        """The HTTP client, made at the first request (importing httpx and reading the
+        system's certificates take longer than a warm plan)."""
+        with self._http_lock:
+            if self._http is None:
+                import httpx
+
+                self._http = httpx.Client(
+                    transport=self._transport,
+                    timeout=self._timeout,
+                    follow_redirects=True,
+                    headers={"User-Agent": f"envbisect/{__version__}", "Accept": ACCEPT},
+                )
+            return self._http
+
     def close(self) -> None:
-        self._client.close()
+        with self._http_lock:
+            if self._http is not None:
+                self._http.close()
 
     def __enter__(self) -> IndexClient:
         return self
@@ -331,10 +355,10 @@ class IndexClient:
                 name=key, files=[replace(f, index=where) for f in local], source=where
             )
         index, shown = mask_url(base), mask_url(url)
-        cached, files = self._cached_page(url, key, index, shown)
+        cached = self._cached_page(url)
         if cached is not None and (self.offline or self._clock() - cached.fetched < cached.max_age):
             self.stats.add(cache_hits=1)
-            return files
+            return self._cached_files(cached, url, key, index, shown)
         if self.offline:
             raise _offline_miss(url)
         headers = {}
@@ -353,25 +377,98 @@ class IndexClient:
                 etag=resp.headers.get("etag", cached.etag),
                 last_modified=resp.headers.get("last-modified", cached.last_modified),
             )
-        else:
-            page = _fresh_page(resp, shown, fetched=fetched, max_age=max_age)
-            files = _parse_page(page, key, index, shown)  # garbage raises here, before caching
+            files = self._cached_files(page, url, key, index, shown)
+            if store and self._cache is not None:
+                self._cache.write(PAGES, url, page.header())
+            return files
+        page = _fresh_page(resp, shown, fetched=fetched, max_age=max_age)
+        page = replace(page, body_sha256=body_digest(page.body))
+        files = _parse_page(page, key, index, shown)  # garbage raises here, before caching
         if store and self._cache is not None:
-            self._cache.write(PAGES, url, asdict(page))
+            self._cache.write_bytes(BODIES, page.body_sha256, page.body.encode("utf-8"))
+            self._cache.write(PAGES, url, page.header())
+        if files is not None:
+            files.token = f"{page.url}#{page.body_sha256}"
         return files
 
-    def _cached_page(
-        self, url: str, key: str, index: str, shown: str
-    ) -> tuple[Page | None, ProjectFiles | None]:
+    def _cached_page(self, url: str) -> Page | None:
+        """The page's cached validators (its body is read only when needed), or None; an
+        entry of the older one-file layout is moved to the new one on the way."""
         if self._cache is None:
-            return None, None
+            return None
         page = page_from_entry(self._cache.read(PAGES, url))
         if page is None:
-            return None, None
-        try:
-            return page, _parse_page(page, key, index, shown)
-        except InfrastructureError:
-            return None, None  # a damaged entry is a miss
+            old = page_from_entry(self._cache.read(LEGACY_PAGES, url))
+            if old is None:
+                return None
+            page = replace(old, body="", body_sha256=body_digest(old.body))
+            self._cache.write_bytes(BODIES, page.body_sha256, old.body.encode("utf-8"))
+            self._cache.write(PAGES, url, page.header())
+        return page if page.body_sha256 else None
+
+    def _cached_files(
+        self, page: Page, url: str, key: str, index: str, shown: str
+    ) -> ProjectFiles | None:
+        """The files of a cached page, its body read and decoded only when something asks for
+        them. A body gone from the cache or damaged is fetched again (offline: a miss)."""
+        if page.status == 404:
+            return None
+
+        def load() -> tuple[Sequence[Mapping[str, Any]], Sequence[DistFile]]:
+            body = self._cached_body(page)
+            parsed = None
+            if body is not None:
+                with contextlib.suppress(InfrastructureError):
+                    parsed = _parse_page(replace(page, body=body), key, index, shown)
+            if parsed is None:  # damaged: as a miss, fetched afresh
+                if self.offline:
+                    raise _offline_miss(url)
+                with self._locks(f"refetch:{url}"):
+                    self._cache_forget(url)
+                    parsed = self._fetch_project(url.rstrip("/").rsplit("/", 1)[0], key)
+                if parsed is None:
+                    return (), ()
+            return parsed._rows, parsed._ready
+
+        return ProjectFiles(
+            name=key,
+            source=index,
+            page_url=page.url,
+            index=index,
+            load=load,
+            token=f"{page.url}#{page.body_sha256}",
+        )
+
+    def _cached_body(self, page: Page) -> str | None:
+        assert self._cache is not None
+        data = self._cache.read_bytes(BODIES, page.body_sha256)
+        if data is None or hashlib.sha256(data).hexdigest() != page.body_sha256:
+            return None
+        return data.decode("utf-8", errors="replace")
+
+    def _cache_forget(self, url: str) -> None:
+        if self._cache is not None:
+            with contextlib.suppress(OSError):
+                self._cache.path(PAGES, url).unlink()
+
+    def derived(self, key: str, compute: Callable[[], _T]) -> _T:
+        """What ``compute`` derives from cached pages and METADATA, remembered under ``key``
+        (which names the digests it was derived from): in memory for this run, on disk for
+        the next. ``compute`` must return JSON-able data; its errors are not remembered."""
+        with self._locks(f"derived:{key}"):
+            if key in self._derived:
+                return self._derived[key]  # type: ignore[no-any-return]
+            found: Any = None
+            if self._cache is not None:
+                entry = self._cache.read(DERIVED, key)
+                if isinstance(entry, dict) and entry.get("key") == key and "value" in entry:
+                    found = entry["value"]
+            if found is None:
+                found = compute()
+                if self._cache is not None:
+                    self._cache.write(DERIVED, key, {"key": key, "value": found})
+            self._derived[key] = found
+            return found  # type: ignore[no-any-return]
 
     def _load_metadata(self, f: DistFile) -> str:
         if f.url.startswith("file:"):
@@ -406,6 +503,8 @@ class IndexClient:
                 target.port,
             )
             if same and parts.username is not None:
+                import httpx
+
                 return httpx.BasicAuth(unquote(parts.username), unquote(parts.password or ""))
         return None
 
@@ -423,6 +522,8 @@ class IndexClient:
         nothing is sent: every request of this client goes through here."""
         if self.offline:
             raise _offline_miss(url)
+        import httpx
+
         last: Exception | None = None
         for attempt in range(self.retries):
             if attempt:

@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import os
 import time
-from typing import IO
-
-import httpx
+from typing import IO, TYPE_CHECKING
 
 from envbisect.errors import IndexUnreachable, InfrastructureError
 from envbisect.redact import mask_url
+
+if TYPE_CHECKING:
+    import httpx
 
 DEADLINE = float(os.environ.get("ENVBISECT_INDEX_DEADLINE", "120"))
 MAX_PAGE_BYTES = int(os.environ.get("ENVBISECT_INDEX_MAX_BYTES", str(64 << 20)))
@@ -60,6 +61,8 @@ def settled(resp: httpx.Response, body: bytes) -> httpx.Response:
         for k, v in resp.headers.multi_items()
         if k.lower() not in ("content-encoding", "content-length")
     ]
+    import httpx
+
     return httpx.Response(resp.status_code, headers=headers, content=body, request=resp.request)
 
 

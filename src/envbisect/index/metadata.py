@@ -13,15 +13,16 @@ from __future__ import annotations
 
 import tempfile
 from collections.abc import Iterable, Mapping
-from typing import IO, Protocol
-
-import httpx
+from typing import IO, TYPE_CHECKING, Protocol
 
 from envbisect.errors import IndexUnreachable, InfrastructureError, UnknownVersion, UsageError
 from envbisect.index.simple import ProjectFiles
 from envbisect.index.wheelmeta import RangeFile, read_wheel_metadata, stream_sha256, verified
 from envbisect.model import DistFile
 from envbisect.redact import mask_url
+
+if TYPE_CHECKING:
+    import httpx
 
 FILE_HEADERS = {"Accept": "*/*"}
 

@@ -9,7 +9,7 @@ reads a handful of versions of each project; PyPI's pages list thousands of file
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
 from html.parser import HTMLParser
 from typing import Any, NamedTuple
@@ -104,21 +104,28 @@ class ProjectFiles:
     by ready ``DistFile`` rows (an HTML page, find-links folders, the PyTorch index).
 
     ``files`` parses every row (once); ``versions``, ``facts`` and ``files_of`` read only the
-    rows of the versions asked about. Safe to share between threads.
+    rows of the versions asked about. A page read from the disk cache is not even decoded
+    until one of them is asked for (``load``): a warm plan answers from what was derived from
+    the page before, named by ``token`` (the page's URL and body digest; None when the files
+    are not one cached page, such as a folder's). Safe to share between threads.
     """
 
     __slots__ = (
         "_by_version",
+        "_extra",
         "_facts",
         "_files",
+        "_load",
         "_lock",
         "_made",
-        "_ready",
-        "_rows",
+        "_materialised",
+        "_ready_v",
+        "_rows_v",
         "_url",
         "index",
         "name",
         "source",
+        "token",
     )
 
     def __init__(
@@ -130,14 +137,45 @@ class ProjectFiles:
         rows: Sequence[Mapping[str, Any]] = (),
         page_url: str = "",
         index: str = "",
+        load: Callable[[], tuple[Sequence[Mapping[str, Any]], Sequence[DistFile]]] | None = None,
+        token: str | None = None,
     ) -> None:
-        self.name, self.source, self.index = name, source, index
-        self._rows, self._url, self._ready = tuple(rows), page_url, tuple(files)
+        self.name, self.source, self.index, self.token = name, source, index, token
+        self._url = page_url
+        self._rows_v: tuple[Mapping[str, Any], ...] = tuple(rows)
+        self._ready_v: tuple[DistFile, ...] = ()
+        self._extra: tuple[DistFile, ...] = tuple(files)
+        self._load = load
+        self._materialised = load is None
+        if load is None:
+            self._ready_v = self._extra
         self._files: tuple[DistFile, ...] | None = None
         self._by_version: dict[Version, list[int]] | None = None
         self._made: dict[int, DistFile] = {}
         self._facts: dict[Version, tuple[FileFacts, ...]] = {}
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()
+
+    def _materialise(self) -> None:
+        if self._materialised:
+            return
+        with self._lock:
+            if self._materialised:
+                return
+            assert self._load is not None
+            rows, page_files = self._load()
+            self._rows_v = tuple(rows)
+            self._ready_v = (*page_files, *self._extra)
+            self._materialised = True
+
+    @property
+    def _rows(self) -> tuple[Mapping[str, Any], ...]:
+        self._materialise()
+        return self._rows_v
+
+    @property
+    def _ready(self) -> tuple[DistFile, ...]:
+        self._materialise()
+        return self._ready_v
 
     @property
     def files(self) -> tuple[DistFile, ...]:
@@ -179,10 +217,11 @@ class ProjectFiles:
         yield from (f.filename for f in self._ready)
 
     def _fact(self, i: int) -> FileFacts:
-        if i >= len(self._rows):
-            f = self._ready[i - len(self._rows)]
+        rows = self._rows
+        if i >= len(rows):
+            f = self._ready[i - len(rows)]
             return FileFacts(f.filename, f.requires_python, f.yanked, f.upload_time)
-        row = self._rows[i]
+        row = rows[i]
         return FileFacts(
             row["filename"],
             row.get("requires-python") or None,
@@ -191,12 +230,13 @@ class ProjectFiles:
         )
 
     def _file(self, i: int) -> DistFile:
-        if i >= len(self._rows):
-            return self._ready[i - len(self._rows)]
+        rows = self._rows
+        if i >= len(rows):
+            return self._ready[i - len(rows)]
         found = self._made.get(i)
         if found is None:  # two threads may both build it: the same value, no harm
             try:
-                found = _dist_file(dict(self._rows[i]), self._url, self.index)
+                found = _dist_file(dict(rows[i]), self._url, self.index)
             except (ValueError, KeyError, TypeError, AttributeError) as e:
                 raise InfrastructureError(
                     f"{self.source} lists a file of {self.name} that cannot be read ({e})",
@@ -208,7 +248,9 @@ class ProjectFiles:
         return found
 
     def plus(self, files: Iterable[DistFile], *, source: str) -> ProjectFiles:
-        """These files and then ``files`` (the same rows, parsed no more than before)."""
+        """These files and then ``files`` (the same rows, parsed no more than before); the
+        result is no longer one cached page, so it has no ``token``."""
+        self._materialise()
         out = ProjectFiles(
             name=self.name,
             files=(*self._ready, *files),
@@ -229,7 +271,9 @@ class ProjectFiles:
         return hash((self.name, self.source, self.files))
 
     def __repr__(self) -> str:
-        n = len(self._rows) + len(self._ready)
+        if not self._materialised:
+            return f"ProjectFiles(name={self.name!r}, source={self.source!r}, not read yet)"
+        n = len(self._rows_v) + len(self._ready_v)
         return f"ProjectFiles(name={self.name!r}, source={self.source!r}, {n} files)"
 
 

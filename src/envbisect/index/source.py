@@ -8,12 +8,13 @@ METADATA). Both are fetched lazily, only for what the resolver asks about, and m
 from __future__ import annotations
 
 import contextlib
-import email.parser
 import functools
+import hashlib
 import re
 import threading
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from datetime import datetime, timezone
 
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
@@ -24,6 +25,7 @@ from envbisect.core.plan import PackageVersion
 from envbisect.core.target import Target
 from envbisect.errors import EnvbisectError, UnknownPackage
 from envbisect.index.client import IndexClient
+from envbisect.index.simple import ProjectFiles
 
 
 class IndexMetadataSource:
@@ -39,6 +41,10 @@ class IndexMetadataSource:
         self.target = target
         self.allow_sdist = allow_sdist
         self._supported = frozenset(target.supported_tags())
+        # What judging a page depends on: the tags, the Python version and sdists allowed.
+        self._target_key = hashlib.sha256(
+            repr((target.identity, sorted(map(str, self._supported)), allow_sdist)).encode()
+        ).hexdigest()[:24]
         # The versions fetched ahead: the baseline's where there is one, else the newest.
         self.preferred = {canonicalize_name(k): v for k, v in (preferred or {}).items()}
         self._versions: dict[str, list[PackageVersion]] = {}
@@ -58,40 +64,59 @@ class IndexMetadataSource:
         except UnknownPackage:
             found: list[PackageVersion] = []
         else:
-            # The same versions as build_candidates(..., pre=True) keeps (all but the wholly
-            # yanked), judged from the page rows without parsing them into DistFile rows.
-            found = []
-            for version in sorted(pf.versions()):
-                j = judge(
-                    pf.facts(version), self.target, self._supported, allow_sdist=self.allow_sdist
+            if pf.token is None:
+                rows = self._judge(pf)
+            else:  # judged once per page and target, for every later run too
+                rows = self.client.derived(
+                    f"versions|{pf.token}|{self._target_key}", lambda: self._judge(pf)
                 )
-                if not j.yanked:
-                    # requires-python and wheel tags are already in ``installable``.
-                    found.append(
-                        PackageVersion(
-                            name=key,
-                            version=version,
-                            upload_time=j.upload_time,
-                            installable=j.installable,
-                        )
-                    )
+            found = [
+                PackageVersion(
+                    name=key,
+                    version=_version(v),
+                    upload_time=_when(t),
+                    installable=ok,
+                )
+                for v, t, ok in rows
+            ]
         with self._lock:
             self._versions[key] = found
         return found
+
+    def _judge(self, pf: ProjectFiles) -> list[tuple[str, float | None, bool]]:
+        """(version, first upload as a POSIX time, installable) of each version, oldest first:
+        the same versions as build_candidates(..., pre=True) keeps (all but the wholly
+        yanked), judged from the page rows without parsing them into DistFile rows."""
+        out = []
+        for version in sorted(pf.versions()):
+            j = judge(pf.facts(version), self.target, self._supported, allow_sdist=self.allow_sdist)
+            if not j.yanked:  # requires-python and wheel tags are already in ``installable``
+                when = j.upload_time.timestamp() if j.upload_time is not None else None
+                out.append((str(version), when, j.installable))
+        return out
 
     def dependencies(self, name: str, version: Version) -> Sequence[Requirement]:
         key = (canonicalize_name(name), version)
         with self._lock:
             if key in self._deps:
                 return self._deps[key]
-        text = self.client.metadata_for(key[0], str(version))
-        deps = parse_requires_dist(text)
+        pf = self.client.project_files(key[0])
+
+        def read() -> list[str]:
+            return requires_dist(self.client.metadata_for(key[0], str(version)))
+
+        if pf.token is None:
+            lines = read()
+        else:  # a version's requirements, remembered with the page that names its files
+            lines = self.client.derived(f"requires|{pf.token}|{version}", read)
+        deps = [r for r in map(_requirement, lines) if r is not None]
         with self._lock:
             self._deps[key] = deps
             ahead = {canonicalize_name(d.name) for d in deps if self._applies(d)}
             ahead -= self._versions.keys()
-        for name in ahead:
-            self._ahead.submit(self._warm, name)
+        if not self.client.offline:  # offline nothing is waited for: nothing to fetch ahead
+            for name in ahead:
+                self._ahead.submit(self._warm, name)
         return deps
 
     def _applies(self, req: Requirement) -> bool:
@@ -118,39 +143,67 @@ class IndexMetadataSource:
         self._ahead.shutdown(wait=False, cancel_futures=True)
 
     def prefetch_dependencies(self, pairs: Sequence[tuple[str, Version]]) -> None:
-        """Fetch the metadata of several versions at once (the client bounds concurrency)."""
+        """Read the requirements of several versions at once (the client bounds concurrency);
+        an error is raised again, clearly, when that version is asked for."""
         todo = [(canonicalize_name(n), v) for n, v in pairs]
         with self._lock:
             todo = [p for p in todo if p not in self._deps]
-        if not todo:
+        if len(todo) <= 1:
             return
-        try:
-            texts = self.client.metadata_many([(n, str(v)) for n, v in todo])
-        except EnvbisectError:
-            return  # each one is fetched again, and fails clearly, when it is asked for
-        with self._lock:
-            for (n, v), text in zip(todo, texts.values(), strict=True):
-                self._deps[(n, v)] = parse_requires_dist(text)
+
+        def one(pair: tuple[str, Version]) -> None:
+            with contextlib.suppress(EnvbisectError):
+                self.dependencies(*pair)
+
+        with ThreadPoolExecutor(min(8, len(todo)), thread_name_prefix="envbisect-deps") as pool:
+            list(pool.map(one, todo))
 
 
 def parse_requires_dist(text: str) -> list[Requirement]:
     """The ``Requires-Dist`` lines of a METADATA text, parsed; malformed lines are skipped.
+    The objects are shared (each distinct line is parsed once per process): never change one.
+    """
+    return [r for r in map(_requirement, requires_dist(text)) if r is not None]
+
+
+def requires_dist(text: str) -> list[str]:
+    """The ``Requires-Dist`` values of a METADATA text, as written.
 
     Only the header block is read (the long description after the first blank line can be
-    most of the text), and each distinct line is parsed once per process: the versions of a
-    project repeat most of their lines. The objects are shared: never change one.
+    most of the text); folded lines (RFC 822 continuation) are unfolded as the email parser
+    does, and the field name is matched without regard to case.
     """
     head = _BODY.split(text, 1)[0]
-    headers = email.parser.HeaderParser().parsestr(head)
-    out = []
-    for line in headers.get_all("Requires-Dist") or []:
-        req = _requirement(line)
-        if req is not None:
-            out.append(req)
-    return out
+    out: list[str] = []
+    current: list[str] | None = None
+    for line in head.splitlines():
+        if line[:1] in (" ", "\t"):
+            if current is not None:
+                current.append(line)
+            continue
+        if current is not None:
+            out.append("".join(current).strip())
+            current = None
+        name, sep, value = line.partition(":")
+        if sep and name.strip().lower() == "requires-dist":
+            current = [value]
+    if current is not None:
+        out.append("".join(current).strip())
+    return [v for v in out if v]
 
 
 _BODY = re.compile(r"\r?\n\r?\n")
+
+
+def _version(text: str) -> Version:
+    return _VERSIONS.get(text) or _VERSIONS.setdefault(text, Version(text))
+
+
+_VERSIONS: dict[str, Version] = {}
+
+
+def _when(stamp: float | None) -> datetime | None:
+    return None if stamp is None else datetime.fromtimestamp(stamp, tz=timezone.utc)
 
 
 @functools.lru_cache(maxsize=1 << 15)
