@@ -91,6 +91,10 @@ class RecordingReporter(Reporter):
         self.started: list[str] = []
         self.finished: list[tuple[str, str, bool]] = []
         self.messages: list[str] = []
+        self.phases: list[tuple[str, str]] = []
+
+    def phase(self, version: str, phase: str) -> None:
+        self.phases.append((version, phase))
 
     def message(self, text: str) -> None:
         self.messages.append(text)

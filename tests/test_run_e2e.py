@@ -397,3 +397,84 @@ def test_a_yanked_version_between_the_answer_is_named(
     named = run_bisect(options(index, python, results, "yanky", tmp_path, bad="1.3.0"))
     assert (named.first_new, named.last_old) == ("1.3.0", "1.2.0")
     assert "yanked_between" not in named.to_dict()
+
+
+def test_builds_ahead_leave_the_path_and_the_answer_as_they_were(
+    index: LocalIndex,
+    python: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """While a probe runs, the two environments the bisection may want next are built (one
+    probe at a time on this machine); the probes asked for, their order and the answer are
+    those of a search that builds nothing ahead, and nothing built ahead stays on disk."""
+    from envbisect.env import worker
+
+    built: list[str] = []
+    real = worker.prebuild
+
+    def counted(task: worker.ProbeTask) -> worker.Built:
+        built.append(task.spec.env_id)
+        return real(task)
+
+    monkeypatch.setattr(worker, "prebuild", counted)
+    runs = {}
+    for ahead in (False, True):
+        if ahead:
+            monkeypatch.delenv("ENVBISECT_NO_BUILD_AHEAD", raising=False)
+        else:
+            monkeypatch.setenv("ENVBISECT_NO_BUILD_AHEAD", "1")
+        rec = RecordingReporter()
+        results = tmp_path / f"results-{ahead}"
+        res = run_bisect(options(index, python, results, "crashy", tmp_path), rec)
+        runs[ahead] = (res, rec, results)
+    (plain, plain_rec, _), (res, rec, results) = runs[False], runs[True]
+    assert (res.status, res.first_new, res.last_old) == (plain.status, "1.7.0", "1.6.0")
+    assert rec.started == plain_rec.started == ["1.0.0", "1.11.0", "1.5.0", "1.8.0", "1.6.0",
+                                                "1.7.0"]  # fmt: skip
+    assert [r.env_id for r in res.rows] == [r.env_id for r in plain.rows]
+    ahead = [v for v, p in rec.phases if p == "built ahead"]
+    assert ahead and set(ahead) <= set(rec.started[1:])  # never the first: nothing was ahead
+    assert not [v for v, p in plain_rec.phases if p == "built ahead"]
+    assert len(set(built)) == len(built)  # each environment built ahead once
+    # Each step guesses two next points, one of them wanted: the others were removed.
+    assert [p for p in (results / ".envs").iterdir() if p.is_dir()] == []
+
+
+def test_two_identical_runs_at_once_build_each_environment_once(
+    index: LocalIndex, python: str, tmp_path: Path
+) -> None:
+    """Two runs of the same question on one results folder, started together: a claim in the
+    store (this environment and repro are being probed, by whom) makes the second wait for
+    the first's outcome and reuse it. Builds counted by a uv that logs each venv it makes
+    (ENVBISECT_UV), ahead builds included; the answers are the same."""
+    import os
+    import stat
+
+    from support.cli import start
+
+    log = tmp_path / "venvs.log"
+    wrapper = tmp_path / "uv"
+    wrapper.write_text(
+        f'#!/bin/sh\nif [ "$1" = venv ]; then echo "$2" >> {log}; fi\nexec {find_uv()} "$@"\n'
+    )
+    wrapper.chmod(wrapper.stat().st_mode | stat.S_IXUSR)
+    repro = tmp_path / "slow_repro.py"  # long enough for the two runs to overlap
+    repro.write_text("import time, crashy\ntime.sleep(1.5)\ncrashy.run()\n")
+    args = ["run", "--package", "crashy", "--index-url", index.url, "--python", python,
+            "--results", str(tmp_path / "r"), "--good", "1.0.0", "--bad", "1.11.0", "--json",
+            "--repro", str(repro)]  # fmt: skip
+    env = {**os.environ, "ENVBISECT_UV": str(wrapper)}
+    runs = [start(*args, env=env) for _ in range(2)]
+    outs = [p.communicate(timeout=600) for p in runs]
+    for p, (_, err) in zip(runs, outs, strict=True):
+        assert p.returncode == 0, err
+    data = [json.loads(out) for out, _ in outs]
+    assert {d["first_bad"] for d in data} == {"1.7.0"}
+    probed = [p["env_id"] for d in data for p in d["probes"]]
+    seen = {p["env_id"] for d in data for p in (*d["probes"], *d["reused"])}
+    assert sorted(probed) == sorted(seen)  # each environment probed by one run only
+    venvs = [Path(line).name.rsplit("-", 1)[0] for line in log.read_text().split()]
+    assert sorted(set(venvs)) == sorted(venvs), venvs  # and built once, ahead or not
+    assert set(venvs) >= seen
+    assert any("another envbisect run" in err for _, err in outs)

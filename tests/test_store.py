@@ -129,3 +129,37 @@ def test_a_schema_5_store_is_migrated_and_its_crashes_have_no_function(tmp_path:
     db.close()
     new = replace(native_crash("arrow::Exec"), library="libarrow.so.1600")
     assert same_failure(got.outcome, new) and same_failure(new, got.outcome)
+
+
+def test_a_claim_is_held_while_its_claimant_lives_and_taken_over_after(tmp_path: Path) -> None:
+    """No environment probed twice at once: a live run's claim holds; a claim whose process
+    is gone (this machine), or that was not renewed for CLAIM_TTL (another machine), is a
+    dead run's and is taken over."""
+    import socket
+    import subprocess
+    import sys
+
+    from envbisect.store import CLAIM_TTL, Claimant
+
+    me = Claimant.this_process()
+    with Store(tmp_path) as store:
+        gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                              capture_output=True, text=True, check=True)  # fmt: skip
+        dead = Claimant(owner="dead", host=socket.gethostname(), pid=int(gone.stdout))
+        assert store.claim("e1", "r", dead) is None
+        assert store.claim("e1", "r", me) is None  # its process is gone: taken over
+        held = store.held("e1", "r")
+        assert held is not None and (held.owner, held.host, held.pid) == (me.owner, me.host, me.pid)
+        other = Claimant(owner="other", host="elsewhere.invalid", pid=1)
+        assert store.claim("e1", "r", other) is not None  # mine, and alive
+        assert store.claim("e2", "r", other) is None
+        holder = store.claim("e2", "r", me)
+        assert holder is not None and holder.owner == "other"  # renewed recently: alive
+        store._db.execute("UPDATE claims SET beat = beat - ?", (CLAIM_TTL + 1,))
+        store._db.commit()
+        assert store.held("e2", "r") is None
+        assert store.claim("e2", "r", me) is None  # not renewed: a dead run's
+        store.release(me, "e1", "r")
+        assert store.held("e1", "r") is None and store.held("e2", "r") is not None
+        store.release(me)
+        assert store.held("e2", "r") is None

@@ -139,3 +139,37 @@ def test_requires_dist_reads_what_the_email_parser_reads(text: str) -> None:
     parsed = email.parser.HeaderParser().parsestr(head).get_all("Requires-Dist") or []
     expected = [" ".join(v.split()) for v in parsed if v.strip()]
     assert [" ".join(v.split()) for v in requires_dist(text)] == expected
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        'b[x,y]>=1,<2 ; extra == "dev"',
+        "c ; python_version < '3.8' and extra == \"test\"",
+        "d (>=1.0)",
+        "e @ https://example.org/e-1.0-py3-none-any.whl ; sys_platform == 'linux'",
+        'f>=1 ; extra == "a" ; extra == "b"',
+        "g>=1 ; not a marker",
+        "not a requirement ; extra == 'x'",
+        "h",
+    ],
+)
+def test_a_line_read_in_halves_is_the_line_read_whole(line: str) -> None:
+    """The two halves of a line (requirement, marker) are parsed once each across versions:
+    the joined object says exactly what parsing the whole line says, malformed lines too."""
+    from packaging.requirements import InvalidRequirement
+
+    from envbisect.index.source import _requirement
+
+    try:
+        whole: Requirement | None = Requirement(line)
+    except InvalidRequirement:
+        whole = None
+    halves = _requirement(line)
+    if whole is None:
+        assert halves is None
+        return
+    assert halves is not None
+    assert (halves.name, halves.extras, str(halves.specifier), halves.url) == (
+        whole.name, whole.extras, str(whole.specifier), whole.url)  # fmt: skip
+    assert str(halves.marker) == str(whole.marker) and str(halves) == str(whole)

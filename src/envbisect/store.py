@@ -11,8 +11,13 @@ from __future__ import annotations
 
 import errno
 import json
+import os
+import socket
 import sqlite3
+import time
+import uuid
 from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +26,7 @@ from envbisect.model import InstalledDist, Outcome, OutcomeKind, ProbeRecord
 
 SCHEMA_VERSION = 6
 DB_NAME = "envbisect.db"
-__all__ = ["DB_NAME", "SCHEMA_VERSION", "ProbeRecord", "Store"]
+__all__ = ["DB_NAME", "SCHEMA_VERSION", "Claimant", "ProbeRecord", "Store"]
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -66,7 +71,21 @@ CREATE TABLE IF NOT EXISTS matrix_cells (
     updated_at TEXT NOT NULL,
     UNIQUE (matrix, python, cell)
 );
+CREATE TABLE IF NOT EXISTS claims (
+    env_id TEXT NOT NULL,
+    repro_id TEXT NOT NULL,
+    owner TEXT NOT NULL,
+    host TEXT NOT NULL,
+    pid INTEGER NOT NULL,
+    since REAL NOT NULL,
+    beat REAL NOT NULL,
+    PRIMARY KEY (env_id, repro_id)
+);
 """
+# A claim not renewed for this long is a dead claimant's (another machine's, where its process
+# cannot be asked): a live one renews its claims every CLAIM_BEAT seconds.
+CLAIM_TTL = 120.0
+CLAIM_BEAT = 20.0
 # Each step takes the schema from version N to N + 1.
 _MIGRATIONS = {
     1: (
@@ -199,6 +218,75 @@ class Store:
         except sqlite3.Error as e:
             raise _translate(e, self.path) from e
 
+    # -- claims: no environment probed twice at once ------------------------------------------
+
+    def claim(self, env_id: str, repro_id: str, me: Claimant) -> Claimant | None:
+        """Claim probing (env_id, repro_id) for ``me``; None when it is ours now, else the live
+        claimant that holds it (another run probing it: wait for its record). A claim whose
+        claimant is dead (its process is gone, on this machine; not renewed for CLAIM_TTL
+        seconds, on another) is taken over."""
+        now = time.time()
+        try:
+            with self._db:
+                self._db.execute("BEGIN IMMEDIATE")
+                row = self._db.execute(
+                    "SELECT owner, host, pid, since, beat FROM claims "
+                    "WHERE env_id = ? AND repro_id = ?",
+                    (env_id, repro_id),
+                ).fetchone()
+                if row is not None:
+                    holder = Claimant(owner=row[0], host=row[1], pid=row[2], since=row[3])
+                    if holder.owner == me.owner:
+                        return None
+                    if _alive(holder, row[4], now):
+                        return holder
+                self._db.execute(
+                    "INSERT OR REPLACE INTO claims VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    (env_id, repro_id, me.owner, me.host, me.pid, now, now),
+                )
+            return None
+        except sqlite3.Error as e:
+            raise _translate(e, self.path) from e
+
+    def held(self, env_id: str, repro_id: str) -> Claimant | None:
+        """The live claimant of (env_id, repro_id), if there is one."""
+        try:
+            row = self._db.execute(
+                "SELECT owner, host, pid, since, beat FROM claims "
+                "WHERE env_id = ? AND repro_id = ?",
+                (env_id, repro_id),
+            ).fetchone()
+        except sqlite3.Error as e:
+            raise _translate(e, self.path) from e
+        if row is None:
+            return None
+        holder = Claimant(owner=row[0], host=row[1], pid=row[2], since=row[3])
+        return holder if _alive(holder, row[4], time.time()) else None
+
+    def release(self, me: Claimant, env_id: str | None = None, repro_id: str | None = None) -> None:
+        """Give up ``me``'s claim on (env_id, repro_id), or every claim of ``me``."""
+        try:
+            with self._db:
+                if env_id is None:
+                    self._db.execute("DELETE FROM claims WHERE owner = ?", (me.owner,))
+                else:
+                    self._db.execute(
+                        "DELETE FROM claims WHERE env_id = ? AND repro_id = ? AND owner = ?",
+                        (env_id, repro_id, me.owner),
+                    )
+        except sqlite3.Error as e:
+            raise _translate(e, self.path) from e
+
+    def renew(self, me: Claimant) -> None:
+        """Say ``me`` is alive: its claims are renewed."""
+        try:
+            with self._db:
+                self._db.execute(
+                    "UPDATE claims SET beat = ? WHERE owner = ?", (time.time(), me.owner)
+                )
+        except sqlite3.Error as e:
+            raise _translate(e, self.path) from e
+
     def all(self) -> Iterator[ProbeRecord]:
         try:
             cur = self._db.execute("SELECT * FROM probes ORDER BY id")
@@ -208,6 +296,33 @@ class Store:
             raise _translate(e, self.path) from e
         for row in rows:
             yield _from_row_checked(row, self.path)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Claimant:
+    """Who probes an environment now: a run, by a token of its own, on a host, as a pid."""
+
+    owner: str
+    host: str
+    pid: int
+    since: float = 0.0
+
+    @classmethod
+    def this_process(cls) -> Claimant:
+        return cls(owner=uuid.uuid4().hex, host=socket.gethostname(), pid=os.getpid())
+
+
+def _alive(holder: Claimant, beat: float, now: float) -> bool:
+    if holder.host == socket.gethostname():
+        try:
+            os.kill(holder.pid, 0)
+        except ProcessLookupError:
+            return False
+        except PermissionError:
+            pass  # another user's live process
+        # A live pid may be a new process that took a dead one's number: a claim that was
+        # not renewed is dead either way.
+    return now - beat < CLAIM_TTL
 
 
 def _from_row_checked(row: dict[str, Any], path: Path) -> ProbeRecord:

@@ -111,7 +111,16 @@ def index_env(indexes: IndexConfig) -> dict[str, str]:
 
 
 def find_uv() -> str:
-    """The uv binary: from the installed ``uv`` package, else from PATH."""
+    """The uv binary: ``$ENVBISECT_UV`` when it is set (a uv of one's own choosing), else
+    the installed ``uv`` package's, else from PATH."""
+    chosen = os.environ.get("ENVBISECT_UV")
+    if chosen:
+        if os.path.isfile(chosen) and os.access(chosen, os.X_OK):
+            return chosen
+        raise UvMissing(
+            "ENVBISECT_UV names no executable file",
+            hint="point ENVBISECT_UV at a uv binary, or unset it to use the installed uv",
+        )
     try:
         import uv
 

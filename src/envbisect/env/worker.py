@@ -114,8 +114,32 @@ class ProbeTask:
     build_timeout: float | None = None
 
 
-def run_task(task: ProbeTask) -> ProbeRecord:
-    """Build, run and classify; the record of every run the environment now has.
+# A build ahead: its materializer, and what it made.
+Built = tuple[Materializer, BuiltEnv | BuildFailed]
+
+
+def prebuild(task: ProbeTask) -> Built:
+    """Only the build of ``task``, told to no one (``run_task(task, built=...)`` probes it
+    later): the session builds the environments a search may ask for next while a probe runs.
+    An environment built and not wanted is removed by ``discard``."""
+    return _build(task, quiet=True)
+
+
+def build(task: ProbeTask) -> Built:
+    """Only the build of ``task``, its phases told as ``run_task`` tells them."""
+    return _build(task)
+
+
+def discard(built: Built) -> None:
+    materializer, env = built
+    if isinstance(env, BuiltEnv):
+        materializer.remove(env.path)
+
+
+def run_task(task: ProbeTask, built: Built | None = None, *, ahead: bool = False) -> ProbeRecord:
+    """Build, run and classify; the record of every run the environment now has. ``built``:
+    the environment is built already (``build``; ``prebuild`` with ``ahead``, which the
+    progress line says), only the probe is left.
 
     A record equal to ``task.earlier`` means nothing new was seen (an environment that built
     before and fails to build now keeps what was seen). Ctrl-C, or the executor cancelling,
@@ -123,7 +147,22 @@ def run_task(task: ProbeTask) -> ProbeRecord:
     """
     rec = task.earlier
     started = rec.started_at if rec is not None else _now()
-    materializer, built = _build(task)
+    if built is None:
+        materializer, env = _build(task)
+    else:
+        materializer, env = built
+        if ahead:
+            _tell(task, "built ahead")
+    return _finish(task, rec, started, materializer, env)
+
+
+def _finish(
+    task: ProbeTask,
+    rec: ProbeRecord | None,
+    started: str,
+    materializer: Materializer,
+    built: BuiltEnv | BuildFailed,
+) -> ProbeRecord:
     if isinstance(built, BuildFailed):
         if rec is not None:  # it built before: keep what was seen, do not overwrite it
             return rec
@@ -171,22 +210,25 @@ class _Seen:
     report: dict[str, Any] | None = None
 
 
-def _build(task: ProbeTask) -> tuple[Materializer, BuiltEnv | BuildFailed]:
-    """The environment, built on this machine with its uv and interpreter."""
+def _build(task: ProbeTask, *, quiet: bool = False) -> Built:
+    """The environment, built on this machine with its uv and interpreter (``quiet``: its
+    phases told to no one, for a build ahead of the search)."""
     uv = Uv(binary=_uv(task.uv), offline=task.offline)
     python = _python(uv, task.python, task.python_version)
     envs_dir = task.envs_dir or Path(tempfile.gettempdir()) / "envbisect-envs"
     w = _watcher
     materializer = Materializer(uv, envs_dir, verbose=w is not None and w.verbose)
-    _tell(task, "building")
+    if not quiet:
+        _tell(task, "building")
     built = materializer.build(
         task.spec,
         python,
-        lambda phase: _tell(task, phase),
+        None if quiet else (lambda phase: _tell(task, phase)),
         source_repo=task.source_repo,
         build_timeout=task.build_timeout,
     )
-    _tell(task, stream="uv", text=built.log)
+    if not quiet:
+        _tell(task, stream="uv", text=built.log)
     return materializer, built
 
 

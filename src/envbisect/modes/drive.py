@@ -13,7 +13,7 @@ nothing half-seen is stored, every finished probe stays.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Generic, TypeVar
 
@@ -52,7 +52,9 @@ def drive(strategy: Strategy[P], session: Session, plan: Callable[[P, int], Want
             wants.append(plan(p, strategy.runs_wanted(p)))
         for w in wants:
             reporter.probe_started(w.label, left, steps)
-        rows = session.rows(wants)
+        # While this round's probe runs, the environments the next round may want are built
+        # (one probe at a time on this machine); the points asked for stay as they were.
+        rows = session.rows(wants, ahead=_ahead(strategy, session, plan, batch))
         if any(not r.reused for r in rows):
             log.rounds += 1
         for p, row in zip(batch, rows, strict=True):
@@ -69,6 +71,14 @@ def drive(strategy: Strategy[P], session: Session, plan: Callable[[P, int], Want
                 strategy.drawing(),
             )
     return log
+
+
+def _ahead(
+    strategy: Strategy[P], session: Session, plan: Callable[[P, int], Want], batch: Sequence[P]
+) -> Callable[[], list[Want]] | None:
+    if not session.in_thread:
+        return None
+    return lambda: [plan(p, strategy.runs_wanted(p)) for p in strategy.ahead(batch)]
 
 
 def bisect(

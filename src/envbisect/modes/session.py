@@ -12,12 +12,17 @@ nothing else opens a store or inspects an interpreter.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
+import os
 import sys
-from collections.abc import Sequence
-from concurrent.futures import FIRST_COMPLETED, Future, wait
+import threading
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, replace
+from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -27,18 +32,18 @@ from envbisect.core.results import ProbeRow
 from envbisect.core.results_search import SearchResult
 from envbisect.core.target import Target, for_version, version_request
 from envbisect.diskcache import default_cache_dir
-from envbisect.env import guard, worker
+from envbisect.env import guard, runner, worker
 from envbisect.env.interp import locate
 from envbisect.env.repro import Repro
 from envbisect.env.uv import Uv, find_uv
 from envbisect.env.worker import ProbeTask, check_native_backtrace, run_task
-from envbisect.errors import Interrupted, UsageError
+from envbisect.errors import EnvbisectError, Interrupted, UsageError
 from envbisect.exec import Executor, make_executor
 from envbisect.model import EnvSpec, IndexConfig, OutcomeKind, ProbeRecord, SourceBuild
 from envbisect.options import CommonOptions
 from envbisect.redact import mask_env_map, mask_text
 from envbisect.reporter import Reporter
-from envbisect.store import Store
+from envbisect.store import CLAIM_BEAT, Claimant, Store
 
 if TYPE_CHECKING:  # a probe without pins never reads an index: no httpx at startup
     import httpx
@@ -93,6 +98,11 @@ class Session:
         self._gdb_checked = False
         self._gdb_warned = False
         self._labels: dict[str, str] = {}  # env id -> the label its probe was reported as
+        # Builds ahead of the search (``--jobs 1`` on this machine): env id -> the build.
+        self._ahead: dict[str, Future[worker.Built]] = {}
+        self._ahead_pool: ThreadPoolExecutor | None = None
+        self._me = Claimant.this_process()  # this run, as its claims in the store name it
+        self._beat: _Renewal | None = None
 
     # -- lifetime -------------------------------------------------------------------------------
 
@@ -110,6 +120,11 @@ class Session:
                 self._executor.cancel_all()
             else:
                 self._executor.close()
+        self._end_ahead()
+        if self._beat is not None:
+            self._beat.stop()
+            with contextlib.suppress(EnvbisectError):
+                self.store.release(self._me)  # claims left by an interruption
         if self._client is not None:
             self._client.close()
         for other in self._others.values():
@@ -293,17 +308,23 @@ class Session:
         return row
 
     def probe_all(
-        self, wants: Sequence[Want], *, again: bool = False
+        self,
+        wants: Sequence[Want],
+        *,
+        again: bool = False,
+        ahead: Callable[[], Sequence[Want]] | None = None,
     ) -> list[tuple[ProbeRecord, bool]]:
         """Every wanted environment's record (each must have a spec), in the order asked.
 
         The store answers first; the rest go to the executor all at once. A failure in any
         task (Ctrl-C, an infrastructure error) cancels the others: nothing half-seen is
         stored, every finished one is. ``again``: every environment is built and probed
-        afresh (``matrix --recheck``), its new record replacing the stored one."""
+        afresh (``matrix --recheck``), its new record replacing the stored one. ``ahead``:
+        the environments the next round may want, built while this round's probe runs (one
+        probe at a time on this machine: ``in_thread``)."""
         previous = worker.watch(self)  # phases of the probes run in this process
         try:
-            return self._probe_all(wants, again)
+            return self._probe_all(wants, again, ahead)
         finally:
             worker.watch(previous)
 
@@ -319,27 +340,36 @@ class Session:
     def output(self, env_id: str, stream: str, text: str) -> None:
         self.reporter.output(self._labels.get(env_id, env_id), stream, text)
 
-    def _probe_all(self, wants: Sequence[Want], again: bool) -> list[tuple[ProbeRecord, bool]]:
+    def _probe_all(
+        self, wants: Sequence[Want], again: bool, ahead: Callable[[], Sequence[Want]] | None
+    ) -> list[tuple[ProbeRecord, bool]]:
         out: dict[int, tuple[ProbeRecord, bool]] = {}
         futures: dict[Future[ProbeRecord], tuple[int, ProbeTask]] = {}
+        waiting: list[tuple[int, Want]] = []
         for i, want in enumerate(wants):
             assert want.spec is not None
             hit = None if again else self.stored(want.spec, want.runs)
             if hit is not None:
                 out[i] = (hit, True)
                 continue
+            if not again and self._claim(want) is not None:
+                waiting.append((i, want))  # another run probes it now: its record, later
+                continue
             task = self._task(want)
             if again:
                 task = replace(task, earlier=None)
             self._labels[want.spec.env_id] = want.label
-            if (
-                self.opts.jobs <= 1
-                and self._executor is None
-                and self.opts.executor == "local"
-                and not self.opts.gpus_per_probe
-            ):
+            if self.in_thread:
                 # One at a time in this thread: the fixed cost of a pool buys nothing here.
-                out[i] = self._record(task, run_task(task))
+                # The environment may have been built ahead; the next ones are, while it runs.
+                built = self._take_ahead(want.spec.env_id)
+                was_ahead = built is not None
+                if built is None and ahead is not None:
+                    built = worker.build(task)
+                if ahead is not None:
+                    self._build_ahead(ahead())
+                    ahead = None
+                out[i] = self._record(task, run_task(task, built, ahead=was_ahead))
                 continue
             futures[self.executor.submit(task)] = (i, task)
         pending = set(futures)
@@ -348,12 +378,55 @@ class Session:
             for fut in done:
                 i, task = futures[fut]
                 out[i] = self._record(task, fut.result())
+        for i, want in waiting:
+            out[i] = self._wait_for(want)
         return [out[i] for i in range(len(wants))]
 
-    def rows(self, wants: Sequence[Want]) -> list[ProbeRow]:
+    # -- claims: two runs never probe one environment at once -------------------------------
+
+    def _claim(self, want: Want) -> Claimant | None:
+        """Claim probing ``want``'s environment; None when it is this run's to probe, else
+        the live run that probes it now."""
+        assert want.spec is not None
+        holder = self.store.claim(want.spec.env_id, self.repro.repro_id, self._me)
+        if holder is None and self._beat is None:
+            self._beat = _Renewal(self.opts.results, self._me)
+        return holder
+
+    def _wait_for(self, want: Want) -> tuple[ProbeRecord, bool]:
+        """The record another run is making of ``want``'s environment, waited for; if that
+        run ends without one (interrupted, killed), this run probes it itself."""
+        assert want.spec is not None
+        told = False
+        while True:
+            hit = self.stored(want.spec, want.runs)
+            if hit is not None:
+                return hit, True
+            holder = self.store.held(want.spec.env_id, self.repro.repro_id)
+            if holder is None and self._claim(want) is None:
+                return self._probe_claimed(want)
+            if holder is not None and not told:
+                self.reporter.message(
+                    f"{want.label}: another envbisect run (pid {holder.pid} on {holder.host}) "
+                    "is probing this environment; waiting for its outcome"
+                )
+                told = True
+            time.sleep(CLAIM_POLL)
+
+    def _probe_claimed(self, want: Want) -> tuple[ProbeRecord, bool]:
+        assert want.spec is not None
+        task = self._task(want)
+        self._labels[want.spec.env_id] = want.label
+        if self.in_thread:
+            return self._record(task, run_task(task))
+        return self._record(task, self.executor.submit(task).result())
+
+    def rows(
+        self, wants: Sequence[Want], ahead: Callable[[], Sequence[Want]] | None = None
+    ) -> list[ProbeRow]:
         """The report row of each wanted environment (untestable ones without a build)."""
         buildable = [w for w in wants if w.spec is not None]
-        records = iter(self.probe_all(buildable))
+        records = iter(self.probe_all(buildable, ahead=ahead))
         out = []
         for w in wants:
             if w.spec is None:
@@ -372,6 +445,67 @@ class Session:
             rec, reused = next(records)
             out.append(record_row(w.label, rec, reused, env_id=w.spec.env_id, moved=w.moved))
         return out
+
+    @property
+    def in_thread(self) -> bool:
+        """Whether probes run one at a time in this thread (``--jobs 1``, this machine)."""
+        return (
+            self.opts.jobs <= 1
+            and self._executor is None
+            and self.opts.executor == "local"
+            and not self.opts.gpus_per_probe
+        )
+
+    def _build_ahead(self, wants: Sequence[Want]) -> None:
+        """Build these environments in one background thread, in order, while this thread
+        probes; those already built, stored or under way are left alone, and builds ahead
+        that are no longer among them are dropped. Not on a single core: a build beside the
+        probe would slow it."""
+        keep = {w.spec.env_id for w in wants if w.spec is not None}
+        for env_id in [e for e in self._ahead if e not in keep]:
+            self._drop_ahead(env_id)
+        if (os.cpu_count() or 1) < 2 or os.environ.get("ENVBISECT_NO_BUILD_AHEAD"):
+            return
+        for want in wants:
+            spec = want.spec
+            if spec is None or spec.env_id in self._ahead or self.stored(spec, want.runs):
+                continue
+            if self._claim(want) is not None:
+                continue  # another run builds and probes it: its record will do
+            if self._ahead_pool is None:
+                self._ahead_pool = ThreadPoolExecutor(1, thread_name_prefix="envbisect-ahead")
+            self._ahead[spec.env_id] = self._ahead_pool.submit(worker.prebuild, self._task(want))
+
+    def _drop_ahead(self, env_id: str) -> None:
+        """A build ahead no round asked for: removed, and its claim given up."""
+        _drop(self._ahead.pop(env_id))
+        self.store.release(self._me, env_id, self.repro.repro_id)
+
+    def _take_ahead(self, env_id: str) -> worker.Built | None:
+        """The environment built ahead, waited for if still building; None if it was not
+        (or its build ahead failed: it is built again here, where a failure is reported)."""
+        fut = self._ahead.pop(env_id, None)
+        if fut is None:
+            return None
+        try:
+            return fut.result()
+        except Exception:
+            return None
+
+    def _end_ahead(self) -> None:
+        """Stop the builds ahead and remove what they built: nothing outlives the session."""
+        if self._ahead_pool is None:
+            return
+        pending = [f for f in self._ahead.values() if not f.cancel()]
+        if pending:
+            runner.interrupt_all()  # only builds ahead are running now: stop them
+        self._ahead_pool.shutdown(wait=True, cancel_futures=True)
+        if pending:
+            runner.clear_interrupt()
+        for fut in self._ahead.values():
+            _drop(fut)
+        self._ahead.clear()
+        self._ahead_pool = None
 
     def _task(self, want: Want) -> ProbeTask:
         assert want.spec is not None
@@ -402,8 +536,10 @@ class Session:
 
     def _record(self, task: ProbeTask, rec: ProbeRecord) -> tuple[ProbeRecord, bool]:
         if task.earlier is not None and rec == task.earlier:
+            self.store.release(self._me, task.spec.env_id, task.repro.repro_id)
             return rec, True  # nothing new was seen
         self.store.put(rec)
+        self.store.release(self._me, task.spec.env_id, task.repro.repro_id)
         o = rec.outcome
         if (
             o.kind is OutcomeKind.CRASH
@@ -418,6 +554,43 @@ class Session:
             )
             self._gdb_warned = True
         return rec, False
+
+
+# How often a run waiting for another's probe looks at the store.
+CLAIM_POLL = 0.5
+
+
+class _Renewal:
+    """Renews this run's claims every CLAIM_BEAT seconds, on a connection of its own, so
+    that a run on another machine sees them alive however long a probe takes."""
+
+    def __init__(self, results: Path, me: Claimant) -> None:
+        self._stop = threading.Event()
+        self._thread = threading.Thread(
+            target=self._run, args=(results, me), name="envbisect-claims", daemon=True
+        )
+        self._thread.start()
+
+    def _run(self, results: Path, me: Claimant) -> None:
+        with contextlib.suppress(EnvbisectError), Store(results) as store:
+            while not self._stop.wait(CLAIM_BEAT):
+                store.renew(me)
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=5)
+
+
+def _drop(fut: Future[worker.Built]) -> None:
+    """A build ahead no one wants: cancelled if not started, removed once it is built."""
+    if fut.cancel():
+        return
+
+    def discard(done: Future[worker.Built]) -> None:
+        if not done.cancelled() and done.exception() is None:
+            worker.discard(done.result())
+
+    fut.add_done_callback(discard)
 
 
 def record_row(

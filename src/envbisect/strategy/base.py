@@ -7,12 +7,15 @@ of the round, then ``label`` for the report row of each.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any, Generic, Protocol, TypeVar
 
 from envbisect.core.results import ProbeRow
+from envbisect.model import Outcome, OutcomeKind
 from envbisect.strategy.bisect import Bisector, Verdict
+from envbisect.strategy.ends import End
 
 P = TypeVar("P")
 
@@ -38,6 +41,12 @@ class Strategy(Protocol[P]):
 
     def drawing(self) -> str: ...
 
+    def ahead(self, batch: Sequence[P]) -> list[P]:
+        """Points the round after ``batch`` may ask for, whatever ``batch`` shows, likeliest
+        first: the session builds them while ``batch`` is probed (a guess: one never asked
+        for is dropped). Empty: no guess."""
+        ...
+
 
 class Points(Generic[P]):
     """No-op defaults for a strategy: one run per point, no verdict labels, no drawing."""
@@ -55,6 +64,9 @@ class Points(Generic[P]):
 
     def drawing(self) -> str:
         return ""
+
+    def ahead(self, batch: Sequence[P]) -> list[P]:
+        return []
 
 
 class Fixed(Points[P]):
@@ -101,6 +113,29 @@ class Bisection(Points[int]):
 
     def drawing(self) -> str:
         return self.bis.drawing()
+
+    def ahead(self, batch: Sequence[int]) -> list[int]:
+        """With one point in flight, the point the bisection asks for next if it behaves as
+        the old end does, then if it behaves as the new end does (an end not probed yet is
+        taken to pass, the new one to fail): on a copy, never on the search itself."""
+        if len(batch) != 1 or self.bis.mode != "plain":
+            return []
+        (i,) = batch
+        out: list[int] = []
+        for outcome in (_end_outcome(self.bis.old, passing=True),
+                        _end_outcome(self.bis.new, passing=False)):  # fmt: skip
+            sim = copy.deepcopy(self.bis)
+            sim.record(i, outcome, (outcome,) * max(1, sim.runs_wanted(i)))
+            out += [j for j in sim.next_batch(1) if j != i and j not in out]
+        return out
+
+
+def _end_outcome(end: End, *, passing: bool) -> Outcome:
+    if end.outcome is not None:
+        return end.outcome
+    if passing:
+        return Outcome(kind=OutcomeKind.PASS)
+    return Outcome(kind=OutcomeKind.FAIL, exception="Guess", signature="Guess: built ahead")
 
 
 def verdict(bis: Bisector, i: int) -> str:
