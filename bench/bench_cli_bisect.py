@@ -18,12 +18,22 @@ One ``UV_CACHE_DIR`` for both, warmed by an untimed round; both set the user's i
 settings aside (``--no-config``). Both must name the same first bad version and build the
 same number of environments, every round (the bench stops with exit 1 otherwise); prints
 medians and the ratio (``--json``: the figure, for bench/figures.py).
+
+``--pypi`` (needs PyPI): the real case of the issue tracker, pyarrow 15.0.0 to 26.0.1 under
+``datasets==2.14.6`` (pyarrow 21 dropped what datasets 2.14.6 imports), probed with
+``import datasets``: ``envbisect run --package pyarrow --pins datasets==2.14.6 --probe
+import:datasets`` (``--jobs 1`` and ``--jobs 2``) against the same search by hand over the same
+versions (those ``envbisect versions pyarrow`` says install here), each step ``uv venv`` +
+``uv pip install datasets==2.14.6 pyarrow==V`` (uv picks the rest, as envbisect's ``latest``
+policy does) + ``python -c "import datasets"``. uv's own cache (the user's), warmed by the
+untimed round.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import statistics
 import subprocess
@@ -108,14 +118,143 @@ def ours(envbisect: str, python: str, url: str, n: int, work: Path, env: dict[st
         shutil.rmtree(results, ignore_errors=True)
 
 
+PYPI_PACKAGE, PYPI_PINS, PYPI_GOOD, PYPI_BAD = "pyarrow", "datasets==2.14.6", "15.0.0", "26.0.1"
+PYPI_URL = "https://pypi.org/simple"
+
+
+def pypi_versions(envbisect: str, python: str, env: dict[str, str]) -> list[str]:
+    """The versions envbisect bisects over: installable here, not pre-releases, in range."""
+    argv = [envbisect, "versions", PYPI_PACKAGE, "--python", python, "--json", "--no-config"]
+    proc = subprocess.run(argv, env=env, capture_output=True, text=True, check=True)
+    from packaging.version import Version
+
+    lo, hi = Version(PYPI_GOOD), Version(PYPI_BAD)
+    return [c["version"] for c in json.loads(proc.stdout)["candidates"]
+            if c["installable"] and not c["prerelease"] and not c["yanked"]
+            and lo <= Version(c["version"]) <= hi]  # fmt: skip
+
+
+def pypi_by_hand(
+    uv: str, python: str, versions: list[str], work: Path, env: dict[str, str]
+) -> tuple[str, int]:
+    built = 0
+
+    def passes(i: int) -> bool:
+        nonlocal built
+        built += 1
+        parent = Path(tempfile.mkdtemp(prefix="hand-", dir=work))
+        venv = parent / "venv"
+        vpy = str(venv / "bin" / "python")
+        try:
+            subprocess.run([uv, "venv", str(venv), "--python", python, "--quiet", "--no-config"],
+                           env=env, check=True, capture_output=True)  # fmt: skip
+            subprocess.run([uv, "pip", "install", "--python", vpy, "--quiet", "--no-config",
+                            "--index-url", PYPI_URL, "--only-binary", ":all:", PYPI_PINS,
+                            f"{PYPI_PACKAGE}=={versions[i]}"], env=env, check=True,
+                           capture_output=True)  # fmt: skip
+            return subprocess.run([vpy, "-c", "import datasets"], env=env,
+                                  capture_output=True).returncode == 0  # fmt: skip
+        finally:
+            shutil.rmtree(parent, ignore_errors=True)
+
+    lo, hi = 0, len(versions) - 1
+    if not passes(lo) or passes(hi):
+        raise SystemExit("the ends do not behave as the case says")
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if passes(mid):
+            lo = mid
+        else:
+            hi = mid
+    return versions[hi], built
+
+
+def pypi_ours(
+    envbisect: str, python: str, work: Path, env: dict[str, str], jobs: int
+) -> tuple[str, int]:
+    results = Path(tempfile.mkdtemp(prefix="results-", dir=work))
+    try:
+        argv = [envbisect, "run", "--package", PYPI_PACKAGE, "--pins", PYPI_PINS, "--good",
+                PYPI_GOOD, "--bad", PYPI_BAD, "--probe", "import:datasets", "--no-config",
+                "--python", python, "--results", str(results), "--jobs", str(jobs),
+                "--json"]  # fmt: skip
+        proc = subprocess.run(argv, env=env, capture_output=True, text=True)
+        if proc.returncode != 0:
+            raise SystemExit(f"envbisect run failed ({proc.returncode}): {proc.stderr[-2000:]}")
+        res = json.loads(proc.stdout)
+        return str(res["first_bad"]), len(res["probes"])
+    finally:
+        shutil.rmtree(results, ignore_errors=True)
+
+
+def pypi_main(args: argparse.Namespace) -> int:
+    work = Path(tempfile.mkdtemp(prefix="envbisect-bench-bisect-pypi-"))
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("UV_INDEX", "PIP_"))}
+    env.update(UV_NO_PROGRESS="1", NO_COLOR="1")
+    uv = bp.uv_next_to(args.envbisect)
+    python = bp.find_python(uv, args.python or "3.11", env)
+    versions = pypi_versions(args.envbisect, python, env)
+    sides = {
+        "envbisect run": lambda: pypi_ours(args.envbisect, python, work, env, 1),
+        "envbisect run --jobs 2": lambda: pypi_ours(args.envbisect, python, work, env, 2),
+        "uv binary search by hand": lambda: pypi_by_hand(uv, python, versions, work, env),
+    }
+    times: dict[str, list[float]] = {k: [] for k in sides}
+    seen: dict[str, tuple[str, int]] = {}
+    try:
+        for r in range(args.rounds + 1):  # round 0 warms uv's cache and the metadata cache
+            order = list(sides.items())
+            for label, fn in order[r % len(order) :] + order[: r % len(order)]:
+                start = time.perf_counter()
+                got = fn()
+                if r:
+                    times[label].append(time.perf_counter() - start)
+                seen[label] = got
+            if len({a for a, _ in seen.values()}) != 1:
+                print(f"the sides disagree: {seen}", file=sys.stderr)
+                return 1
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    med = {k: statistics.median(v) for k, v in times.items()}
+    hand = med["uv binary search by hand"]
+    first = seen["envbisect run"][0]
+    what = (f"{PYPI_PACKAGE} {PYPI_GOOD}..{PYPI_BAD} under {PYPI_PINS}, import datasets, "
+            f"{len(versions)} versions (first bad {first})")  # fmt: skip
+    cmd = (f"envbisect run --package {PYPI_PACKAGE} --pins {PYPI_PINS} --good {PYPI_GOOD} "
+           f"--bad {PYPI_BAD} --probe import:datasets --no-config")  # fmt: skip
+    hand_cmd = (f"uv venv + uv pip install --no-config {PYPI_PINS} {PYPI_PACKAGE}==V + "
+                "python -c 'import datasets', per step")  # fmt: skip
+    figs = [
+        Figure(what=f"{what}, --jobs {jobs}",
+               a=Side(label=label, value=med[label], command=cmd + f" --jobs {jobs}"),
+               b=Side(label="a hand-written uv binary search", value=hand, command=hand_cmd),
+               note=f"environments: envbisect {seen[label][1]}, by hand "
+                    f"{seen['uv binary search by hand'][1]}; the same first bad version")
+        for jobs, label in ((1, "envbisect run"), (2, "envbisect run --jobs 2"))
+    ]  # fmt: skip
+    if args.json:
+        emit("bench_cli_bisect_pypi", figs, rounds=args.rounds)
+        return 0
+    print(f"# {what}, {args.rounds} rounds, {os.cpu_count()} cores\n")
+    print("| | median s | first bad | environments |\n|---|---:|---:|---:|")
+    for k, sec in med.items():
+        print(f"| {k} | {sec:.1f} | {seen[k][0]} | {seen[k][1]} |")
+    for f in figs:
+        print(f"\n{f.a.label} / by hand: {f.comparison()}")
+    return 0
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     ap.add_argument("--versions", type=int, default=16)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--envbisect", default=str(Path(sys.executable).parent / "envbisect"))
     ap.add_argument("--python", default=None)
+    ap.add_argument("--pypi", action="store_true", help="the real case on PyPI (see above)")
     ap.add_argument("--json", action="store_true", help="print the figure as JSON")
     args = ap.parse_args()
+    if args.pypi:
+        return pypi_main(args)
     n, first_bad = args.versions, (2 * args.versions) // 3
     work = Path(tempfile.mkdtemp(prefix="envbisect-bench-bisect-"))
     env = bp.bench_env(work / "uv-cache")

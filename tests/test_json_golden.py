@@ -220,9 +220,11 @@ def test_lock_upgrade_mode(golden: Golden, index: LocalIndex, python: str, tmp_p
     golden.check_text("lock-from", *args)
     assert [c["interaction"] for c in data["constraints"]] == [["lk-tie-a"]]
     # A starting point that fails too (lk-alpha 1.3.0 dropped what lockone uses): lock says
-    # so and follows the failure down from the newest environment (the descent).
+    # so and follows the failure down from the newest environment (the descent). With
+    # --strategy history: auto would hold lk-alpha back first, the failure naming it.
     (tmp_path / "broken.txt").write_text("lockone==1.0.0\nlk-alpha==1.3.0\n")
-    broken = ["lock", "--from", str(tmp_path / "broken.txt"), *common(index, python, tmp_path),
+    broken = ["lock", "--from", str(tmp_path / "broken.txt"), "--strategy", "history",
+              *common(index, python, tmp_path),
               "--repro", repro(tmp_path, "import lockone\nlockone.run()\n")]  # fmt: skip
     data = golden.check("lock-from-descent", *broken)
     golden.check_text("lock-from-descent", *broken)

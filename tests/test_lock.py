@@ -69,14 +69,18 @@ def test_one_break_is_held_below_its_first_bad_release(
     assert all(r.reused for r in again.rows)
 
 
+@pytest.mark.parametrize("strategy", ["auto", "history"])
 def test_two_breaks_two_constraints_and_a_fixed_break_none(
-    index: LocalIndex, python: str, tmp_path: Path
+    index: LocalIndex, python: str, tmp_path: Path, strategy: str
 ) -> None:
     """lockapp's newest environment fails twice over (lk-alpha 1.3, lk-beta 2.0); lk-fix 1.2
-    broke it too, but 1.3 fixed it: no constraint for lk-fix, which is locked at its newest."""
+    broke it too, but 1.3 fixed it: no constraint for lk-fix, which is locked at its newest.
+    auto: each failure names its package (``module 'lk_alpha' has no attribute``), held back
+    at once, in no more environments than a person upgrading one package at a time builds
+    (8: bench/bench_lock.py); history: the search by date finds the same."""
     rep = repro(tmp_path, "lockapp")
     out = envbisect(
-        "lock", "--with", "lockapp==1.0.0",
+        "lock", "--with", "lockapp==1.0.0", "--strategy", strategy,
         "--index-url", index.url, "--python", python, "--results", str(tmp_path / "results"),
         "--cache-dir", str(tmp_path / "cache"), "--repro", str(rep), "--json", cwd=tmp_path,
     )  # fmt: skip
@@ -97,8 +101,14 @@ def test_two_breaks_two_constraints_and_a_fixed_break_none(
     ]  # fmt: skip
     # Each constraint is still needed in the final lock: without it, the newest fails.
     assert all(c["still_needed"]["outcome"]["kind"] == "fail" for c in data["constraints"])
-    # The starting point was the first moment after lockapp's upload at which it resolves.
-    assert "first moment after" in out.stderr
+    if strategy == "history":
+        # The starting point was the first moment after lockapp's upload at which it resolves.
+        assert "first moment after" in out.stderr
+        assert {c["found_by"] for c in data["constraints"]} == {"date"}
+    else:
+        assert {c["found_by"] for c in data["constraints"]} == {"descent"}
+        assert len(data["probes"]) <= 8
+        assert "first moment after" not in out.stderr  # no search of the history
     Pylock.from_dict(tomllib.loads(Path(data["pylock"]).read_text()))
     install_and_run(Path(data["lock"]), Path(data["pylock"]), "lockapp", python, tmp_path)
 
@@ -166,7 +176,7 @@ def test_a_starting_point_that_fails_is_said_and_the_lock_descends(
     (modes/lockdescent.py), to the same two constraints as by date."""
     when = (EPOCH + timedelta(days=2, hours=2)).strftime("%Y-%m-%dT%H:%M:%SZ")
     res = run_lock(options(index, python, tmp_path, "lockapp", with_reqs=("lockapp==1.0.0",),
-                           good_date=when))  # fmt: skip
+                           good_date=when, strategy="history"))  # fmt: skip
     assert "starting point" in res.descent[0] and "does not pass" in res.descent[0]
     held = {c.package: (c.first_bad, c.last_good, c.found_by) for c in res.constraints}
     assert held == {"lk-alpha": ("1.3.0", "1.2.0", "descent"),

@@ -49,7 +49,10 @@ def test_an_old_pin_on_a_newer_python_with_three_masked_failures(
     """No moment both builds here and passes: the start (the first moment that resolves, day
     40) fails, so lock descends from the newest, one failure at a time, and finds exactly the
     three constraints; od-ok stays at its newest; the lock installs with hashes and passes."""
-    res = run_lock(options(index, python, tmp_path, "oldapp", with_reqs=("oldapp==1.0.0",)))
+    # The history search first (auto would hold od-a back at once, the failure naming it):
+    # no start passes, so the lock descends, which is what this test is about.
+    res = run_lock(options(index, python, tmp_path, "oldapp", with_reqs=("oldapp==1.0.0",),
+                           strategy="history"))  # fmt: skip
     assert res.status is Status.FOUND
     held = {c.package: (c.first_bad, c.last_good) for c in res.constraints}
     assert held == OLD_HELD
@@ -137,7 +140,8 @@ def test_nothing_pinned_exactly_descends_from_the_newest(
 ) -> None:
     """With no exact pin there is no date known to have worked: lock descends instead of
     giving up (it said "lock-no-start" before)."""
-    res = run_lock(options(index, python, tmp_path, "lockone", with_reqs=("lockone",)))
+    res = run_lock(options(index, python, tmp_path, "lockone", with_reqs=("lockone",),
+                           strategy="history"))  # fmt: skip
     ((c),) = res.constraints
     assert (c.package, c.first_bad, c.last_good, c.found_by) == (
         "lk-alpha", "1.3.0", "1.2.0", "descent",
@@ -151,7 +155,8 @@ def test_a_start_of_mixed_dates_where_the_target_forces_it(
     """fwd-helper's release of fwdapp's day has no wheel here: the starting point keeps that
     day for everything else and moves fwd-helper alone to its first release that installs
     (said); it passes, and the search by date holds fwd-lib back."""
-    opts = options(index, python, tmp_path, "fwdapp", with_reqs=("fwdapp==1.0.0",))
+    opts = options(index, python, tmp_path, "fwdapp", with_reqs=("fwdapp==1.0.0",),
+                   strategy="history")  # fmt: skip
     res = run_lock(opts, recorder)
     assert any(
         "at their first release that installs: fwd-helper 1.1.0" in m for m in recorder.messages

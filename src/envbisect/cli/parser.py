@@ -251,11 +251,13 @@ def add_lock_parser(sub: Subcommands) -> None:
     )
     lock.add_argument(
         "--strategy",
-        choices=("auto", "descent"),
+        choices=("auto", "history", "descent"),
         default="auto",
-        help="auto (default): by date from the start (or against --from), following the "
-        "failures down from the newest environment where no start passes or none builds; "
-        "descent: follow the failures down from the start",
+        help="auto (default): each round, hold back the package the failure names (cannot "
+        "import name 'x' from 'pkg'), else search by date from the start (or against --from), "
+        "following the failures down from the newest environment where no start passes or none "
+        "builds; history: the search by date or against --from every round; descent: follow "
+        "the failures down from the start",
     )
     lock.add_argument(
         "--no-project",

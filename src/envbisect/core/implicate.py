@@ -67,6 +67,22 @@ def implicated(
     return out
 
 
+def named_owners(
+    outcome: Outcome, installed: Sequence[InstalledDist], modules: Mapping[str, str]
+) -> list[str]:
+    """The installed distributions the message itself names as the owner of what is missing
+    (the first kind of suspect above; none for a failure that names no module), in order."""
+    have = {str(canonicalize_name(d.name)) for d in installed}
+    text = f"{outcome.signature}\n{outcome.detail}"
+    out: list[str] = []
+    for pattern in _OWNER:
+        for m in pattern.finditer(text):
+            name = owner(m["m"], modules, have)
+            if name and name not in out:
+                out.append(name)
+    return out
+
+
 def missing_module(outcome: Outcome) -> str | None:
     """The module a ``ModuleNotFoundError`` says is missing (None for any other failure)."""
     if (outcome.exception or "").rsplit(".", 1)[-1] != "ModuleNotFoundError":

@@ -64,8 +64,10 @@ class LockOptions:
     from_lock: str | None = None
     good_date: str | None = None
     pre: bool = False
-    # "auto": by date (or against --from's lock), descending from the newest environment
-    # where no starting point passes or none can be built; "descent": descend from the start.
+    # "auto": each round holds back the package the failure names, if it names one, else
+    # searches by date (or against --from's lock), descending from the newest environment
+    # where no starting point passes or none can be built; "history": the search by date or
+    # against --from's lock every round; "descent": descend from the start.
     strategy: str = "auto"
     no_project: bool = False  # a release named as the pins source stays out of the lock
     now: datetime | None = None  # for tests; default: the clock
@@ -110,6 +112,9 @@ class _Lock(DateSearch):
         self.descent: Descent | None = Descent(self) if opts.strategy == "descent" else None
         if self.descent is not None:
             self.descent.steps.append("--strategy descent: descending from the newest")
+        # auto: each round first holds back the package its failure names, if it names one
+        # (a bisection of one package's versions, no search of the history).
+        self.owner_first: Descent | None = Descent(self) if opts.strategy == "auto" else None
 
     @property
     def pre(self) -> bool:
@@ -276,7 +281,12 @@ class _Lock(DateSearch):
                     hint="see report.md for what each round found",
                 )
             found: list[Constraint] = []
-            if self.descent is None:
+            named = None
+            if self.descent is None and self.owner_first is not None:
+                named = self.owner_first.owner_step(newest, row)
+            if named is not None:
+                found = [named]
+            elif self.descent is None:
                 try:
                     if good is None:
                         label, good, when = self.start(newest)
@@ -359,7 +369,11 @@ class _Lock(DateSearch):
             passing=passing,
             locked=locked or {},
             unconstrained=unconstrained,
-            descent=tuple(self.descent.steps) if self.descent is not None else (),
+            descent=tuple(
+                self.descent.steps
+                if self.descent is not None
+                else (self.owner_first.steps if self.owner_first is not None else ())
+            ),
         )
 
     def dry_run(self, newest: Plan) -> LockResult:

@@ -26,7 +26,7 @@ from packaging.specifiers import SpecifierSet
 from packaging.utils import canonicalize_name
 from packaging.version import Version
 
-from envbisect.core.implicate import implicated, missing_module
+from envbisect.core.implicate import implicated, missing_module, named_owners
 from envbisect.core.outcome import failed, same_failure
 from envbisect.core.plan import Plan, PlanTarget, Unresolvable
 from envbisect.core.results import Moved, ProbeRow
@@ -104,6 +104,34 @@ class Descent:
             hint="see report.md for each suspect tried; give --from LOCK of an environment "
             "that works, or widen the pins",
         )
+
+    def owner_step(self, newest: Plan, row: ProbeRow) -> Constraint | None:
+        """``--strategy auto``'s first try each round: when the failure names the package
+        that lost what is imported (``cannot import name 'x' from 'pkg'``, ``module 'pkg' has
+        no attribute``), hold that package back in the newest environment, which costs a
+        bisection of its versions and no search of the history; None when the failure names
+        no installed package, or holding it back does not make this failure go (the round
+        then searches the history)."""
+        lock, session = self.lock, self.lock.session
+        if missing_module(row.outcome) is not None:
+            return None  # a module not installed at all: who brought it is the question
+        rec = session.store.get(row.env_id, session.repro.repro_id)
+        modules = ((rec.env_report or {}).get("modules") if rec is not None else None) or {}
+        named = [
+            s
+            for s in named_owners(row.outcome, row.installed, modules)
+            if canonicalize_name(s) in newest.pins
+        ]
+        if not named:
+            return None
+        name = named[0]
+        self.say(f"{row.version} fails ({row.outcome.describe()}), naming {name}: held back first")
+        found = self._hold(name, newest, row, lock.constraints.specifiers())
+        if isinstance(found, Constraint):
+            self.say(f"{name}{found.specifier}: {found.describe()}", quiet=True)
+            return found
+        self.say(found + "; searching the history instead")
+        return None
 
     def _who_brought(
         self,
