@@ -11,7 +11,9 @@ and builds nothing. uv: ``uv pip compile --no-config`` of the same two requireme
 after the other. Two arms: online (uv's cache revalidated; envbisect's too) and offline
 (envbisect ``--offline`` against ``uv pip compile --offline``: the caches only). Both sides
 set the user's index settings aside (``--no-config``, no UV_INDEX*/PIP_* variables), so both
-read PyPI alone. The metadata caches of both are warmed by one untimed round. Rounds
+read PyPI alone. The metadata caches of both are warmed by one untimed round (so envbisect
+remembers both plans, core/planmemo.py); a third envbisect side plans afresh
+(``ENVBISECT_NO_PLAN_MEMO=1``: a question asked for the first time, over warm pages). Rounds
 alternate; medians and ratios (``--json``: the figures, for bench/figures.py).
 """
 
@@ -111,6 +113,10 @@ def main() -> int:
         "envbisect --dry-run (2 plans)": lambda: _run([*ours, *repro], env=env),
         # --offline before the --: after it, it would be an argument of the repro.
         "envbisect --dry-run --offline": lambda: _run([*ours, "--offline", *repro], env=env),
+        # The same question asked for the first time: plans resolved, not remembered.
+        "envbisect --dry-run --offline, not remembered": lambda: _run(
+            [*ours, "--offline", *repro], env={**env, "ENVBISECT_NO_PLAN_MEMO": "1"}
+        ),
         "uv pip compile x2, online": lambda: compile_both(),
         "uv pip compile x2, --offline": lambda: compile_both("--offline"),
     }
@@ -141,6 +147,13 @@ def main() -> int:
                       command=cmd_a + " --offline -- true"),
                b=Side(label="uv pip compile x2 --offline",
                       value=med["uv pip compile x2, --offline"], command=cmd_b + " --offline")),
+        Figure(what=f"{what}, offline, plans not remembered (a question asked for the first "
+                    "time)",
+               a=Side(label="envbisect --dry-run --offline, ENVBISECT_NO_PLAN_MEMO=1",
+                      value=med["envbisect --dry-run --offline, not remembered"],
+                      command="ENVBISECT_NO_PLAN_MEMO=1 " + cmd_a + " --offline -- true"),
+               b=Side(label="uv pip compile x2 --offline",
+                      value=med["uv pip compile x2, --offline"], command=cmd_b + " --offline")),
     ]  # fmt: skip
     if args.json:
         emit("bench_cli_plan", figures, rounds=args.rounds)
@@ -154,7 +167,8 @@ def main() -> int:
     for name, sec in med.items():
         print(f"| {name} | {sec:.2f} |")
     print(f"\nenvbisect / uv online: {figures[0].comparison()}; "
-          f"envbisect --offline / uv --offline: {figures[1].comparison()}")  # fmt: skip
+          f"envbisect --offline / uv --offline: {figures[1].comparison()}; "
+          f"not remembered, offline: {figures[2].comparison()}")  # fmt: skip
     return 0
 
 

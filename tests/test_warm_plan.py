@@ -17,6 +17,7 @@ from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
 from envbisect.core.plan import Plan, PlanTarget, plan
+from envbisect.core.planmemo import plan as memo_plan
 from envbisect.diskcache import DiskCache
 from envbisect.env.uv import inspect_target
 from envbisect.index.cache import BODIES, DERIVED, LEGACY_PAGES, PAGES
@@ -30,13 +31,21 @@ REQS = ["crashy", "raisy>=1.3,!=1.7.0", "fixy<1.4", "helperlib"]
 
 
 def plan_with(
-    cfg: IndexConfig, cache: Path, python: str, *, offline: bool = False, reqs: list[str] = REQS
+    cfg: IndexConfig,
+    cache: Path,
+    python: str,
+    *,
+    offline: bool = False,
+    reqs: list[str] = REQS,
+    remembered: bool = False,
 ) -> Plan:
+    """A plan through the index client's caches; ``remembered``: through core/planmemo.py
+    (as every mode plans), else core/plan.py's resolution itself."""
     target = inspect_target(python)
     with IndexClient(cfg, cache_dir=cache, offline=offline) as client:
         source = IndexMetadataSource(client, target)
         try:
-            result = plan(
+            result = (memo_plan if remembered else plan)(
                 [Requirement(r) for r in reqs],
                 source,
                 PlanTarget(
@@ -63,7 +72,7 @@ def test_a_warm_plan_reads_no_page_body_and_plans_the_same(
 
 def test_a_changed_page_is_judged_again(python: str, tmp_path: Path) -> None:
     """A new release changes the page's body, so its digest: nothing derived from the old
-    body is used for the new one."""
+    body (a judged version list, a remembered plan) is used for the new one."""
     when = datetime(2026, 1, 1, tzinfo=timezone.utc)
     local = LocalIndex()
     for name, version, requires in [("wp-app", "1.0.0", ["wp-lib"]), ("wp-lib", "1.0.0", [])]:
@@ -73,7 +82,7 @@ def test_a_changed_page_is_judged_again(python: str, tmp_path: Path) -> None:
     try:
         cfg = IndexConfig(index_url=local.url)
         cache = tmp_path / "cache"
-        before = plan_with(cfg, cache, python, reqs=["wp-app"])
+        before = plan_with(cfg, cache, python, reqs=["wp-app"], remembered=True)
         assert str(before.pins[canonicalize_name("wp-lib")]) == "1.0.0"
         path = build_wheel(tmp_path, "wp-lib", "2.0.0", {})
         local.add(IndexFile(project="wp-lib", path=path, upload_time=when))
@@ -81,7 +90,7 @@ def test_a_changed_page_is_judged_again(python: str, tmp_path: Path) -> None:
             data = json.loads(entry.read_text())
             data["max_age"] = 0
             entry.write_text(json.dumps(data))
-        after = plan_with(cfg, cache, python, reqs=["wp-app"])
+        after = plan_with(cfg, cache, python, reqs=["wp-app"], remembered=True)
         assert str(after.pins[canonicalize_name("wp-lib")]) == "2.0.0"
     finally:
         local.stop()
@@ -173,3 +182,23 @@ def test_a_line_read_in_halves_is_the_line_read_whole(line: str) -> None:
     assert (halves.name, halves.extras, str(halves.specifier), halves.url) == (
         whole.name, whole.extras, str(whole.specifier), whole.url)  # fmt: skip
     assert str(halves.marker) == str(whole.marker) and str(halves) == str(whole)
+
+
+def test_the_same_question_again_is_remembered_not_resolved(
+    index: LocalIndex, python: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A plan is kept with the digest of every page it read: asked again over the same pages
+    it is answered without resolving (nothing but the pages' headers is read: with the bodies
+    and what was derived from them gone, offline, it still answers), and the same as the
+    resolution, which ENVBISECT_NO_PLAN_MEMO=1 makes again."""
+    cfg = IndexConfig(index_url=index.url)
+    cold = plan_with(cfg, tmp_path, python, remembered=True)
+    shutil.rmtree(tmp_path / BODIES)
+    for entry in (tmp_path / DERIVED).rglob("*.json"):
+        if not json.loads(entry.read_text())["key"].startswith("plan|"):
+            entry.unlink()
+    warm = plan_with(cfg, tmp_path, python, offline=True, remembered=True)
+    assert (warm.pins, warm.visited, warm.depths) == (cold.pins, cold.visited, cold.depths)
+    monkeypatch.setenv("ENVBISECT_NO_PLAN_MEMO", "1")  # resolved, so the pages are needed
+    with pytest.raises(Exception, match="not in the cache"):
+        plan_with(cfg, tmp_path, python, offline=True, remembered=True)

@@ -9,7 +9,6 @@ nothing it says becomes an option, a path or markup.
 
 from __future__ import annotations
 
-import email.parser
 import re
 import sys
 from collections.abc import Iterable, Sequence
@@ -163,6 +162,8 @@ def commit_link(web: str | None, sha: str) -> str | None:
 def repo_from_metadata(text: str) -> str | None:
     """The repository a METADATA text names: the first Project-URL (or Home-page) on a known
     code host, best label first, as ``https://HOST/OWNER/REPO``; None when none does."""
+    import email.parser  # only for a commit search: every other command is spared it
+
     headers = email.parser.HeaderParser().parsestr(text, headersonly=True)
     found: list[tuple[int, str]] = []
     for value in headers.get_all("Project-URL") or []:

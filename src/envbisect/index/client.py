@@ -456,19 +456,28 @@ class IndexClient:
         (which names the digests it was derived from): in memory for this run, on disk for
         the next. ``compute`` must return JSON-able data; its errors are not remembered."""
         with self._locks(f"derived:{key}"):
-            if key in self._derived:
-                return self._derived[key]  # type: ignore[no-any-return]
-            found: Any = None
-            if self._cache is not None:
-                entry = self._cache.read(DERIVED, key)
-                if isinstance(entry, dict) and entry.get("key") == key and "value" in entry:
-                    found = entry["value"]
+            found = self.recall(key)
             if found is None:
                 found = compute()
-                if self._cache is not None:
-                    self._cache.write(DERIVED, key, {"key": key, "value": found})
-            self._derived[key] = found
+                self.remember(key, found)
             return found  # type: ignore[no-any-return]
+
+    def recall(self, key: str) -> Any:
+        """What was remembered under ``key`` (``derived``, ``remember``), or None."""
+        if key in self._derived:
+            return self._derived[key]
+        if self._cache is not None:
+            entry = self._cache.read(DERIVED, key)
+            if isinstance(entry, dict) and entry.get("key") == key and "value" in entry:
+                self._derived[key] = entry["value"]
+                return entry["value"]
+        return None
+
+    def remember(self, key: str, value: Any) -> None:
+        """Keep JSON-able ``value`` under ``key``, for this run and the next."""
+        self._derived[key] = value
+        if self._cache is not None:
+            self._cache.write(DERIVED, key, {"key": key, "value": value})
 
     def _load_metadata(self, f: DistFile) -> str:
         if f.url.startswith("file:"):

@@ -9,21 +9,19 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
-from urllib.parse import urlsplit
-from urllib.request import url2pathname
 
 from packaging.utils import canonicalize_name
 
 from envbisect.core.candidates import file_version
 from envbisect.index.simple import parse_simple_html
-from envbisect.index.wheelmeta import stream_sha256
+from envbisect.index.wheelmeta import file_path, stream_sha256
 from envbisect.model import DistFile
 
 
 def file_index_project(url: str) -> list[DistFile] | None:
     """A ``file://`` Simple index's files of a project (a folder of project folders with
     index.html; ``url`` is the project's folder), or None when it has no such project."""
-    folder = Path(url2pathname(urlsplit(url).path))
+    folder = file_path(url)
     page = folder / "index.html"
     if not page.is_file():
         return None
@@ -32,7 +30,7 @@ def file_index_project(url: str) -> list[DistFile] | None:
 
 def find_links_files(link: str, key: str) -> Iterator[DistFile]:
     """Files of project ``key`` in a find-links folder (a plain directory of dists)."""
-    folder = Path(url2pathname(urlsplit(link).path)) if link.startswith("file:") else Path(link)
+    folder = file_path(link) if link.startswith("file:") else Path(link)
     if not folder.is_dir():
         return
     for path in sorted(folder.iterdir()):
@@ -49,6 +47,6 @@ def local_sha256(url: str) -> str | None:
     """sha256 of a ``file://`` URL's file (find-links files carry no hash), else None."""
     if not url.startswith("file:"):
         return None
-    path = Path(url2pathname(urlsplit(url).path))
+    path = file_path(url)
     with path.open("rb") as fh:
         return stream_sha256(fh)

@@ -11,17 +11,22 @@ import contextlib
 import copy
 import functools
 import hashlib
+import os
 import re
+import sys
 import threading
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
 
 from packaging.markers import InvalidMarker, Marker
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 from packaging.version import Version
 
+from envbisect import __version__
 from envbisect.core.candidates import judge
 from envbisect.core.plan import PackageVersion
 from envbisect.core.target import Target
@@ -47,6 +52,7 @@ class IndexMetadataSource:
         self._target_key = hashlib.sha256(
             repr((target.identity, sorted(map(str, self._supported)), allow_sdist)).encode()
         ).hexdigest()[:24]
+        self._tokens: dict[str, str | None] = {}
         # The versions fetched ahead: the baseline's where there is one, else the newest.
         self.preferred = {canonicalize_name(k): v for k, v in (preferred or {}).items()}
         self._versions: dict[str, list[PackageVersion]] = {}
@@ -70,7 +76,7 @@ class IndexMetadataSource:
                 rows = self._judge(pf)
             else:  # judged once per page and target, for every later run too
                 rows = self.client.derived(
-                    f"versions|{pf.token}|{self._target_key}", lambda: self._judge(pf)
+                    f"versions|{_CODE}|{pf.token}|{self._target_key}", lambda: self._judge(pf)
                 )
             found = [
                 PackageVersion(
@@ -110,7 +116,7 @@ class IndexMetadataSource:
         if pf.token is None:
             lines = read()
         else:  # a version's requirements, remembered with the page that names its files
-            lines = self.client.derived(f"requires|{pf.token}|{version}", read)
+            lines = self.client.derived(f"requires|{_CODE}|{pf.token}|{version}", read)
         deps = [r for r in map(_requirement, lines) if r is not None]
         with self._lock:
             self._deps[key] = deps
@@ -120,6 +126,44 @@ class IndexMetadataSource:
             for name in ahead:
                 self._ahead.submit(self._warm, name)
         return deps
+
+    # -- core.planmemo's PlanMemo: plans remembered while the pages they read are the same ---
+
+    def recall(self, key: str) -> Mapping[str, Any] | None:
+        if os.environ.get("ENVBISECT_NO_PLAN_MEMO"):
+            return None
+        entry = self.client.recall(f"plan|{_CODE}|{self._target_key}|{key}")
+        if not isinstance(entry, dict) or not isinstance(entry.get("read"), dict):
+            return None
+        try:
+            if any(self._token(n) != t for n, t in entry["read"].items()):
+                return None
+        except EnvbisectError:
+            return None  # planned again, where the error is said as it should be
+        plan = entry.get("plan")
+        return plan if isinstance(plan, dict) else None
+
+    def keep(self, key: str, entry: Mapping[str, Any], read: Sequence[str]) -> None:
+        if os.environ.get("ENVBISECT_NO_PLAN_MEMO"):
+            return
+        try:
+            tokens = {n: self._token(n) for n in read}
+        except EnvbisectError:
+            return
+        if any(t is None for t in tokens.values()):
+            return  # a folder or a merged index: no one digest names what was read
+        value = {"read": tokens, "plan": dict(entry)}
+        self.client.remember(f"plan|{_CODE}|{self._target_key}|{key}", value)
+
+    def _token(self, name: str) -> str | None:
+        """The digest of what the index says of ``name`` now ("unknown": it has none)."""
+        key = canonicalize_name(name)
+        if key not in self._tokens:
+            try:
+                self._tokens[key] = self.client.project_files(key).token
+            except UnknownPackage:
+                self._tokens[key] = "unknown"
+        return self._tokens[key]
 
     def _applies(self, req: Requirement) -> bool:
         """Whether a dependency applies on the target without extras (worth fetching ahead)."""
@@ -195,6 +239,23 @@ def requires_dist(text: str) -> list[str]:
 
 
 _BODY = re.compile(r"\r?\n\r?\n")
+
+
+def _code_digest() -> str:
+    """A digest of the code whose answers are remembered (judging, requirements, plans): a
+    new envbisect, or a changed planner, never reads an answer an older one derived."""
+    from envbisect.core import candidates, plan, planmemo
+
+    digest = hashlib.sha256(__version__.encode())
+    for module in (candidates, plan, planmemo, sys.modules[__name__]):
+        try:
+            digest.update(Path(module.__file__ or "").read_bytes())
+        except OSError:
+            digest.update(module.__name__.encode())
+    return digest.hexdigest()[:16]
+
+
+_CODE = _code_digest()
 
 
 def _version(text: str) -> Version:

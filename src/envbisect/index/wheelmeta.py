@@ -12,13 +12,11 @@ from __future__ import annotations
 
 import hashlib
 import io
-import zipfile
 import zlib
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import IO, Any
 from urllib.parse import urlsplit
-from urllib.request import url2pathname
 
 from packaging.utils import canonicalize_name
 
@@ -52,6 +50,8 @@ def verified(data: bytes, hashes: Iterable[tuple[str, str]], url: str, ref: str)
 
 def read_wheel_metadata(fh: IO[bytes], filename: str) -> bytes:
     """The ``<name>-<version>.dist-info/METADATA`` member of a wheel."""
+    import zipfile  # only for a wheel read whole: a warm plan reads none
+
     try:
         with zipfile.ZipFile(fh) as zf:
             names = [
@@ -83,7 +83,7 @@ def read_wheel_metadata(fh: IO[bytes], filename: str) -> bytes:
 
 def local_metadata(f: DistFile) -> bytes:
     """METADATA of a ``file://`` wheel: its ``.metadata`` neighbour, else the wheel itself."""
-    path = Path(url2pathname(urlsplit(f.url).path))
+    path = file_path(f.url)
     side = path.with_name(path.name + ".metadata")
     try:
         if f.core_metadata is not None and side.is_file():
@@ -159,3 +159,10 @@ class RangeFile(io.RawIOBase):
             self._chunks[c] = data[
                 (c - missing[0]) * self.CHUNK : (c - missing[0] + 1) * self.CHUNK
             ]
+
+
+def file_path(url: str) -> Path:
+    """The local path of a ``file:`` URL (urllib.request, imported only when one is read)."""
+    from urllib.request import url2pathname
+
+    return Path(url2pathname(urlsplit(url).path))

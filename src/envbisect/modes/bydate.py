@@ -25,7 +25,8 @@ from packaging.utils import canonicalize_name
 
 from envbisect.core.candidates import build_candidates
 from envbisect.core.outcome import same_failure
-from envbisect.core.plan import MatchCache, Plan, PlanTarget, Policy, Unresolvable, plan
+from envbisect.core.plan import MatchCache, Plan, PlanTarget, Policy, Unresolvable
+from envbisect.core.planmemo import plan
 from envbisect.core.results import Moved, Status
 from envbisect.core.results_date import Confirmation, DateResult
 from envbisect.core.results_diff import Culprit

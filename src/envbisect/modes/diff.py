@@ -52,7 +52,8 @@ from packaging.utils import canonicalize_name
 from packaging.version import Version
 
 from envbisect.core.pins import PinSet
-from envbisect.core.plan import MatchCache, Plan, PlanTarget, plan
+from envbisect.core.plan import MatchCache, Plan, PlanTarget
+from envbisect.core.planmemo import plan
 from envbisect.core.results import Status
 from envbisect.core.results_diff import DiffResult, changes_between
 from envbisect.core.target import Target

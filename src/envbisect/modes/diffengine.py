@@ -23,7 +23,8 @@ from packaging.version import Version
 
 from envbisect.core.candidates import build_candidates
 from envbisect.core.outcome import same_failure, untestable
-from envbisect.core.plan import MatchCache, Plan, PlanTarget, Policy, plan
+from envbisect.core.plan import MatchCache, Plan, PlanTarget, Policy
+from envbisect.core.planmemo import plan
 from envbisect.core.results import BreakpointRow, Moved, ProbeRow, SearchSummary
 from envbisect.core.results_diff import Change, Check, Culprit, Roots
 from envbisect.errors import NoAnswer, Unanswered

@@ -31,7 +31,8 @@ from packaging.utils import canonicalize_name
 from packaging.version import Version
 
 from envbisect.core.candidates import build_candidates
-from envbisect.core.plan import MatchCache, Plan, PlanTarget, Policy, Unresolvable, plan
+from envbisect.core.plan import MatchCache, Plan, PlanTarget, Policy, Unresolvable
+from envbisect.core.planmemo import plan
 from envbisect.core.results import ProbeRow, Status
 from envbisect.core.results_lock import Constraint, LockOutcome, LockResult
 from envbisect.errors import NoAnswer, UsageError

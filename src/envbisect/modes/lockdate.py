@@ -24,7 +24,8 @@ from packaging.version import Version
 
 from envbisect.core.candidates import build_candidates
 from envbisect.core.outcome import same_failure
-from envbisect.core.plan import MatchCache, Plan, PlanTarget, Policy, Unresolvable, plan
+from envbisect.core.plan import MatchCache, Plan, PlanTarget, Policy, Unresolvable
+from envbisect.core.planmemo import plan
 from envbisect.core.results import Moved, ProbeRow
 from envbisect.core.results_lock import Constraint
 from envbisect.errors import NoAnswer, Unanswered

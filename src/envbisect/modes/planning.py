@@ -20,7 +20,8 @@ from packaging.version import Version
 
 from envbisect.core.candidates import CandidateList, file_version
 from envbisect.core.pins import PinSet
-from envbisect.core.plan import Fallback, MatchCache, Plan, PlanTarget, Policy, Unresolvable, plan
+from envbisect.core.plan import Fallback, MatchCache, Plan, PlanTarget, Policy, Unresolvable
+from envbisect.core.planmemo import plan
 from envbisect.core.reportpins import Releases
 from envbisect.core.target import Target
 from envbisect.env.pinsource import load_pins

@@ -17,12 +17,10 @@ import hashlib
 import json
 import os
 import sys
-import threading
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, replace
-from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -40,10 +38,11 @@ from envbisect.env.worker import ProbeTask, check_native_backtrace, run_task
 from envbisect.errors import EnvbisectError, Interrupted, UsageError
 from envbisect.exec import Executor, make_executor
 from envbisect.model import EnvSpec, IndexConfig, OutcomeKind, ProbeRecord, SourceBuild
+from envbisect.modes.sharing import CLAIM_POLL, Renewal, drop_build
 from envbisect.options import CommonOptions
 from envbisect.redact import mask_env_map, mask_text
 from envbisect.reporter import Reporter
-from envbisect.store import CLAIM_BEAT, Claimant, Store
+from envbisect.store import Claimant, Store
 
 if TYPE_CHECKING:  # a probe without pins never reads an index: no httpx at startup
     import httpx
@@ -102,7 +101,7 @@ class Session:
         self._ahead: dict[str, Future[worker.Built]] = {}
         self._ahead_pool: ThreadPoolExecutor | None = None
         self._me = Claimant.this_process()  # this run, as its claims in the store name it
-        self._beat: _Renewal | None = None
+        self._beat: Renewal | None = None
 
     # -- lifetime -------------------------------------------------------------------------------
 
@@ -390,7 +389,7 @@ class Session:
         assert want.spec is not None
         holder = self.store.claim(want.spec.env_id, self.repro.repro_id, self._me)
         if holder is None and self._beat is None:
-            self._beat = _Renewal(self.opts.results, self._me)
+            self._beat = Renewal(self.opts.results, self._me)
         return holder
 
     def _wait_for(self, want: Want) -> tuple[ProbeRecord, bool]:
@@ -478,7 +477,7 @@ class Session:
 
     def _drop_ahead(self, env_id: str) -> None:
         """A build ahead no round asked for: removed, and its claim given up."""
-        _drop(self._ahead.pop(env_id))
+        drop_build(self._ahead.pop(env_id))
         self.store.release(self._me, env_id, self.repro.repro_id)
 
     def _take_ahead(self, env_id: str) -> worker.Built | None:
@@ -503,7 +502,7 @@ class Session:
         if pending:
             runner.clear_interrupt()
         for fut in self._ahead.values():
-            _drop(fut)
+            drop_build(fut)
         self._ahead.clear()
         self._ahead_pool = None
 
@@ -554,43 +553,6 @@ class Session:
             )
             self._gdb_warned = True
         return rec, False
-
-
-# How often a run waiting for another's probe looks at the store.
-CLAIM_POLL = 0.5
-
-
-class _Renewal:
-    """Renews this run's claims every CLAIM_BEAT seconds, on a connection of its own, so
-    that a run on another machine sees them alive however long a probe takes."""
-
-    def __init__(self, results: Path, me: Claimant) -> None:
-        self._stop = threading.Event()
-        self._thread = threading.Thread(
-            target=self._run, args=(results, me), name="envbisect-claims", daemon=True
-        )
-        self._thread.start()
-
-    def _run(self, results: Path, me: Claimant) -> None:
-        with contextlib.suppress(EnvbisectError), Store(results) as store:
-            while not self._stop.wait(CLAIM_BEAT):
-                store.renew(me)
-
-    def stop(self) -> None:
-        self._stop.set()
-        self._thread.join(timeout=5)
-
-
-def _drop(fut: Future[worker.Built]) -> None:
-    """A build ahead no one wants: cancelled if not started, removed once it is built."""
-    if fut.cancel():
-        return
-
-    def discard(done: Future[worker.Built]) -> None:
-        if not done.cancelled() and done.exception() is None:
-            worker.discard(done.result())
-
-    fut.add_done_callback(discard)
 
 
 def record_row(

@@ -1,0 +1,180 @@
+"""Plans remembered: the same question, over the same pages, is answered without resolving.
+
+A plan is a function of its inputs (the requirements, the target, the policy and its baseline
+or cut-off, the constraints, the planner's own code) and of what the metadata source says of
+each project it reads. ``plan`` here is ``core.plan.plan`` with a memo in front: the key names
+the inputs; the entry names every project the resolution read with the digest of what was
+read (``PlanMemo.digest``: the page's), and is used only while each digest is still the same.
+A rerun, a resumed search, ``matrix --update`` and a dry run followed by the run ask the same
+questions again: each is answered in milliseconds, and exactly as a resolution would answer.
+
+Pure: the memo and the digests are the source's to keep (the IO edge, index/source.py); a
+source that is no ``PlanMemo`` (the tests' snapshots) is planned for as always.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import Any, Protocol, runtime_checkable
+
+from packaging.requirements import Requirement
+from packaging.specifiers import SpecifierSet
+from packaging.utils import canonicalize_name
+from packaging.version import Version
+
+from envbisect.core import plan as _plan
+from envbisect.core.plan import (
+    MAX_ROUNDS,
+    Fallback,
+    MatchCache,
+    MetadataSource,
+    PackageVersion,
+    Plan,
+    PlanTarget,
+    Policy,
+    Unresolvable,
+)
+
+# Bumped when what a key or an entry holds changes meaning.
+FORMAT = 1
+
+
+@runtime_checkable
+class PlanMemo(Protocol):
+    """What a metadata source offers to remember plans (index/source.py implements it)."""
+
+    def recall(self, key: str) -> Mapping[str, Any] | None:
+        """The entry kept under ``key``, if every digest it names is still the same."""
+        ...
+
+    def keep(self, key: str, entry: Mapping[str, Any], read: Sequence[str]) -> None:
+        """Keep ``entry`` under ``key``, with the digest of each project in ``read``."""
+        ...
+
+
+class _Recording:
+    """The source, noting each project the resolution reads."""
+
+    def __init__(self, source: MetadataSource) -> None:
+        self.source = source
+        self.read: dict[str, None] = {}
+        prefetch = getattr(source, "prefetch_dependencies", None)
+        if prefetch is not None:
+            self.prefetch_dependencies = prefetch
+
+    def versions(self, name: str) -> Sequence[PackageVersion]:
+        self.read[canonicalize_name(name)] = None
+        return self.source.versions(name)
+
+    def dependencies(self, name: str, version: Version) -> Sequence[Requirement]:
+        self.read[canonicalize_name(name)] = None
+        return self.source.dependencies(name, version)
+
+
+def plan(
+    requirements: Sequence[Requirement],
+    source: MetadataSource,
+    target: PlanTarget,
+    *,
+    policy: Policy = Policy.LATEST,
+    baseline: Mapping[str, Version] | None = None,
+    cutoff: datetime | None = None,
+    pre: bool = False,
+    constraints: Mapping[str, SpecifierSet] | None = None,
+    fallback: Fallback | None = None,
+    max_rounds: int = MAX_ROUNDS,
+    cache: MatchCache | None = None,
+    forward: bool = False,
+) -> Plan | Unresolvable:
+    """``core.plan.plan``, remembered by a source that is a ``PlanMemo`` (see above)."""
+    kw: dict[str, Any] = dict(
+        policy=policy,
+        baseline=baseline,
+        cutoff=cutoff,
+        pre=pre,
+        constraints=constraints,
+        fallback=fallback,
+        max_rounds=max_rounds,
+        cache=cache,
+        forward=forward,
+    )
+    if not isinstance(source, PlanMemo):
+        return _plan.plan(requirements, source, target, **kw)
+    key = memo_key(requirements, target, kw)
+    hit = source.recall(key)
+    if hit is not None:
+        found = from_entry(hit)
+        if found is not None:
+            return found
+    recording = _Recording(source)
+    result = _plan.plan(requirements, recording, target, **kw)
+    if result.visited[:1] != (("uv", "pip compile"),):  # uv's answer reads its own cache
+        source.keep(key, to_entry(result), list(recording.read))
+    return result
+
+
+def memo_key(requirements: Sequence[Requirement], target: PlanTarget, kw: Mapping[str, Any]) -> str:
+    """A digest of every input of a plan but the source (and the match cache, which only
+    saves time)."""
+
+    def spec_map(m: Mapping[str, Any] | None) -> list[tuple[str, str]]:
+        return sorted((str(canonicalize_name(k)), str(v)) for k, v in (m or {}).items())
+
+    cutoff = kw["cutoff"]
+    parts = {
+        "format": FORMAT,
+        "requirements": [str(r) for r in requirements],
+        "markers": sorted(target.markers.items()),
+        "python": str(target.python_version),
+        "policy": kw["policy"].value,
+        "baseline": spec_map(kw["baseline"]),
+        "cutoff": cutoff.isoformat() if cutoff is not None else None,
+        "pre": kw["pre"],
+        "constraints": spec_map(kw["constraints"]),
+        "max_rounds": kw["max_rounds"],
+        "fallback": kw["fallback"] is not None,
+        "forward": kw["forward"],
+    }
+    return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()
+
+
+def to_entry(result: Plan | Unresolvable) -> dict[str, Any]:
+    if isinstance(result, Unresolvable):
+        return {"unresolvable": result.reason, "visited": [list(v) for v in result.visited]}
+    return {
+        "pins": {n: str(v) for n, v in result.pins.items()},
+        "moved": [[n, _str(b), _str(v)] for n, b, v in result.moved],
+        "visited": [list(v) for v in result.visited],
+        "depths": dict(result.depths),
+        "forward": list(result.forward),
+    }
+
+
+def from_entry(entry: Mapping[str, Any]) -> Plan | Unresolvable | None:
+    """The plan an entry holds (None: not one: it is planned again)."""
+    try:
+        visited = tuple((str(a), str(b)) for a, b in entry["visited"])
+        if "unresolvable" in entry:
+            return Unresolvable(reason=str(entry["unresolvable"]), visited=visited)
+        return Plan(
+            pins={canonicalize_name(n): Version(v) for n, v in entry["pins"].items()},
+            moved=tuple(
+                (canonicalize_name(n), _version(b), _version(v)) for n, b, v in entry["moved"]
+            ),
+            visited=visited,
+            depths={canonicalize_name(n): int(d) for n, d in entry["depths"].items()},
+            forward=tuple(canonicalize_name(n) for n in entry["forward"]),
+        )
+    except (KeyError, TypeError, ValueError, AttributeError):
+        return None
+
+
+def _str(v: Version | None) -> str | None:
+    return None if v is None else str(v)
+
+
+def _version(text: str | None) -> Version | None:
+    return None if text is None else Version(text)
