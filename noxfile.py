@@ -24,7 +24,7 @@ MATRICES = sorted(p.stem for p in Path("matrices").glob("*.toml"))
 def tests(session: nox.Session) -> None:
     """The test suite: hermetic (local index on 127.0.0.1), real uv environments."""
     session.install("-e", ".[test]")
-    session.run("pytest", *session.posargs)
+    session.run("pytest", "-n", "auto", *session.posargs)
 
 
 @nox.session

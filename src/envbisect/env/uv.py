@@ -158,6 +158,9 @@ class Uv:
         env = {k: v for k, v in scrub(os.environ).items() if k not in UV_ENV_DROP}
         env["UV_NO_PROGRESS"] = "1"
         env.setdefault("NO_COLOR", "1")
+        # uv wraps its messages at COLUMNS: a failure's first line, which names it, would
+        # then depend on the terminal (or the test runner) of the run that saw it.
+        env["COLUMNS"] = "100000"
         if self.cache_dir:
             env["UV_CACHE_DIR"] = self.cache_dir
         if self.offline:
