@@ -21,7 +21,7 @@ medians and the ratio (``--json``: the figure, for bench/figures.py).
 
 ``--pypi`` (needs PyPI): the real case of the issue tracker, pyarrow 15.0.0 to 26.0.1 under
 ``datasets==2.14.6`` (pyarrow 21 dropped what datasets 2.14.6 imports), probed with
-``import datasets``: ``envbisect run --package pyarrow --pins datasets==2.14.6 --probe
+``import datasets``: ``envbisect run --package pyarrow --with datasets==2.14.6 --probe
 import:datasets`` (``--jobs 1`` and ``--jobs 2``) against the same search by hand over the same
 versions (those ``envbisect versions pyarrow`` says install here), each step ``uv venv`` +
 ``uv pip install datasets==2.14.6 pyarrow==V`` (uv picks the rest, as envbisect's ``latest``
@@ -174,7 +174,7 @@ def pypi_ours(
 ) -> tuple[str, int]:
     results = Path(tempfile.mkdtemp(prefix="results-", dir=work))
     try:
-        argv = [envbisect, "run", "--package", PYPI_PACKAGE, "--pins", PYPI_PINS, "--good",
+        argv = [envbisect, "run", "--package", PYPI_PACKAGE, "--with", PYPI_PINS, "--good",
                 PYPI_GOOD, "--bad", PYPI_BAD, "--probe", "import:datasets", "--no-config",
                 "--python", python, "--results", str(results), "--jobs", str(jobs),
                 "--json"]  # fmt: skip
@@ -220,7 +220,7 @@ def pypi_main(args: argparse.Namespace) -> int:
     first = seen["envbisect run"][0]
     what = (f"{PYPI_PACKAGE} {PYPI_GOOD}..{PYPI_BAD} under {PYPI_PINS}, import datasets, "
             f"{len(versions)} versions (first bad {first})")  # fmt: skip
-    cmd = (f"envbisect run --package {PYPI_PACKAGE} --pins {PYPI_PINS} --good {PYPI_GOOD} "
+    cmd = (f"envbisect run --package {PYPI_PACKAGE} --with {PYPI_PINS} --good {PYPI_GOOD} "
            f"--bad {PYPI_BAD} --probe import:datasets --no-config")  # fmt: skip
     hand_cmd = (f"uv venv + uv pip install --no-config {PYPI_PINS} {PYPI_PACKAGE}==V + "
                 "python -c 'import datasets', per step")  # fmt: skip

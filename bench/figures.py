@@ -45,6 +45,8 @@ BENCHES: list[tuple[str, bool, list[str], list[str]]] = [
     ("bench_probe", False, ["--after", "{envbisect}", "--rounds", "7"],
      ["--after", "{envbisect}", "--rounds", "15"]),
     ("bench_cli_bisect", False, ["--rounds", "3"], ["--rounds", "5"]),
+    # the same against a hand-written uv search on a real PyPI case (pyarrow under datasets)
+    ("bench_cli_bisect", True, ["--pypi", "--rounds", "1"], ["--pypi", "--rounds", "3"]),
     ("bench_envs", False, ["--sizes", "8,16,32", "--rounds", "3"],
      ["--sizes", "8,16,32,64,128", "--rounds", "7", "--pypi"]),
     ("bench_lock", False, [], []),
