@@ -40,6 +40,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
@@ -66,38 +67,52 @@ def build_index(root: Path, n: int, first_bad: int) -> LocalIndex:
     return index.start()
 
 
-def by_hand(
-    uv: str, python: str, url: str, n: int, work: Path, env: dict[str, str]
-) -> tuple[int, int]:
-    """(first bad index, environments built): both ends checked, then binary search."""
+def venv_passes(
+    uv: str, python: str, work: Path, env: dict[str, str], install: list[str], probe: list[str]
+) -> bool:
+    """One step of a search by hand: ``uv venv`` + ``uv pip install INSTALL`` + the probe (run
+    with the venv's python), in a folder removed afterwards."""
+    parent = Path(tempfile.mkdtemp(prefix="hand-", dir=work))
+    venv = parent / "venv"
+    vpy = str(venv / "bin" / "python")
+    try:
+        subprocess.run([uv, "venv", str(venv), "--python", python, "--quiet", "--no-config"],
+                       env=env, check=True, capture_output=True)  # fmt: skip
+        subprocess.run([uv, "pip", "install", "--python", vpy, "--quiet", "--no-config",
+                        *install], env=env, check=True, capture_output=True)  # fmt: skip
+        return subprocess.run([vpy, *probe], env=env, capture_output=True).returncode == 0
+    finally:
+        shutil.rmtree(parent, ignore_errors=True)
+
+
+def binary_search(n: int, passes: Callable[[int], bool]) -> tuple[int, int]:
+    """(first failing index, steps): both ends checked, then the range halved, as a user
+    scripts it."""
     built = 0
 
-    def passes(i: int) -> bool:
+    def step(i: int) -> bool:
         nonlocal built
         built += 1
-        parent = Path(tempfile.mkdtemp(prefix="hand-", dir=work))
-        venv = parent / "venv"
-        vpy = str(venv / "bin" / "python")
-        try:
-            subprocess.run([uv, "venv", str(venv), "--python", python, "--quiet", "--no-config"],
-                           env=env, check=True, capture_output=True)  # fmt: skip
-            subprocess.run([uv, "pip", "install", "--python", vpy, "--quiet", "--no-config",
-                            "--index-url", url, f"{PACKAGE}==1.{i}.0"], env=env, check=True,
-                           capture_output=True)  # fmt: skip
-            return subprocess.run([vpy, *REPRO[1:]], env=env, capture_output=True).returncode == 0
-        finally:
-            shutil.rmtree(parent, ignore_errors=True)
+        return passes(i)
 
     lo, hi = 0, n - 1
-    if not passes(lo) or passes(hi):
+    if not step(lo) or step(hi):
         raise SystemExit("the ends do not behave as built")
     while hi - lo > 1:
         mid = (lo + hi) // 2
-        if passes(mid):
+        if step(mid):
             lo = mid
         else:
             hi = mid
     return hi, built
+
+
+def by_hand(
+    uv: str, python: str, url: str, n: int, work: Path, env: dict[str, str]
+) -> tuple[int, int]:
+    """(first bad index, environments built): both ends checked, then binary search."""
+    return binary_search(n, lambda i: venv_passes(
+        uv, python, work, env, ["--index-url", url, f"{PACKAGE}==1.{i}.0"], REPRO[1:]))  # fmt: skip
 
 
 def ours(envbisect: str, python: str, url: str, n: int, work: Path, env: dict[str, str]
@@ -137,36 +152,11 @@ def pypi_versions(envbisect: str, python: str, env: dict[str, str]) -> list[str]
 def pypi_by_hand(
     uv: str, python: str, versions: list[str], work: Path, env: dict[str, str]
 ) -> tuple[str, int]:
-    built = 0
-
-    def passes(i: int) -> bool:
-        nonlocal built
-        built += 1
-        parent = Path(tempfile.mkdtemp(prefix="hand-", dir=work))
-        venv = parent / "venv"
-        vpy = str(venv / "bin" / "python")
-        try:
-            subprocess.run([uv, "venv", str(venv), "--python", python, "--quiet", "--no-config"],
-                           env=env, check=True, capture_output=True)  # fmt: skip
-            subprocess.run([uv, "pip", "install", "--python", vpy, "--quiet", "--no-config",
-                            "--index-url", PYPI_URL, "--only-binary", ":all:", PYPI_PINS,
-                            f"{PYPI_PACKAGE}=={versions[i]}"], env=env, check=True,
-                           capture_output=True)  # fmt: skip
-            return subprocess.run([vpy, "-c", "import datasets"], env=env,
-                                  capture_output=True).returncode == 0  # fmt: skip
-        finally:
-            shutil.rmtree(parent, ignore_errors=True)
-
-    lo, hi = 0, len(versions) - 1
-    if not passes(lo) or passes(hi):
-        raise SystemExit("the ends do not behave as the case says")
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        if passes(mid):
-            lo = mid
-        else:
-            hi = mid
-    return versions[hi], built
+    install = ["--index-url", PYPI_URL, "--only-binary", ":all:", PYPI_PINS]
+    first, built = binary_search(len(versions), lambda i: venv_passes(
+        uv, python, work, env, [*install, f"{PYPI_PACKAGE}=={versions[i]}"],
+        ["-c", "import datasets"]))  # fmt: skip
+    return versions[first], built
 
 
 def pypi_ours(

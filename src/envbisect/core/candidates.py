@@ -94,7 +94,7 @@ def file_version(filename: str) -> Version | None:
         # name-version(-build)?-python-abi-platform.whl, the name's own dashes escaped as "_"
         # (PEP 427): the version is the second field, and its tags are not needed here.
         parts = filename[:-4].split("-")
-        return _version(parts[1]) if len(parts) in (5, 6) and parts[0] else None
+        return parse_version(parts[1]) if len(parts) in (5, 6) and parts[0] else None
     try:
         return parse_sdist_filename(filename)[1]
     except (InvalidSdistFilename, InvalidVersion):
@@ -102,7 +102,8 @@ def file_version(filename: str) -> Version | None:
 
 
 @functools.lru_cache(maxsize=1 << 14)
-def _version(text: str) -> Version | None:
+def parse_version(text: str) -> Version | None:
+    """``Version(text)``, or None for text that is no version; each text parsed once."""
     try:
         return Version(text)
     except InvalidVersion:

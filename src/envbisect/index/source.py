@@ -27,7 +27,7 @@ from packaging.utils import canonicalize_name
 from packaging.version import Version
 
 from envbisect import __version__
-from envbisect.core.candidates import judge
+from envbisect.core.candidates import judge, parse_version
 from envbisect.core.plan import PackageVersion
 from envbisect.core.target import Target
 from envbisect.errors import EnvbisectError, UnknownPackage
@@ -79,13 +79,9 @@ class IndexMetadataSource:
                     f"versions|{_CODE}|{pf.token}|{self._target_key}", lambda: self._judge(pf)
                 )
             found = [
-                PackageVersion(
-                    name=key,
-                    version=_version(v),
-                    upload_time=_when(t),
-                    installable=ok,
-                )
+                PackageVersion(name=key, version=version, upload_time=_when(t), installable=ok)
                 for v, t, ok in rows
+                if (version := parse_version(v)) is not None
             ]
         with self._lock:
             self._versions[key] = found
@@ -256,13 +252,6 @@ def _code_digest() -> str:
 
 
 _CODE = _code_digest()
-
-
-def _version(text: str) -> Version:
-    return _VERSIONS.get(text) or _VERSIONS.setdefault(text, Version(text))
-
-
-_VERSIONS: dict[str, Version] = {}
 
 
 def _when(stamp: float | None) -> datetime | None:
