@@ -396,6 +396,10 @@ class Session:
         """The record another run is making of ``want``'s environment, waited for; if that
         run ends without one (interrupted, killed), this run probes it itself."""
         assert want.spec is not None
+        # A run that waits holds no claim another could be waiting for (the builds ahead keep
+        # building, unclaimed): two runs never wait for each other.
+        for env_id in self._ahead:
+            self.store.release(self._me, env_id, self.repro.repro_id)
         told = False
         while True:
             hit = self.stored(want.spec, want.runs)
@@ -417,7 +421,8 @@ class Session:
         task = self._task(want)
         self._labels[want.spec.env_id] = want.label
         if self.in_thread:
-            return self._record(task, run_task(task))
+            built = self._take_ahead(want.spec.env_id)
+            return self._record(task, run_task(task, built, ahead=built is not None))
         return self._record(task, self.executor.submit(task).result())
 
     def rows(
