@@ -83,9 +83,15 @@ def _until_hanging(proc: subprocess.Popen[str], repro: Path) -> None:
     seen, deadline = "", time.monotonic() + 240
     while "probing 1.5.0" not in seen and time.monotonic() < deadline:
         seen += proc.stderr.readline()
-    while not (_owned_by(proc.pid) and _running(str(repro))) and time.monotonic() < deadline:
+    while not _repro_of(proc.pid, repro) and time.monotonic() < deadline:
         time.sleep(0.1)
-    assert _owned_by(proc.pid) and _running(str(repro)), "the hanging probe should be running"
+    assert _repro_of(proc.pid, repro), "the hanging probe should be running"
+
+
+def _repro_of(pid: int, repro: Path) -> list[int]:
+    """The repro's own processes (not envbisect ``pid`` itself, whose command line names the
+    repro too; not a uv that builds ahead meanwhile, which names no repro)."""
+    return [p for p in _running(str(repro)) if p != pid]
 
 
 def _stored(results: Path) -> int:

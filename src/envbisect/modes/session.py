@@ -366,7 +366,12 @@ class Session:
                 if built is None and ahead is not None:
                     built = worker.build(task)
                 if ahead is not None:
-                    self._build_ahead(ahead())
+                    try:
+                        self._build_ahead(ahead())
+                    except BaseException:  # Ctrl-C before the probe: no environment stays
+                        if built is not None:
+                            worker.discard(built)
+                        raise
                     ahead = None
                 out[i] = self._record(task, run_task(task, built, ahead=was_ahead))
                 continue
@@ -488,13 +493,17 @@ class Session:
     def _take_ahead(self, env_id: str) -> worker.Built | None:
         """The environment built ahead, waited for if still building; None if it was not
         (or its build ahead failed: it is built again here, where a failure is reported)."""
-        fut = self._ahead.pop(env_id, None)
+        fut = self._ahead.get(env_id)
         if fut is None:
             return None
         try:
-            return fut.result()
+            built = fut.result()
         except Exception:
+            self._ahead.pop(env_id, None)
             return None
+        # Ctrl-C while waiting leaves it in _ahead: _end_ahead removes what it built.
+        self._ahead.pop(env_id, None)
+        return built
 
     def _end_ahead(self) -> None:
         """Stop the builds ahead and remove what they built: nothing outlives the session."""
