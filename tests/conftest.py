@@ -33,6 +33,23 @@ INDEX_VARIABLES = (
 )
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """envbisect's own bytecode written once, before any test starts the CLI in a subprocess.
+
+    An editable install has no .pyc files until a first import writes them, and none is ever
+    written where PYTHONDONTWRITEBYTECODE is set (as on CI machines): every ``envbisect``
+    subprocess of the suite would compile some 80 modules from source (a quarter of a second
+    each time), where a user's installed copy reads bytecode. The controller writes them (an
+    xdist worker finds them written); py_compile replaces each file atomically."""
+    if hasattr(config, "workerinput"):
+        return
+    import compileall
+
+    import envbisect
+
+    compileall.compile_dir(Path(envbisect.__file__).parent, quiet=2, workers=1)
+
+
 def split_common(kw: dict[str, object]) -> tuple[dict[str, object], dict[str, object]]:
     """Keyword arguments split into CommonOptions' and the mode's own."""
     names = set(CommonOptions.__dataclass_fields__)

@@ -10,6 +10,7 @@ import json
 import os
 import shutil
 import sqlite3
+import subprocess
 import sys
 from pathlib import Path
 
@@ -143,6 +144,53 @@ def test_env_report_of_a_real_interpreter() -> None:
     assert isinstance(data["checks"], list)
     text = envbisect("env", "--python", sys.executable, "--quick")
     assert "- Python: " in text.stdout and "checks:" in text.stdout
+
+
+def _dist(site: Path, name: str, version: str, record: list[str], files: dict[str, str]) -> None:
+    info = site / f"{name}-{version}.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n")
+    (info / "WHEEL").write_text("Wheel-Version: 1.0\nTag: cp311-cp311-linux_x86_64\n")
+    (info / "RECORD").write_text("".join(f"{line}\n" for line in record))
+    for rel, text in files.items():
+        (site / rel).parent.mkdir(parents=True, exist_ok=True)
+        (site / rel).write_text(text)
+
+
+def test_env_report_reads_record_and_torch_build(tmp_path: Path) -> None:
+    """The report script reads RECORD as text (d.files was most of its time): the same
+    top-level modules, torch's CUDA build from torch/version.py, and a RECORD with a quoted
+    path (a comma in it) still read through importlib.metadata."""
+    from envbisect.env.uv import find_uv
+
+    venv = tmp_path / "v"
+    subprocess.run([find_uv(), "venv", "-q", "--no-config", "--python", sys.executable, str(venv)],
+                   check=True)  # fmt: skip
+    python = venv / "bin" / "python"
+    site = Path(subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_path("
+                                "'purelib'))"], capture_output=True, text=True,
+                               check=True).stdout.strip())  # fmt: skip
+    _dist(site, "torch", "2.1.0+cu121",
+          ["torch/__init__.py,sha256=x,1", "torch/version.py,sha256=y,2",
+           "torch/lib/libtorch.so,,", "functorch/__init__.py,,",
+           "torch-2.1.0+cu121.dist-info/RECORD,,", "../../bin/torchrun,,"],
+          {"torch/__init__.py": "", "torch/version.py": "__version__ = '2.1.0+cu121'\n"
+           "cuda: Optional[str] = '12.1'\nhip = None\n"})  # fmt: skip
+    _dist(site, "odd", "1.0", ['"odd/a,b.py",,', "odd/__init__.py,,", "odd_ext.cpython-311.so,,",
+                               "single.py,,"],
+          {"odd/__init__.py": ""})  # fmt: skip
+    report = envreport.collect(str(python), deep=False, timeout=60)
+    assert report["packages"]["torch"] == "2.1.0+cu121"
+    assert report["installed"]["odd"] == "1.0"
+    assert report["torch"]["cuda"] == "12.1"
+    assert report["wheel_tags"]["torch"] == {"version": "2.1.0+cu121",
+                                             "tags": ["cp311-cp311-linux_x86_64"]}  # fmt: skip
+    mods = report["modules"]
+    assert mods["torch"] == "torch" and mods["functorch"] == "torch"
+    assert mods["odd"] == "odd" and mods["odd_ext"] == "odd" and mods["single"] == "odd"
+    assert not any(m.endswith("-info") or m == ".." for m in mods)
+    pending = envreport.Pending(str(python))
+    assert pending.result() == {**report, "envbisect": report["envbisect"]}
 
 
 def test_env_bad_interpreter() -> None:

@@ -19,11 +19,12 @@ import argparse
 import platform
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from envbisect.core.reportfacts import ReportFacts
-from envbisect.core.reportpins import platform_note, python_request, torch_backend
-from envbisect.core.scriptmeta import read_script_metadata
 from envbisect.errors import UsageError
+
+if TYPE_CHECKING:  # the report's modules load when a source is a report (most are not)
+    from envbisect.core.reportfacts import ReportFacts
 
 Say = Callable[[str], None]
 
@@ -47,10 +48,13 @@ def _sources(args: argparse.Namespace) -> list[str]:
 
 
 def _reports(args: argparse.Namespace, cwd: Path) -> list[ReportFacts]:
+    sources = _sources(args)
+    if not sources:
+        return []
     from envbisect.env.pinsource import STDIN, load_pins, resolve
 
     out = []
-    for spec in _sources(args):
+    for spec in sources:
         if spec != STDIN and not resolve(cwd, spec).is_file():
             continue  # a folder, installed:PYTHON, name==version: no report
         try:
@@ -90,6 +94,8 @@ def _with_releases(args: argparse.Namespace, spec: str, cwd: Path) -> ReportFact
 
 
 def _report(args: argparse.Namespace, facts: ReportFacts, say: Say) -> None:
+    from envbisect.core.reportpins import platform_note, python_request, torch_backend
+
     r = facts.report
     pins = len(r.rows)
     said = ", ".join(x for x in (f"Python {r.python}" if r.python else "", r.platform or "") if x)
@@ -136,11 +142,12 @@ def _report(args: argparse.Namespace, facts: ReportFacts, say: Say) -> None:
 
 def _script(args: argparse.Namespace, say: Say, cwd: Path) -> None:
     """A ``--repro`` file's PEP 723 block, as ``--with`` and ``--python``."""
-    from envbisect.env.pinsource import read_text, resolve
-
     name = getattr(args, "repro", None)
     if not isinstance(name, str) or not name.endswith(".py"):
         return
+    from envbisect.core.scriptmeta import read_script_metadata
+    from envbisect.env.pinsource import read_text, resolve
+
     path = resolve(cwd, name)
     if not path.is_file():
         return  # Repro.build says the file does not exist

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import importlib
 import json
 import os
 import shlex
@@ -27,36 +28,47 @@ from dataclasses import dataclass
 
 from rich.console import Console
 
-from envbisect.cli import commands, commitcmd, implied, livingcmd
+from envbisect.cli import implied
 from envbisect.cli import options as o
 from envbisect.cli.context import Context
 from envbisect.cli.display import RichReporter, error_json, print_error
 from envbisect.cli.parser import build_parser, subparser, suggest
-from envbisect.core.results_search import SearchResult
 from envbisect.errors import EnvbisectError, Interrupted, NoAnswer, UsageError
 from envbisect.redact import mask_env_args
 
 
 @dataclass(frozen=True, slots=True)
 class Command:
-    run: Callable[[Context], int]
+    """A subcommand: the function that runs it, named (module, attribute) and imported when
+    the command runs, so that one command does not load every other's modules."""
+
+    where: tuple[str, str]
     tail: bool = False  # takes a command after --
 
+    @property
+    def run(self) -> Callable[[Context], int]:
+        module, name = self.where
+        fn: Callable[[Context], int] = getattr(importlib.import_module(module), name)
+        return fn
 
+
+_COMMANDS = "envbisect.cli.commands"
+_COMMITS = "envbisect.cli.commitcmd"
+_LIVING = "envbisect.cli.livingcmd"
 COMMANDS: dict[str, Command] = {
-    "run": Command(commands.cmd_run, tail=True),
-    "probe": Command(commands.cmd_probe, tail=True),
-    "repro": Command(commands.cmd_repro),
-    "commits": Command(commitcmd.cmd_commits, tail=True),
-    "diff": Command(commands.cmd_diff, tail=True),
-    "lock": Command(commands.cmd_lock, tail=True),
-    "pins": Command(commands.cmd_pins),
-    "versions": Command(commands.cmd_versions),
-    "matrix": Command(livingcmd.cmd_matrix),  # commands.cmd_matrix unless --update
-    "publish": Command(commands.cmd_publish),
-    "ci-template": Command(livingcmd.cmd_ci_template),
-    "env": Command(commands.cmd_env),
-    "completion": Command(commands.cmd_completion),
+    "run": Command((_COMMANDS, "cmd_run"), tail=True),
+    "probe": Command((_COMMANDS, "cmd_probe"), tail=True),
+    "repro": Command((_COMMANDS, "cmd_repro")),
+    "commits": Command((_COMMITS, "cmd_commits"), tail=True),
+    "diff": Command((_COMMANDS, "cmd_diff"), tail=True),
+    "lock": Command((_COMMANDS, "cmd_lock"), tail=True),
+    "pins": Command((_COMMANDS, "cmd_pins")),
+    "versions": Command((_COMMANDS, "cmd_versions")),
+    "matrix": Command((_LIVING, "cmd_matrix")),  # commands.cmd_matrix unless --update
+    "publish": Command((_COMMANDS, "cmd_publish")),
+    "ci-template": Command((_LIVING, "cmd_ci_template")),
+    "env": Command((_COMMANDS, "cmd_env")),
+    "completion": Command((_COMMANDS, "cmd_completion")),
 }
 
 
@@ -173,8 +185,11 @@ def _main(argv: Sequence[str] | None) -> int:
         finally:
             reporter.close()  # the live display ends before the answer or an error
     except NoAnswer as e:
+        from envbisect.cli.commands import no_answer
+        from envbisect.core.results_search import SearchResult
+
         if isinstance(e.result, SearchResult):  # the search ran and its report is written
-            return commands.no_answer(ctx, e.result, e)
+            return no_answer(ctx, e.result, e)
         return _fail(args, e)
     except EnvbisectError as e:
         return _fail(args, e)

@@ -13,9 +13,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from envbisect.core.commitreport import CommitAnswer
 from envbisect.core.results import (
     BreakpointRow,
     Direction,
@@ -25,6 +24,9 @@ from envbisect.core.results import (
     Status,
 )
 from envbisect.model import Outcome
+
+if TYPE_CHECKING:  # the commit search's answer: its modules load with that search
+    from envbisect.core.commitreport import CommitAnswer
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

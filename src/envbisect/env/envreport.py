@@ -12,6 +12,7 @@ feed it synthetic reports.
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import subprocess
@@ -25,6 +26,7 @@ from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from envbisect import __version__
+from envbisect.errors import UsageError
 
 PACKAGES = (
     "torch",
@@ -69,20 +71,31 @@ out = {
     "packages": {}, "wheel_tags": {}, "requires": {}, "torch": None, "numpy_abi": None,
     "modules": {},
 }
-dists = {}
+dists, versions = {}, {}
+def paths(d):
+    # RECORD read as text (d.files makes a path object of each of torch's 20,000 lines: most
+    # of this script's time); a quoted path (one with a comma) and no RECORD: d.files.
+    record = d.read_text("RECORD")
+    if record is None or '"' in record:
+        return [str(f) for f in d.files or []]
+    return [l.rsplit(",", 2)[0] for l in record.splitlines() if l.count(",") >= 2]
 for d in metadata.distributions():
-    name = norm(d.metadata["Name"])
+    md = d.metadata  # parsed once: each d.version or d.metadata parses METADATA again
+    name = norm(md["Name"])
     if not name or name in dists:
         continue
-    dists[name] = d
+    dists[name], versions[name] = d, md["Version"]
     tags = [l.split(":", 1)[1].strip() for l in (d.read_text("WHEEL") or "").splitlines()
             if l.startswith("Tag:")]
     if tags:
-        out["wheel_tags"][name] = {"version": d.version, "tags": tags}
+        out["wheel_tags"][name] = {"version": versions[name], "tags": tags}
     # The top-level modules it installs (RECORD), so a failing frame or a module a message
     # names leads to its distribution (lock's descent).
-    for f in d.files or []:
-        parts = str(f).replace(os.sep, "/").split("/")
+    files = paths(d)
+    if name == "torch":
+        torch_files = files
+    for f in files:
+        parts = f.replace(os.sep, "/").split("/")
         top = parts[0][:-3] if len(parts) == 1 and parts[0].endswith(".py") else parts[0]
         if len(parts) == 1 and not parts[0].endswith(".py"):
             top = parts[0].split(".", 1)[0] if parts[0].endswith((".so", ".pyd")) else ""
@@ -90,16 +103,16 @@ for d in metadata.distributions():
                 and top not in out["modules"]):
             out["modules"][top] = name
 for p in PACKAGES:
-    d = dists.get(norm(p))
-    out["packages"][p] = d.version if d else None
+    out["packages"][p] = versions.get(norm(p))
 if "llamafactory" in dists:
     out["requires"]["llamafactory"] = list(dists["llamafactory"].requires or [])
-out["installed"] = {n: d.version for n, d in sorted(dists.items())}
+out["installed"] = dict(sorted(versions.items()))
 if "torch" in dists:
-    t = {"version": dists["torch"].version, "cuda": None, "cudnn": None}
-    for f in dists["torch"].files or []:
-        if str(f).replace(os.sep, "/") == "torch/version.py":
-            text = f.read_text()
+    t = {"version": versions["torch"], "cuda": None, "cudnn": None}
+    for f in torch_files:
+        if f.replace(os.sep, "/") == "torch/version.py":
+            with open(str(dists["torch"].locate_file(f)), encoding="utf-8") as fh:
+                text = fh.read()
             m = re.search(r"^cuda\s*(?::\s*\S+)?\s*=\s*['\"]([^'\"]+)['\"]", text, re.M)
             t["cuda"] = m.group(1) if m else None
             m = re.search(r"^hip\s*(?::\s*\S+)?\s*=\s*['\"]([^'\"]+)['\"]", text, re.M)
@@ -161,6 +174,40 @@ def collect(python: str, *, deep: bool, timeout: float = 300.0) -> dict[str, Any
     )
     report["envbisect"] = __version__
     return report
+
+
+class Pending:
+    """A quick report started now and read later (``result``): a probe's environment is
+    reported on while its repro runs, not after it. Its process is a helper of runner.py's
+    (its own group, killed by Ctrl-C); ``result`` or ``cancel`` ends it."""
+
+    def __init__(self, python: str) -> None:
+        from envbisect.env.runner import Started
+
+        self.python = python
+        argv = [python, "-I", "-c", REPORT_SCRIPT, "quick"]
+        try:
+            self._started: Started | None = Started(argv, env=os.environ)
+        except OSError:
+            self._started = None  # said by result(), as collect() says it
+
+    def result(self, timeout: float = 60.0) -> dict[str, Any] | None:
+        """The report; None where the interpreter could not run it (as collect's UsageError)."""
+        from envbisect.env.uv import python_json
+
+        if self._started is None:
+            return None
+        try:
+            proc = self._started.wait(timeout)
+            report: dict[str, Any] = python_json(proc, self.python, "reporting on its environment")
+        except (UsageError, subprocess.TimeoutExpired, ValueError):
+            return None
+        report["envbisect"] = __version__
+        return report
+
+    def cancel(self) -> None:
+        if self._started is not None:
+            self._started.kill()
 
 
 def read_nvidia_smi() -> dict[str, Any] | None:

@@ -139,30 +139,50 @@ def run_captured(
     that ``interrupt_all`` kills like a probe's: a SIGTERM to envbisect stops a uv install in a
     worker thread at once, not when it is done. The group is killed on any exception, and
     after ``timeout`` seconds (then ``subprocess.TimeoutExpired`` is raised)."""
-    if _stopping.is_set():
-        raise KeyboardInterrupt
-    proc = subprocess.Popen(
-        list(argv),
-        env={**env, guard.OWNER_VAR: guard.token()},
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
-    )
-    _register(proc.pid)
-    try:
-        out, err = proc.communicate(timeout=timeout)
-    except BaseException:
-        _signal_group(proc.pid, signal.SIGKILL)
-        proc.wait()
-        raise
-    finally:
+    return Started(argv, env=env).wait(timeout)
+
+
+class Started:
+    """A helper started now and waited for later (``run_captured``'s rules: a group of its own
+    that ``interrupt_all`` kills, killed on any exception while it is waited for), so that
+    envbisect can do something else meanwhile. Whoever starts one calls ``wait`` or ``kill``."""
+
+    def __init__(self, argv: Sequence[str], *, env: Mapping[str, str]) -> None:
+        if _stopping.is_set():
+            raise KeyboardInterrupt
+        self.argv = list(argv)
+        self._proc = subprocess.Popen(
+            self.argv,
+            env={**env, guard.OWNER_VAR: guard.token()},
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            start_new_session=True,
+        )
+        _register(self._proc.pid)
+
+    def wait(self, timeout: float | None = None) -> subprocess.CompletedProcess[str]:
+        proc = self._proc
+        try:
+            out, err = proc.communicate(timeout=timeout)
+        except BaseException:
+            self.kill()
+            raise
+        finally:
+            with _live_lock:
+                _live.discard(proc.pid)
+        if _stopping.is_set():
+            raise KeyboardInterrupt
+        return subprocess.CompletedProcess(self.argv, proc.returncode, out, err)
+
+    def kill(self) -> None:
+        """The group killed and the leader reaped (nothing left running); idempotent."""
+        _signal_group(self._proc.pid, signal.SIGKILL)
+        self._proc.kill()
+        self._proc.communicate()
         with _live_lock:
-            _live.discard(proc.pid)
-    if _stopping.is_set():
-        raise KeyboardInterrupt
-    return subprocess.CompletedProcess(list(argv), proc.returncode, out, err)
+            _live.discard(self._proc.pid)
 
 
 def _register(pgid: int) -> None:

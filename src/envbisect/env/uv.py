@@ -239,13 +239,21 @@ def run_python_json(
 
     An interpreter that cannot run, or a script that fails, is a ``UsageError``: the user
     named that interpreter."""
-    hint = "pass --python with a version uv can find, or the path of a working interpreter"
     try:
         proc = subprocess.run(
             [python, "-I", "-c", script, *args], capture_output=True, text=True, timeout=timeout
         )
     except (OSError, subprocess.TimeoutExpired) as e:
-        raise UsageError(f"cannot run {python}: {e}", hint=hint, ref="python-broken") from e
+        raise UsageError(f"cannot run {python}: {e}", hint=_PYTHON_HINT, ref="python-broken") from e
+    return python_json(proc, python, doing)
+
+
+_PYTHON_HINT = "pass --python with a version uv can find, or the path of a working interpreter"
+
+
+def python_json(proc: subprocess.CompletedProcess[str], python: str, doing: str) -> Any:
+    """The JSON object a script run by ``python`` printed; its failure a ``UsageError``."""
+    hint = _PYTHON_HINT
     if proc.returncode != 0:
         last = (proc.stderr.strip().splitlines() or [f"exit {proc.returncode}"])[-1]
         raise UsageError(f"{python} failed while {doing}: {last}", hint=hint, ref="python-broken")

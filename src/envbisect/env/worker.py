@@ -239,18 +239,28 @@ def _probe(task: ProbeTask, built: BuiltEnv) -> _Seen:
     seen = list(earlier)
     probe_s = rec.probe_seconds if rec is not None else 0.0
     tails = (rec.stdout_tail, rec.stderr_tail) if rec is not None else ("", "")
-    for r in range(len(earlier), task.runs):
-        first_failure = not any(failed(o) for o in seen)
-        outcome, raw = _run(task, built, r, first_failure=first_failure)
-        seen.append(outcome)
-        probe_s += raw.seconds
-        if (not tails[0] and not tails[1]) or (failed(outcome) and first_failure):
-            tails = (raw.stdout_tail, raw.stderr_tail)
-        if outcome.kind is OutcomeKind.UNTESTABLE:
-            break
     report = rec.env_report if rec is not None else None
-    if report is None:
-        report = _report(built)
+    # The environment as built, reported on while the repro starts: a second core does it
+    # (it took a tenth of a second after every probe, one after the other).
+    pending = envreport.Pending(str(built.python)) if report is None else None
+    try:
+        for r in range(len(earlier), task.runs):
+            first_failure = not any(failed(o) for o in seen)
+            outcome, raw = _run(task, built, r, first_failure=first_failure)
+            seen.append(outcome)
+            probe_s += raw.seconds
+            if (not tails[0] and not tails[1]) or (failed(outcome) and first_failure):
+                tails = (raw.stdout_tail, raw.stderr_tail)
+            if outcome.kind is OutcomeKind.UNTESTABLE:
+                break
+    except BaseException:
+        if pending is not None:
+            pending.cancel()
+        raise
+    if pending is not None:
+        report = pending.result(timeout=60)
+        if report is not None:
+            report["nvidia"] = _nvidia()
     outcome = representative(seen)
     if rec is not None and failed(rec.outcome):
         outcome = rec.outcome  # the stored first failure, with its detail and gdb frames
@@ -351,15 +361,6 @@ def _forensics(task: ProbeTask, env: BuiltEnv, outcome: Outcome, workdir: Path) 
         gdb=gdb,
     )
     return forensics.enrich(outcome, trace) if trace is not None else outcome
-
-
-def _report(env: BuiltEnv) -> dict[str, Any] | None:
-    try:
-        report = envreport.collect(str(env.python), deep=False, timeout=60)
-    except UsageError:
-        return None
-    report["nvidia"] = _nvidia()
-    return report
 
 
 def _is_elf(path: str) -> bool:
