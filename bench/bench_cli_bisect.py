@@ -45,7 +45,7 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import bench_probe as bp
-from benchfig import Figure, Side, emit, shown
+from benchfig import Figure, Side, compile_bytecode, emit, shown
 
 from support.index_server import IndexFile, LocalIndex
 from support.wheels import build_wheel
@@ -243,6 +243,7 @@ def main() -> int:
     ap.add_argument("--pypi", action="store_true", help="the real case on PyPI (see above)")
     ap.add_argument("--json", action="store_true", help="print the figure as JSON")
     args = ap.parse_args()
+    compile_bytecode()
     if args.pypi:
         return pypi_main(args)
     n, first_bad = args.versions, (2 * args.versions) // 3

@@ -32,7 +32,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from benchfig import Figure, Side, emit
+from benchfig import Figure, Side, compile_bytecode, emit
 
 BIN = Path(sys.executable).parent
 TOML = """[matrix]
@@ -85,6 +85,7 @@ def main() -> int:
     ap.add_argument("--uv-sample", type=int, default=40)
     ap.add_argument("--json", action="store_true", help="print the figures as JSON")
     args = ap.parse_args()
+    compile_bytecode()
     sizes = [int(x) for x in args.cells.split(",")]
     uv = subprocess.run([sys.executable, "-c", "import uv; print(uv.find_uv_bin())"],
                         capture_output=True, text=True, check=True).stdout.strip()  # fmt: skip

@@ -30,7 +30,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from benchfig import Figure, Side, emit
+from benchfig import Figure, Side, compile_bytecode, emit
 
 BIN = Path(sys.executable).parent
 
@@ -69,6 +69,7 @@ def main() -> int:
     ap.add_argument("--python", default="3.11")
     ap.add_argument("--json", action="store_true", help="print the figures as JSON")
     args = ap.parse_args()
+    compile_bytecode()
     uv = subprocess.run([sys.executable, "-c", "import uv; print(uv.find_uv_bin())"],
                         capture_output=True, text=True, check=True).stdout.strip()  # fmt: skip
     python = subprocess.run([uv, "python", "find", args.python], capture_output=True, text=True,

@@ -36,7 +36,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
-from benchfig import Figure, Side, emit  # noqa: E402
+from benchfig import Figure, Side, compile_bytecode, emit  # noqa: E402
 
 from support.corpus import build_index  # noqa: E402
 
@@ -102,6 +102,7 @@ def main() -> None:
                     "README's datasets==2.14.6 run, to count its probes")  # fmt: skip
     ap.add_argument("--json", action="store_true", help="print the figures as JSON")
     args = ap.parse_args()
+    compile_bytecode()
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         os.environ.setdefault("UV_CACHE_DIR", str(root / "uv-cache"))

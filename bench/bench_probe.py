@@ -46,7 +46,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
-from benchfig import Figure, Side, emit, shown  # noqa: E402
+from benchfig import Figure, Side, compile_bytecode, emit, shown  # noqa: E402
 
 from envbisect.env.uv import UV_ENV_DROP  # noqa: E402
 from support.index_server import IndexFile, LocalIndex  # noqa: E402
@@ -232,6 +232,7 @@ def main() -> int:
     ap.add_argument("--uv", default=None, help="uv for the floor (default: next to --after)")
     ap.add_argument("--json", action="store_true", help="print the figure as JSON")
     args = ap.parse_args()
+    compile_bytecode()
     for exe in filter(None, (args.before, args.after)):
         if not (os.path.isfile(exe) and os.access(exe, os.X_OK)):
             ap.error(f"not an executable: {exe}")

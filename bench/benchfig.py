@@ -22,6 +22,22 @@ SETTINGS = (
 )
 
 
+def compile_bytecode() -> None:
+    """Write the installed envbisect's bytecode before anything is timed.
+
+    A user's first run writes it and every later one reads it; a machine that sets
+    PYTHONDONTWRITEBYTECODE (as CI images often do) would otherwise compile every module in
+    each timed CLI call (~0.3 s of ~80 modules), a cost no user pays twice.
+    """
+    import compileall
+    import importlib.util
+
+    spec = importlib.util.find_spec("envbisect")
+    if spec and spec.submodule_search_locations:
+        for folder in spec.submodule_search_locations:
+            compileall.compile_dir(folder, quiet=1)
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Side:
     """One side of a figure: what ran (a command line, shortened), and what it measured."""
