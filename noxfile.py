@@ -18,12 +18,18 @@ nox.options.default_venv_backend = "uv"
 nox.options.sessions = ["tests", "lint", "typecheck"]
 
 MATRICES = sorted(p.stem for p in Path("matrices").glob("*.toml"))
+PYPROJECT = nox.project.load_toml("pyproject.toml")
+
+
+def group(name: str) -> list[str]:
+    """A PEP 735 dependency group of pyproject.toml, as requirements to install."""
+    return list(nox.project.dependency_groups(PYPROJECT, name))
 
 
 @nox.session
 def tests(session: nox.Session) -> None:
     """The test suite: hermetic (local index on 127.0.0.1), real uv environments."""
-    session.install("-e", ".[test]")
+    session.install("-e", ".", *group("test"))
     session.run("pytest", "-n", "auto", *session.posargs)
 
 
@@ -31,7 +37,7 @@ def tests(session: nox.Session) -> None:
 def quick(session: nox.Session) -> None:
     """The quick tier while developing: every test not marked slow (pytest -m "not slow"), each
     module still exercised; CI runs them all (nox -s tests)."""
-    session.install("-e", ".[test]")
+    session.install("-e", ".", *group("test"))
     session.run("pytest", "-m", "not slow", *session.posargs)
 
 
@@ -44,7 +50,7 @@ def lint(session: nox.Session) -> None:
 
 @nox.session
 def typecheck(session: nox.Session) -> None:
-    session.install("-e", ".[test]", "mypy>=1.10")
+    session.install("-e", ".", *group("dev"))
     session.run("mypy")
 
 
@@ -52,7 +58,7 @@ def typecheck(session: nox.Session) -> None:
 def docs(session: nox.Session) -> None:
     """The docs site into site/, strict: a broken link or anchor, or a reference page the
     hook cannot generate (docs/hooks.py), fails the build. nox -s docs -- serve: mkdocs serve."""
-    session.install("-e", ".[docs]")
+    session.install("-e", ".", *group("docs"))
     if session.posargs[:1] == ["serve"]:
         session.run("mkdocs", "serve", *session.posargs[1:])
     else:
@@ -63,7 +69,7 @@ def docs(session: nox.Session) -> None:
 def bench(session: nox.Session) -> None:
     """Run the benches side by side with uv and pip and write docs/explanation/figures.md
     (bench/figures.py: --quick by default, -- --full for every size; -- --only NAME,...)."""
-    session.install("-e", ".[test]")
+    session.install("-e", ".", *group("test"))
     session.run("python", "bench/figures.py", *(session.posargs or ["--quick"]))
 
 

@@ -184,7 +184,7 @@ def pypi_main(args: argparse.Namespace) -> int:
     uv = bp.uv_next_to(args.envbisect)
     python = bp.find_python(uv, args.python or "3.11", env)
     versions = pypi_versions(args.envbisect, python, env)
-    sides = {
+    sides: dict[str, Callable[[], tuple[str, int]]] = {
         "envbisect run": lambda: pypi_ours(args.envbisect, python, work, env, 1),
         "envbisect run --jobs 2": lambda: pypi_ours(args.envbisect, python, work, env, 2),
         "uv binary search by hand": lambda: pypi_by_hand(uv, python, versions, work, env),

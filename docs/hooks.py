@@ -11,6 +11,7 @@ A page asks for generated text with a marker line, and ``on_page_markdown`` puts
                                        raise site's message pattern and hint where they are literal
     <!-- generated: matrix-schema -->  the schema block of ``envbisect.core.matrixspec`` and the
                                        keys and values it accepts
+    <!-- generated: changelog -->      CHANGELOG.md at the top of the repository, but its title
 
 The functions that make the text (``cli_markdown``, ``exit_codes_markdown``,
 ``errors_markdown``, ``matrix_schema_markdown``) are plain: tests call them without MkDocs. A
@@ -360,11 +361,18 @@ def matrix_schema_markdown() -> str:
     return "\n".join(out) + "\n"
 
 
+def changelog_markdown() -> str:
+    """CHANGELOG.md without its title (the page has its own)."""
+    text = (Path(__file__).resolve().parent.parent / "CHANGELOG.md").read_text(encoding="utf-8")
+    return re.sub(r"\A# [^\n]*\n+", "", text)
+
+
 GENERATORS: dict[str, Callable[[], str]] = {
     "cli": cli_markdown,
     "exit-codes": exit_codes_markdown,
     "errors": errors_markdown,
     "matrix-schema": matrix_schema_markdown,
+    "changelog": changelog_markdown,
 }
 
 

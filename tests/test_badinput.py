@@ -150,4 +150,4 @@ def test_executor_ray_without_ray_is_one_usage_error() -> None:
         pytest.skip("Ray is installed: test_ray.py covers the executor")
     with pytest.raises(UsageError) as e:
         RayExecutor(2)
-    assert e.value.ref == "ray-missing" and "envbisect[ray]" in (e.value.hint or "")
+    assert e.value.ref == "ray-missing" and "envbisect-ml[ray]" in (e.value.hint or "")

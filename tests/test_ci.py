@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 import yaml
 
+from envbisect import __version__
 from envbisect.cli.livingcmd import workflow
 from envbisect.cli.parser import build_parser
 
@@ -49,7 +50,7 @@ def commands(doc: dict[str, Any]) -> list[list[str]]:
                 for command, args in SAMPLE_ARGS.items():
                     if '"$ENVBISECT_COMMAND"' in text:
                         out.append(shlex.split(text.replace('"$ENVBISECT_COMMAND"', command)
-                                               .replace('"$@"', args)))  # fmt: skip
+                                               .replace('"${args[@]}"', args)))  # fmt: skip
                 if '"$ENVBISECT_COMMAND"' not in text:
                     out.append(shlex.split(text))
     return out
@@ -112,7 +113,8 @@ def test_ci_template_writes_the_workflow(tmp_path: Path) -> None:
         [sys.executable, "-m", "envbisect", "ci-template"],
         capture_output=True, text=True, timeout=60,
     ).stdout  # fmt: skip
-    assert stdout == workflow() and yaml.safe_load(stdout)["env"]["ENVBISECT"] == "envbisect"
+    assert stdout == workflow()
+    assert yaml.safe_load(stdout)["env"]["ENVBISECT"] == f"envbisect-ml=={__version__}"
     bad = subprocess.run(
         [sys.executable, "-m", "envbisect", "ci-template", "--output", str(out / "x")],
         capture_output=True, text=True, timeout=60,

@@ -33,6 +33,7 @@ from typing import Any
 
 import httpx
 import pytest
+from packaging.pylock import Pylock, PylockValidationError
 
 from envbisect.env.uv import find_uv
 from support.index_server import IndexFile, LocalIndex
@@ -177,25 +178,63 @@ def test_a_committed_lock_names_only_public_indexes_and_pins_every_hash(lock: Pa
     assert cmd[:3] == ["uv", "pip", "install"] and cmd[-3:] == ["--require-hashes", "-r", lock.name]
     # Two indexes: uv's first-index rule would ask PyTorch's for numpy too; the header says so.
     assert ("--index-strategy" in cmd) == (len(options) > 1)
-    # The pylock: the same pins and hashes; every file by public URL, or the lock says why not.
+    # The pylock: PEP 751 as packaging checks it, the same pins and hashes, every file by a
+    # public URL; an entry none can name is left out, and both files say so.
     data = tomllib.loads(pylock_of(lock).read_text())
-    from packaging.pylock import Pylock
-
-    if all("url" in w for p in data["packages"] for w in p.get("wheels", [])):
-        Pylock.from_dict(data)  # PEP 751, checked
+    Pylock.from_dict(data)
     by_pin = {f"{p['name']}=={p['version']}": p for p in data["packages"]}
-    assert {k.lower().replace("_", "-") for k in pins} == {k.replace("_", "-") for k in by_pin}
+    left_out = data["tool"]["envbisect"].get("left-out", [])
+    assert {k.lower().replace("_", "-") for k in pins} == {
+        k.replace("_", "-") for k in [*by_pin, *left_out]
+    }
     notes = data["tool"]["envbisect"].get("notes", [])
     for pkg in data["packages"]:
         assert "sdist" not in pkg and all("path" not in w for w in pkg["wheels"])
         assert PUBLIC_INDEX.match(pkg["index"]), pkg["index"]
-        for w in pkg["wheels"]:
-            if "url" in w:
-                assert w["url"].startswith("https://"), w
-            else:  # a file whose URL is unknown: the notes name it, in both files
-                assert any(w["name"] in n for n in notes), w["name"]
-                assert any(w["name"] in h for h in header), w["name"]
-                assert not any("uv pip sync" in h for h in header)
+        assert all(w["url"].startswith("https://") for w in pkg["wheels"]), pkg["name"]
+    for pin in left_out:
+        assert any(pin in n for n in notes), pin
+        assert any(f"which leaves out {pin}" in h for h in header), pin
+        assert not any("uv pip sync" in h for h in header)
+
+
+def committed_pylocks() -> list[str]:
+    return [p for p in committed() if p.startswith("results/") and p.endswith(".toml")
+            and Path(p).name.startswith("pylock")]  # fmt: skip
+
+
+def test_every_committed_pylock_validates() -> None:
+    """packaging.pylock, the reference reader of PEP 751, accepts each committed pylock."""
+    names = committed_pylocks()
+    assert len(names) >= 270
+    refused = {}
+    for name in names:
+        try:
+            Pylock.from_dict(tomllib.loads((ROOT / name).read_text(encoding="utf-8")))
+        except PylockValidationError as e:
+            refused[name] = str(e)
+    assert not refused, refused
+
+
+@pytest.mark.parametrize("lock", recommended(), ids=lambda p: p.parent.name)
+def test_uv_accepts_each_recommended_pylock(lock: Path, tmp_path: Path) -> None:
+    """``uv pip install --dry-run -r pylock...`` as the committed file is: uv reads a pylock
+    without fetching a file (the install test below installs the files, where they lie)."""
+    if sys.version_info[:2] != (3, 11):
+        pytest.skip("the committed locks are for CPython 3.11")
+    uv = find_uv()
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("UV_", "PIP_"))}
+    venv = tmp_path / "venv"
+    subprocess.run([uv, "venv", "-q", "--no-config", "--python", sys.executable, str(venv)],
+                   check=True, env=env)  # fmt: skip
+    proc = subprocess.run(
+        [uv, "pip", "install", "--dry-run", "--no-config", "--offline",
+         "--python", str(venv / "bin" / "python"), "-r", str(pylock_of(lock))],
+        capture_output=True, text=True, env=env, cwd=tmp_path,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    data = tomllib.loads(pylock_of(lock).read_text())
+    assert f"+ {data['packages'][0]['name']}==" in proc.stderr
 
 
 @pytest.mark.parametrize("lock", recommended(), ids=lambda p: p.parent.name)
@@ -218,6 +257,25 @@ def test_the_local_wheels_are_the_files_the_committed_locks_pin(lock: Path) -> N
     assert {h for hashes in pins.values() for h in hashes} >= {
         w["hashes"]["sha256"] for w in wheels.values()
     }
+
+
+def left_out_packages(data: dict[str, Any], pins: dict[str, set[str]]) -> list[dict[str, Any]]:
+    """The entries a pylock left out (no public URL), as entries of the file the requirements
+    lock pins by hash where it lies in this machine's wheel folders; a local version (+cpu)
+    laid out as PyTorch's variant index serves it."""
+    out = []
+    for pin in data["tool"]["envbisect"].get("left-out", []):
+        name, version = pin.split("==")
+        want = next(h for k, h in pins.items() if k.lower().replace("_", "-") == pin)
+        found = [
+            f for d in [*LOCAL_WHEELS, TORCH_WHEELS] if d.is_dir()
+            for f in d.glob(f"{name.replace('-', '_')}-{version}-*.whl") if sha256(f) in want
+        ]  # fmt: skip
+        wheel = {"name": found[0].name if found else f"{name}-{version}-none.whl",
+                 "hashes": {"sha256": sha256(found[0]) if found else ""}}  # fmt: skip
+        out.append({"name": name, "index": TORCH_CPU if "+" in version else PYPI,
+                    "wheels": [wheel]})  # fmt: skip
+    return out
 
 
 def sha256(path: Path) -> str:
@@ -261,7 +319,8 @@ def test_a_committed_lock_installs_with_hashes_from_its_indexes(lock: Path, tmp_
     if sys.version_info[:2] != (3, 11):
         pytest.skip("the committed locks are for CPython 3.11")
     header, _, pins = read_lock(lock)
-    packages = tomllib.loads(pylock_of(lock).read_text())["packages"]
+    data = tomllib.loads(pylock_of(lock).read_text())
+    packages = [*data["packages"], *left_out_packages(data, pins)]
     # One wheel per package (the smallest: any of the locked ones installs), by its index.
     chosen = {p["name"]: min(p["wheels"], key=lambda w: w.get("size") or 0) for p in packages}
     missing = [
@@ -313,6 +372,17 @@ def test_a_committed_lock_installs_with_hashes_from_its_indexes(lock: Path, tmp_
         # Every file came from the local index, each once, torch's from the variant folder.
         served = {k.split("/")[-1] for k in index.hits if "/files/" in k or "/whl/cpu/" in k}
         assert {w["name"] for w in chosen.values()} <= {s.replace("%2B", "+") for s in served}
+        # The pylock, as uv reads it: each URL for the same file on the local index.
+        pylock = tmp_path / "pylock.toml"
+        text = pylock_of(lock).read_text()
+        for p in data["packages"]:
+            for w in p["wheels"]:
+                text = text.replace(w["url"], f"{index.base}/files/{w['name']}")
+        pylock.write_text(text)
+        dry = subprocess.run([uv, "pip", "install", "--dry-run", "--no-config", "--python", py,
+                              "-r", str(pylock)],
+                             capture_output=True, text=True, env=env, cwd=tmp_path)  # fmt: skip
+        assert dry.returncode == 0, dry.stderr[-3000:]
     finally:
         index.stop()
         shutil.rmtree(tmp_path / "venv", ignore_errors=True)

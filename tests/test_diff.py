@@ -190,8 +190,10 @@ def test_two_locks_for_different_pythons(index: LocalIndex, python: str, tmp_pat
     opts = options(index, python, tmp_path, good="datelib==1.0.0\n", bad="datelib==1.3.0\n",
                    repro="import datelib\n")  # fmt: skip
     (tmp_path / "pylock.toml").write_text(
-        'lock-version = "1.0"\nrequires-python = "==3.99.*"\n\n'
+        'lock-version = "1.0"\nrequires-python = "==3.99.*"\ncreated-by = "test"\n\n'
         '[[packages]]\nname = "datelib"\nversion = "1.0.0"\n'
+        'wheels = [{name = "datelib-1.0.0-py3-none-any.whl", url = "https://example.org/d.whl", '
+        'hashes = {sha256 = "00"}}]\n'
     )
     with pytest.raises(UsageError, match=r"is for Python ==3\.99\.\*") as err:
         run_diff(replace(opts, good=str(tmp_path / "pylock.toml")))

@@ -39,6 +39,10 @@ from support import browser
 ROOT = Path(__file__).resolve().parents[1]
 SRC = Path(envbisect.__file__).parent
 DOCS = ROOT / "docs"
+# The path of mkdocs.yml's site_url ("envbisect/" for https://envbisect.github.io/envbisect/).
+SITE_PATH = urlsplit(
+    re.search(r"^site_url: (\S+)$", (ROOT / "mkdocs.yml").read_text(), re.M).group(1)  # type: ignore[union-attr]
+).path.lstrip("/")
 
 
 def _hooks() -> ModuleType:
@@ -236,8 +240,9 @@ def test_built_site_has_no_broken_internal_link(site: Path, seen: dict[str, Any]
     for page, found in seen.items():
         for href in found["hrefs"]:
             if page == "404.html" and href.startswith("file:///"):
-                # served at any path, so its links start at the site's root ("/index.html")
-                href = root + href.removeprefix("file:///")
+                # served at any path, so its links start at the site's root: site_url's path
+                # ("/envbisect/index.html")
+                href = root + href.removeprefix("file:///").removeprefix(SITE_PATH)
             if not href.startswith(root):
                 assert not href.startswith("file:"), f"{page} links outside the site: {href}"
                 continue  # another site (the uv docs, PyPI): not ours to check

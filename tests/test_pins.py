@@ -415,12 +415,30 @@ def test_pylock_baseline_hashes_and_markers() -> None:
 
 def test_pylock_lock_file_markers_use_selected_extras() -> None:
     text = (
-        'lock-version = "1.0"\nextras = ["gpu"]\n'
+        'lock-version = "1.0"\nextras = ["gpu"]\ncreated-by = "test"\n'
         '[[packages]]\nname = "cupy"\nversion = "13.0.0"\nmarker = "\'gpu\' in extras"\n'
+        'wheels = [{name = "cupy-13.0.0-py3-none-any.whl", url = "https://example.org/c.whl", '
+        'hashes = {sha256 = "00"}}]\n'
     )
     pins = parse_pylock(text, origin="pylock.toml")
     assert pins.applicable(LINUX) == []
     assert names(pins.applicable(LINUX, extras=["gpu"])) == ["cupy"]
+
+
+def test_a_pylock_an_installer_refuses_is_a_clear_error() -> None:
+    """A file entry with neither url nor path (what older envbisect wrote for a wheel of a
+    folder) fails packaging.pylock's validation: refused with what the field lacks."""
+    text = (
+        'lock-version = "1.0"\ncreated-by = "test"\n'
+        '[[packages]]\nname = "torch"\nversion = "2.13.0+cpu"\n'
+        'wheels = [{name = "torch-2.13.0+cpu-cp311-cp311-linux_x86_64.whl", '
+        'hashes = {sha256 = "00"}}]\n'
+    )
+    with pytest.raises(UsageError) as excinfo:
+        parse_pylock(text, origin="pylock.toml")
+    err = usage_error(excinfo)
+    assert err.ref == "pins-syntax" and "not a valid PEP 751 lock" in err.message
+    assert "path or url must be provided in 'packages[0].wheels[0]'" in err.message
 
 
 def test_pylock_unsupported_version() -> None:

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from packaging.pylock import Pylock
 
 from envbisect.cli.options import index_settings
 from envbisect.cli.parser import build_parser
@@ -199,10 +200,15 @@ def test_what_no_public_index_serves_is_said_and_never_named_by_its_folder(
     wheels = {p["name"]: p["wheels"] for p in pylock["packages"]}
     assert all("path" not in w for ws in wheels.values() for w in ws)
     # twinbad: the index's own build (what another machine gets) by URL, the folder's by hash
-    # alone; the others by hash alone: no public URL is known for them.
-    assert [("url" in w) for w in wheels["twinbad"]] == [True, False]
-    assert [("url" in w) for w in (*wheels["onlyhere"], *wheels["torch"])] == [False, False]
-    assert len(pylock["tool"]["envbisect"]["notes"]) == 4
-    assert "uv pip sync" not in text and "is not portable: see above" in text
+    # alone (PEP 751 names every file by URL or path); the others have no file it can name:
+    # left out of the pylock and said, never written as entries an installer refuses.
+    assert [("url" in w) for w in wheels["twinbad"]] == [True]
+    assert "onlyhere" not in wheels and "torch" not in wheels
+    assert pylock["tool"]["envbisect"]["left-out"] == ["onlyhere==1.0", "torch==2.1.0+cpu"]
+    assert len(pylock["tool"]["envbisect"]["notes"]) == 5
+    assert "left out of this file: onlyhere==1.0, torch==2.1.0+cpu" in str(pylock)
+    Pylock.from_dict(pylock)  # it validates
+    assert "uv pip sync" not in text
+    assert "which leaves out onlyhere==1.0, torch==2.1.0+cpu" in text
     # Each file keeps its hash: an install elsewhere takes that file or none.
     assert text.count("--hash=sha256:") == 4

@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 
 pytest.importorskip(
-    "ray", reason="Ray is not installed (pip install 'envbisect[ray]'; .ci/run installs it)"
+    "ray", reason="Ray is not installed (pip install 'envbisect-ml[ray]'; .ci/run installs it)"
 )
 
 from conftest import RecordingReporter, write_repro

@@ -433,8 +433,8 @@ def test_builds_ahead_leave_the_path_and_the_answer_as_they_were(
     assert rec.started == plain_rec.started == ["1.0.0", "1.11.0", "1.5.0", "1.8.0", "1.6.0",
                                                 "1.7.0"]  # fmt: skip
     assert [r.env_id for r in res.rows] == [r.env_id for r in plain.rows]
-    ahead = [v for v, p in rec.phases if p == "built ahead"]
-    assert ahead and set(ahead) <= set(rec.started[1:])  # never the first: nothing was ahead
+    guessed = [v for v, p in rec.phases if p == "built ahead"]
+    assert guessed and set(guessed) <= set(rec.started[1:])  # never the first: nothing was ahead
     assert not [v for v, p in plain_rec.phases if p == "built ahead"]
     assert len(set(built)) == len(built)  # each environment built ahead once
     # Each step guesses two next points, one of them wanted: the others were removed.

@@ -13,6 +13,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from envbisect import __version__
 from envbisect.cli.commands import cmd_matrix as cmd_matrix_whole
 from envbisect.cli.context import Context, machine
 from envbisect.cli.options import matrix_common
@@ -21,7 +22,9 @@ from envbisect.textsafe import for_terminal
 
 TEMPLATE = "living-tables.yml"
 # The line of the template that says what the workflow installs (``--install``).
-_INSTALL = "  ENVBISECT: envbisect\n"
+_INSTALL = "  ENVBISECT: envbisect-ml\n"
+# envbisect's distribution on PyPI (the PyPI project "envbisect" is an unrelated tool).
+DISTRIBUTION = "envbisect-ml"
 
 
 def cmd_matrix(ctx: Context) -> int:
@@ -125,18 +128,19 @@ def _print_update(name: str, res: Any, pub: Any, out: Path) -> None:
     print(f"tables: {out / 'table.md'}, {out / 'table.html'}; feed: {out / 'feed.xml'}")
 
 
-def workflow(install: str = "envbisect") -> str:
-    """The CI workflow's text, installing ``install`` (``uv tool install`` takes it)."""
+def workflow(install: str | None = None) -> str:
+    """The CI workflow's text, installing ``install`` (``uv tool install`` takes it); by
+    default envbisect's distribution at the version that writes it."""
     text = resources.files("envbisect").joinpath("templates").joinpath(TEMPLATE).read_text("utf-8")
-    if install != "envbisect":
-        if not install.strip() or not install.isprintable():
-            raise UsageError(
-                f"--install {install!r}: not a package to install",
-                hint="a name, a pinned version, a git URL, or .",
-            )
-        # A JSON string is a YAML double-quoted scalar: any printable text stays one value.
-        text = text.replace(_INSTALL, f"  ENVBISECT: {json.dumps(install)}\n", 1)
-    return text
+    if install is None:
+        install = f"{DISTRIBUTION}=={__version__}"
+    elif not install.strip() or not install.isprintable():
+        raise UsageError(
+            f"--install {install!r}: not a package to install",
+            hint=f"a requirement ({DISTRIBUTION}=={__version__}), a git URL, or .",
+        )
+    # A JSON string is a YAML double-quoted scalar: any printable text stays one value.
+    return text.replace(_INSTALL, f"  ENVBISECT: {json.dumps(install)}\n", 1)
 
 
 def cmd_ci_template(ctx: Context) -> int:

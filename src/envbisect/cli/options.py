@@ -283,7 +283,7 @@ EXECUTOR = opt(
     choices=tuple(EXECUTORS),
     help="where probes run: local (threads, the default), process (a pool of worker "
     "processes; every task crosses a pickle, as to another machine) or ray (a Ray cluster: "
-    "--ray-address, or a local instance on 127.0.0.1; pip install 'envbisect[ray]')",
+    "--ray-address, or a local instance on 127.0.0.1; pip install 'envbisect-ml[ray]')",
 )
 RAY_ADDRESS = opt(
     "--ray-address",

@@ -373,9 +373,9 @@ def add_ci_template_parser(sub: Subcommands) -> None:
     ci.add_argument(
         "--install",
         metavar="SPEC",
-        default="envbisect",
-        help="what the workflow installs with uv tool install: envbisect (the default), a "
-        "pinned version, a git URL, or . for the checkout itself",
+        default=None,
+        help="what the workflow installs with uv tool install (default: envbisect-ml==THIS "
+        "VERSION, envbisect's name on PyPI), a git URL, or . for the checkout itself",
     )
 
 

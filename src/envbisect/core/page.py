@@ -54,8 +54,10 @@ def answer_html(
     *,
     prefix: str = "",
     installs: Mapping[str, str] | None = None,
+    caveats: Mapping[str, str] | None = None,
 ) -> str:
-    """Per Python: the recommended combination and a link to its lockfile. ``installs``: the
+    """Per Python: the recommended combination and a link to its lockfile (``caveats``: what
+    its pylock cannot hold, said beside it). ``installs``: the
     command each lockfile's header gives (a lock naming two indexes needs uv's best-match
     rule); ``uv pip install --require-hashes -r NAME`` where there is none."""
     rec = fnd.recommended(cells)
@@ -71,9 +73,11 @@ def answer_html(
         )
         install = (installs or {}).get(py) or f"uv pip install --require-hashes -r {name}"
         cmd = f"<code>uv venv &amp;&amp; {_e(install)}</code>" if name and not prefix else ""
+        caveat = (caveats or {}).get(py)
+        note = f"<br><span class='caveat'>Note: {_e(caveat)}.</span>" if caveat else ""
         items.append(
             f"<li>Python {_e(py)}: <strong>{_e(combo(cell))}</strong>{link}"
-            f"{' ' + cmd if cmd else ''}</li>"
+            f"{' ' + cmd if cmd else ''}{note}</li>"
         )
     return "<ul class='answer'>" + "".join(items) + "</ul>"
 
@@ -162,6 +166,7 @@ def html_page(
     rec_files: Mapping[str, str],
     installs: Mapping[str, str] | None = None,
     news: tuple[str, Sequence[str]] | None = None,
+    caveats: Mapping[str, str] | None = None,
 ) -> str:
     """One standalone page: what is new since the last publish (``news``: its title and
     lines, from ``core.history``), the answer, the findings, the grid; details on click."""
@@ -198,7 +203,7 @@ def html_page(
         measured=_e(f"{meta.get('measured', '?')} on {meta.get('machine', '?')}"),
         probes=_e(", ".join(meta.get("probes", []))),
         counts=_e(counts_text(cells)),
-        answer=answer_html(cells, rec_files, installs=installs),
+        answer=answer_html(cells, rec_files, installs=installs, caveats=caveats),
         findings=findings_html(fnd.findings(cells, axes, sections)),
         hide_text=(
             f"hide the {unresolvable} unresolvable cells (never built)"

@@ -36,7 +36,6 @@ from typing import Any
 from packaging.markers import Marker
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
-from packaging.version import InvalidVersion, Version
 
 from envbisect.core.pinset import Pin, PinSet, select_extras
 from envbisect.core.reqfile import Collected, Reader, requirement_lines
@@ -187,7 +186,10 @@ def parse_requirements(text: str, *, origin: str, read: Reader | None = None) ->
 
 
 def parse_pylock(text: str, *, origin: str) -> PinSet:
-    """``[[packages]]`` as ``name==version`` pins with their markers and file hashes."""
+    """``[[packages]]`` as ``name==version`` pins with their markers and file hashes, read and
+    validated by ``packaging.pylock`` (a lock an installer would refuse is refused here)."""
+    from packaging.pylock import Pylock, PylockValidationError
+
     origin = mask_text(origin)
     data = _load_toml(text, origin)
     version = data.get("lock-version")
@@ -197,55 +199,43 @@ def parse_pylock(text: str, *, origin: str) -> PinSet:
             hint="envbisect reads PEP 751 lock files (lock-version 1.x)",
             ref="pins-lock-version",
         )
-    packages = data.get("packages", [])
-    if not isinstance(packages, list) or not all(isinstance(p, dict) for p in packages):
-        raise _syntax(origin, "[[packages]] is not an array of tables", "see PEP 751")
+    try:
+        lock = Pylock.from_dict(data)
+    except PylockValidationError as e:
+        raise _syntax(
+            origin,
+            f"not a valid PEP 751 lock: {e}",
+            "PEP 751 (packaging.pylock) says what each field must hold; a pylock that an "
+            "older envbisect wrote without a file's URL: write it again",
+        ) from e
     pins: list[Pin] = []
     skipped: list[str] = []
     indexes: list[str] = []
-    for number, package in enumerate(packages, 1):
-        name, pinned = package.get("name"), package.get("version")
-        where = f"{origin} [[packages]] #{number} {name}"
-        if not isinstance(name, str):
-            raise _syntax(where, "a package without a name", "every [[packages]] needs a name")
-        if not isinstance(pinned, str):
+    for number, package in enumerate(lock.packages, 1):
+        where = f"{origin} [[packages]] #{number} {package.name}"
+        if package.version is None:
             skipped.append(f"{where}: no version (a directory, archive or VCS package)")
             continue
-        marker = package.get("marker")
-        text_req = f"{name}=={pinned}" + (f"; {marker}" if isinstance(marker, str) else "")
-        try:
-            Version(pinned)
-        except InvalidVersion as e:
-            raise _syntax(where, f"invalid version {pinned!r}", "versions follow PEP 440") from e
+        text_req = f"{package.name}=={package.version}"
+        if package.marker is not None:
+            text_req += f"; {package.marker}"
         req = _requirement(text_req, where=where)
-        index = package.get("index")
-        if isinstance(index, str) and index not in _PYPI_SIMPLE:
-            indexes.append(index)
-        hashes = _pylock_hashes(package)
-        pins.append(Pin(requirement=req, origin=where, hashes=hashes, text=text_req))
-    extras = data.get("extras", [])
+        if package.index and package.index not in _PYPI_SIMPLE:
+            indexes.append(package.index)
+        files = [package.sdist, package.archive, *(package.wheels or ())]
+        hashes = [f"{a}:{v}" for f in files if f is not None for a, v in f.hashes.items()]
+        pins.append(
+            Pin(requirement=req, origin=where, hashes=tuple(dict.fromkeys(hashes)), text=text_req)
+        )
     return PinSet(
         source=mask_text(origin),
         requirements=tuple(pins),
         extra_index_urls=tuple(dict.fromkeys(indexes)),
         is_lock=_all_exact(pins),
         skipped=tuple(skipped),
-        provides_extras=tuple(canonicalize_name(e) for e in extras if isinstance(e, str)),
-        requires_python=_str_or_none(data.get("requires-python")),
+        provides_extras=tuple(lock.extras or ()),
+        requires_python=str(lock.requires_python) if lock.requires_python else None,
     )
-
-
-def _pylock_hashes(package: dict[str, Any]) -> tuple[str, ...]:
-    files: list[object] = [package.get("sdist"), package.get("archive")]
-    wheels = package.get("wheels")
-    if isinstance(wheels, list):
-        files.extend(wheels)
-    found: list[str] = []
-    for entry in files:
-        hashes = entry.get("hashes") if isinstance(entry, dict) else None
-        if isinstance(hashes, dict):
-            found.extend(f"{algo}:{value}" for algo, value in hashes.items())
-    return tuple(dict.fromkeys(found))
 
 
 # -- core metadata -----------------------------------------------------------------------------

@@ -136,9 +136,11 @@ def markdown(
     cells: Sequence[Cell],
     rec_files: Mapping[str, str] | None = None,
     news: tuple[str, Sequence[str]] | None = None,
+    caveats: Mapping[str, str] | None = None,
 ) -> str:
     """``table.md``: what is new since the last publish (``news``: its title and lines, from
-    ``core.history``), the answer and the findings, then a grid per section."""
+    ``core.history``), the answer and the findings, then a grid per section. ``caveats``:
+    per Python, what its recommended lock cannot hold (a line under the answer)."""
     # Every value may come from a matrix file, an index or a store: escaped for Markdown.
     axes = meta["axes"]
     lines = [f"# {_md(str(meta['name']))}", ""]
@@ -152,6 +154,8 @@ def markdown(
         name = (rec_files or {}).get(py)
         link = f": [{_md(name)}]({_md(name)})" if name else ""
         lines.append(f"**Use on Python {_md(py)}: {_md(combo)}**{link}  ")
+        if (caveats or {}).get(py):
+            lines.append(f"Note: {_md((caveats or {})[py])}.  ")
     if not rec:
         lines.append("**No combination passed.**")
     sections = grid(cells, axes)

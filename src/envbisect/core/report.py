@@ -275,6 +275,16 @@ def requirements_lock(
     return "\n".join(out) + "\n"
 
 
+@dataclass(frozen=True, slots=True)
+class Pylocked:
+    """A PEP 751 lockfile's text, validated by ``packaging.pylock``, and the entries it had
+    to leave out: no file of theirs can be named by URL or path (a wheel from a folder whose
+    public index could not be read), and an entry without one is a lock uv refuses."""
+
+    text: str
+    left_out: tuple[str, ...]  # ``name==version`` of each entry left out
+
+
 def pylock(
     entries: list[LockEntry],
     *,
@@ -282,60 +292,74 @@ def pylock(
     environment: str,
     when: datetime,
     notes: Sequence[str] = (),
-) -> str:
-    """A PEP 751 lockfile (``lock-version = "1.0"``). ``notes``: what keeps it from
-    installing anywhere (comments at the top, and ``[tool.envbisect] notes``); a file whose
-    public URL is unknown (``url == ""``) is written without one, which PEP 751 installers
-    refuse, rather than with a guessed one."""
-    out = [
-        *(f"# {n}" for n in notes),
-        'lock-version = "1.0"',
-        f"environments = [{_toml_str(environment)}]",
-        f"requires-python = {_toml_str(requires_python)}",
-        f'created-by = "envbisect {__version__}"',
-        "",
-    ]
+) -> Pylocked:
+    """A PEP 751 lockfile (``lock-version = "1.0"``), written by tomli-w and validated with
+    ``packaging.pylock`` before it is returned. ``notes``: what keeps it from installing
+    anywhere (comments at the top, and ``[tool.envbisect] notes``). A file whose public URL is
+    unknown (``url == ""``) is never guessed: it is dropped, and an entry left with no file
+    is left out of ``packages``, said in the notes and in ``[tool.envbisect] left-out``."""
+    import tomli_w
+    from packaging.pylock import Pylock, PylockValidationError
+
+    packages: list[dict[str, Any]] = []
+    left_out: list[str] = []
     for e in sorted(entries, key=lambda e: canonicalize_name(e.name)):
-        out += [
-            "[[packages]]",
-            f"name = {_toml_str(canonicalize_name(e.name))}",
-            f"version = {_toml_str(e.version)}",
-        ]
+        named = [f for f in e.files if f.hash("sha256") and f.url]
+        sdists = [f for f in named if not f.is_wheel]
+        wheels = [f for f in named if f.is_wheel]
+        if not sdists and not wheels:
+            left_out.append(f"{canonicalize_name(e.name)}=={e.version}")
+            continue
+        package: dict[str, Any] = {"name": canonicalize_name(e.name), "version": e.version}
         if e.index:
-            out.append(f"index = {_toml_str(e.index)}")
-        sdists = [f for f in e.files if not f.is_wheel and f.hash("sha256")]
-        wheels = [f for f in e.files if f.is_wheel and f.hash("sha256")]
+            package["index"] = strip_credentials(e.index)
         if sdists:
-            out.append(f"sdist = {_file_table(sdists[0])}")
+            package["sdist"] = _file_table(sdists[0])
         if wheels:
-            out.append("wheels = [")
-            out += [f"    {_file_table(w)}," for w in wheels]
-            out.append("]")
-        out.append("")
-    out.append("[tool.envbisect]")
-    out.append(f"generated = {when.strftime('%Y-%m-%dT%H:%M:%SZ')}")
-    if notes:
-        out.append("notes = [" + ", ".join(_toml_str(n) for n in notes) + "]")
-    return "\n".join(out) + "\n"
-
-
-def _file_table(f: DistFile) -> str:
-    parts = [f"name = {_toml_str(f.filename)}"]
-    if not f.url:  # no public URL known (modes/portable.py): none guessed
-        pass
-    elif f.url.startswith("file://"):  # a --find-links folder: PEP 751 names local files by path
-        parts.append(f"path = {_toml_str(unquote(urlsplit(f.url).path))}")
-    else:
-        parts.append(f"url = {_toml_str(strip_credentials(f.url))}")
-    if f.upload_time is not None:
-        parts.append(
-            f"upload-time = {f.upload_time.astimezone(timezone.utc).strftime('%Y-%m-%dT%H:%M:%SZ')}"
+            package["wheels"] = [_file_table(w) for w in wheels]
+        packages.append(package)
+    notes = [*notes]
+    if left_out:
+        notes.append(
+            f"left out of this file: {', '.join(left_out)} (no public URL is known for its "
+            "files; install it first from the index the requirements lock beside this file "
+            "names, then this file)"
         )
+    tool: dict[str, Any] = {"generated": when.astimezone(timezone.utc).replace(microsecond=0)}
+    if notes:
+        tool["notes"] = notes
+    if left_out:
+        tool["left-out"] = left_out
+    data: dict[str, Any] = {
+        "lock-version": "1.0",
+        "environments": [environment],
+        "requires-python": requires_python,
+        "created-by": f"envbisect {__version__}",
+        "packages": packages,
+        "tool": {"envbisect": tool},
+    }
+    try:
+        Pylock.from_dict(data)
+    except PylockValidationError as e:  # a bug here, never a file written that tools refuse
+        raise ValueError(f"the pylock envbisect made does not validate: {e}") from e
+    # A comment cannot hold a line break or a control character: each note on one plain line.
+    head = "".join(f"# {_one_line(n)}\n" for n in notes)
+    return Pylocked(text=head + tomli_w.dumps(data), left_out=tuple(left_out))
+
+
+def _file_table(f: DistFile) -> dict[str, Any]:
+    table: dict[str, Any] = {"name": f.filename}
+    if f.url.startswith("file://"):  # a --find-links folder: PEP 751 names local files by path
+        table["path"] = unquote(urlsplit(f.url).path)
+    else:
+        table["url"] = strip_credentials(f.url)
+    if f.upload_time is not None:
+        table["upload-time"] = f.upload_time.astimezone(timezone.utc).replace(microsecond=0)
     if f.size is not None:
-        parts.append(f"size = {f.size}")
-    parts.append(f"hashes = {{sha256 = {_toml_str(f.hash('sha256') or '')}}}")
-    return "{" + ", ".join(parts) + "}"
+        table["size"] = f.size
+    table["hashes"] = {"sha256": f.hash("sha256") or ""}
+    return table
 
 
-def _toml_str(s: str) -> str:
-    return '"' + s.replace("\\", "\\\\").replace('"', '\\"') + '"'
+def _one_line(text: str) -> str:
+    return " ".join("".join(c if c.isprintable() else " " for c in text).split())

@@ -22,7 +22,7 @@ cluster reached on a loopback address (and for the local instance started withou
 ``python -m envbisect.exec.ray start ...`` is ``ray start ...`` with the same fix, for
 starting the nodes of such a cluster.
 
-Ray is an optional extra (``pip install 'envbisect[ray]'``); nothing imports this module
+Ray is an optional extra (``pip install 'envbisect-ml[ray]'``); nothing imports this module
 unless ``--executor ray`` is asked for.
 """
 
@@ -51,10 +51,11 @@ WATCH_EVERY = 0.5  # seconds between a task's looks at the stop signal
 
 _CHECK_SOURCE = """
 def envbisect_node_check():
-    import importlib.metadata, shutil, socket, sys
+    import shutil, socket, sys
     try:
-        version = importlib.metadata.version("envbisect")
-    except importlib.metadata.PackageNotFoundError:
+        import envbisect
+        version = envbisect.__version__
+    except Exception:
         version = None
     uv = shutil.which("uv")
     if uv is None:
@@ -95,7 +96,7 @@ class RayExecutor:
         except ImportError:
             raise UsageError(
                 "--executor ray needs Ray, and Ray is not installed",
-                hint="pip install 'envbisect[ray]'",
+                hint="pip install 'envbisect-ml[ray]'",
                 ref="ray-missing",
             ) from None
         self._ray = ray
@@ -242,7 +243,7 @@ class RayExecutor:
             if facts["envbisect"] is None:
                 raise InfrastructureError(
                     f"the Ray node {where} has no envbisect",
-                    hint=f"pip install 'envbisect[ray]=={__version__}' on every node "
+                    hint=f"pip install 'envbisect-ml[ray]=={__version__}' on every node "
                     f"(its Python {facts['python']})",
                     ref="ray-node-no-envbisect",
                 )

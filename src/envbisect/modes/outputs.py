@@ -97,7 +97,26 @@ def write_lockfiles(
     # others at a few versions) for every package it holds: the best match across indexes,
     # pip's rule, finds each pinned file wherever it is (its hash decides).
     strategy = " --index-strategy unsafe-best-match" if len(used) > 1 else ""
-    sync = f"uv pip sync {pl.name}" if pylock_ok else f"{pl.name} is not portable: see above"
+    major, minor = target.version[0], target.version[1]
+    markers = target.marker_environment()
+    env_marker = (
+        f"python_version == '{major}.{minor}' and "
+        f"sys_platform == '{markers.get('sys_platform', '')}' and "
+        f"platform_machine == '{markers.get('platform_machine', '')}'"
+    )
+    locked = pylock(
+        entries,
+        requires_python=f"=={major}.{minor}.*",
+        environment=env_marker,
+        when=datetime.now(timezone.utc),
+        notes=notes,
+    )
+    if locked.left_out:
+        sync = f"uv pip install -r {pl.name}, which leaves out {', '.join(locked.left_out)}"
+    elif pylock_ok:
+        sync = f"uv pip sync {pl.name}"
+    else:
+        sync = f"{pl.name} is not portable: see above"
     req.write_text(
         requirements_lock(
             entries,
@@ -111,22 +130,8 @@ def write_lockfiles(
         ),
         encoding="utf-8",
     )
-    major, minor = target.version[0], target.version[1]
-    markers = target.marker_environment()
-    env_marker = (
-        f"python_version == '{major}.{minor}' and "
-        f"sys_platform == '{markers.get('sys_platform', '')}' and "
-        f"platform_machine == '{markers.get('platform_machine', '')}'"
-    )
-    text = pylock(
-        entries,
-        requires_python=f"=={major}.{minor}.*",
-        environment=env_marker,
-        when=datetime.now(timezone.utc),
-        notes=notes,
-    )
-    if not _same_but_date(pl, text):  # a republish leaves an unchanged lock (and its date)
-        pl.write_text(text, encoding="utf-8")
+    if not _same_but_date(pl, locked.text):  # a republish leaves an unchanged lock (and date)
+        pl.write_text(locked.text, encoding="utf-8")
     return req, pl
 
 

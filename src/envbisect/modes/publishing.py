@@ -11,11 +11,17 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
 
 from envbisect.core import feed, findings, history, matrixupdate, page, publish
 from envbisect.core.history import Change
@@ -266,8 +272,18 @@ def _write_locks(
 
 
 def _has_locks(out: Path, cell: Mapping[str, Any]) -> bool:
+    """Whether a cell's lockfiles are there, its pylock one that ``packaging.pylock``
+    validates (one an older envbisect wrote without a file's URL is written again)."""
+    from packaging.pylock import Pylock, PylockValidationError
+
     names = [cell.get("lock"), cell.get("pylock")]
-    return all(isinstance(n, str) and (out / n).is_file() for n in names)
+    if not all(isinstance(n, str) and (out / n).is_file() for n in names):
+        return False
+    try:
+        Pylock.from_dict(tomllib.loads((out / str(cell["pylock"])).read_text(encoding="utf-8")))
+    except (OSError, ValueError, PylockValidationError):
+        return False
+    return True
 
 
 def _write_pages(
@@ -279,13 +295,14 @@ def _write_pages(
 ) -> list[Path]:
     axes = meta["axes"]
     installs = {py: cmd for py, name in rec_files.items() if (cmd := _install_line(out / name))}
+    caveats = {py: text for py in rec_files if (text := _pylock_caveat(out, py))}
     latest = history.latest(hist)
     news = (latest.title(), latest.lines or (latest.headline(),)) if latest else None
     data = {"matrix": meta, "cells": cells, "history": [h.to_dict() for h in hist]}
     files = {
-        "table.md": publish.markdown(meta, cells, rec_files, news=news),
+        "table.md": publish.markdown(meta, cells, rec_files, news=news, caveats=caveats),
         "table.html": page.html_page(
-            meta, cells, rec_files=rec_files, installs=installs, news=news
+            meta, cells, rec_files=rec_files, installs=installs, news=news, caveats=caveats
         ),
         "heatmap.svg": publish.svg(meta, cells),
         "results.csv": publish.csv_text(cells, axes),
@@ -325,6 +342,23 @@ def without_paths(meta: Mapping[str, Any]) -> dict[str, Any]:
         }
     out["targets"] = fixed
     return out
+
+
+def _pylock_caveat(out: Path, py: str) -> str:
+    """What the recommended pylock of ``py`` leaves out (``[tool.envbisect] left-out``: a file
+    no public URL names), said beside the answer; "" when it holds everything."""
+    name = f"pylock.recommended-py{py.replace('.', '')}.toml"
+    try:
+        tool = tomllib.loads((out / name).read_text(encoding="utf-8"))["tool"]["envbisect"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return ""
+    left = [str(x) for x in tool.get("left-out", []) if isinstance(tool, dict)]
+    if not left:
+        return ""
+    return (
+        f"{name} leaves out {', '.join(left)}: no public URL is known for its file; the "
+        "requirements lock pins it by hash and names its index"
+    )
 
 
 def _install_line(lock: Path) -> str:
