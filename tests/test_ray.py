@@ -382,9 +382,11 @@ def test_a_node_without_envbisect_or_with_another_version_is_named(
             capture_output=True,
             text=True,
         ).stdout.strip()
-        dist = Path(site) / "envbisect-0.0.1.dist-info"
+        dist = Path(site) / "envbisect_ml-0.0.1.dist-info"
         dist.mkdir()
-        (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: envbisect\nVersion: 0.0.1\n")
+        (dist / "METADATA").write_text(
+            "Metadata-Version: 2.1\nName: envbisect-ml\nVersion: 0.0.1\n"
+        )
         with pytest.raises(InfrastructureError, match=r"has envbisect 0\.0\.1") as err:
             run_bisect(RunOptions(package="crashy", common=opts))
         assert err.value.ref == "ray-node-version"

@@ -51,11 +51,10 @@ WATCH_EVERY = 0.5  # seconds between a task's looks at the stop signal
 
 _CHECK_SOURCE = """
 def envbisect_node_check():
-    import shutil, socket, sys
-    try:
-        import envbisect
-        version = envbisect.__version__
-    except Exception:
+    import importlib.metadata, shutil, socket, sys
+    try:  # this project's distribution (PyPI's "envbisect" is another tool)
+        version = importlib.metadata.version("envbisect-ml")
+    except importlib.metadata.PackageNotFoundError:
         version = None
     uv = shutil.which("uv")
     if uv is None:
