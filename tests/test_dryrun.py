@@ -42,7 +42,10 @@ def test_run_dry_run_plans_both_ends_and_builds_nothing(
                      "--python", python, "--results", str(results), "--", "true")  # fmt: skip
     assert text.returncode == 0
     assert "dry run: 2 environment(s) planned, nothing built" in text.stdout
-    assert "  crashy==1.11.0" in text.stdout
+    # No pins and no --with: the plan is still the whole environment uv will install (crashy
+    # 1.11.0 needs helperlib >= 2), not the one requirement.
+    assert "  crashy==1.11.0" in text.stdout and "  helperlib==2." in text.stdout
+    assert "1.11.0: 2 package(s)" in text.stdout
 
 
 @pytest.mark.slow

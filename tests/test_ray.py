@@ -297,7 +297,9 @@ def test_ctrl_c_leaves_no_probe_on_any_node(
     deadline = time.monotonic() + 180
     while not _probes_alive(str(repro), proc.pid) and time.monotonic() < deadline:
         time.sleep(0.2)
-    assert _probes_alive(str(repro), proc.pid), f"the hanging probe should be running: {seen}"
+    if not _probes_alive(str(repro), proc.pid):  # what envbisect said after, for the message
+        proc.kill()
+        pytest.fail(f"the hanging probe should be running: {seen}{proc.stderr.read()}")
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=120)
     assert proc.returncode == 130, seen + err

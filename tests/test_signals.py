@@ -82,10 +82,27 @@ def _until_hanging(proc: subprocess.Popen[str], repro: Path) -> None:
     assert proc.stderr is not None
     seen, deadline = "", time.monotonic() + 240
     while "probing 1.5.0" not in seen and time.monotonic() < deadline:
-        seen += proc.stderr.readline()
+        line = proc.stderr.readline()
+        assert line, f"envbisect ended before probing 1.5.0 (exit {proc.wait()}): {seen}"
+        seen += line
     while not _repro_of(proc.pid, repro) and time.monotonic() < deadline:
         time.sleep(0.1)
-    assert _repro_of(proc.pid, repro), "the hanging probe should be running"
+    state = "runs" if proc.poll() is None else f"exited {proc.returncode}"
+    assert _repro_of(proc.pid, repro), (
+        f"the hanging probe should be running (envbisect {state}): {seen}\n{_tree(proc.pid)}"
+    )
+
+
+def _tree(pid: int) -> str:
+    """The processes under ``pid`` with their ages, for a failure's message."""
+    out = subprocess.run(["ps", "-eo", "pid,ppid,etimes,stat,args"], capture_output=True,
+                         text=True).stdout.splitlines()  # fmt: skip
+    rows = [r.split(None, 4) for r in out[1:]]
+    keep = {pid}
+    for _ in range(6):
+        keep |= {int(r[0]) for r in rows if int(r[1]) in keep}
+    mine = [" ".join(r)[:300] for r in rows if int(r[0]) in keep]
+    return "\n".join(mine)
 
 
 def _repro_of(pid: int, repro: Path) -> list[int]:

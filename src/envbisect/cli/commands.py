@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -372,7 +373,15 @@ def cmd_env(ctx: Context) -> int:
     from envbisect.env import envreport
 
     args = ctx.args
-    report = envreport.collect(args.python, deep=not args.quick)
+    python = args.python
+    if python is None:  # what a user asks about: the environment they are in
+        from envbisect.env.pyrequest import active_venv
+
+        found = active_venv(os.environ, Path.cwd())
+        python = found.request if found is not None else sys.executable
+        origin = found.origin if found is not None else "the interpreter running envbisect"
+        ctx.reporter.message(f"envbisect: reporting on {python} ({origin}; --python for another)")
+    report = envreport.collect(python, deep=not args.quick)
     report["nvidia"] = envreport.read_nvidia_smi()
     found = envreport.checks(report)
     if args.json:

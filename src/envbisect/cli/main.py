@@ -160,6 +160,8 @@ def _main(argv: Sequence[str] | None) -> int:
                     hint=f"see envbisect {args.command} --help",
                 )
             implied.apply(args, reporter.message)  # a report's Python and torch, a script's
+            if getattr(args, "python", "") is None and args.command != "env":
+                _default_python(args, reporter)
             if hasattr(args, "index_url"):  # one line: which indexes, and where each came from
                 torch = getattr(args, "torch_backend", None)
                 also = (
@@ -195,6 +197,18 @@ def _main(argv: Sequence[str] | None) -> int:
         return _fail(args, e)
     except KeyboardInterrupt:
         return _fail(args, Interrupted("interrupted", hint="run the same command again to resume"))
+
+
+def _default_python(args: argparse.Namespace, reporter: RichReporter) -> None:
+    """No --python: uv's rules pick the request (env/pyrequest.py), said on stderr."""
+    from envbisect.env.pyrequest import default_python
+
+    found = default_python()
+    if found is not None:
+        args.python = found.request
+        reporter.message(
+            f"envbisect: Python {found.request} (from {found.origin}; --python to choose another)"
+        )
 
 
 def _say_held_back(reporter: RichReporter, args: argparse.Namespace) -> None:

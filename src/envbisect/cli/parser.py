@@ -9,7 +9,6 @@ the reference docs are made from ``build_parser()`` (docs/hooks.py).
 from __future__ import annotations
 
 import argparse
-import sys
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, NoReturn, cast
 
@@ -389,8 +388,9 @@ def add_env_parser(sub: Subcommands) -> None:
     o.PYTHON.add(
         env,
         metavar="PATH",
-        default=sys.executable,
-        help="the interpreter to report on (default: the one running envbisect)",
+        default=None,
+        help="the interpreter to report on (default: the active virtualenv's, VIRTUAL_ENV or "
+        "./.venv, else the one running envbisect)",
     )
     env.add_argument(
         "--quick",

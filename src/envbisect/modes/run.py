@@ -112,7 +112,10 @@ def _run(opts: RunOptions, session: Session, exclude_newer: datetime | None) -> 
         from envbisect.modes.dryrun import plan_views
 
         end_wants = [points.want(i, 1) for i in (bis.old.index, bis.new.index)]
-        return replace(result, status=Status.DRY_RUN, plans=tuple(plan_views(session, end_wants)))
+        # Without pins the spec is NAME==V and --with: uv resolves the rest at build time, so
+        # the dry run asks uv for the same whole environment now.
+        plans = plan_views(session, end_wants, resolve=planner is None)
+        return replace(result, status=Status.DRY_RUN, plans=tuple(plans))
     try:
         log, search = bisect(
             bis, session, points.want, labels=labels.__getitem__, cached=points.cached
