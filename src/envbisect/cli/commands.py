@@ -377,9 +377,9 @@ def cmd_env(ctx: Context) -> int:
     if python is None:  # what a user asks about: the environment they are in
         from envbisect.env.pyrequest import active_venv
 
-        found = active_venv(os.environ, Path.cwd())
-        python = found.request if found is not None else sys.executable
-        origin = found.origin if found is not None else "the interpreter running envbisect"
+        venv = active_venv(os.environ, Path.cwd())
+        python = venv.request if venv is not None else sys.executable
+        origin = venv.origin if venv is not None else "the interpreter running envbisect"
         ctx.reporter.message(f"envbisect: reporting on {python} ({origin}; --python for another)")
     report = envreport.collect(python, deep=not args.quick)
     report["nvidia"] = envreport.read_nvidia_smi()
