@@ -342,3 +342,46 @@ def test_history_is_bounded_and_the_feed_escapes_untrusted_text() -> None:
     assert "<script>" not in section and "&lt;script&gt;" in section
     md = publish.markdown(meta, new, news=(latest.title(), latest.lines))
     assert "<script>" not in md and md.index("## New since") < md.index("**Use on Python")
+
+
+@pytest.mark.slow
+def test_an_update_right_after_a_publish_sees_a_new_release(python: str, tmp_path: Path) -> None:
+    """The index sends PyPI's Cache-Control (max-age=600): a page read minutes ago counts as
+    fresh, so without revalidation a release published since is not seen. ``matrix --update``
+    asks again for its axes' pages; ``--refresh`` and ``--refresh-package`` do it for any
+    command (one 304 or a new page per project: no page is read twice)."""
+    root = tmp_path / "wheels"
+    root.mkdir()
+    index = LocalIndex()  # max-age=600, public: PyPI's header
+    for i in range(3):
+        _lib(root, index, i)
+    for i in range(2):
+        _app(root, index, i)
+    index.start()
+    try:
+        (tmp_path / "repro.py").write_text("import liveapp\nliveapp.run()\n")
+        spec = tmp_path / "live.toml"
+        spec.write_text(MATRIX.format(python=python, index=index.url))
+        results, cache = tmp_path / "results", tmp_path / "cache"
+        common = ("--results", results, "--cache-dir", cache)
+        assert envbisect("matrix", spec, *common, cwd=tmp_path)["counts"]["cells"] == 6
+        _app(root, index, 2)  # published a minute after the table
+        fresh_store(results)
+        dry = envbisect("matrix", spec, "--update", "--dry-run", *common, cwd=tmp_path)
+        assert {c["liveapp"] for p in dry["plans"] for c in p["new"]} == {"1.2.0"}
+        versions = ("versions", "liveapp", "--index-url", index.url, "--cache-dir", cache,
+                    "--python", python)  # fmt: skip
+
+        def seen(*extra: str) -> list[str]:
+            data = envbisect(*versions, *extra, cwd=tmp_path)
+            return [v["version"] for v in data["candidates"]]
+
+        _app(root, index, 3)
+        assert "1.3.0" not in seen()  # the cached page is fresh for ten minutes
+        before = index.hits.get("GET /simple/liveapp/", 0)
+        assert "1.3.0" in seen("--refresh-package", "liveapp")
+        assert index.hits["GET /simple/liveapp/"] == before + 1  # asked once
+        _app(root, index, 4)
+        assert "1.4.0" in seen("--refresh")
+    finally:
+        index.stop()

@@ -37,6 +37,10 @@ class CommonOptions:
     torch_auto: TorchChoice | None = None  # set: ``indexes.torch_index`` is still to choose
     python: str | None = None
     offline: bool = False
+    # --refresh: every index page revalidated once this run, whatever its age (uv's too);
+    # --refresh-package NAME: those projects' pages only (canonical names).
+    refresh: bool = False
+    refresh_packages: tuple[str, ...] = ()
     cache_dir: Path | None = None
     results: Path = Path("results")
     timeout: float = 600.0

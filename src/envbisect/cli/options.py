@@ -17,6 +17,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
+from packaging.utils import canonicalize_name
+
 from envbisect.errors import UsageError
 from envbisect.exec.base import EXECUTORS
 from envbisect.model import IndexConfig
@@ -166,6 +168,19 @@ OFFLINE = opt(
     "--offline",
     action="store_true",
     help="no network: metadata from the cache, packages from uv's cache (run once online first)",
+)
+REFRESH = opt(
+    "--refresh",
+    action="store_true",
+    help="revalidate every cached index page whatever its age (uv's --refresh): see a release "
+    "published minutes ago",
+)
+REFRESH_PACKAGE = opt(
+    "--refresh-package",
+    metavar="NAME",
+    action="append",
+    default=[],
+    help="revalidate NAME's cached index pages only (repeatable)",
 )
 CACHE_DIR = opt(
     "--cache-dir",
@@ -378,6 +393,8 @@ INDEX = (
     NO_CONFIG,
     FIND_LINKS,
     OFFLINE,
+    REFRESH,
+    REFRESH_PACKAGE,
     CACHE_DIR,
     TORCH_BACKEND,
     TORCH_INDEX_URL,
@@ -570,6 +587,10 @@ def common_options(args: argparse.Namespace, *, command: str, repro: Any = None)
         torch_auto=torch if isinstance(torch, TorchChoice) else None,
         python=getattr(args, "python", None),
         offline=getattr(args, "offline", base.offline),
+        refresh=getattr(args, "refresh", False),
+        refresh_packages=tuple(
+            sorted({canonicalize_name(n) for n in getattr(args, "refresh_package", None) or ()})
+        ),
         cache_dir=getattr(args, "cache_dir", None),
         results=(results or base.results).resolve(),
         timeout=getattr(args, "timeout", base.timeout),

@@ -307,6 +307,12 @@ def add_matrix_parser(sub: Subcommands) -> None:
     o.NO_CONFIG.add(matrix, help="ignore the find-links folders of your settings")
     o.RESULTS.add(matrix, help="the store and the published tables (default ./results)")
     o.OFFLINE.add(matrix, help="no network: metadata and packages from the caches")
+    o.REFRESH.add(matrix)
+    o.REFRESH_PACKAGE.add(
+        matrix,
+        help="revalidate NAME's cached index pages (repeatable; --update does it for "
+        "the axes' packages)",
+    )
     o.CACHE_DIR.add(matrix, help="the metadata cache")
     o.JSON.add(matrix)
     o.DRY_RUN.add(
@@ -352,6 +358,7 @@ def add_publish_parser(sub: Subcommands) -> None:
     o.NO_CONFIG.add(publish, help="ignore the find-links folders of your settings")
     o.JSON.add(publish, help="print the files written as one JSON object on stdout")
     o.OFFLINE.add(publish, help="metadata from the cache only")
+    o.REFRESH.add(publish)
     o.CACHE_DIR.add(publish, help="the metadata cache")
 
 

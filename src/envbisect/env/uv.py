@@ -149,6 +149,14 @@ class Uv:
     binary: str
     offline: bool
     cache_dir: str | None = None
+    # --refresh / --refresh-package: uv revalidates those cached index pages on each install
+    refresh: bool = False
+    refresh_packages: tuple[str, ...] = ()
+
+    def refresh_args(self) -> list[str]:
+        if self.refresh:
+            return ["--refresh"]
+        return [a for name in self.refresh_packages for a in ("--refresh-package", name)]
 
     def env(self, indexes: IndexConfig | None = None) -> dict[str, str]:
         """The environment of a uv call: this process's, less what would change uv's indexes
@@ -380,6 +388,7 @@ class Materializer:
         """``uv pip install`` into the venv, from the spec's indexes and with its flags."""
         args = [self.uv.binary, "pip", "install", "--python", str(vpython), "--no-config"]
         args += [] if self.verbose else ["--quiet"]
+        args += self.uv.refresh_args()
         args += index_args(spec.indexes, only_binary=spec.only_binary)
         if spec.exclude_newer:
             args += ["--exclude-newer", spec.exclude_newer]

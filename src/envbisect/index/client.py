@@ -28,7 +28,7 @@ import hashlib
 import json
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from pathlib import Path
@@ -147,6 +147,7 @@ class IndexClient:
         clock: Callable[[], float] = time.time,
         deadline: float | None = None,
         max_page_bytes: int | None = None,
+        refresh: bool | Collection[str] = False,
     ) -> None:
         self.config = config
         self.deadline = DEADLINE if deadline is None else deadline
@@ -154,6 +155,12 @@ class IndexClient:
         self.retries = max(1, retries)
         self.backoff = backoff
         self.offline = offline
+        # Pages revalidated whatever their age, once each this run (uv's --refresh): all of
+        # them (True) or those projects' (canonical names).
+        self._refresh: bool | frozenset[str] = (
+            refresh if isinstance(refresh, bool) else frozenset(refresh)
+        )
+        self._revalidated: set[str] = set()
         self.stats = IndexStats()
         self._clock = clock
         self._cache = DiskCache(Path(cache_dir)) if cache_dir is not None else None
@@ -356,7 +363,10 @@ class IndexClient:
             )
         index, shown = mask_url(base), mask_url(url)
         cached = self._cached_page(url)
-        if cached is not None and (self.offline or self._clock() - cached.fetched < cached.max_age):
+        stale = self._must_revalidate(url, key)
+        if cached is not None and (
+            self.offline or (not stale and self._clock() - cached.fetched < cached.max_age)
+        ):
             self.stats.add(cache_hits=1)
             return self._cached_files(cached, url, key, index, shown)
         if self.offline:
@@ -390,6 +400,17 @@ class IndexClient:
         if files is not None:
             files.token = f"{page.url}#{page.body_sha256}"
         return files
+
+    def _must_revalidate(self, url: str, key: str) -> bool:
+        """--refresh (or --refresh-package KEY): the first read of ``url`` this run asks the
+        index (a 304 keeps the cached body), later ones go by the page's age again."""
+        wanted = self._refresh is True or (
+            isinstance(self._refresh, frozenset) and key in self._refresh
+        )
+        if not wanted or url in self._revalidated:
+            return False
+        self._revalidated.add(url)
+        return True
 
     def _cached_page(self, url: str) -> Page | None:
         """The page's cached validators (its body is read only when needed), or None; an

@@ -145,7 +145,12 @@ class Session:
     def uv(self) -> Uv:
         """uv, as every call of it runs in this session (offline with ``--offline``)."""
         if self._uv is None:
-            self._uv = Uv(binary=find_uv(), offline=self.opts.offline)
+            self._uv = Uv(
+                binary=find_uv(),
+                offline=self.opts.offline,
+                refresh=self.opts.refresh,
+                refresh_packages=self.opts.refresh_packages,
+            )
         return self._uv
 
     def target_for(self, request: str | None) -> tuple[str, Target]:
@@ -192,6 +197,7 @@ class Session:
                 transport=self._transport,
                 cache_dir=self.opts.cache_dir or default_cache_dir(),
                 offline=self.opts.offline,
+                refresh=self.opts.refresh or self.opts.refresh_packages,
             )
         return self._client
 
@@ -208,6 +214,7 @@ class Session:
                 transport=self._transport,
                 cache_dir=self.opts.cache_dir or default_cache_dir(),
                 offline=self.opts.offline,
+                refresh=self.opts.refresh or self.opts.refresh_packages,
             )
         return self._others[config]
 

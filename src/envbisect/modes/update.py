@@ -14,11 +14,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from packaging.utils import canonicalize_name
 from packaging.version import Version
 
 from envbisect.core.candidates import build_candidates
@@ -118,6 +119,9 @@ def update_matrix(
     (``recheck_days``); with ``--dry-run`` plan only (the new cells' environments planned,
     nothing built). The caller publishes."""
     published = read_published(spec, common.results)
+    if not common.offline:  # what is new since the publish: the axes' pages asked again
+        axes = {canonicalize_name(a.package) for a in spec.axes}
+        common = replace(common, refresh_packages=tuple(sorted({*common.refresh_packages, *axes})))
     when = now or datetime.now(timezone.utc)
     result = UpdateResult(matrix=new_result(spec, common))
     requests: dict[str, str | None] = {}
