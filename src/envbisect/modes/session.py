@@ -190,16 +190,19 @@ class Session:
     @property
     def client(self) -> IndexClient:
         if self._client is None:
-            from envbisect.index.client import IndexClient
-
-            self._client = IndexClient(
-                self.opts.indexes,
-                transport=self._transport,
-                cache_dir=self.opts.cache_dir or default_cache_dir(),
-                offline=self.opts.offline,
-                refresh=self.opts.refresh or self.opts.refresh_packages,
-            )
+            self._client = self._new_client(self.opts.indexes)
         return self._client
+
+    def _new_client(self, config: IndexConfig) -> IndexClient:
+        from envbisect.index.client import IndexClient
+
+        return IndexClient(
+            config,
+            transport=self._transport,
+            cache_dir=self.opts.cache_dir or default_cache_dir(),
+            offline=self.opts.offline,
+            refresh=self.opts.refresh or self.opts.refresh_packages,
+        )
 
     def index_client(self, config: IndexConfig) -> IndexClient:
         """A client of other indexes than the session's (the public ones a lockfile names),
@@ -207,15 +210,7 @@ class Session:
         if config == self.opts.indexes:
             return self.client
         if config not in self._others:
-            from envbisect.index.client import IndexClient
-
-            self._others[config] = IndexClient(
-                config,
-                transport=self._transport,
-                cache_dir=self.opts.cache_dir or default_cache_dir(),
-                offline=self.opts.offline,
-                refresh=self.opts.refresh or self.opts.refresh_packages,
-            )
+            self._others[config] = self._new_client(config)
         return self._others[config]
 
     @property
