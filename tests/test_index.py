@@ -8,8 +8,10 @@ import hashlib
 import json
 import os
 import socket
+import time
 import zipfile
 from collections.abc import Iterator
+from datetime import datetime, timezone
 from pathlib import Path
 
 import httpx
@@ -22,6 +24,7 @@ from envbisect.errors import (
     UnknownVersion,
     UsageError,
 )
+from envbisect.index import retry
 from envbisect.index.client import (
     IndexClient,
     ProjectFiles,
@@ -135,6 +138,43 @@ def test_server_errors_are_retried() -> None:
         len(calls) == 3
         and pf.files[0].url == "https://example.invalid/simple/x/x-1.0-py3-none-any.whl"
     )
+
+
+def test_a_429_is_retried_after_the_wait_it_asks_for_with_jitter() -> None:
+    """Retry-After (seconds, or an HTTP date) sets the wait, capped; without it the backoff
+    doubles, each with jitter (index/retry.py). The wait itself is recorded, not timed."""
+    calls: list[float] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        calls.append(time.monotonic())
+        if len(calls) == 1:
+            return httpx.Response(429, headers={"retry-after": "1"})
+        return httpx.Response(
+            200,
+            headers={"content-type": "application/vnd.pypi.simple.v1+json"},
+            json={"meta": {"api-version": "1.1"}, "name": "x", "files": []},
+        )
+
+    client = IndexClient(
+        IndexConfig(index_url="https://example.invalid/simple"),
+        transport=httpx.MockTransport(handler),
+        backoff=0.01,
+    )
+    assert not client.project_files("x").files
+    assert len(calls) == 2 and calls[1] - calls[0] >= 1.0  # slept at least what it asked for
+    now = 1_000_000.0
+    upper = lambda a, b: b  # noqa: E731  (the jitter's bounds, drawn at either end)
+    lower = lambda a, b: a  # noqa: E731
+    assert retry.delay(1, 0.5, "7", now, lower) == 7.0
+    assert retry.delay(1, 0.5, "7", now, upper) == pytest.approx(8.4)
+    assert retry.delay(1, 0.5, "3600", now, lower) == retry.MAX_RETRY_AFTER
+    date = "Wed, 21 Oct 2015 07:28:00 GMT"
+    when = datetime(2015, 10, 21, 7, 28, tzinfo=timezone.utc).timestamp()
+    assert retry.delay(1, 0.5, date, when - 5, lower) == pytest.approx(5.0)
+    assert retry.delay(1, 0.5, date, when + 5, lower) == 0.0  # a date gone by: no wait
+    assert retry.delay(3, 0.5, None, now, upper) == 2.0  # 0.5 * 2**2, jitter down to half
+    assert retry.delay(3, 0.5, None, now, lower) == 1.0
+    assert retry.delay(1, 0.5, "soon", now, upper) == 0.5  # garbage: the backoff
 
 
 def test_garbage_answer_is_a_clear_error(index: LocalIndex) -> None:

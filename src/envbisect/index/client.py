@@ -47,7 +47,7 @@ from envbisect.errors import (
     UnknownPackage,
     UsageError,
 )
-from envbisect.index import metadata
+from envbisect.index import metadata, retry
 from envbisect.index.cache import (
     BODIES,
     DERIVED,
@@ -546,29 +546,29 @@ class IndexClient:
         auth: httpx.Auth | None = None,
         sink: IO[bytes] | None = None,
     ) -> httpx.Response:
-        """GET, retried on transport errors and 429/5xx. The body is read into the response
-        (at most ``MAX_PAGE_BYTES``), or streamed into ``sink`` when the answer is 200; the
-        body must arrive within ``DEADLINE`` seconds (ten times that into a sink). Offline,
-        nothing is sent: every request of this client goes through here."""
+        """GET, retried on transport errors and 429/5xx (index/retry.py: Retry-After, jitter).
+        The body is read into the response (at most ``MAX_PAGE_BYTES``), or streamed into
+        ``sink`` when the answer is 200, within ``DEADLINE`` seconds (ten times that into a
+        sink). Offline, nothing is sent: every request of this client goes through here."""
         if self.offline:
             raise _offline_miss(url)
         import httpx
 
-        last: Exception | None = None
+        last, wait_for = None, None  # the last error; the last answer's Retry-After
         for attempt in range(self.retries):
             if attempt:
-                time.sleep(self.backoff * (2 ** (attempt - 1)))
+                time.sleep(retry.delay(attempt, self.backoff, wait_for, time.time()))
             try:
                 with self._client.stream("GET", url, headers=headers, auth=auth) as resp:
                     into = sink if sink is not None and resp.status_code == 200 else None
                     body = read_body(resp, url, into, self.deadline, self.max_page_bytes)
             except httpx.RequestError as e:
-                last = e
+                last, wait_for = e, None
                 continue
             self.stats.add(requests=1, bytes_fetched=resp.num_bytes_downloaded)
             resp = settled(resp, body)
             if resp.status_code in _RETRY_STATUS:
-                last = None
+                last, wait_for = None, resp.headers.get("retry-after")
                 continue
             return resp
         reason = f"{type(last).__name__}" if last is not None else "server errors"
