@@ -289,3 +289,32 @@ def test_what_names_no_package_is_left_out_and_said() -> None:
     assert reqs(ps) == ["llamafactory==0.9.3", "peft==0.15.2", "numpy==1.26.4"]
     assert [(m.name, m.used, m.why) for m in facts(ps).mapped] == [
         ("foo@bar", None, "not a project name: left out")]  # fmt: skip
+
+
+def test_a_fence_in_a_list_item_or_a_quote_is_a_fenced_block() -> None:
+    """Bug reports nest their blocks: a pip freeze under "1. my environment:", a traceback in
+    a quoted reply. CommonMark (markdown-it-py) reads them; a line-by-line match missed both."""
+    text = (
+        "Steps:\n\n"
+        "1. my environment:\n\n"
+        "   ```text\n"
+        "   torch==2.5.1\n"
+        "   datasets==3.1.0\n"
+        "   ```\n\n"
+        "> it crashes for me too:\n"
+        "> ~~~python\n"
+        "> import datasets\n"
+        "> ~~~\n"
+        "unclosed:\n"
+        "```\n"
+        "pyarrow==18.0.0\n"
+    )
+    segs = segments(text)
+    fenced = [(s.lang, s.lines, s.start) for s in segs if s.lang is not None]
+    assert fenced == [
+        ("text", ("torch==2.5.1", "datasets==3.1.0"), 6),  # the line of its first line
+        ("python", ("import datasets",), 12),
+        ("", ("pyarrow==18.0.0",), 16),
+    ]
+    prose = [line for s in segs if s.lang is None for line in s.lines]
+    assert "it crashes for me too:" in prose and "torch==2.5.1" not in " ".join(prose)

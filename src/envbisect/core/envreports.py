@@ -101,42 +101,38 @@ class Segment:
         return ((self.start + i, line) for i, line in enumerate(self.lines))
 
 
-_FENCE = re.compile(r"^ {0,3}(?P<fence>`{3,}|~{3,})\s*(?P<info>[^`\s]*)[^`]*$")
 CODE_LANGS = frozenset({"python", "py", "python3", "ipython", "pycon", "yaml", "yml"})
 
 
 def segments(text: str) -> list[Segment]:
-    """The text as Markdown: fenced blocks and the prose around them, in order. An unclosed
-    fence runs to the end of the text, as GitHub renders it."""
-    out: list[Segment] = []
+    """The text as Markdown (CommonMark, read by markdown-it-py): fenced blocks, wherever
+    they sit (in a list item, a quote), and the prose around them, in order. An unclosed
+    fence runs to the end of its container, as GitHub renders it."""
+    from markdown_it import MarkdownIt
+
     lines = text.splitlines()
+    fences = [
+        t for t in MarkdownIt("commonmark").parse(text) if t.type == "fence" and t.map is not None
+    ]
+    out: list[Segment] = []
     prose: list[str] = []
     prose_start = 1
     i = 0
-    while i < len(lines):
-        m = _FENCE.match(lines[i])
-        if m is None:
+    for t in [*fences, None]:
+        first, last = (t.map[0], t.map[1]) if t is not None and t.map else (len(lines), 0)
+        for n in range(i, first):  # the prose before this fence
             if not prose:
-                prose_start = i + 1
-            prose.append(_unquote(lines[i]))
-            i += 1
-            continue
+                prose_start = n + 1
+            prose.append(_unquote(lines[n]))
         if prose:
             out.append(Segment(lang=None, lines=tuple(prose), start=prose_start))
             prose = []
-        fence = m["fence"]
-        body: list[str] = []
-        j = i + 1
-        while j < len(lines):
-            close = lines[j].strip()
-            if close.startswith(fence[0] * len(fence)) and not close.strip(fence[0]):
-                break
-            body.append(lines[j])
-            j += 1
-        out.append(Segment(lang=m["info"].lower(), lines=tuple(body), start=i + 2))
-        i = j + 1
-    if prose:
-        out.append(Segment(lang=None, lines=tuple(prose), start=prose_start))
+        if t is None:
+            break
+        info = t.info.strip().split(maxsplit=1)
+        body = tuple(t.content.splitlines())  # without the list's indent or the quote's ">"
+        out.append(Segment(lang=(info[0] if info else "").lower(), lines=body, start=first + 2))
+        i = last
     return out
 
 
