@@ -11,6 +11,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from rich.console import Console
 from rich.live import Live
@@ -298,9 +299,29 @@ def duration(seconds: float) -> str:
     return f"{minutes // 60} h {minutes % 60:02d} min"
 
 
+# --color, as every console of one run is made (main's and print_error's).
+COLOR = {"choice": "auto"}
+
+
+def stderr_console(*, quiet: bool = False, highlight: bool = True) -> Console:
+    """A console on stderr as ``--color`` says: ``auto`` is rich's own rule (a terminal gets
+    colour; ``NO_COLOR`` turns it off, ``FORCE_COLOR`` on, as rich documents), ``always``
+    colours a pipe too, ``never`` writes plain text. emoji=False: rich would turn ``:six:``
+    in ``import:six`` into an emoji."""
+    choice = COLOR["choice"]
+    extra: dict[str, Any] = {}
+    if choice == "always":  # over NO_COLOR too: the flag is the later word
+        extra["force_terminal"], extra["no_color"] = True, False
+    elif choice == "never":
+        extra["color_system"] = None
+    return Console(
+        stderr=True, soft_wrap=True, emoji=False, quiet=quiet, highlight=highlight, **extra
+    )
+
+
 def print_error(err: EnvbisectError) -> None:
     """``error: MESSAGE [ref]`` and ``hint: HINT`` on stderr, credentials masked."""
-    console = Console(stderr=True, highlight=False, soft_wrap=True, emoji=False)
+    console = stderr_console(highlight=False)
     console.print(
         f"[bold red]error[/bold red]: {escape(mask_text(err.message))} [dim]\\[{err.ref}][/dim]"
     )

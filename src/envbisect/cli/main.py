@@ -26,12 +26,10 @@ import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from rich.console import Console
-
 from envbisect.cli import implied
 from envbisect.cli import options as o
 from envbisect.cli.context import Context
-from envbisect.cli.display import RichReporter, error_json, print_error
+from envbisect.cli.display import COLOR, RichReporter, error_json, print_error, stderr_console
 from envbisect.cli.parser import build_parser, subparser, suggest
 from envbisect.errors import EnvbisectError, Interrupted, NoAnswer, UsageError
 from envbisect.redact import mask_env_args
@@ -124,6 +122,7 @@ def _main(argv: Sequence[str] | None) -> int:
         args_list, tail = args_list[:cut], args_list[cut + 1 :]
     parser = build_parser()
     args, unknown = parser.parse_known_args(args_list)
+    COLOR["choice"] = getattr(args, "color", "auto")
     if unknown:
         sub = subparser(parser, args.command)
         message = f"unrecognized arguments: {' '.join(unknown)}"
@@ -145,9 +144,9 @@ def _main(argv: Sequence[str] | None) -> int:
             )
         )
         return 2
-    # emoji=False: rich would turn ``:six:`` in ``import:six`` into an emoji. quiet: nothing
-    # on stderr but errors (print_error has its own console), the answer on stdout.
-    console = Console(stderr=True, soft_wrap=True, emoji=False, quiet=quiet)
+    # quiet: nothing on stderr but errors (print_error has its own console), the answer on
+    # stdout.
+    console = stderr_console(quiet=quiet)
     reporter = RichReporter(console, quiet=quiet, verbose=verbose)
     ctx = Context(
         args=args, tail=tail, command=full, console=console, reporter=reporter, parser=parser

@@ -182,6 +182,13 @@ REFRESH_PACKAGE = opt(
     default=[],
     help="revalidate NAME's cached index pages only (repeatable)",
 )
+COLOR = opt(
+    "--color",
+    choices=("auto", "always", "never"),
+    default=argparse.SUPPRESS,
+    help="colour on stderr: auto (a terminal, unless NO_COLOR is set; FORCE_COLOR forces it), "
+    "always, never",
+)
 CACHE_DIR = opt(
     "--cache-dir",
     type=Path,

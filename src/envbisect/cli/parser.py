@@ -444,14 +444,14 @@ def build_parser() -> argparse.ArgumentParser:
         epilog="docs: docs/ in the source (build and serve locally: nox -s docs, or mkdocs serve)",
     )
     parser.add_argument("--version", action="version", version=f"envbisect {__version__}")
-    o.attach(parser, o.QUIET, o.VERBOSE)
+    o.attach(parser, o.QUIET, o.VERBOSE, o.COLOR)
     # _Parser is an ArgumentParser: the add_*_parser functions take the common type.
     sub = cast("Subcommands", parser.add_subparsers(dest="command", parser_class=_Parser))
     for add in PARSERS:
         add(sub)
     # -q and -v after the subcommand too (envbisect run ... -q), as before it.
     for one in sub.choices.values():
-        o.attach(one, o.QUIET, o.VERBOSE)
+        o.attach(one, o.QUIET, o.VERBOSE, o.COLOR)
     return parser
 
 
