@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import sqlite3
+import subprocess
+import sys
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from envbisect.core.outcome import same_failure
-from envbisect.errors import StoreError
+from envbisect.errors import StoreError, UsageError
 from envbisect.model import InstalledDist, Outcome, OutcomeKind, installed_hash
 from envbisect.store import ProbeRecord, Store
 
@@ -163,3 +165,42 @@ def test_a_claim_is_held_while_its_claimant_lives_and_taken_over_after(tmp_path:
         assert store.held("e1", "r") is None and store.held("e2", "r") is not None
         store.release(me)
         assert store.held("e2", "r") is None
+
+
+def test_a_results_folder_that_is_not_envbisects_is_never_written_into(tmp_path: Path) -> None:
+    """./results is a common folder name in ML repositories: one with files of its own and
+    no marker is refused, untouched; a new or empty one, or one envbisect wrote before the
+    marker existed, becomes envbisect's (the marker is written)."""
+    theirs = tmp_path / "results"
+    (theirs / "run-3").mkdir(parents=True)
+    (theirs / "metrics.csv").write_text("loss\n0.1\n")
+    before = sorted(p.relative_to(theirs) for p in theirs.rglob("*"))
+    with pytest.raises(UsageError) as err:
+        Store(theirs)
+    assert err.value.ref == "results-not-ours" and "--results" in (err.value.hint or "")
+    assert sorted(p.relative_to(theirs) for p in theirs.rglob("*")) == before  # untouched
+    # The real CLI: the error line and its hint, nothing written, exit 2.
+    proc = subprocess.run(
+        [sys.executable, "-m", "envbisect", "run", "--package", "x", "--results", str(theirs),
+         "--index-url", "http://127.0.0.1:9/simple", "--", "true"],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert proc.returncode == 2 and "[results-not-ours]" in proc.stderr, proc.stderr
+    assert "hint: " in proc.stderr and "Traceback" not in proc.stderr
+    assert sorted(p.relative_to(theirs) for p in theirs.rglob("*")) == before
+    # New, empty, or envbisect's from before: the marker makes it envbisect's from now on.
+    for folder in (tmp_path / "new", tmp_path / "empty"):
+        if folder.name == "empty":
+            folder.mkdir()
+        with Store(folder):
+            pass
+        assert (folder / ".envbisect").is_file()
+    old = tmp_path / "old"
+    (old / "run-abc").mkdir(parents=True)
+    (old / "run-abc" / "report.md").write_text("# envbisect run\n")
+    with Store(old):
+        pass
+    assert (old / ".envbisect").is_file()
+    (theirs / ".envbisect").write_text("")  # the user says it is envbisect's
+    with Store(theirs):
+        pass

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from envbisect.errors import DiskFull, StoreError
+from envbisect.errors import DiskFull, StoreError, UsageError
 from envbisect.model import InstalledDist, Outcome, OutcomeKind, ProbeRecord
 
 SCHEMA_VERSION = 6
@@ -101,11 +101,71 @@ _MIGRATIONS = {
 }
 
 
+# The file that makes a folder envbisect's: it writes into no other (./results is a common
+# name in ML repositories, and a foreign one must lose nothing).
+MARKER = ".envbisect"
+MARKER_TEXT = (
+    "This folder holds envbisect's results: its store, reports, lockfiles and tables.\n"
+    "envbisect writes only into a folder that has this file (or a new or empty one).\n"
+)
+
+
+def claim_results(results_dir: Path) -> None:
+    """Make ``results_dir`` envbisect's, or refuse it: a new or empty folder gets the marker,
+    as does one envbisect wrote before markers existed; a folder with other files and no
+    marker is someone else's."""
+    if refuse_foreign(results_dir):
+        return
+    marker = results_dir / MARKER
+    try:
+        results_dir.mkdir(parents=True, exist_ok=True)
+        marker.write_text(MARKER_TEXT, encoding="utf-8")
+    except OSError:
+        pass  # the database below says what is wrong with the folder
+
+
+def refuse_foreign(results_dir: Path) -> bool:
+    """A ``UsageError`` when ``results_dir`` is someone else's (before any work is done);
+    whether it already has the marker."""
+    marker = results_dir / MARKER
+    if marker.is_file():
+        return True
+    try:
+        foreign = results_dir.is_dir() and any(results_dir.iterdir())
+    except OSError:
+        foreign = False  # unreadable: the mkdir or the database says why
+    if foreign and not _written_by_envbisect(results_dir):
+        raise UsageError(
+            f"{results_dir} is not envbisect's results folder (it holds other files and no "
+            f"{MARKER}): nothing is written there",
+            hint=f"pass --results DIR (a new or empty folder), or, if envbisect made it, "
+            f"create {marker}",
+            ref="results-not-ours",
+        )
+    return False
+
+
+def _written_by_envbisect(folder: Path) -> bool:
+    """A folder envbisect wrote before markers existed: its store, its environments' folder,
+    or a run's report or a published table in a folder of its own."""
+    if (folder / DB_NAME).is_file() or (folder / ".envs").is_dir():
+        return True
+    try:
+        return any(
+            (child / "results.json").is_file() or (child / "report.md").is_file()
+            for child in folder.iterdir()
+            if child.is_dir()
+        )
+    except OSError:
+        return False
+
+
 class Store:
     """A results database in ``results_dir``. Use as a context manager."""
 
     def __init__(self, results_dir: Path) -> None:
         self.path = results_dir / DB_NAME
+        claim_results(results_dir)
         try:
             results_dir.mkdir(parents=True, exist_ok=True)
             # One connection per thread; check_same_thread=False only lets its owner close it

@@ -42,7 +42,7 @@ from envbisect.modes.sharing import CLAIM_POLL, Renewal, drop_build
 from envbisect.options import CommonOptions
 from envbisect.redact import mask_env_map, mask_text
 from envbisect.reporter import Reporter
-from envbisect.store import Claimant, Store
+from envbisect.store import Claimant, Store, refuse_foreign
 
 if TYPE_CHECKING:  # a probe without pins never reads an index: no httpx at startup
     import httpx
@@ -85,6 +85,8 @@ class Session:
     ) -> None:
         self.plan_only = plan_only  # nothing is built: a missing interpreter is planned for
         self._opts = opts
+        if not (plan_only or opts.dry_run):  # someone else's folder: refused before any work
+            refuse_foreign(opts.results)
         self.reporter = reporter or Reporter()
         self._transport = transport
         self._executor = executor
