@@ -25,6 +25,7 @@ import sys
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 from envbisect.cli import implied
 from envbisect.cli import options as o
@@ -159,6 +160,7 @@ def _main(argv: Sequence[str] | None) -> int:
                     hint=f"see envbisect {args.command} --help",
                 )
             implied.apply(args, reporter.message)  # a report's Python and torch, a script's
+            _project_defaults(args, args_list, reporter, verbose=verbose)
             if getattr(args, "python", "") is None and args.command != "env":
                 _default_python(args, reporter)
             if hasattr(args, "index_url"):  # one line: which indexes, and where each came from
@@ -196,6 +198,24 @@ def _main(argv: Sequence[str] | None) -> int:
         return _fail(args, e)
     except KeyboardInterrupt:
         return _fail(args, Interrupted("interrupted", hint="run the same command again to resume"))
+
+
+def _project_defaults(
+    args: argparse.Namespace, argv: list[str], reporter: RichReporter, *, verbose: bool
+) -> None:
+    """The repository's ``[tool.envbisect]`` defaults (cli/projectconf.py), said with -v."""
+    if getattr(args, "no_config", False):
+        return
+    from envbisect.cli import projectconf
+
+    conf = projectconf.find(Path.cwd())
+    if conf is None:
+        return
+    args._project = conf
+    uv_python = bool(os.environ.get("UV_PYTHON", "").strip())
+    taken = projectconf.apply(args, argv, conf, uv_python=uv_python)
+    if verbose and taken:
+        reporter.message(f"envbisect: from {conf.origin}: {', '.join(taken)}")
 
 
 def _default_python(args: argparse.Namespace, reporter: RichReporter) -> None:

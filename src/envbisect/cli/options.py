@@ -441,6 +441,7 @@ def index_settings(args: argparse.Namespace) -> IndexSettings:
         no_config=getattr(args, "no_config", False)
         or not (hasattr(args, "index_url") or hasattr(args, "find_links")),
         find_links=tuple(getattr(args, "find_links", ())),
+        project=(conf.origin, conf.values) if (conf := getattr(args, "_project", None)) else None,
     )
     for f in (found.main, *found.extra):
         check_url(f.origin, f.url)

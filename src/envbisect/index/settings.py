@@ -94,8 +94,11 @@ def resolve(
     cwd: Path,
     no_config: bool = False,
     find_links: tuple[str, ...] = (),
+    project: tuple[str, Mapping[str, Any]] | None = None,
 ) -> IndexSettings:
-    """The indexes to use, in the order above (module docstring)."""
+    """The indexes to use, in the order above (module docstring). ``project``: the origin
+    and values of a ``[tool.envbisect]`` table (cli/projectconf.py), after uv's variables
+    and before the configuration files."""
     flags = _Level(
         Found(index_url, "--index-url") if index_url is not None else None,
         [Found(u, "--extra-index-url") for u in extra_index_urls],
@@ -103,7 +106,17 @@ def resolve(
     )
     if no_config or _truthy(environ.get("UV_NO_CONFIG", "")):
         return _settle([flags])
-    return _settle([flags, _uv_env(environ), *_uv_files(environ, cwd)], pip=_pip(environ))
+    table = []
+    if project is not None:
+        origin, values = project
+        main = values.get("index-url")
+        table = [_Level(
+            Found(main, origin) if main else None,
+            [Found(u, origin) for u in values.get("extra-index-url", [])],
+            [Found(u, origin) for u in values.get("find-links", [])],
+        )]  # fmt: skip
+    levels = [flags, _uv_env(environ), *table, *_uv_files(environ, cwd)]
+    return _settle(levels, pip=_pip(environ))
 
 
 def _settle(levels: list[_Level], pip: _Level | None = None) -> IndexSettings:

@@ -1,0 +1,78 @@
+"""A repository's ``[tool.envbisect]`` defaults: read from the nearest pyproject.toml, under
+the command line's flags, each value's source said (the index line always, the rest with
+-v); a bad table is a clear error; ``--no-config`` sets it aside. The real CLI against the
+tests' index, and the table's reading in-process."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from pathlib import Path
+
+import pytest
+
+from envbisect.cli import projectconf
+from envbisect.errors import UsageError
+from support.cli import envbisect
+from support.index_server import LocalIndex
+
+
+def project(root: Path, table: str) -> Path:
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "pyproject.toml").write_text(f'[project]\nname = "mine"\n\n[tool.envbisect]\n{table}')
+    (root / "src").mkdir(exist_ok=True)
+    return root / "src"
+
+
+def clean_env() -> dict[str, str]:
+    drop = ("UV_INDEX", "PIP_", "UV_PYTHON", "VIRTUAL_ENV")
+    return {k: v for k, v in os.environ.items() if not k.startswith(drop)}
+
+
+def test_the_table_sets_what_the_command_line_does_not(
+    index: LocalIndex, python: str, tmp_path: Path
+) -> None:
+    work = project(tmp_path / "proj", f'index-url = "{index.url}"\npython = "{python}"\n')
+    proc = envbisect("versions", "crashy", "-v", "--json", cwd=work, env=clean_env())
+    assert proc.returncode == 0, proc.stderr
+    origin = f"[tool.envbisect] in {tmp_path / 'proj' / 'pyproject.toml'}"
+    assert f"envbisect: index: {index.url} ({origin})" in proc.stderr
+    assert f"envbisect: from {origin}: python = {python!r}" in proc.stderr
+    # A flag wins over the table, and then the table's value is not said as taken.
+    other = f"{index.base}/html"
+    proc = envbisect("versions", "crashy", "-v", "--index-url", other, "--python", python,
+                     cwd=work, env=clean_env())  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert f"index: {other} (--index-url)" in proc.stderr and "python = " not in proc.stderr
+    # --no-config: the table is set aside with the other settings (PyPI, the default).
+    proc = envbisect("versions", "crashy", "--no-config", "--offline", "--python", python,
+                     cwd=work, env=clean_env())  # fmt: skip
+    assert "index: https://pypi.org/simple (default)" in proc.stderr
+
+
+def test_a_bad_table_is_a_clear_error(tmp_path: Path) -> None:
+    work = project(tmp_path / "a", 'index_url = "https://x"\n')
+    proc = envbisect("versions", "crashy", cwd=work, env=clean_env())
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert "unknown key 'index_url'" in proc.stderr and "[bad-config]" in proc.stderr
+    assert "hint: the keys it may set: index-url, extra-index-url" in proc.stderr
+    work = project(tmp_path / "b", "jobs = 0\n")
+    with pytest.raises(UsageError, match="jobs must be a whole number >= 1, not 0"):
+        projectconf.find(work)
+
+
+def test_paths_are_the_projects_and_values_are_typed(tmp_path: Path) -> None:
+    work = project(tmp_path / "p", 'results = "out"\nfind-links = ["wheels", "https://w/x"]\n'
+                   'probe = ["import:mine"]\njobs = 2\ntimeout = 30\n')  # fmt: skip
+    (work / "deeper").mkdir()
+    conf = projectconf.find(work / "deeper")  # the nearest pyproject.toml above
+    assert conf is not None
+    assert conf.values["results"] == str(tmp_path / "p" / "out")
+    assert conf.values["find-links"] == [str(tmp_path / "p" / "wheels"), "https://w/x"]
+    args = argparse.Namespace(results=Path("results"), probes=[], jobs=1, timeout=600.0,
+                              python=None)  # fmt: skip
+    taken = projectconf.apply(args, ["run", "--jobs", "4"], conf, uv_python=False)
+    assert args.results == tmp_path / "p" / "out" and args.probes == ["import:mine"]
+    assert args.jobs == 1 and args.timeout == 30.0  # --jobs on the command line wins
+    assert [t.split(" = ")[0] for t in taken] == ["results", "probe", "timeout"]
+    assert projectconf.find(tmp_path) is None  # no pyproject.toml at or above
