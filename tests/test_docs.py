@@ -101,8 +101,8 @@ def test_help_ends_with_where_the_docs_are(capsys: pytest.CaptureFixture[str]) -
         main(["--help"])
     assert ended.value.code == 0
     tail = " ".join(capsys.readouterr().out.split()[-16:])
-    assert tail.endswith("docs: docs/ in the source (build and serve locally: nox -s docs, "
-                         "or mkdocs serve)")  # fmt: skip
+    assert tail.endswith("docs: https://envbisect.github.io/envbisect/ (or docs/ in the source: "
+                         "nox -s docs, mkdocs serve)")  # fmt: skip
     assert "nox -s docs" in HOOKS.cli_markdown()  # and the CLI page says it too
 
 

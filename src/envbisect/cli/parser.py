@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, NoReturn, cast
 
 from envbisect import __version__
+from envbisect.cli import helpfmt
 from envbisect.cli import options as o
 from envbisect.cli.display import print_error
 from envbisect.errors import UsageError
@@ -441,7 +442,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="envbisect",
         description="Find which package version broke a "
         "Python environment, prove it, and hand back one that works.",
-        epilog="docs: docs/ in the source (build and serve locally: nox -s docs, or mkdocs serve)",
+        epilog=f"docs: {helpfmt.DOCS} (or docs/ in the source: nox -s docs, mkdocs serve)",
     )
     parser.add_argument("--version", action="version", version=f"envbisect {__version__}")
     o.attach(parser, o.QUIET, o.VERBOSE, o.COLOR)
@@ -450,8 +451,9 @@ def build_parser() -> argparse.ArgumentParser:
     for add in PARSERS:
         add(sub)
     # -q and -v after the subcommand too (envbisect run ... -q), as before it.
-    for one in sub.choices.values():
+    for name, one in sub.choices.items():
         o.attach(one, o.QUIET, o.VERBOSE, o.COLOR)
+        helpfmt.arrange(one, name)
     return parser
 
 

@@ -1,0 +1,106 @@
+"""``--help`` as a reader scans it: the options in groups (what to test, indexes,
+environments, search, output), two examples per command, and the docs' address.
+
+The groups are made after the parser (``arrange``): each option lands in the group its flag
+names, so the options stay declared once (cli/options.py) whatever command takes them; one
+no group names stays under "options". tests/test_cli_help.py parses every example with the
+real parser, so none can drift from the flags.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+DOCS = "https://envbisect.github.io/envbisect/"
+
+GROUPS: dict[str, tuple[str, ...]] = {
+    "what to test": (
+        "--package", "--by-date", "--good", "--bad", "--any-failure", "--pins", "--extras",
+        "--baseline", "--rest", "--with", "--repro", "--probe", "--env", "--timeout",
+        "--native-backtrace", "--from", "--newest",
+    ),
+    "indexes": (
+        "--index-url", "--extra-index-url", "--no-config", "--find-links", "--offline",
+        "--refresh", "--refresh-package", "--cache-dir", "--torch-backend", "--torch-index-url",
+    ),
+    "environments": (
+        "--python", "--exclude-newer", "--pre", "--allow-sdist", "--keep-envs",
+        "--build-timeout", "--platform",
+    ),
+    "search": (
+        "--jobs", "--repeat", "--executor", "--ray-address", "--gpus-per-probe", "--confidence",
+        "--probabilistic", "--max-probes", "--commits", "--repo", "--good-ref", "--bad-ref",
+    ),
+    "output": ("--results", "--json", "--dry-run", "--quiet", "--verbose", "--color", "--help"),
+}  # fmt: skip
+
+EXAMPLES: dict[str, tuple[str, ...]] = {
+    "run": (
+        "envbisect run --package pyarrow --with datasets==2.14.6 --probe import:datasets",
+        "envbisect run --package transformers --pins pyproject.toml --good 4.40.0 --bad 4.46.0"
+        " -- python train.py",
+    ),
+    "commits": (
+        "envbisect commits --package werkzeug --good 2.3.7 --bad 3.0.0 --repo "
+        "https://github.com/pallets/werkzeug --with flask==2.2.2 -- python -c 'import flask'",
+        "envbisect commits --package mypkg --good v1.0 --bad v1.1 --repo ../mypkg --repro repro.py",
+    ),
+    "probe": (
+        "envbisect probe --with datasets==2.14.6 --probe import:datasets",
+        "envbisect probe --pins requirements.txt --dry-run -- python -c 'import torch'",
+    ),
+    "repro": ("envbisect repro issue.md", "envbisect repro - --dry-run"),
+    "pins": ("envbisect pins pyproject.toml", "envbisect pins llamafactory==0.9.5 --json"),
+    "versions": ("envbisect versions peft", "envbisect versions torch --python 3.10 --json"),
+    "diff": (
+        "envbisect diff good.txt bad.txt --repro repro.py",
+        "envbisect diff pylock.good.toml pylock.bad.toml --probe import:mypkg --jobs 2",
+    ),
+    "lock": (
+        "envbisect lock --with datasets==2.14.6 --probe import:datasets",
+        "envbisect lock --pins pyproject.toml --from requirements.lock --repro repro.py",
+    ),
+    "matrix": (
+        "envbisect matrix matrices/datasets-pyarrow.toml --jobs 2",
+        "envbisect matrix matrices/datasets-pyarrow.toml --update --recheck 90",
+    ),
+    "publish": ("envbisect publish", "envbisect publish matrices/transformers-peft.toml"),
+    "ci-template": (
+        "envbisect ci-template --output .github/workflows/living-tables.yml",
+        "envbisect ci-template --install .",
+    ),
+    "env": ("envbisect env", "envbisect env --python .venv/bin/python --json"),
+    "completion": ("envbisect completion bash", "envbisect completion zsh"),
+}
+
+
+class Formatter(argparse.HelpFormatter):
+    """argparse's, but a text with line breaks (the examples) is kept as written."""
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        if "\n" in text:
+            return "".join(indent + line for line in text.splitlines(keepends=True))
+        return super()._fill_text(text, width, indent)
+
+
+def arrange(parser: argparse.ArgumentParser, command: str) -> None:
+    """Put ``parser``'s options into the groups, and its examples and the docs in its epilog."""
+    parser.formatter_class = Formatter
+    optionals = parser._optionals
+    groups = {title: parser.add_argument_group(title) for title in GROUPS}
+    for action in list(optionals._group_actions):
+        title = next((t for t, flags in GROUPS.items()
+                      if any(f in flags for f in action.option_strings)), None)  # fmt: skip
+        if title is not None:
+            optionals._group_actions.remove(action)
+            groups[title]._group_actions.append(action)
+    # Empty groups print nothing; "options" last but for output, as a reader looks for -h.
+    parser._action_groups = [
+        g for g in parser._action_groups if g is not optionals and g._group_actions
+    ]
+    if optionals._group_actions:  # the command's own: "lock options"
+        optionals.title = f"{command} options"
+        parser._action_groups.insert(len(parser._action_groups) - 1, optionals)
+    lines = ["examples:", *(f"  {e}" for e in EXAMPLES.get(command, ()))]
+    lines.append(f"\ndocs: {DOCS} (this command: {DOCS}reference/cli.html)")
+    parser.epilog = "\n".join(lines)

@@ -1,0 +1,57 @@
+"""``--help`` in groups (what to test, indexes, environments, search, output; the command's
+own flags under "<command> options"), with two examples each and the docs' address; every
+example parses with the real parser, so none can name a flag that does not exist."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import shlex
+
+import pytest
+
+from envbisect.cli.helpfmt import DOCS, EXAMPLES, GROUPS
+from envbisect.cli.parser import build_parser
+
+COMMANDS = sorted(EXAMPLES)
+
+
+def help_of(command: str) -> str:
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), pytest.raises(SystemExit):
+        build_parser().parse_args([command, "--help"])
+    return out.getvalue()
+
+
+def test_every_command_has_two_examples_and_every_option_a_group() -> None:
+    parser = build_parser()
+    action = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    names = set(action.choices)
+    assert set(EXAMPLES) == names
+    order = list(GROUPS)
+    for command in COMMANDS:
+        text = help_of(command)
+        headings = [ln[:-1] for ln in text.splitlines() if ln.endswith(":") and ln[:1].isalpha()]
+        shown = [h for h in headings if h in GROUPS]
+        assert shown == [g for g in order if g in shown], (command, headings)  # in order
+        assert shown[-1] == "output" and headings[-1] == "examples", (command, headings)
+        assert not {"options", "optional arguments"} & set(headings), command
+        assert len(EXAMPLES[command]) == 2 and all(e in text for e in EXAMPLES[command])
+        assert f"docs: {DOCS}" in text
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_each_example_parses(command: str) -> None:
+    for example in EXAMPLES[command]:
+        argv = shlex.split(example)[1:]
+        if "--" in argv:  # what follows -- is the repro's own command line (cli/main.py)
+            argv = argv[: argv.index("--")]
+        args, unknown = build_parser().parse_known_args(argv)
+        assert args.command == command and unknown == [], example
+
+
+def test_run_help_is_grouped_for_a_reader() -> None:
+    text = help_of("run")
+    assert text.index("what to test:") < text.index("indexes:") < text.index("output:")
+    assert text.index("--repro") < text.index("--index-url") < text.index("--jobs")
