@@ -49,6 +49,18 @@ def test_run_dry_run_plans_both_ends_and_builds_nothing(
 
 
 @pytest.mark.slow
+def test_a_dry_run_of_exact_pins_lists_what_they_pull_in(
+    index: LocalIndex, python: str, tmp_path: Path
+) -> None:
+    """``probe --with crashy==1.11.0``: one exact pin, and uv installs helperlib with it."""
+    proc = envbisect("probe", "--with", "crashy==1.11.0", "--dry-run", "--index-url",
+                     index.url, "--python", python, "--results", str(tmp_path / "r"), "--",
+                     "true")  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert "the environment: 2 package(s)" in proc.stdout and "  helperlib==2." in proc.stdout
+
+
+@pytest.mark.slow
 def test_probe_dry_run_shows_a_conflict(index: LocalIndex, python: str, tmp_path: Path) -> None:
     results = tmp_path / "r"
     proc = envbisect("probe", "--with", "crashy==1.10.0", "--with", "helperlib<2", "--dry-run",

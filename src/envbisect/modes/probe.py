@@ -45,9 +45,10 @@ def plan_one(opts: ProbeOptions, reporter: Reporter | None = None) -> list[dict[
 
     with Session(opts.common, reporter) as session:
         want = Want(label="the environment", spec=_spec(opts, session))
-        # Pins may name part of the environment only (an environment report's few packages):
-        # uv resolves the rest, as the build will.
-        return plan_views(session, [want], resolve=bool(opts.pins))
+        # The spec is what uv installs (--with, the pins): exact pins may still be part of the
+        # environment only (an environment report's few packages, one NAME==V): uv resolves
+        # the rest now, as the build will.
+        return plan_views(session, [want], resolve=True)
 
 
 def _spec(opts: ProbeOptions, session: Session) -> EnvSpec:
