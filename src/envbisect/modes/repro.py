@@ -37,6 +37,7 @@ from envbisect.modes.planning import read_pins
 from envbisect.modes.session import Session, Want
 from envbisect.options import CommonOptions
 from envbisect.reporter import Reporter
+from envbisect.store import claim_results
 from envbisect.strategy.base import Fixed
 
 LABEL = "the report's environment"
@@ -182,6 +183,7 @@ def _check_repro(bug: BugReport, label: str) -> None:
 def _folder(opts: ReproOptions, text: str) -> Path:
     """Where the report's repro files go: one folder per report text, under --results."""
     results = opts.common.results
+    claim_results(results)  # the report's files are written before any store is opened
     digest = hashlib.sha256(text.encode()).hexdigest()[:12]
     return inside(results, results / "repro" / digest)
 
