@@ -76,6 +76,9 @@ def _args(index: LocalIndex, python: str, results: Path, repro: Path, *extra: st
     ]  # fmt: skip
 
 
+HANG_SEEN = 5.0  # seconds one repro process must live to be the hanging one
+
+
 def _until_hanging(proc: subprocess.Popen[str], repro: Path) -> None:
     """Read stderr until 1.5.0 (the hanging end) is being probed, then wait until its repro
     runs (its environment is built first: slowly on a loaded machine)."""
@@ -85,7 +88,15 @@ def _until_hanging(proc: subprocess.Popen[str], repro: Path) -> None:
         line = proc.stderr.readline()
         assert line, f"envbisect ended before probing 1.5.0 (exit {proc.wait()}): {seen}"
         seen += line
-    while not _repro_of(proc.pid, repro) and time.monotonic() < deadline:
+    # The hanging repro is the one that stays: with --jobs 2 the repro of 1.0.0 (which passes
+    # at once) may be running when 1.5.0's starts, and a test that took it for the hang found
+    # nothing a moment later. One process seen for HANG_SEEN seconds is the hang.
+    first_seen: dict[int, float] = {}
+    while time.monotonic() < deadline:
+        now, alive = time.monotonic(), set(_repro_of(proc.pid, repro))
+        first_seen = {p: first_seen.get(p, now) for p in alive}
+        if any(now - t >= HANG_SEEN for t in first_seen.values()):
+            break
         time.sleep(0.1)
     state = "runs" if proc.poll() is None else f"exited {proc.returncode}"
     assert _repro_of(proc.pid, repro), (
