@@ -75,4 +75,8 @@ def test_paths_are_the_projects_and_values_are_typed(tmp_path: Path) -> None:
     assert args.results == tmp_path / "p" / "out" and args.probes == ["import:mine"]
     assert args.jobs == 1 and args.timeout == 30.0  # --jobs on the command line wins
     assert [t.split(" = ")[0] for t in taken] == ["results", "probe", "timeout"]
+    # A flag argparse takes by its prefix (--time for --timeout) is the command line's too.
+    assert projectconf.given(["run", "--time", "5"], ("--timeout",))
+    assert projectconf.given(["run", "--timeout=5"], ("--timeout",))
+    assert not projectconf.given(["run", "--jobs", "2"], ("--timeout",))
     assert projectconf.find(tmp_path) is None  # no pyproject.toml at or above

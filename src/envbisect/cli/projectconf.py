@@ -145,7 +145,10 @@ def _paths(value: str | list[str], base: Path) -> str | list[str]:
 
 
 def given(argv: Sequence[str], flags: tuple[str, ...]) -> bool:
-    return any(a == f or a.startswith(f + "=") for a in argv for f in flags)
+    """Whether the command line names one of ``flags``: whole, with ``=VALUE``, or by a
+    prefix, as argparse takes ``--time 30`` for ``--timeout 30``."""
+    words = [a.split("=", 1)[0] for a in argv if a.startswith("--") and len(a) > 2]
+    return any(f.startswith(w) for w in words for f in flags)
 
 
 def apply(
