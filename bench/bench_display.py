@@ -20,16 +20,16 @@ import time
 
 from rich.console import Console
 
-from envbisect.cli.display import RichReporter
+from envbisect.cli.display import RichProgress
 from envbisect.model import Outcome, OutcomeKind
-from envbisect.reporter import Reporter
+from envbisect.progress import Progress
 
 FRAME_INTERVAL = 1 / 8  # RichReporter's refresh_per_second
 
 
-def _reporter(probes: int, width: int) -> tuple[RichReporter, Console]:
+def _reporter(probes: int, width: int) -> tuple[RichProgress, Console]:
     console = Console(file=io.StringIO(), width=width, force_terminal=True, emoji=False)
-    rep = RichReporter(console, live=False)
+    rep = RichProgress(console, live=False)
     for i in range(3):
         rep.probe_finished(f"0.{i}.0", Outcome(kind=OutcomeKind.PASS), 20.0 + i, False, "")
     drawing = "[" + ", ".join(["G"] * 30 + ["?"] * 40 + ["B"] * 30) + "]"
@@ -55,7 +55,7 @@ def main() -> None:
     ap.add_argument("--width", type=int, default=120)
     args = ap.parse_args()
     rep, console = _reporter(args.probes, args.width)
-    noop = Reporter()
+    noop = Progress()
 
     def frame() -> None:
         console.file = io.StringIO()

@@ -29,7 +29,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 from packaging.version import Version  # noqa: E402
 
 from envbisect.model import IndexConfig  # noqa: E402
-from envbisect.modes.matrix import load_matrix, run_matrix  # noqa: E402
+from envbisect.modes.living.matrix import load_matrix, run_matrix  # noqa: E402
 from envbisect.options import CommonOptions  # noqa: E402
 from support.corpus import build_index  # noqa: E402
 

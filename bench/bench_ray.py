@@ -40,7 +40,7 @@ from bench_matrix import GRID  # noqa: E402
 from envbisect.env.repro import Repro  # noqa: E402
 from envbisect.exec.ray import RayExecutor  # noqa: E402
 from envbisect.model import EnvSpec, IndexConfig, Outcome, OutcomeKind  # noqa: E402
-from envbisect.modes.matrix import load_matrix, run_matrix  # noqa: E402
+from envbisect.modes.living.matrix import load_matrix, run_matrix  # noqa: E402
 from envbisect.modes.session import Session  # noqa: E402
 from envbisect.options import CommonOptions  # noqa: E402
 from envbisect.strategy.rows import Cell, MatrixRows  # noqa: E402
@@ -123,7 +123,7 @@ def model(overhead: float) -> list[tuple[int, float, float, int]]:
                 rows.setdefault(json.dumps(versions[:-1]), []).append(cell)
             strategy = MatrixRows(list(rows.values()), full=full)
             wall, rounds = plan, 0
-            from envbisect.core.results import ProbeRow
+            from envbisect.core.results.parts import ProbeRow
 
             while batch := strategy.next_batch(nodes):
                 rounds += 1

@@ -165,9 +165,9 @@ def real_jobs(rounds: int) -> None:
     from envbisect.env.repro import Repro
     from envbisect.env.uv import Uv, find_python, find_uv
     from envbisect.model import IndexConfig
-    from envbisect.modes.options import SearchOptions
     from envbisect.modes.run import RunOptions, run_bisect
-    from envbisect.reporter import Reporter
+    from envbisect.modes.searchoptions import SearchOptions
+    from envbisect.progress import Progress
     from support.corpus import build_index
 
     print("\n3. envbisect run on the local index (crashy, 12 candidates, a 1 s repro)")
@@ -194,7 +194,7 @@ def real_jobs(rounds: int) -> None:
                     ),
                 )
                 start = time.perf_counter()
-                res = run_bisect(opts, Reporter())
+                res = run_bisect(opts, Progress())
                 took = time.perf_counter() - start
                 assert res.first_new == "1.7.0"
                 if r:

@@ -9,7 +9,7 @@ A page asks for generated text with a marker line, and ``on_page_markdown`` puts
     <!-- generated: errors -->         every error reference the source raises, read with
                                        ``ast`` from src/envbisect: its class and exit code, each
                                        raise site's message pattern and hint where they are literal
-    <!-- generated: matrix-schema -->  the schema block of ``envbisect.core.matrixspec`` and the
+    <!-- generated: matrix-schema -->  the schema block of ``envbisect.core.living.spec`` and the
                                        keys and values it accepts
     <!-- generated: changelog -->      CHANGELOG.md at the top of the repository, but its title
 
@@ -336,15 +336,15 @@ def errors_markdown(refs: Refs | None = None) -> str:
 
 
 def matrix_schema_markdown() -> str:
-    """The schema block of matrixspec's docstring, then the keys and values it accepts."""
-    from envbisect.core import matrixspec as ms
+    """The schema block of core/living/spec.py's docstring, then the keys and values it accepts."""
+    from envbisect.core.living import spec as ms
 
     doc = ms.__doc__ or ""
     block = [line for line in doc.splitlines() if line.startswith("    ") or not line.strip()]
     schema = textwrap.dedent("\n".join(block)).strip("\n")
     for key in sorted(ms._MATRIX_KEYS | ms._AXIS_KEYS):
         if not re.search(rf"\b{re.escape(key)}\b", schema):
-            log.warning("matrix schema page: matrixspec's docstring does not name %r", key)
+            log.warning("matrix schema page: the spec's docstring does not name %r", key)
     out = ["```toml", schema, "```", ""]
     out += ["Keys of `[matrix]`: " + ", ".join(f"`{k}`" for k in sorted(ms._MATRIX_KEYS)) + ".", ""]
     out += [

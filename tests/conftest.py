@@ -15,7 +15,7 @@ import pytest
 
 from envbisect.model import Outcome
 from envbisect.options import CommonOptions
-from envbisect.reporter import Reporter
+from envbisect.progress import Progress
 from support.corpus import build_index
 from support.index_server import LocalIndex
 
@@ -101,7 +101,7 @@ def results(tmp_path: Path) -> Path:
     return tmp_path / "results"
 
 
-class RecordingReporter(Reporter):
+class RecordingProgress(Progress):
     """Records what the engine reported, so tests check the path as well as the answer."""
 
     def __init__(self) -> None:
@@ -126,8 +126,8 @@ class RecordingReporter(Reporter):
 
 
 @pytest.fixture
-def recorder() -> RecordingReporter:
-    return RecordingReporter()
+def recorder() -> RecordingProgress:
+    return RecordingProgress()
 
 
 def write_repro(folder: Path, package: str) -> Path:

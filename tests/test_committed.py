@@ -55,18 +55,18 @@ MACHINE_PATH = re.compile(
 # The committed files that may name one, and why: each builds such a path on purpose.
 ALLOWED = {
     "tests/test_committed.py": "this test: the patterns it looks for",
-    "tests/test_hostile.py": "/tmp/x as a hostile package name and a --results outside",
-    "tests/test_lock.py": "a lock from /opt/mirror and /srv/wheels must name neither",
-    "tests/test_outcome.py": "a message with a /tmp/ address, normalised away",
-    "tests/test_probes_pypi.py": "this machine's CPU torch folder, the default of its variable",
-    "tests/test_scrub.py": "HOME=/home/u passed through the probe scrub",
-    "tests/test_portable.py": "a wheel folder's file that a lock must never name",
-    "tests/test_bugreport.py": "a reporter's traceback, as pasted, with their home folder",
-    "tests/test_envreports.py": "a freeze line naming a reporter's local project",
-    "tests/test_repro.py": "a reporter's traceback, as pasted, with their home folder",
+    "tests/cli/test_hostile.py": "/tmp/x as a hostile package name and a --results outside",
+    "tests/lock/test_lock.py": "a lock from /opt/mirror and /srv/wheels must name neither",
+    "tests/env/test_outcome.py": "a message with a /tmp/ address, normalised away",
+    "tests/env/test_probes_pypi.py": "this machine's CPU torch folder, the default of its variable",
+    "tests/env/test_scrub.py": "HOME=/home/u passed through the probe scrub",
+    "tests/living/test_portable.py": "a wheel folder's file a lock must never name",
+    "tests/envreport/test_bugreport.py": "a reporter's traceback, as pasted, with their home",
+    "tests/envreport/test_envreports.py": "a freeze line naming a reporter's local project",
+    "tests/envreport/test_repro.py": "a reporter's traceback, as pasted, with their home folder",
     "tests/test_json_golden.py": "a reporter's traceback, as pasted, with their home folder",
-    "tests/test_commits.py": "an ext:: URL that would write /tmp/x, refused",
-    "tests/test_commits_core.py": "a file:// repository URL and an ext:: URL, refused",
+    "tests/commits/test_commits.py": "an ext:: URL that would write /tmp/x, refused",
+    "tests/commits/test_commits_core.py": "a file:// repository URL and an ext:: URL, refused",
 }
 # Bug reports as users paste them (pip freeze, conda list, accelerate env): their own paths are
 # part of the format that is read.

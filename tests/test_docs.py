@@ -131,11 +131,13 @@ def test_errors_page_lists_every_reference_the_source_raises() -> None:
 def test_errors_page_shows_each_raise_site_with_its_message_and_hint() -> None:
     refs = HOOKS.collect_refs()
     sites = refs.sites["lock-nothing"]
-    assert [s.path for s in sites] == ["modes/lock.py"]
+    assert [s.path for s in sites] == ["modes/lock/solve.py"]
     assert sites[0].message and sites[0].hint  # literals at that raise site
     page = HOOKS.errors_markdown(refs)
     row = next(
-        line for line in page.splitlines() if line.startswith(f"| `modes/lock.py:{sites[0].line}`")
+        line
+        for line in page.splitlines()
+        if line.startswith(f"| `modes/lock/solve.py:{sites[0].line}`")
     )
     assert HOOKS.code(sites[0].message) in row and HOOKS.code(sites[0].hint) in row
     # an f-string's values stand as {expression}
@@ -152,11 +154,11 @@ def test_exit_code_table_has_every_code() -> None:
 
 
 def test_matrix_schema_page_names_every_key() -> None:
-    from envbisect.core import matrixspec
+    from envbisect.core.living import spec
 
     page = HOOKS.matrix_schema_markdown()
     block = page.split("```toml\n", 1)[1].split("```", 1)[0]  # the schema, as the module has it
-    for key in matrixspec._MATRIX_KEYS | matrixspec._AXIS_KEYS:
+    for key in spec._MATRIX_KEYS | spec._AXIS_KEYS:
         assert f"`{key}`" in page and re.search(rf"\b{key}\b", block), key
     assert "`minor-latest`" in page and "`contemporary`" in page
 

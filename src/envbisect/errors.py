@@ -88,7 +88,7 @@ class NoAnswer(EnvbisectError):
     ) -> None:
         super().__init__(message, hint=hint, ref=ref)
         self.why = why
-        # A core.results_search.SearchResult: typed by its readers (errors.py is below core/).
+        # A core.results.search.SearchResult: typed by its readers (errors.py is below core/).
         self.result: object | None = None
 
 

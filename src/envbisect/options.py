@@ -1,8 +1,8 @@
 """The options every mode shares, as one frozen object (each flag declared once, in
-cli/options.py). Light on purpose: the CLI imports it before it knows the command, and the
+cli/flags.py). Light on purpose: the CLI imports it before it knows the command, and the
 executors (exec/) read their part of it, so it lives above both.
 
-Who does what: cli/options.py reads the flags into a ``CommonOptions``; the session
+Who does what: cli/flags.py reads the flags into a ``CommonOptions``; the session
 (modes/session.py) is the one that acts on it, including the one choice left to the machine
 (``TorchChoice``: nvidia-smi is asked when the indexes are first needed, not here).
 """
@@ -30,7 +30,7 @@ class TorchChoice:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class CommonOptions:
-    """What every mode takes from the same flags (each declared once, in cli/options.py)."""
+    """What every mode takes from the same flags (each declared once, in cli/flags.py)."""
 
     repro: Repro | None = None
     indexes: IndexConfig = field(default_factory=IndexConfig)

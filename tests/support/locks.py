@@ -7,7 +7,7 @@ from pathlib import Path
 
 from envbisect.env.repro import Repro
 from envbisect.model import IndexConfig
-from envbisect.modes.lock import LockOptions
+from envbisect.modes.lock.solve import LockOptions
 from envbisect.options import CommonOptions
 
 from .index_server import LocalIndex

@@ -19,16 +19,16 @@ from typing import TYPE_CHECKING, Any
 from envbisect.cli.commitcmd import commit_lines, commit_refs
 from envbisect.cli.context import Context, machine, print_result, repro_for, search_options
 from envbisect.cli.display import STYLE, escape
-from envbisect.cli.options import common_options, extras, matrix_common
+from envbisect.cli.flags import common_options, extras, matrix_common
 from envbisect.core.names import project_name
-from envbisect.core.results import Status
+from envbisect.core.results.parts import Status
 from envbisect.errors import NoAnswer, UsageError
 from envbisect.model import OutcomeKind
 from envbisect.redact import mask_env_map
 from envbisect.textsafe import for_terminal
 
 if TYPE_CHECKING:
-    from envbisect.core.results_search import SearchResult
+    from envbisect.core.results.search import SearchResult
 
 # envbisect probe: the environment was built and probed, and it does not pass (1 is kept
 # for "the question has no answer" in every mode).
@@ -52,7 +52,7 @@ def no_answer(
     """One behaviour for "no answer" in every mode: the verdict and the report on stdout (or
     the result with an ``error`` object, with --json), the error and a hint on stderr, exit 1."""
     from envbisect.cli.display import error_json, print_error
-    from envbisect.core.report import verdict_line
+    from envbisect.core.runreport import verdict_line
 
     if why is None:
         why = NoAnswer(
@@ -72,7 +72,7 @@ def no_answer(
 
 
 def cmd_run(ctx: Context) -> int:
-    from envbisect.core.report import breakpoints_line, other_failures_hint, verdict_line
+    from envbisect.core.runreport import breakpoints_line, other_failures_hint, verdict_line
     from envbisect.modes.run import RunOptions, run_bisect
 
     a = ctx.args
@@ -109,7 +109,7 @@ def cmd_run(ctx: Context) -> int:
         ctx.console.print(
             f"envbisect: no repro given; probing with {escape(repro.describe())}", highlight=False
         )
-    result = run_bisect(opts, ctx.reporter)
+    result = run_bisect(opts, ctx.progress)
     if result.status is Status.DRY_RUN:
         return _print_plans(ctx, result.plans)
     if result.status is Status.NO_ANSWER:
@@ -160,10 +160,10 @@ def _run_by_date(ctx: Context) -> int:
         pre=a.pre,
         search=search_options(a),
     )
-    res = run_by_date(opts, ctx.reporter)  # no answer: NoAnswer with the result (main.py)
+    res = run_by_date(opts, ctx.progress)  # no answer: NoAnswer with the result (main.py)
     if res.status is Status.DRY_RUN:
         return _print_plans(ctx, res.plans)
-    from envbisect.core.report import breakpoints_line
+    from envbisect.core.runreport import breakpoints_line
 
     sure = f" (probability {res.probability:.2f})" if res.probability is not None else ""
     lines = [f"first bad: {res.first_new}{sure}", f"last good: {res.last_old}"]
@@ -182,19 +182,19 @@ def _run_by_date(ctx: Context) -> int:
 
 
 def cmd_diff(ctx: Context) -> int:
-    from envbisect.modes.diff import DiffOptions, run_diff
+    from envbisect.modes.diff.mode import DiffOptions, run_diff
 
     a = ctx.args
     opts = DiffOptions(
         good=a.good, bad=a.bad, common=common_options(a, command=ctx.command, repro=repro_for(ctx))
     )
-    res = run_diff(opts, ctx.reporter)  # no answer: NoAnswer with the result (main.py)
+    res = run_diff(opts, ctx.progress)  # no answer: NoAnswer with the result (main.py)
     print_result(ctx, res, res.lines())
     return 0
 
 
 def cmd_lock(ctx: Context) -> int:
-    from envbisect.modes.lock import LockOptions, run_lock
+    from envbisect.modes.lock.solve import LockOptions, run_lock
 
     a = ctx.args
     repro = repro_for(ctx, pins=bool(a.pins or a.from_lock))
@@ -209,10 +209,10 @@ def cmd_lock(ctx: Context) -> int:
         strategy=a.strategy,
         no_project=a.no_project,
     )
-    res = run_lock(opts, ctx.reporter)  # no answer: NoAnswer with the result (main.py)
+    res = run_lock(opts, ctx.progress)  # no answer: NoAnswer with the result (main.py)
     if res.status is Status.DRY_RUN:
         return _print_plans(ctx, res.plans)
-    from envbisect.core.report import verdict_line
+    from envbisect.core.runreport import verdict_line
 
     if a.json:
         print(json.dumps(res.to_dict(), indent=2))
@@ -249,9 +249,9 @@ def cmd_probe(ctx: Context) -> int:
         allow_sdist=a.allow_sdist,
     )
     if a.dry_run:
-        return _print_plans(ctx, plan_one(popts, ctx.reporter))
-    rec, reused = probe_one(popts, ctx.reporter)
-    ctx.reporter.close()  # the live display ends before the outcome is printed
+        return _print_plans(ctx, plan_one(popts, ctx.progress))
+    rec, reused = probe_one(popts, ctx.progress)
+    ctx.progress.close()  # the live display ends before the outcome is printed
     o = rec.outcome
     reports = probe_reports(rec.stdout_tail)
     runs = rec.all_runs
@@ -302,7 +302,7 @@ def cmd_probe(ctx: Context) -> int:
 
 def cmd_repro(ctx: Context) -> int:
     from envbisect.env import envreport
-    from envbisect.modes.repro import ReproOptions, run_repro
+    from envbisect.modes.reproduce import ReproOptions, run_repro
 
     a = ctx.args
     ropts = ReproOptions(
@@ -317,8 +317,8 @@ def cmd_repro(ctx: Context) -> int:
         carry=_carried(a),
         cwd=Path.cwd(),
     )
-    res = run_repro(ropts, ctx.reporter)
-    ctx.reporter.close()  # the live display ends before the answer
+    res = run_repro(ropts, ctx.progress)
+    ctx.progress.close()  # the live display ends before the answer
     if a.json:
         print(json.dumps(res.to_dict(), indent=2))
     else:
@@ -380,7 +380,7 @@ def cmd_env(ctx: Context) -> int:
         venv = active_venv(os.environ, Path.cwd())
         python = venv.request if venv is not None else sys.executable
         origin = venv.origin if venv is not None else "the interpreter running envbisect"
-        ctx.reporter.message(f"envbisect: reporting on {python} ({origin}; --python for another)")
+        ctx.progress.message(f"envbisect: reporting on {python} ({origin}; --python for another)")
     report = envreport.collect(python, deep=not args.quick)
     report["nvidia"] = envreport.read_nvidia_smi()
     found = envreport.checks(report)
@@ -476,7 +476,7 @@ def _reader(ctx: Context) -> Any:
     """A session for a command that only reads (the index, the target)."""
     from envbisect.modes.session import Session
 
-    return Session(common_options(ctx.args, command=ctx.command), ctx.reporter, plan_only=True)
+    return Session(common_options(ctx.args, command=ctx.command), ctx.progress, plan_only=True)
 
 
 def _target(session: Any, args: argparse.Namespace) -> Any:
@@ -497,15 +497,15 @@ def _target(session: Any, args: argparse.Namespace) -> Any:
 
 
 def cmd_matrix(ctx: Context) -> int:
-    from envbisect.modes.matrix import load_matrix, matrix_options, run_matrix
+    from envbisect.modes.living.matrix import load_matrix, matrix_options, run_matrix
+    from envbisect.modes.living.publish import publish_table
     from envbisect.modes.outputs import inside
-    from envbisect.modes.publishing import publish_table
     from envbisect.modes.session import Session
 
     a = ctx.args
     spec = load_matrix(Path(a.file))
     common = matrix_common(a, spec, command=ctx.command)
-    res = run_matrix(spec, common, full=a.full, max_cells=a.max_cells, reporter=ctx.reporter)
+    res = run_matrix(spec, common, full=a.full, max_cells=a.max_cells, progress=ctx.progress)
     if common.dry_run:
         return _print_plans(ctx, res.plans)
     run_meta = {
@@ -522,7 +522,7 @@ def cmd_matrix(ctx: Context) -> int:
     out = inside(common.results, common.results / spec.name)
     out.mkdir(parents=True, exist_ok=True)
     (out / "run.json").write_text(json.dumps(run_meta, indent=2) + "\n", encoding="utf-8")
-    with Session(matrix_options(spec, common), ctx.reporter) as session:
+    with Session(matrix_options(spec, common), ctx.progress) as session:
         pub = publish_table(spec, session)
     counts = res.counts()
     if a.json:
@@ -538,8 +538,8 @@ def cmd_matrix(ctx: Context) -> int:
 
 
 def cmd_publish(ctx: Context) -> int:
-    from envbisect.modes.matrix import load_matrix, matrix_options
-    from envbisect.modes.publishing import publish_table
+    from envbisect.modes.living.matrix import load_matrix, matrix_options
+    from envbisect.modes.living.publish import publish_table
     from envbisect.modes.session import Session
 
     files = [Path(f) for f in ctx.args.files] or sorted(Path("matrices").glob("*.toml"))
@@ -551,7 +551,7 @@ def cmd_publish(ctx: Context) -> int:
     published = []
     for f in files:
         spec = load_matrix(f)
-        with Session(matrix_options(spec, common), ctx.reporter) as session:
+        with Session(matrix_options(spec, common), ctx.progress) as session:
             pub = publish_table(spec, session)
         published.append({"matrix": spec.name, "file": str(f), **pub.to_dict()})
         if not ctx.args.json:

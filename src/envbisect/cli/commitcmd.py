@@ -1,6 +1,6 @@
 """``envbisect commits`` and the commit lines of ``run --commits``.
 
-The answer is printed from the typed ``CommitAnswer`` (core/commitreport.py), commit subjects
+The answer is printed from the typed ``CommitAnswer`` (core/results/commits.py), commit subjects
 through ``for_terminal``: they are their authors' text.
 """
 
@@ -9,11 +9,11 @@ from __future__ import annotations
 import argparse
 
 from envbisect.cli.context import Context, print_result, repro_for, search_options
-from envbisect.cli.options import common_options
+from envbisect.cli.flags import common_options
 from envbisect.core.names import project_name
-from envbisect.core.results_search import RunResult
+from envbisect.core.results.search import RunResult
 from envbisect.errors import UsageError
-from envbisect.modes.options import CommitRefs
+from envbisect.modes.searchoptions import CommitRefs
 
 
 def commit_lines(res: RunResult) -> list[str]:
@@ -71,7 +71,7 @@ def cmd_commits(ctx: Context) -> int:
             markup=False,
             highlight=False,
         )
-    res = run_commits(opts, ctx.reporter)  # no answer: NoAnswer with the result (main.py)
+    res = run_commits(opts, ctx.progress)  # no answer: NoAnswer with the result (main.py)
     assert res.commits is not None
     print_result(ctx, res, res.commits.lines())
     return 0

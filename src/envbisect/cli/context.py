@@ -15,12 +15,12 @@ from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 
-from envbisect.cli.options import probe_env
-from envbisect.reporter import Reporter
+from envbisect.cli.flags import probe_env
+from envbisect.progress import Progress
 from envbisect.textsafe import for_terminal
 
 if TYPE_CHECKING:
-    from envbisect.core.results_search import SearchResult
+    from envbisect.core.results.search import SearchResult
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -29,7 +29,7 @@ class Context:
     tail: list[str]  # the command after --
     command: str  # the whole command line, for reports
     console: Console
-    reporter: Reporter
+    progress: Progress
     parser: argparse.ArgumentParser  # the whole command line's (completion prints from it)
 
 
@@ -53,7 +53,7 @@ def repro_for(ctx: Context, *, default_for: str | None = None, pins: bool = Fals
 
 def search_options(args: argparse.Namespace) -> Any:
     """--confidence, --probabilistic and --max-probes as the modes take them."""
-    from envbisect.modes.options import SearchOptions
+    from envbisect.modes.searchoptions import SearchOptions
 
     return SearchOptions(
         confidence=args.confidence, probabilistic=args.probabilistic, max_probes=args.max_probes

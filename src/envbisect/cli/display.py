@@ -20,8 +20,8 @@ from rich.text import Text
 
 from envbisect.errors import EnvbisectError
 from envbisect.model import Outcome, OutcomeKind
+from envbisect.progress import Progress
 from envbisect.redact import mask_text
-from envbisect.reporter import Reporter
 from envbisect.textsafe import for_terminal
 
 STYLE = {
@@ -49,7 +49,7 @@ class _InFlight:
 SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
 
 
-class RichReporter(Reporter):
+class RichProgress(Progress):
     """Progress on stderr: on a terminal, a live display (the phase of each probe in flight
     with its elapsed time, the range fitted to the width, an ETA from the probes measured so
     far); elsewhere (pipes, CI logs) plain lines. ``quiet``: nothing but errors; ``verbose``:

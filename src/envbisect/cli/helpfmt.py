@@ -2,8 +2,8 @@
 environments, search, output), two examples per command, and the docs' address.
 
 The groups are made after the parser (``arrange``): each option lands in the group its flag
-names, so the options stay declared once (cli/options.py) whatever command takes them; one
-no group names stays under "options". tests/test_cli_help.py parses every example with the
+names, so the options stay declared once (cli/flags.py) whatever command takes them; one
+no group names stays under "options". tests/cli/test_cli_help.py parses every example with the
 real parser, so none can drift from the flags.
 """
 

@@ -4,7 +4,7 @@ Who does what: before the options are read (main.py), ``apply`` looks at the pin
 command names (``--pins``, ``--baseline``, ``envbisect repro REPORT``, ``envbisect pins
 SOURCE``) and at ``--repro FILE``. The first environment report among them sets ``--python``
 to its Python (major.minor: uv finds or installs one, as for a typed flag) and
-``--torch-backend`` to its torch build as this machine can run it (core/reportpins.py decides;
+``--torch-backend`` to its torch build as this machine can run it (core/pins/from_report.py decides;
 nvidia-smi says whether there is a GPU); a flag the user typed always wins. A ``--repro`` file
 with a ``# /// script`` block adds its dependencies to ``--with`` (the package under test's
 aside: the search sets it) and sets ``--python`` to its ``requires-python``. Everything it
@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 from envbisect.errors import UsageError
 
 if TYPE_CHECKING:  # the report's modules load when a source is a report (most are not)
-    from envbisect.core.reportfacts import ReportFacts
+    from envbisect.core.envreport.facts import ReportFacts
 
 Say = Callable[[str], None]
 
@@ -71,7 +71,7 @@ def _reports(args: argparse.Namespace, cwd: Path) -> list[ReportFacts]:
 def _with_releases(args: argparse.Namespace, spec: str, cwd: Path) -> ReportFacts | None:
     """The report read again with the index at hand, so that the lines said name the release
     each dev version maps to (the mode reads it the same way, from the same cache)."""
-    from envbisect.cli.options import index_settings
+    from envbisect.cli.flags import index_settings
     from envbisect.diskcache import default_cache_dir
     from envbisect.env.pinsource import load_pins
     from envbisect.errors import EnvbisectError
@@ -94,7 +94,7 @@ def _with_releases(args: argparse.Namespace, spec: str, cwd: Path) -> ReportFact
 
 
 def _report(args: argparse.Namespace, facts: ReportFacts, say: Say) -> None:
-    from envbisect.core.reportpins import platform_note, python_request, torch_backend
+    from envbisect.core.pins.from_report import platform_note, python_request, torch_backend
 
     r = facts.report
     pins = len(r.rows)
@@ -145,7 +145,7 @@ def _script(args: argparse.Namespace, say: Say, cwd: Path) -> None:
     name = getattr(args, "repro", None)
     if not isinstance(name, str) or not name.endswith(".py"):
         return
-    from envbisect.core.scriptmeta import read_script_metadata
+    from envbisect.core.pins.scriptmeta import read_script_metadata
     from envbisect.env.pinsource import read_text, resolve
 
     path = resolve(cwd, name)

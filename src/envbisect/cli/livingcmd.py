@@ -1,9 +1,9 @@
 """Living tables on the command line: ``matrix --update`` and ``ci-template``.
 
-Who does what: ``modes.update`` plans and probes an update, ``modes.publishing`` merges and
-publishes it (and says what changed); this module prints the answer, writes ``run.json`` and
-the CI workflow (``envbisect/templates/living-tables.yml``, shipped as package data). Heavy
-modules are imported inside the commands, as in cli/commands.py.
+Who does what: ``modes.living.update`` plans and probes an update, ``modes.living.publish``
+merges and publishes it (and says what changed); this module prints the answer, writes
+``run.json`` and the CI workflow (``envbisect/templates/living-tables.yml``, shipped as package
+data). Heavy modules are imported inside the commands, as in cli/commands.py.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from typing import Any
 from envbisect import __version__
 from envbisect.cli.commands import cmd_matrix as cmd_matrix_whole
 from envbisect.cli.context import Context, machine
-from envbisect.cli.options import matrix_common
+from envbisect.cli.flags import matrix_common
 from envbisect.errors import UsageError
 from envbisect.textsafe import for_terminal
 
@@ -36,11 +36,11 @@ def cmd_matrix(ctx: Context) -> int:
 
 
 def cmd_matrix_update(ctx: Context) -> int:
-    from envbisect.modes.matrix import load_matrix, matrix_options
+    from envbisect.modes.living.matrix import load_matrix, matrix_options
+    from envbisect.modes.living.publish import publish_table
+    from envbisect.modes.living.update import update_matrix
     from envbisect.modes.outputs import inside
-    from envbisect.modes.publishing import publish_table
     from envbisect.modes.session import Session
-    from envbisect.modes.update import update_matrix
 
     a = ctx.args
     if not a.update:
@@ -56,7 +56,7 @@ def cmd_matrix_update(ctx: Context) -> int:
         recheck_days=a.recheck,
         full=a.full,
         max_cells=a.max_cells,
-        reporter=ctx.reporter,
+        progress=ctx.progress,
     )
     if common.dry_run:
         if a.json:
@@ -98,7 +98,7 @@ def cmd_matrix_update(ctx: Context) -> int:
         **({"env": mask_env_map(common.env)} if common.env else {}),
     }
     (out / "run.json").write_text(json.dumps(run_meta, indent=2) + "\n", encoding="utf-8")
-    with Session(matrix_options(spec, common), ctx.reporter) as session:
+    with Session(matrix_options(spec, common), ctx.progress) as session:
         pub = publish_table(spec, session)
     if a.json:
         print(
@@ -158,7 +158,7 @@ def cmd_ci_template(ctx: Context) -> int:
             hint="pass --output a file in a folder you can write, e.g. "
             ".github/workflows/living-tables.yml",
         ) from e
-    ctx.reporter.message(
+    ctx.progress.message(
         f"envbisect: wrote {path}: commit it; it runs every Monday and on "
         "demand (workflow_dispatch)"
     )

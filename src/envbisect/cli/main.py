@@ -27,10 +27,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from envbisect.cli import flags as o
 from envbisect.cli import implied
-from envbisect.cli import options as o
 from envbisect.cli.context import Context
-from envbisect.cli.display import COLOR, RichReporter, error_json, print_error, stderr_console
+from envbisect.cli.display import COLOR, RichProgress, error_json, print_error, stderr_console
 from envbisect.cli.parser import build_parser, subparser, suggest
 from envbisect.errors import EnvbisectError, Interrupted, NoAnswer, UsageError
 from envbisect.redact import mask_env_args
@@ -148,9 +148,9 @@ def _main(argv: Sequence[str] | None) -> int:
     # quiet: nothing on stderr but errors (print_error has its own console), the answer on
     # stdout.
     console = stderr_console(quiet=quiet)
-    reporter = RichReporter(console, quiet=quiet, verbose=verbose)
+    progress = RichProgress(console, quiet=quiet, verbose=verbose)
     ctx = Context(
-        args=args, tail=tail, command=full, console=console, reporter=reporter, parser=parser
+        args=args, tail=tail, command=full, console=console, progress=progress, parser=parser
     )
     try:
         try:
@@ -159,10 +159,10 @@ def _main(argv: Sequence[str] | None) -> int:
                     f"envbisect {args.command} takes no command after --",
                     hint=f"see envbisect {args.command} --help",
                 )
-            implied.apply(args, reporter.message)  # a report's Python and torch, a script's
-            _project_defaults(args, args_list, reporter, verbose=verbose)
+            implied.apply(args, progress.message)  # a report's Python and torch, a script's
+            _project_defaults(args, args_list, progress, verbose=verbose)
             if getattr(args, "python", "") is None and args.command != "env":
-                _default_python(args, reporter)
+                _default_python(args, progress)
             if hasattr(args, "index_url"):  # one line: which indexes, and where each came from
                 torch = getattr(args, "torch_backend", None)
                 also = (
@@ -170,26 +170,26 @@ def _main(argv: Sequence[str] | None) -> int:
                     if torch and torch != "none"
                     else ""
                 )
-                reporter.message(o.index_settings(args).describe() + also)
+                progress.message(o.index_settings(args).describe() + also)
             elif hasattr(args, "find_links") and o.index_settings(args).links:
                 # matrix, publish: the file names the indexes; a folder of this machine's
-                # overrides its folders (modes/matrix.py matrix_indexes).
+                # overrides its folders (modes/living/matrix.py matrix_indexes).
                 from envbisect.redact import mask_url
 
                 links = o.index_settings(args).links
                 folders = ", ".join(f"{mask_url(f.url)} ({f.origin})" for f in links)
-                reporter.message(
+                progress.message(
                     f"envbisect: find-links: {folders}; over the matrix file's "
                     "find_links and torch_backend"
                 )
             if hasattr(args, "probe_env"):
-                _say_held_back(reporter, args)
+                _say_held_back(progress, args)
             return command.run(ctx)
         finally:
-            reporter.close()  # the live display ends before the answer or an error
+            progress.close()  # the live display ends before the answer or an error
     except NoAnswer as e:
         from envbisect.cli.commands import no_answer
-        from envbisect.core.results_search import SearchResult
+        from envbisect.core.results.search import SearchResult
 
         if isinstance(e.result, SearchResult):  # the search ran and its report is written
             return no_answer(ctx, e.result, e)
@@ -201,7 +201,7 @@ def _main(argv: Sequence[str] | None) -> int:
 
 
 def _project_defaults(
-    args: argparse.Namespace, argv: list[str], reporter: RichReporter, *, verbose: bool
+    args: argparse.Namespace, argv: list[str], progress: RichProgress, *, verbose: bool
 ) -> None:
     """The repository's ``[tool.envbisect]`` defaults (cli/projectconf.py), said with -v."""
     if getattr(args, "no_config", False):
@@ -215,28 +215,28 @@ def _project_defaults(
     uv_python = bool(os.environ.get("UV_PYTHON", "").strip())
     taken = projectconf.apply(args, argv, conf, uv_python=uv_python)
     if verbose and taken:
-        reporter.message(f"envbisect: from {conf.origin}: {', '.join(taken)}")
+        progress.message(f"envbisect: from {conf.origin}: {', '.join(taken)}")
 
 
-def _default_python(args: argparse.Namespace, reporter: RichReporter) -> None:
+def _default_python(args: argparse.Namespace, progress: RichProgress) -> None:
     """No --python: uv's rules pick the request (env/pyrequest.py), said on stderr."""
     from envbisect.env.pyrequest import default_python
 
     found = default_python()
     if found is not None:
         args.python = found.request
-        reporter.message(
+        progress.message(
             f"envbisect: Python {found.request} (from {found.origin}; --python to choose another)"
         )
 
 
-def _say_held_back(reporter: RichReporter, args: argparse.Namespace) -> None:
+def _say_held_back(progress: RichProgress, args: argparse.Namespace) -> None:
     """One line naming the interpreter variables of this shell that probes go without."""
     from envbisect.env.scrub import held_back
 
     names = held_back(os.environ, o.probe_env(args))
     if names:
-        reporter.message(
+        progress.message(
             f"envbisect: {', '.join(names)} from your shell {'does' if len(names) == 1 else 'do'}"
             " not reach the probes (they change what runs or what it imports); pass one "
             "with --env NAME=VALUE to test with it"

@@ -13,8 +13,8 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, NoReturn, cast
 
 from envbisect import __version__
+from envbisect.cli import flags as o
 from envbisect.cli import helpfmt
-from envbisect.cli import options as o
 from envbisect.cli.display import print_error
 from envbisect.errors import UsageError
 

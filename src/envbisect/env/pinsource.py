@@ -11,8 +11,8 @@ site, not the current folder), and returns what ``importlib.metadata`` finds the
 text). Every error is a ``UsageError`` with ref ``pins-unreadable`` or ``pins-no-interpreter``.
 
 Which parser reads a file: its name first (``pylock*.toml``, ``*.toml``, ``METADATA``); a
-Markdown file (``*.md``) or standard input is an environment report (core/envreports.py,
-mapped by core/reportpins.py; ``releases`` says which versions the index has, for the dev
+Markdown file (``*.md``) or standard input is an environment report (core/envreport/read.py,
+mapped by core/pins/from_report.py; ``releases`` says which versions the index has, for the dev
 versions it maps); a ``*.py`` file, its PEP 723 ``# /// script`` block; any other file is an
 environment report when it is one (pip freeze output included: only ``name==V`` rows and pip's
 comments), else a requirements file.
@@ -35,8 +35,11 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
-from envbisect.core.envreports import is_freeze, read_report
-from envbisect.core.pins import (
+from envbisect.core.envreport.read import is_freeze, read_report
+from envbisect.core.pins.from_report import Releases, report_pins
+from envbisect.core.pins.reqfile import Reader
+from envbisect.core.pins.scriptmeta import read_script_metadata
+from envbisect.core.pins.sources import (
     FORMS_HINT,
     FetchMetadata,
     Pin,
@@ -47,9 +50,6 @@ from envbisect.core.pins import (
     parse_requirements,
     select_extras,
 )
-from envbisect.core.reportpins import Releases, report_pins
-from envbisect.core.reqfile import Reader
-from envbisect.core.scriptmeta import read_script_metadata
 from envbisect.errors import UsageError
 from envbisect.redact import mask_text
 

@@ -15,6 +15,6 @@ the controller (the session) records what comes back.
 
 from __future__ import annotations
 
-from envbisect.exec.base import EXECUTORS, Executor, make_executor
+from envbisect.exec.executor import EXECUTORS, Executor, make_executor
 
 __all__ = ["EXECUTORS", "Executor", "make_executor"]

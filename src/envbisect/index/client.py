@@ -16,7 +16,7 @@ between runs. ``offline=True`` answers from the disk cache only, whatever the ag
 
 Who does what: ``IndexClient`` makes the requests and decides when to use each cache;
 index/cache.py keeps the disk entries, index/metadata.py decides how a wheel's METADATA is
-fetched (wheelmeta.py reads it out of what came back and checks hashes), index/local.py reads
+fetched (wheelmeta.py reads it out of what came back and checks hashes), index/localfiles.py reads
 ``file://`` indexes and find-links folders, redact.py masks credentials (re-exported here with
 the cache's public names).
 """
@@ -63,7 +63,7 @@ from envbisect.index.cache import (
     page_from_entry,
 )
 from envbisect.index.limits import DEADLINE, MAX_PAGE_BYTES, read_body, settled
-from envbisect.index.local import file_index_project, find_links_files, local_sha256
+from envbisect.index.localfiles import file_index_project, find_links_files, local_sha256
 from envbisect.index.pytorch import fill_upload_times
 from envbisect.index.simple import (
     ProjectFiles,

@@ -27,25 +27,25 @@ from envbisect.core.candidates import build_candidates
 from envbisect.core.outcome import same_failure
 from envbisect.core.plan import MatchCache, Plan, PlanTarget, Policy, Unresolvable
 from envbisect.core.planmemo import plan
-from envbisect.core.results import Moved, Status
-from envbisect.core.results_date import Confirmation, DateResult
-from envbisect.core.results_diff import Culprit
+from envbisect.core.results.bydate import Confirmation, DateResult
+from envbisect.core.results.diff import Culprit
+from envbisect.core.results.parts import Moved, Status
 from envbisect.core.target import Target
 from envbisect.errors import NoAnswer, UsageError
 from envbisect.index.client import IndexClient
 from envbisect.index.source import IndexMetadataSource
 from envbisect.model import Outcome, OutcomeKind
 from envbisect.modes.drive import answer, bisect
-from envbisect.modes.options import (
+from envbisect.modes.outputs import write_outputs
+from envbisect.modes.planning import read_pins
+from envbisect.modes.searchoptions import (
     SearchOptions,
     check_requirements,
     parse_exclude_newer,
 )
-from envbisect.modes.outputs import write_outputs
-from envbisect.modes.planning import read_pins
 from envbisect.modes.session import Session, Want
 from envbisect.options import CommonOptions
-from envbisect.reporter import Reporter
+from envbisect.progress import Progress
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -96,10 +96,10 @@ def timeline(
     return [Moment(when=latest[t], releases=tuple(sorted(r))) for t, r in sorted(at.items())]
 
 
-def run_by_date(opts: DateOptions, reporter: Reporter | None = None) -> DateResult:
+def run_by_date(opts: DateOptions, progress: Progress | None = None) -> DateResult:
     check_requirements("", opts.with_reqs)
     good, bad = _dates(opts)
-    with Session(opts.common, reporter) as session:
+    with Session(opts.common, progress) as session:
         return _run(opts, session, good, bad)
 
 
@@ -217,7 +217,7 @@ def _moments(
             hint="widen the window: nothing changed inside it",
             ref="bydate-empty",
         )
-    session.reporter.message(
+    session.progress.message(
         f"envbisect: {len(moments) - 1} release moment(s) of {len(names)} package(s) between "
         f"{good:%Y-%m-%d} and {bad:%Y-%m-%d}"
     )
@@ -338,7 +338,7 @@ def _confirm(
         return Confirmation(
             package=package, confirmed=None, reason=f"unresolvable: {toggled.reason}"
         )
-    session.reporter.message(
+    session.progress.message(
         f"envbisect: confirming {package} {version} alone on the last good one"
     )
     rec, _ = session.probe(session.env_spec(toggled.requirements()))

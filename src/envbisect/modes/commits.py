@@ -28,7 +28,6 @@ from pathlib import Path
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
-from envbisect.core.commitreport import CommitAnswer, CommitBreakpoint, ProbedCommit
 from envbisect.core.commits import (
     BuildInfo,
     Commit,
@@ -39,18 +38,19 @@ from envbisect.core.commits import (
     tag_version,
     web_base,
 )
-from envbisect.core.results import ProbeRow, Status
-from envbisect.core.results_search import RunResult
+from envbisect.core.results.commits import CommitAnswer, CommitBreakpoint, ProbedCommit
+from envbisect.core.results.parts import ProbeRow, Status
+from envbisect.core.results.search import RunResult
 from envbisect.diskcache import default_cache_dir
 from envbisect.env import git as g
 from envbisect.errors import EnvbisectError, InfrastructureError, NoAnswer, UsageError
 from envbisect.model import InstalledDist, OutcomeKind, SourceBuild
 from envbisect.modes.drive import bisect
-from envbisect.modes.options import CommitRefs, SearchOptions
 from envbisect.modes.outputs import inside, write_report
+from envbisect.modes.searchoptions import CommitRefs, SearchOptions
 from envbisect.modes.session import Session, Want
 from envbisect.options import CommonOptions
-from envbisect.reporter import Reporter
+from envbisect.progress import Progress
 from envbisect.strategy.bisect import Bisector, BisectResult
 
 
@@ -96,7 +96,7 @@ def open_source(
 ) -> Source:
     """The repository (``--repo``, else the one the package's metadata names) and its mirror,
     cloned or brought up to date now (as it is, with --offline)."""
-    reporter = session.reporter
+    progress = session.progress
     origin = session.repro.origin if session.opts.repro is not None else Path.cwd()
     if repo is None:
         found = _metadata_repo(session, package, versions)
@@ -107,7 +107,7 @@ def open_source(
                 hint="pass --repo URL (a git URL, or the path of a local clone)",
                 ref="no-repo",
             )
-        reporter.message(f"envbisect: {package}'s repository, from its metadata: {found}")
+        progress.message(f"envbisect: {package}'s repository, from its metadata: {found}")
         repo = found
     where = g.check_repo(repo, origin=origin)
     git = g.Git(binary=g.find_git(), offline=session.opts.offline)
@@ -118,7 +118,7 @@ def open_source(
         "fetched": "fetched (up to date)",
         "offline": "used as it is (--offline)",
     }
-    reporter.message(f"envbisect: mirror of {where.shown}: {said[done]}")
+    progress.message(f"envbisect: mirror of {where.shown}: {said[done]}")
     web = where.web
     if web is None and where.local:  # a local clone: its origin's host, else the metadata's
         origin_url = g.origin_url(git, Path(where.url))
@@ -198,7 +198,7 @@ class Range:
     build: BuildInfo
 
 
-def commit_range(src: Source, package: str, good: Ref, bad: Ref, reporter: Reporter) -> Range:
+def commit_range(src: Source, package: str, good: Ref, bad: Ref, progress: Progress) -> Range:
     """The good end and the first-parent commits after it up to the bad end, oldest first.
     A good ref that is not an ancestor of the bad one (a maintenance branch) starts the range
     at their merge base, as ``git bisect`` tests the merge base first."""
@@ -223,7 +223,7 @@ def commit_range(src: Source, package: str, good: Ref, bad: Ref, reporter: Repor
             f"{good.name} is not an ancestor of {bad.name}: the range starts at their "
             f"merge base {base[:12]}"
         )
-        reporter.message(f"envbisect: {start}")
+        progress.message(f"envbisect: {start}")
         old = base
     points = (g.commit(git, mirror, old), *g.first_parent(git, mirror, old, bad.sha))
     info = build_info(
@@ -231,8 +231,8 @@ def commit_range(src: Source, package: str, good: Ref, bad: Ref, reporter: Repor
         g.show(git, mirror, bad.sha, "setup.py"),
         g.files(git, mirror, bad.sha),
     )
-    reporter.message(f"envbisect: {info.describe(package)}")
-    reporter.message(
+    progress.message(f"envbisect: {info.describe(package)}")
+    progress.message(
         f"envbisect: {len(points) - 1} first-parent commit(s) after {good.name} "
         f"up to {bad.name}; each built from source"
     )
@@ -418,9 +418,9 @@ def _version_of(installed: Sequence[InstalledDist], key: str) -> str | None:
 # -- envbisect commits ----------------------------------------------------------------------------
 
 
-def run_commits(opts: CommitOptions, reporter: Reporter | None = None) -> RunResult:
+def run_commits(opts: CommitOptions, progress: Progress | None = None) -> RunResult:
     """Bisect the commits between two refs (no release search)."""
-    with Session(opts.common, reporter) as session:
+    with Session(opts.common, progress) as session:
         return _run(opts, session)
 
 
@@ -430,7 +430,7 @@ def _run(opts: CommitOptions, session: Session) -> RunResult:
     src = open_source(session, package, opts.repo, versions)
     good = find_ref(src, package, opts.good, "--good")
     bad = find_ref(src, package, opts.bad, "--bad")
-    rng = commit_range(src, package, good, bad, session.reporter)
+    rng = commit_range(src, package, good, bad, session.progress)
     rest, rest_from, first = _base(session, opts, src, good, rng)
     ans, rows = search(
         session,
@@ -508,14 +508,14 @@ def after_release(
         (result.first_new, result.last_old) if fix else (result.last_old, result.first_new)
     )
     verb = "fixed" if fix else "bad"
-    session.reporter.message(
+    session.progress.message(
         f"envbisect: first {verb} release of {package}: {result.first_new}; "
         f"now the commits since {result.last_old}"
     )
     good = find_ref(src, package, refs.good_ref or good_v, "--good-ref")
     bad = find_ref(src, package, refs.bad_ref or bad_v, "--bad-ref")
     old, new = (bad, good) if fix else (good, bad)
-    rng = commit_range(src, package, old, new, session.reporter)
+    rng = commit_range(src, package, old, new, session.progress)
     passing = result.row(good_v)
     installed = passing.installed if passing is not None else ()
     rest = rest_of(installed, package) if installed else tuple(with_reqs)
@@ -558,7 +558,7 @@ def _base(
         row = _probe_base(session, Want(label=good.version, spec=spec))
         if row.outcome.kind is not OutcomeKind.UNTESTABLE:
             where = f"as in {opts.package} {good.version}'s environment ({row.outcome.describe()})"
-            session.reporter.message(f"envbisect: the rest of each environment {where}")
+            session.progress.message(f"envbisect: the rest of each environment {where}")
             return rest_of(row.installed, opts.package), where, None
     key = canonicalize_name(opts.package)
     c = rng.points[0]
@@ -570,19 +570,19 @@ def _base(
     if row.outcome.kind is OutcomeKind.UNTESTABLE:
         cannot_build(opts.package, c, row.outcome.signature, rng.build)
     where = f"as uv resolved it for {c.short}'s build ({good.name})"
-    session.reporter.message(f"envbisect: the rest of each environment {where}")
+    session.progress.message(f"envbisect: the rest of each environment {where}")
     return rest_of(row.installed, opts.package), where, first
 
 
 def _probe_base(session: Session, want: Want) -> ProbeRow:
     """The probe that gives the rest of every environment, with its progress lines."""
-    reporter = session.reporter
-    reporter.probe_started(want.label, 0, 0)
+    progress = session.progress
+    progress.probe_started(want.label, 0, 0)
     try:
         (row,) = session.rows([want])
     except KeyboardInterrupt as e:
         raise session.interrupted(e) from e
-    reporter.probe_finished(
+    progress.probe_finished(
         row.version, row.outcome, row.build_seconds + row.probe_seconds, row.reused, ""
     )
     return row

@@ -17,17 +17,17 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Generic, TypeVar
 
-from envbisect.core.results import (
+from envbisect.core.results.parts import (
     BreakpointRow,
     FailRate,
     ProbeRow,
     SearchSummary,
     Status,
 )
-from envbisect.core.results_search import SearchResult
+from envbisect.core.results.search import SearchResult
 from envbisect.modes.session import Session, Want
-from envbisect.strategy.base import Bisection, Strategy, note, verdict
 from envbisect.strategy.bisect import Bisector, BisectResult
+from envbisect.strategy.protocol import Bisection, Strategy, note, verdict
 
 P = TypeVar("P")
 R = TypeVar("R", bound=SearchResult)
@@ -43,15 +43,15 @@ class Log(Generic[P]):
 def drive(strategy: Strategy[P], session: Session, plan: Callable[[P, int], Want]) -> Log[P]:
     """Run the strategy to its end; the rows come back in the order the points were asked for."""
     log: Log[P] = Log()
-    reporter = session.reporter
+    progress = session.progress
     while batch := strategy.next_batch(session.opts.jobs):
         left, steps = strategy.progress()
         wants = []
         for i, p in enumerate(batch):
-            reporter.planning("environment(s)", i, len(batch))
+            progress.planning("environment(s)", i, len(batch))
             wants.append(plan(p, strategy.runs_wanted(p)))
         for w in wants:
-            reporter.probe_started(w.label, left, steps)
+            progress.probe_started(w.label, left, steps)
         # While this round's probe runs, the environments the next round may want are built
         # (one probe at a time on this machine); the points asked for stay as they were.
         rows = session.rows(wants, ahead=_ahead(strategy, session, plan, batch))
@@ -63,7 +63,7 @@ def drive(strategy: Strategy[P], session: Session, plan: Callable[[P, int], Want
             row = replace(strategy.label(p, row), round=log.rounds)
             log.rows.append(row)
             log.points.append(p)
-            reporter.probe_finished(
+            progress.probe_finished(
                 row.version,
                 row.outcome,
                 row.build_seconds + row.probe_seconds,

@@ -19,10 +19,10 @@ from packaging.utils import canonicalize_name
 from packaging.version import Version
 
 from envbisect.core.candidates import CandidateList, file_version
-from envbisect.core.pins import PinSet
+from envbisect.core.pins.from_report import Releases
+from envbisect.core.pins.sources import PinSet
 from envbisect.core.plan import Fallback, MatchCache, Plan, PlanTarget, Policy, Unresolvable
 from envbisect.core.planmemo import plan
-from envbisect.core.reportpins import Releases
 from envbisect.core.target import Target
 from envbisect.env.pinsource import load_pins
 from envbisect.errors import UnknownPackage, UsageError

@@ -11,10 +11,10 @@ from typing import Any
 
 from envbisect.errors import UsageError
 from envbisect.model import EnvSpec, ProbeRecord
-from envbisect.modes.options import check_requirements, parse_exclude_newer
+from envbisect.modes.searchoptions import check_requirements, parse_exclude_newer
 from envbisect.modes.session import Session, Want
 from envbisect.options import CommonOptions
-from envbisect.reporter import Reporter
+from envbisect.progress import Progress
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -29,9 +29,9 @@ class ProbeOptions:
     allow_sdist: bool = False
 
 
-def probe_one(opts: ProbeOptions, reporter: Reporter | None = None) -> tuple[ProbeRecord, bool]:
+def probe_one(opts: ProbeOptions, progress: Progress | None = None) -> tuple[ProbeRecord, bool]:
     """The environment's record (``--repeat`` runs), and whether it came from the store."""
-    with Session(opts.common, reporter) as session:
+    with Session(opts.common, progress) as session:
         spec = _spec(opts, session)
         try:
             return session.probe(spec)
@@ -39,11 +39,11 @@ def probe_one(opts: ProbeOptions, reporter: Reporter | None = None) -> tuple[Pro
             raise session.interrupted(e) from e
 
 
-def plan_one(opts: ProbeOptions, reporter: Reporter | None = None) -> list[dict[str, Any]]:
+def plan_one(opts: ProbeOptions, progress: Progress | None = None) -> list[dict[str, Any]]:
     """``--dry-run``: the environment's plan; nothing is built."""
     from envbisect.modes.dryrun import plan_views
 
-    with Session(opts.common, reporter) as session:
+    with Session(opts.common, progress) as session:
         want = Want(label="the environment", spec=_spec(opts, session))
         # The spec is what uv installs (--with, the pins): exact pins may still be part of the
         # environment only (an environment report's few packages, one NAME==V): uv resolves

@@ -25,24 +25,24 @@ from packaging.version import InvalidVersion, Version
 
 from envbisect.core.candidates import CandidateList, build_candidates
 from envbisect.core.plan import Plan, Unresolvable
-from envbisect.core.results import ProbeRow, SearchSummary, StandIn, Status
-from envbisect.core.results_search import RunResult
+from envbisect.core.results.parts import ProbeRow, SearchSummary, StandIn, Status
+from envbisect.core.results.search import RunResult
 from envbisect.env.uvplan import UvFallback
 from envbisect.errors import NoCandidates, UnknownVersion, UsageError
 from envbisect.index.source import IndexMetadataSource
 from envbisect.model import Candidate, EnvSpec, OutcomeKind
 from envbisect.modes.drive import answer, bisect
-from envbisect.modes.options import (  # the checks live there: probe imports no strategy
+from envbisect.modes.outputs import write_outputs
+from envbisect.modes.planning import RunPlanner, choose_policy, read_pins
+from envbisect.modes.searchoptions import (  # the checks live there: probe imports no strategy
     CommitRefs,
     SearchOptions,
     check_requirements,
     parse_exclude_newer,
 )
-from envbisect.modes.outputs import write_outputs
-from envbisect.modes.planning import RunPlanner, choose_policy, read_pins
 from envbisect.modes.session import Session, Want
 from envbisect.options import CommonOptions
-from envbisect.reporter import Reporter
+from envbisect.progress import Progress
 from envbisect.strategy.bisect import Bisector
 
 
@@ -64,18 +64,18 @@ class RunOptions:
     commits: CommitRefs | None = None  # --commits: then the first bad release's commits
 
 
-def run_bisect(opts: RunOptions, reporter: Reporter | None = None) -> RunResult:
+def run_bisect(opts: RunOptions, progress: Progress | None = None) -> RunResult:
     """Bisect the versions of ``opts.package``; the result says whether a boundary was found."""
     check_requirements(opts.package, opts.with_reqs)
     exclude_newer = parse_exclude_newer(opts.exclude_newer)
-    with Session(opts.common, reporter) as session:
+    with Session(opts.common, progress) as session:
         return _run(opts, session, exclude_newer)
 
 
 def _run(opts: RunOptions, session: Session, exclude_newer: datetime | None) -> RunResult:
     """The phases: the candidates and the ends, the bisector, the search, the answer (and
     with --commits the commit search), the outputs."""
-    reporter = session.reporter
+    progress = session.progress
     planner = _planner(opts, session)
     cl, good_i, bad_i = _candidates(opts, session, planner, exclude_newer)
     bis = opts.search.bisector(
@@ -89,10 +89,10 @@ def _run(opts: RunOptions, session: Session, exclude_newer: datetime | None) -> 
     )
     labels = [str(c.version) for c in cl.candidates]
     for s in _stand_ins(bis, cl, good_i, labels):
-        reporter.message(f"envbisect: {s.describe()} for it")
+        progress.message(f"envbisect: {s.describe()} for it")
     window = cl.candidates[bis.old.index : bis.new.index + 1]
     pre_skipped = tuple((str(c.version), c.reason or "") for c in window if not c.installable)
-    reporter.candidates(opts.package, len(window), len(pre_skipped), session.target.short)
+    progress.candidates(opts.package, len(window), len(pre_skipped), session.target.short)
     result = session.result(
         RunResult,
         package=opts.package,
@@ -160,7 +160,7 @@ def _candidates(
     )
     if planner is not None:
         cl = planner.restrict(cl, named)
-        session.reporter.message(
+        session.progress.message(
             f"envbisect: planning each environment ({planner.policy.value} policy for the "
             f"rest; {len(planner.roots)} other requirement(s), "
             f"{len(planner.baseline)} baseline pin(s))"

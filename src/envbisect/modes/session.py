@@ -26,8 +26,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from envbisect.core.names import project_name
 from envbisect.core.outcome import failed, untestable
-from envbisect.core.results import ProbeRow
-from envbisect.core.results_search import SearchResult
+from envbisect.core.results.parts import ProbeRow
+from envbisect.core.results.search import SearchResult
 from envbisect.core.target import Target, for_version, version_request
 from envbisect.diskcache import default_cache_dir
 from envbisect.env import guard, runner, worker
@@ -40,8 +40,8 @@ from envbisect.exec import Executor, make_executor
 from envbisect.model import EnvSpec, IndexConfig, OutcomeKind, ProbeRecord, SourceBuild
 from envbisect.modes.sharing import CLAIM_POLL, Renewal, drop_build
 from envbisect.options import CommonOptions
+from envbisect.progress import Progress
 from envbisect.redact import mask_env_map, mask_text
-from envbisect.reporter import Reporter
 from envbisect.store import Claimant, Store, refuse_foreign
 
 if TYPE_CHECKING:  # a probe without pins never reads an index: no httpx at startup
@@ -77,7 +77,7 @@ class Session:
     def __init__(
         self,
         opts: CommonOptions,
-        reporter: Reporter | None = None,
+        progress: Progress | None = None,
         *,
         transport: httpx.BaseTransport | None = None,
         executor: Executor | None = None,
@@ -87,7 +87,7 @@ class Session:
         self._opts = opts
         if not (plan_only or opts.dry_run):  # someone else's folder: refused before any work
             refuse_foreign(opts.results)
-        self.reporter = reporter or Reporter()
+        self.progress = progress or Progress()
         self._transport = transport
         self._executor = executor
         self._own_executor = executor is None  # one handed in is its owner's to close
@@ -140,7 +140,7 @@ class Session:
         """The options, with the choice they leave to this machine made on first use:
         ``--torch-backend auto``'s variant (nvidia-smi, once, said through the reporter)."""
         if self._opts.torch_auto is not None:
-            self._opts = _choose_torch(self._opts, self.reporter)
+            self._opts = _choose_torch(self._opts, self.progress)
         return self._opts
 
     @property
@@ -172,7 +172,7 @@ class Session:
                 if not (self.plan_only or self.opts.dry_run):
                     raise
                 host = locate(self.uv, sys.executable, cache)[1]
-                self.reporter.message(
+                self.progress.message(
                     f"envbisect: no Python {wanted[0]}.{wanted[1]} here: planning for CPython "
                     f"{wanted[0]}.{wanted[1]} on this platform ({host.short.split('-', 1)[-1]});"
                     f" building needs the interpreter (uv python install "
@@ -335,13 +335,13 @@ class Session:
 
     @property
     def verbose(self) -> bool:
-        return self.reporter.verbose
+        return self.progress.verbose
 
     def phase(self, env_id: str, phase: str) -> None:
-        self.reporter.phase(self._labels.get(env_id, env_id), phase)
+        self.progress.phase(self._labels.get(env_id, env_id), phase)
 
     def output(self, env_id: str, stream: str, text: str) -> None:
-        self.reporter.output(self._labels.get(env_id, env_id), stream, text)
+        self.progress.output(self._labels.get(env_id, env_id), stream, text)
 
     def _probe_all(
         self, wants: Sequence[Want], again: bool, ahead: Callable[[], Sequence[Want]] | None
@@ -418,7 +418,7 @@ class Session:
             if holder is None and self._claim(want) is None:
                 return self._probe_claimed(want)
             if holder is not None and not told:
-                self.reporter.message(
+                self.progress.message(
                     f"{want.label}: another envbisect run (pid {holder.pid} on {holder.host}) "
                     "is probing this environment; waiting for its outcome"
                 )
@@ -565,7 +565,7 @@ class Session:
             and not self._gdb_warned
             and check_native_backtrace("auto") is None
         ):
-            self.reporter.message(
+            self.progress.message(
                 "gdb is not installed: crash signatures carry no native frames "
                 "(apt install gdb to get them)"
             )
@@ -605,7 +605,7 @@ def _first_runs(rec: ProbeRecord, runs: int) -> ProbeRecord:
     return replace(rec, runs=kept if runs > 1 else (), outcome=outcome)
 
 
-def _choose_torch(opts: CommonOptions, reporter: Reporter) -> CommonOptions:
+def _choose_torch(opts: CommonOptions, progress: Progress) -> CommonOptions:
     """``opts`` with ``--torch-backend auto`` made a variant: the newest CUDA build the driver
     supports, else the CPU build."""
     from envbisect.env import envreport  # nvidia-smi; a module attribute, for tests
@@ -614,7 +614,7 @@ def _choose_torch(opts: CommonOptions, reporter: Reporter) -> CommonOptions:
     assert opts.torch_auto is not None
     smi = envreport.read_nvidia_smi()
     backend = pytorch.resolve_backend("auto", smi.get("cuda") if smi else None)
-    reporter.message(f"envbisect: --torch-backend auto chose {backend}")
+    progress.message(f"envbisect: --torch-backend auto chose {backend}")
     url = pytorch.variant_url(backend, opts.torch_auto.mirror)
     return replace(opts, indexes=replace(opts.indexes, torch_index=url), torch_auto=None)
 

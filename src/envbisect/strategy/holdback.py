@@ -24,9 +24,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 from envbisect.core.outcome import same_failure
-from envbisect.core.results import ProbeRow
+from envbisect.core.results.parts import ProbeRow
 from envbisect.model import Outcome, OutcomeKind
-from envbisect.strategy.base import Points
+from envbisect.strategy.protocol import Points
 
 
 @dataclass(slots=True, kw_only=True)

@@ -18,10 +18,10 @@ import json
 from collections.abc import Generator, Sequence
 from dataclasses import dataclass
 
-from envbisect.core.results import ProbeRow
+from envbisect.core.results.parts import ProbeRow
 from envbisect.model import EnvSpec, InstalledDist, Outcome, OutcomeKind
-from envbisect.strategy.base import Points
 from envbisect.strategy.bisect import Bisector
+from envbisect.strategy.protocol import Points
 
 # Middle cells checked in a row whose ends agree (more finds more non-monotone rows, and costs
 # a probe each): one per agreeing segment, two levels deep.

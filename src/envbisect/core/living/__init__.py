@@ -1,0 +1,10 @@
+"""Living tables: compatibility matrices published from real runs and kept current.
+
+spec      the ``matrices/*.toml`` schema, validated, and axis selection
+update    which cells of a published matrix are new, stay, leave, or are probed again
+tables    the files people and machines read: table.md, heatmap.svg, results.csv
+page      table.html and results/index.html
+feed      Atom feeds of what changed
+history   what changed between two publishes
+findings  what a matrix found, in sentences
+"""

@@ -1,0 +1,365 @@
+"""Turning a finished run into text: the verdict, report.md, lockfiles.
+
+Pure: everything here takes data and returns strings; the engine writes the files, and the
+caller reads the clock (``when``). The results themselves, and their ``--json``, are
+``core.results*``.
+Lockfiles come in two forms, both pinned with hashes:
+    requirements.txt   ``name==version --hash=sha256:...`` (pip and uv, ``--require-hashes``)
+    pylock.toml        PEP 751, one ``[[packages]]`` entry per installed distribution
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Any
+from urllib.parse import unquote, urlsplit
+
+from packaging.utils import canonicalize_name
+from packaging.version import InvalidVersion, Version
+
+from envbisect import __version__
+from envbisect.core.results.parts import Status
+from envbisect.core.results.search import RunResult, SearchResult
+from envbisect.model import DistFile, IndexConfig, InstalledDist
+from envbisect.redact import mask_url, strip_credentials
+from envbisect.textsafe import md_block, md_code, md_text
+
+
+def verdict_line(res: SearchResult) -> str:
+    if res.status is Status.NO_ANSWER:
+        return f"no answer for {res.package}: {res.reason}"
+    if res.verdict:
+        return res.verdict
+    new_word = "first bad" if res.direction == "regression" else "first fixed"
+    old_word = "last good" if res.direction == "regression" else "last broken"
+    what = "" if res.direction == "regression" else " (searching for the fix)"
+    if res.status is Status.AMBIGUOUS:
+        return (
+            f"the {new_word} version of {res.package} is one of {', '.join(res.possible)}"
+            f"{what}; {old_word} is {res.last_old} ({res.reason})"
+        )
+    outcome = res.first_new_outcome
+    how = f": {outcome.describe()}" if outcome and res.direction == "regression" else ""
+    sure = f" (probability {res.probability:.2f})" if res.probability is not None else ""
+    yanked = res.yanked_between if isinstance(res, RunResult) else ()
+    left_out = (
+        f" (yanked between them, not tested: {', '.join(yanked)}; name one with --bad to test it)"
+        if yanked
+        else ""
+    )
+    return (
+        f"{new_word} version of {res.package}: {res.first_new}{how}{what}; "
+        f"{_neighbour(res)}{old_word}: {res.last_old}{sure}{left_out}"
+    )
+
+
+def _neighbour(res: SearchResult) -> str:
+    """ "the version before it, 1.4.0, fails another way (...); " when it does."""
+    row = res.row(res.neighbour) if res.neighbour else None
+    if row is None:
+        return ""
+    side = "before" if res.direction == "regression" else "after"
+    return f"the version {side} it, {row.version}, fails another way ({row.outcome.describe()}); "
+
+
+def breakpoints_line(res: SearchResult) -> str | None:
+    """Every breakpoint in order, when the outcome changes more than once:
+    ``breakpoints: 2.4.0: fail (...) (the first failure); 3.0.0: fail (...)``."""
+    if len(res.breakpoints) < 2:
+        return None
+    parts = []
+    first_failure = True
+    for b in res.breakpoints:
+        text = b.describe()
+        if first_failure and b.outcome.kind.value != "pass" and res.direction == "regression":
+            text += " (the first failure)"
+            first_failure = False
+        parts.append(text)
+    return "breakpoints: " + "; ".join(parts)
+
+
+def other_failures_hint(res: SearchResult) -> str | None:
+    """When failures unlike the reference hid the boundary, say how to chase either bug."""
+    other = [r for r in res.rows if r.verdict == "skip" and r.outcome.kind.value != "untestable"]
+    if not other or res.status is Status.FOUND:
+        return None
+    first = min(other, key=lambda r: _version_key(r.version))
+    return (
+        f"{len(other)} probe(s) failed differently from the reference "
+        f"({first.outcome.describe()} at {first.version}); to bisect that failure pass "
+        f"--bad {first.version} (or --good/--bad around it), or --any-failure to count "
+        "every failure as bad; finished probes are reused"
+    )
+
+
+def _version_key(text: str) -> tuple[int, Any]:
+    try:
+        return (0, Version(text))
+    except InvalidVersion:
+        return (1, text)
+
+
+def env_diff(
+    good: tuple[InstalledDist, ...], bad: tuple[InstalledDist, ...]
+) -> list[tuple[str, str | None, str | None]]:
+    """(name, version in good, version in bad) for every distribution that differs."""
+    a = {canonicalize_name(d.name): d.version for d in good}
+    b = {canonicalize_name(d.name): d.version for d in bad}
+    return [(n, a.get(n), b.get(n)) for n in sorted(a.keys() | b.keys()) if a.get(n) != b.get(n)]
+
+
+def report_markdown(res: SearchResult, *, when: datetime) -> str:
+    """report.md of a finished search, written ``when`` (the caller reads the clock)."""
+    lines = [f"# envbisect: {_md(res.package)}", "", f"**{_md(verdict_line(res))}**", ""]
+    passed = ", ".join(md_code(f"{k}={v}") for k, v in sorted(res.env.items()))
+    lines += [
+        f"- command: {md_code(res.command)}",
+        f"- repro: {md_code(res.repro)}",
+        *([f"- set for every probe (--env): {passed}"] if passed else []),
+        f"- target: {_md(res.target)}",
+        f"- candidates in range: {res.candidates}; environments built this run: "
+        f"{sum(1 for r in res.rows if not r.reused and r.build_seconds > 0)}; "
+        f"outcomes reused from the store: {sum(1 for r in res.rows if r.reused)}",
+        f"- written {when:%Y-%m-%d %H:%M:%S %Z} by envbisect {__version__}",
+        *(f"- {s.describe()} for it" for s in res.stand_ins),
+        "",
+        "## Probes, in order",
+        "",
+        "| # | version | outcome | counted as | build s | probe s | |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for i, r in enumerate(res.rows, 1):
+        notes = ["reused"] if r.reused else []
+        if r.runs > 1:
+            notes.append(f"{r.fails} of {r.runs} runs failed")
+        if r.round and res.search is not None and res.search.jobs > 1:
+            notes.append(f"round {r.round}")
+        if r.host and any(o.host != r.host for o in res.rows if o.host):
+            notes.append(f"on {r.host}")
+        if r.moved:
+            notes.append("moved with it: " + ", ".join(_move(n, b, v) for n, b, v in r.moved))
+        if r.note:
+            notes.append(r.note)
+        extra = "; ".join(notes)
+        lines.append(
+            f"| {i} | {_md(r.version)} | {_md(r.outcome.describe())} | {_md(r.verdict)} | "
+            f"{r.build_seconds:.1f} | {r.probe_seconds:.1f} | {_md(extra)} |"
+        )
+    lines += _search_section(res)
+    if len(res.breakpoints) > 1:
+        lines += [
+            "",
+            "## Breakpoints",
+            "",
+            "The outcome changes more than once in the range; each boundary, oldest first:",
+            "",
+        ]
+        for b in res.breakpoints:
+            lines.append(f"- {_md(b.describe())} (the version before: {_md(b.last_old)})")
+    if res.skipped:
+        lines += ["", "## Untestable without building", ""]
+        lines += [f"- {_md(v)}: {_md(why)}" for v, why in res.skipped]
+    good = res.row(res.last_old if res.direction == "regression" else res.first_new)
+    bad = res.row(res.first_new if res.direction == "regression" else res.last_old)
+    if res.status is not Status.NO_ANSWER and good and bad:
+        lines += ["", "## The boundary", ""]
+        lines += [f"### {_md(bad.version)}: {_md(bad.outcome.describe())}", ""]
+        lines += [*md_block(bad.outcome.detail or "(no output)"), ""]
+        lines += [f"### {_md(good.version)}: {_md(good.outcome.describe())}", ""]
+        lines += ["## What differs between the two environments", ""]
+        diff = env_diff(good.installed, bad.installed)
+        if diff:
+            lines += ["| package | working | failing |", "|---|---|---|"]
+            lines += [f"| {_md(n)} | {_md(a or '-')} | {_md(b or '-')} |" for n, a, b in diff]
+        else:
+            lines.append("(nothing but the package under test, or the lists were not recorded)")
+    for section in [*res.sections, *([res.commits.markdown()] if res.commits else [])]:
+        lines += ["", section.rstrip()]
+    if res.lock_path:
+        lines += ["", "## Known-good lockfile", ""]
+        lines.append(f"- `{res.lock_path}` (`uv pip install --require-hashes -r {res.lock_path}`)")
+        if res.pylock_path:
+            lines.append(f"- `{res.pylock_path}` (PEP 751)")
+    return "\n".join(lines) + "\n"
+
+
+def _search_section(res: SearchResult) -> list[str]:
+    """How the search went: rounds with --jobs, and for a flaky repro each point's fail rate
+    and the probability of the answer."""
+    s = res.search
+    if s is None or s.plain:
+        return []
+    lines = ["", "## Search", ""]
+    lines.append(f"- {s.rounds} round(s) of up to {s.jobs} probe(s); {s.repeat} run(s) per probe")
+    if s.mode == "probabilistic":
+        lines.append(f"- probabilistic search: {s.switch_reason}")
+        if res.probability is not None:
+            lines.append(
+                f"- P(first {'bad' if res.direction != 'fix' else 'fixed'} is "
+                f"{res.first_new}) = {res.probability:.3f} (confidence asked: "
+                f"{s.confidence})"
+            )
+    rates = s.fail_rates or ()
+    if rates:
+        lines += ["", "| version | runs | failed | fail rate |", "|---|---|---|---|"]
+        lines += [
+            f"| {r.version} | {r.runs} | {r.fails} | {r.fails / r.runs:.2f} |"
+            for r in rates
+            if r.runs
+        ]
+    return lines
+
+
+def _move(name: str, before: str | None, after: str | None) -> str:
+    if before is None:
+        return f"{name} +{after}"
+    if after is None:
+        return f"{name} {before} dropped"
+    return f"{name} {before}→{after}"
+
+
+def _md(text: str) -> str:
+    return md_text(text)
+
+
+# -- lockfiles --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LockEntry:
+    name: str
+    version: str
+    index: str | None
+    files: tuple[DistFile, ...]  # the files of this version usable on the target, with hashes
+
+
+def index_options(indexes: IndexConfig, used: set[str] | None = None) -> list[str]:
+    """The lines that make a requirements lock install anywhere: where its files come from,
+    in the order uv consults them (credentials never written: the installer brings its own,
+    from the environment or a keyring). ``used``: the indexes the locked files came from
+    (``DistFile.index``); the other extra indexes and folders are left out, so that uv's
+    first-index rule cannot send a package to a mirror that does not hold the locked file."""
+
+    def wanted(url: str) -> bool:
+        return used is None or mask_url(url) in used or url in used
+
+    out = [f"--index-url {strip_credentials(indexes.index_url)}"]
+    out += [
+        f"--extra-index-url {strip_credentials(u)}" for u in indexes.extra_index_urls if wanted(u)
+    ]
+    if indexes.torch_index and wanted(indexes.torch_index):  # torch's own files
+        out.append(f"--extra-index-url {strip_credentials(indexes.torch_index)}")
+    out += [f"--find-links {strip_credentials(u)}" for u in indexes.find_links if wanted(u)]
+    return out
+
+
+def requirements_lock(
+    entries: list[LockEntry], *, header: list[str], indexes: IndexConfig | None = None
+) -> str:
+    out = [f"# {h}" for h in header]
+    used = {f.index for e in entries for f in e.files}
+    out += index_options(indexes, used) if indexes is not None else []
+    for e in sorted(entries, key=lambda e: canonicalize_name(e.name)):
+        hashes = sorted({h for f in e.files if (h := f.hash("sha256"))})
+        line = f"{e.name}=={e.version}"
+        if not hashes:
+            out.append(f"{line}  # no hash known for this file")
+            continue
+        out.append(line + " \\")
+        out += [
+            f"    --hash=sha256:{h}" + (" \\" if i < len(hashes) - 1 else "")
+            for i, h in enumerate(hashes)
+        ]
+    return "\n".join(out) + "\n"
+
+
+@dataclass(frozen=True, slots=True)
+class Pylocked:
+    """A PEP 751 lockfile's text, validated by ``packaging.pylock``, and the entries it had
+    to leave out: no file of theirs can be named by URL or path (a wheel from a folder whose
+    public index could not be read), and an entry without one is a lock uv refuses."""
+
+    text: str
+    left_out: tuple[str, ...]  # ``name==version`` of each entry left out
+
+
+def pylock(
+    entries: list[LockEntry],
+    *,
+    requires_python: str,
+    environment: str,
+    when: datetime,
+    notes: Sequence[str] = (),
+) -> Pylocked:
+    """A PEP 751 lockfile (``lock-version = "1.0"``), written by tomli-w and validated with
+    ``packaging.pylock`` before it is returned. ``notes``: what keeps it from installing
+    anywhere (comments at the top, and ``[tool.envbisect] notes``). A file whose public URL is
+    unknown (``url == ""``) is never guessed: it is dropped, and an entry left with no file
+    is left out of ``packages``, said in the notes and in ``[tool.envbisect] left-out``."""
+    import tomli_w
+    from packaging.pylock import Pylock, PylockValidationError
+
+    packages: list[dict[str, Any]] = []
+    left_out: list[str] = []
+    for e in sorted(entries, key=lambda e: canonicalize_name(e.name)):
+        named = [f for f in e.files if f.hash("sha256") and f.url]
+        sdists = [f for f in named if not f.is_wheel]
+        wheels = [f for f in named if f.is_wheel]
+        if not sdists and not wheels:
+            left_out.append(f"{canonicalize_name(e.name)}=={e.version}")
+            continue
+        package: dict[str, Any] = {"name": canonicalize_name(e.name), "version": e.version}
+        if e.index:
+            package["index"] = strip_credentials(e.index)
+        if sdists:
+            package["sdist"] = _file_table(sdists[0])
+        if wheels:
+            package["wheels"] = [_file_table(w) for w in wheels]
+        packages.append(package)
+    notes = [*notes]
+    if left_out:
+        notes.append(
+            f"left out of this file: {', '.join(left_out)} (no public URL is known for its "
+            "files; install it first from the index the requirements lock beside this file "
+            "names, then this file)"
+        )
+    tool: dict[str, Any] = {"generated": when.astimezone(timezone.utc).replace(microsecond=0)}
+    if notes:
+        tool["notes"] = notes
+    if left_out:
+        tool["left-out"] = left_out
+    data: dict[str, Any] = {
+        "lock-version": "1.0",
+        "environments": [environment],
+        "requires-python": requires_python,
+        "created-by": f"envbisect {__version__}",
+        "packages": packages,
+        "tool": {"envbisect": tool},
+    }
+    try:
+        Pylock.from_dict(data)
+    except PylockValidationError as e:  # a bug here, never a file written that tools refuse
+        raise ValueError(f"the pylock envbisect made does not validate: {e}") from e
+    # A comment cannot hold a line break or a control character: each note on one plain line.
+    head = "".join(f"# {_one_line(n)}\n" for n in notes)
+    return Pylocked(text=head + tomli_w.dumps(data), left_out=tuple(left_out))
+
+
+def _file_table(f: DistFile) -> dict[str, Any]:
+    table: dict[str, Any] = {"name": f.filename}
+    if f.url.startswith("file://"):  # a --find-links folder: PEP 751 names local files by path
+        table["path"] = unquote(urlsplit(f.url).path)
+    else:
+        table["url"] = strip_credentials(f.url)
+    if f.upload_time is not None:
+        table["upload-time"] = f.upload_time.astimezone(timezone.utc).replace(microsecond=0)
+    if f.size is not None:
+        table["size"] = f.size
+    table["hashes"] = {"sha256": f.hash("sha256") or ""}
+    return table
+
+
+def _one_line(text: str) -> str:
+    return " ".join("".join(c if c.isprintable() else " " for c in text).split())

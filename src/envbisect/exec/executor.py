@@ -1,0 +1,78 @@
+"""The executor interface, and the table that names each implementation."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from concurrent.futures import Future
+from typing import TYPE_CHECKING, Protocol
+
+from envbisect.errors import UsageError
+
+if TYPE_CHECKING:
+    from envbisect.env.worker import ProbeTask
+    from envbisect.model import ProbeRecord
+    from envbisect.options import CommonOptions
+
+
+class Executor(Protocol):
+    """Runs ``ProbeTask``s somewhere and hands back their records as futures."""
+
+    name: str
+
+    def submit(self, task: ProbeTask) -> Future[ProbeRecord]:
+        """Start (or queue) one task."""
+        ...
+
+    def cancel_all(self) -> None:
+        """Stop every task in flight and drop the queued ones; the executor is then closed.
+
+        Their process groups are killed; their futures never yield a record."""
+        ...
+
+    def close(self) -> None:
+        """Wait for the tasks in flight, then release the workers."""
+        ...
+
+
+def _local(opts: CommonOptions) -> Executor:
+    from envbisect.exec.pool import ThreadExecutor
+
+    return ThreadExecutor(opts.jobs, gpus_per_probe=opts.gpus_per_probe)
+
+
+def _process(opts: CommonOptions) -> Executor:
+    from envbisect.exec.pool import ProcessExecutor
+
+    if opts.gpus_per_probe:
+        raise UsageError(
+            "--gpus-per-probe needs --executor local or ray",
+            hint="the local executor pins each probe to its own GPUs; so does Ray",
+            ref="bad-executor",
+        )
+    return ProcessExecutor(opts.jobs)
+
+
+def _ray(opts: CommonOptions) -> Executor:
+    from envbisect.exec.ray import RayExecutor
+
+    return RayExecutor(opts.jobs, address=opts.ray_address, gpus_per_probe=opts.gpus_per_probe)
+
+
+# The executors by name, as --executor takes them (each imported only when chosen: the plain
+# install never imports Ray).
+EXECUTORS: dict[str, Callable[[CommonOptions], Executor]] = {
+    "local": _local,
+    "process": _process,
+    "ray": _ray,
+}
+
+
+def make_executor(opts: CommonOptions) -> Executor:
+    factory = EXECUTORS.get(opts.executor)
+    if factory is None:
+        raise UsageError(
+            f"--executor {opts.executor!r} is not an executor",
+            hint=f"use one of: {', '.join(EXECUTORS)}",
+            ref="bad-executor",
+        )
+    return factory(opts)

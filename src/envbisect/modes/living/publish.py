@@ -1,0 +1,444 @@
+"""Publishing a matrix: its tables, pages, lockfiles and feed, from the store and from what
+was published before.
+
+Who does what: ``core.publish`` and ``core.page`` make the text of each file, ``core.history``
+the record of what changed and ``core.feed`` the Atom feeds; this module gathers the cells
+(the store's, merged with the committed ``results.json``'s: a store is not kept, a published
+table is), writes the files and says what changed.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+from envbisect.core.living import feed, findings, history, page, tables
+from envbisect.core.living import update as cellupdate
+from envbisect.core.living.history import Change
+from envbisect.core.living.spec import MatrixSpec
+from envbisect.errors import StoreError, UsageError
+from envbisect.model import InstalledDist
+from envbisect.modes.living.matrix import public_indexes
+from envbisect.modes.outputs import inside, write_lockfiles
+from envbisect.modes.portable import PublicSources
+from envbisect.modes.session import Session
+from envbisect.progress import Progress
+from envbisect.store import Store
+
+# An environment's path inside a message, as older records kept it.
+_ENV_PATH = re.compile(r"/\S*?/\.envs/[0-9a-f]{16}-[^/\s]+/")
+# A folder of --results whose feed entries are linked (as core.page links them).
+_FOLDER = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+
+
+def published_cells(spec: MatrixSpec, store: Store) -> list[dict[str, Any]]:
+    """Every cell of the matrix the store knows, with the details a table shows."""
+    out: list[dict[str, Any]] = []
+    by_key = {(r["python"], r["cell"]): r for r in store.cells(spec.name)}
+    for (python, key), row in sorted(by_key.items()):
+        source = row
+        if row["state"] == "inferred" and row["inferred_from"]:
+            source = by_key.get((python, row["inferred_from"]), row)
+        rec = (
+            store.get(source["env_id"], source["repro_id"])
+            if source["env_id"] and source["repro_id"]
+            else None
+        )
+        mine = rec if row["state"] == "measured" else None  # an inferred cell has no run
+        out.append(
+            {
+                "python": python,
+                "versions": json.loads(key),
+                "state": row["state"],
+                "kind": row["kind"],
+                "signal": rec.outcome.signal if rec else None,
+                "signature": _ENV_PATH.sub("<env>/", row["signature"] or ""),
+                "library": rec.outcome.library if rec else None,
+                "seconds": round(mine.build_seconds + mine.probe_seconds, 2) if mine else None,
+                "measured_at": mine.started_at if mine else None,
+                "installed": [d.to_dict() for d in mine.installed] if mine else [],
+                "inferred_from": row["inferred_from"],
+                "env_id": row["env_id"],
+                "lock": None,
+            }
+        )
+    return out
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Published:
+    """What one publish wrote, and what it changed (``core.history``)."""
+
+    files: list[Path]
+    change: Change | None  # the history entry this publish added (None: nothing changed)
+    news: Change | None  # the change the page leads with ("new since ...")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "files": [str(p) for p in self.files],
+            "changes": self.change.to_dict() if self.change else None,
+            "news": self.news.to_dict() if self.news else None,
+        }
+
+
+def publish_matrix(spec: MatrixSpec, session: Session) -> list[Path]:
+    """``publish_table``'s files (see there)."""
+    return publish_table(spec, session).files
+
+
+def publish_table(spec: MatrixSpec, session: Session, *, now: datetime | None = None) -> Published:
+    """Write every published file of one matrix; what was written and what changed.
+
+    The cells: the published ``results.json``'s, each replaced by the store's cell of the same
+    key, then the store's new ones, inside the axes of the last run (``run.json``): a store is
+    not kept (a fresh clone, a CI job) and a published table is, so ``matrix --update`` probes
+    the new cells only and the old ones keep their outcomes and their lockfiles. What changed
+    since the last publish is added to the history (``core.history``; ``now``: its date).
+    With no cell of the matrix in the store but a published ``results.json``, the pages are
+    made again from it: nothing is probed, nothing is added to the history, the lockfiles
+    already written stay as they are (after ``matrix --update``, which may have found nothing
+    new, the table is merged all the same: a value that left it leaves).
+    ``results/index.html`` and ``results/feed.xml`` are made again either way, from every
+    matrix published under --results."""
+    results = session.opts.results
+    out = inside(results, results / spec.name)
+    out.mkdir(parents=True, exist_ok=True)
+    published = out / "results.json"
+    try:
+        fresh = published_cells(spec, session.store)
+        run_meta = _run_meta(out)
+        if not fresh and published.is_file() and not run_meta.get("update"):
+            return _republish(spec, session, out)
+        before = _read_published(out) if published.is_file() else None
+    except (ValueError, KeyError, TypeError, AttributeError) as e:
+        raise StoreError(
+            f"the matrix {spec.name} in {results} has damaged records ({type(e).__name__}: {e})",
+            hint=f"run it again (envbisect matrix {spec.path}), or pass another --results",
+            ref="store-damaged",
+        ) from e
+    if not fresh and before is None:
+        raise UsageError(
+            f"the store in {results} has no cell of the matrix {spec.name}",
+            hint=f"run it first: envbisect matrix {spec.path}",
+            ref="matrix-not-run",
+        )
+    axes = [a.package for a in spec.axes]
+    probes = [*spec.probes, *([spec.repro] if spec.repro else [])]
+    meta = {
+        "name": spec.name,
+        "description": spec.description,
+        "axes": axes,
+        "probes": probes,
+        **run_meta,
+    }
+    old_cells = before[1] if before is not None else None
+    cells = cellupdate.merge(old_cells or [], fresh, run_meta.get("axis_versions"))
+    past = history.read(before[3]) if before is not None else []
+    change = _change(old_cells, cells, axes, run_meta, past, now)
+    hist = history.append(past, change)
+    fresh_keys = {cellupdate.key_of(c) for c in fresh}
+    written, rec_files = _write_locks(spec, session, out, meta, cells, only=fresh_keys)
+    news = history.latest(hist)
+    written += _write_pages(out, meta, cells, rec_files, hist)
+    written += publish_index(results, session.progress)
+    return Published(files=written, change=change, news=news)
+
+
+def _run_meta(out: Path) -> dict[str, Any]:
+    """``run.json``: how the last run of the matrix was made (paths dropped from older ones)."""
+    run_file = out / "run.json"
+    run_meta: dict[str, Any] = json.loads(run_file.read_text()) if run_file.is_file() else {}
+    if run_meta and without_paths(run_meta) != run_meta:  # written by an older envbisect
+        run_meta = without_paths(run_meta)
+        run_file.write_text(json.dumps(run_meta, indent=2) + "\n", encoding="utf-8")
+    return run_meta
+
+
+def _change(
+    old: list[dict[str, Any]] | None,
+    cells: list[dict[str, Any]],
+    axes: list[str],
+    run_meta: Mapping[str, Any],
+    past: list[Change],
+    now: datetime | None,
+) -> Change | None:
+    """This publish's history entry: ``run.json``'s ``update`` says why cells left and which
+    were rechecked (counted once: a second publish of the same run rechecked nothing)."""
+    update = run_meta.get("update") or {}
+    why = {
+        (str(g["python"]), str(g["package"]), str(g["version"])): str(g["why"])
+        for g in update.get("gone", [])
+    }
+    run = str(run_meta.get("measured", ""))
+    again = not past or past[-1].run != run
+    rechecked = frozenset(
+        (str(r["python"]), tuple((str(k), str(v)) for k, v in r["versions"].items()))
+        for r in (update.get("rechecked", []) if again else [])
+    )
+    date = (now or datetime.now(timezone.utc)).isoformat(timespec="seconds")
+    since = past[-1].date if past else (None if old is None else str(_meta_of(old, run_meta)))
+    return history.diff(
+        old,
+        cells,
+        axes,
+        date=date,
+        since=since,
+        command=str(run_meta.get("command", "")),
+        why_removed=why,
+        rechecked=rechecked,
+        run=run,
+    )
+
+
+def _meta_of(old: list[dict[str, Any]], run_meta: Mapping[str, Any]) -> str:
+    """When the cells published before were measured: the newest of their dates."""
+    dates = [str(c["measured_at"]) for c in old if c.get("measured_at")]
+    return max(dates, default=str(run_meta.get("measured", "?")))
+
+
+def _write_locks(
+    spec: MatrixSpec,
+    session: Session,
+    out: Path,
+    meta: dict[str, Any],
+    cells: list[dict[str, Any]],
+    *,
+    only: set[cellupdate.Key] | None = None,
+) -> tuple[list[Path], dict[str, str]]:
+    """Each passing cell's lockfiles (``locks/py<X>/<cell>.txt``, hash-pinned, naming the
+    indexes, and ``pylock.<cell>.toml`` beside it), and per Python the recommended one's
+    (``recommended-py<X>.txt``, ``pylock.recommended-py<XY>.toml``). ``only``: the cells to
+    write them for (the others' stay as they were written), and any whose lockfile is gone."""
+    written: list[Path] = []
+    rec_files: dict[str, str] = {}
+    best_of = findings.recommended(cells)
+    passing = [c for c in cells if c["state"] == "measured" and c["kind"] == "pass"]
+    key = cellupdate.key_of
+    kept = {
+        key(c) for c in passing if only is not None and key(c) not in only and _has_locks(out, c)
+    }
+    # Committed tables: the locks name the file's indexes, never this machine's folders.
+    public = PublicSources(public_indexes(spec), session)
+    shown = spec.path.name if spec.path.is_absolute() else spec.path.as_posix()
+    again = f"envbisect publish {shown} (online; --find-links DIR where the wheels are local)"
+    for py in sorted({str(c["python"]) for c in passing}):
+        todo = [c for c in passing if c["python"] == py and key(c) not in kept]
+        target = session.target_for(py)[1] if todo else None
+        folder = inside(out, out / "locks" / f"py{py}")
+        folder.mkdir(parents=True, exist_ok=True)
+        for c in todo:
+            assert target is not None
+            versions: dict[str, str] = c["versions"]
+            slug = "__".join(f"{k}-{v}" for k, v in versions.items())
+            installed = tuple(InstalledDist(**d) for d in c["installed"])
+            header = [
+                f"{spec.name}: {', '.join(f'{k}=={v}' for k, v in versions.items())}"
+                f" passes {', '.join(meta['probes'])} on {target.short}"
+            ]
+            req, pl = write_lockfiles(
+                folder,
+                installed,
+                session,
+                header=header,
+                name=slug,
+                target=target,
+                public=public,
+                again=again,
+            )
+            c["lock"], c["pylock"] = req.relative_to(out).as_posix(), pl.relative_to(out).as_posix()
+            written += [req, pl]
+        best = best_of[py]
+        rec = inside(out, out / f"recommended-py{py}.txt")
+        rec_pl = inside(out, out / f"pylock.recommended-py{py.replace('.', '')}.toml")
+        lock, pylock = out / str(best["lock"]), out / str(best["pylock"])
+        rec.write_text(
+            lock.read_text().replace(lock.name, rec.name).replace(pylock.name, rec_pl.name),
+            encoding="utf-8",
+        )
+        rec_pl.write_text(pylock.read_text(), encoding="utf-8")
+        rec_files[py] = rec.name
+        written += [rec, rec_pl]
+    return written, rec_files
+
+
+def _has_locks(out: Path, cell: Mapping[str, Any]) -> bool:
+    """Whether a cell's lockfiles are there, its pylock one that ``packaging.pylock``
+    validates (one an older envbisect wrote without a file's URL is written again)."""
+    from packaging.pylock import Pylock, PylockValidationError
+
+    names = [cell.get("lock"), cell.get("pylock")]
+    if not all(isinstance(n, str) and (out / n).is_file() for n in names):
+        return False
+    try:
+        Pylock.from_dict(tomllib.loads((out / str(cell["pylock"])).read_text(encoding="utf-8")))
+    except (OSError, ValueError, PylockValidationError):
+        return False
+    return True
+
+
+def _write_pages(
+    out: Path,
+    meta: dict[str, Any],
+    cells: list[dict[str, Any]],
+    rec_files: dict[str, str],
+    hist: list[Change],
+) -> list[Path]:
+    axes = meta["axes"]
+    installs = {py: cmd for py, name in rec_files.items() if (cmd := _install_line(out / name))}
+    caveats = {py: text for py in rec_files if (text := _pylock_caveat(out, py))}
+    latest = history.latest(hist)
+    news = (latest.title(), latest.lines or (latest.headline(),)) if latest else None
+    data = {"matrix": meta, "cells": cells, "history": [h.to_dict() for h in hist]}
+    files = {
+        "table.md": tables.markdown(meta, cells, rec_files, news=news, caveats=caveats),
+        "table.html": page.html_page(
+            meta, cells, rec_files=rec_files, installs=installs, news=news, caveats=caveats
+        ),
+        "heatmap.svg": tables.svg(meta, cells),
+        "results.csv": tables.csv_text(cells, axes),
+        "results.json": json.dumps(data, indent=2) + "\n",
+        "feed.xml": feed.matrix_feed(meta, hist),
+    }
+    for name, text in files.items():
+        (out / name).write_text(text, encoding="utf-8")
+    return [out / name for name in files]
+
+
+# An interpreter as older records named it: its tags, then its path in parentheses.
+_OLD_TARGET = re.compile(r"(?P<interp>[a-z]+)(?P<nodot>\d+)-(?P<platform>\S+) \((?P<path>.*)\)\Z")
+_INTERPRETERS = {"cp": "cpython", "pp": "pypy", "gp": "graalpy"}
+
+
+def without_paths(meta: Mapping[str, Any]) -> dict[str, Any]:
+    """A published matrix's meta with each target named by identity (``Target.described``),
+    never by path. Older records said ``cp311-manylinux_2_36_x86_64 (/path/to/python)``:
+    kept is what the label says (implementation, ABI, platform); the path and the full
+    version it did not record are not guessed."""
+    out = dict(meta)
+    targets = meta.get("targets")
+    if not isinstance(targets, dict):
+        return out
+    fixed: dict[str, Any] = {}
+    for py, value in targets.items():
+        m = _OLD_TARGET.match(value) if isinstance(value, str) else None
+        if m is None:
+            fixed[py] = value if not isinstance(value, str) else value.split(" (", 1)[0]
+            continue
+        interp = m.group("interp")
+        fixed[py] = {
+            "implementation": _INTERPRETERS.get(interp, interp),
+            "abi": f"{interp}{m.group('nodot')}" if interp == "cp" else "none",
+            "platform": m.group("platform"),
+        }
+    out["targets"] = fixed
+    return out
+
+
+def _pylock_caveat(out: Path, py: str) -> str:
+    """What the recommended pylock of ``py`` leaves out (``[tool.envbisect] left-out``: a file
+    no public URL names), said beside the answer; "" when it holds everything."""
+    name = f"pylock.recommended-py{py.replace('.', '')}.toml"
+    try:
+        tool = tomllib.loads((out / name).read_text(encoding="utf-8"))["tool"]["envbisect"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return ""
+    left = [str(x) for x in tool.get("left-out", []) if isinstance(tool, dict)]
+    if not left:
+        return ""
+    return (
+        f"{name} leaves out {', '.join(left)}: no public URL is known for its file; the "
+        "requirements lock pins it by hash and names its index"
+    )
+
+
+def _install_line(lock: Path) -> str:
+    """The install command a lockfile's header gives (``# Install: CMD  (or ...)``), or ""."""
+    try:
+        lines = lock.read_text(encoding="utf-8").splitlines()
+    except OSError:
+        return ""
+    for line in lines:
+        if line.startswith("# Install: "):
+            return line[len("# Install: ") :].split("  (", 1)[0].strip()
+        if not line.startswith("#"):
+            break
+    return ""
+
+
+def _read_published(
+    folder: Path,
+) -> tuple[dict[str, Any], list[dict[str, Any]], dict[str, str], object]:
+    """A published matrix read back: its meta, its cells, its recommended lockfiles present,
+    its history (as stored: ``history.read`` reads it)."""
+    data = json.loads((folder / "results.json").read_text(encoding="utf-8"))
+    meta, cells = data["matrix"], data["cells"]
+    if not isinstance(meta, dict) or not isinstance(cells, list) or "axes" not in meta:
+        raise ValueError("results.json holds no matrix and cells")
+    meta = without_paths(meta)
+    rec_files = {
+        py: f"recommended-py{py}.txt"
+        for py in findings.recommended(cells)
+        if (folder / f"recommended-py{py}.txt").is_file()
+    }
+    return meta, cells, rec_files, data.get("history", [])
+
+
+def _republish(spec: MatrixSpec, session: Session, out: Path) -> Published:
+    meta, cells, rec_files, stored = _read_published(out)
+    hist = history.read(stored)
+    session.progress.message(
+        f"{spec.name}: no cell in the store; the pages are made again from {out / 'results.json'}"
+    )
+    written: list[Path] = []
+    if not session.opts.offline and all("installed" in c for c in cells):
+        # Online: the lockfiles are written again too (hashes from the index), as from the
+        # store; --offline leaves them as they are.
+        written, rec_files = _write_locks(spec, session, out, meta, cells)
+    for c in cells:  # a lockfile named but not there is not linked
+        if c.get("lock") and not (out / str(c["lock"])).is_file():
+            c["lock"] = None
+    written += _write_pages(out, meta, cells, rec_files, hist)
+    written += publish_index(session.opts.results, session.progress)
+    return Published(files=written, change=None, news=history.latest(hist))
+
+
+def publish_index(results: Path, progress: Progress) -> list[Path]:
+    """``results/index.html`` and ``results/feed.xml`` from every folder under ``results``
+    with a readable ``results.json`` (one that cannot be read is left out, and said)."""
+    entries = []
+    feeds: list[tuple[str, Mapping[str, Any], list[Change]]] = []
+    for folder in sorted(p for p in results.iterdir() if (p / "results.json").is_file()):
+        try:
+            meta, cells, rec_files, stored = _read_published(folder)
+        except (ValueError, KeyError, TypeError, OSError) as e:
+            progress.message(f"{folder / 'results.json'} is left out of index.html: {e}")
+            continue
+        hist = history.read(stored)
+        last = history.latest(hist)
+        entries.append(
+            {
+                "folder": folder.name,
+                "meta": meta,
+                "cells": cells,
+                "rec_files": rec_files,
+                "news": (last.date, last.headline()) if last else None,
+            }
+        )
+        if _FOLDER.fullmatch(folder.name):
+            feeds.append((folder.name, meta, hist))
+    path = results / "index.html"
+    path.write_text(page.index_page(entries), encoding="utf-8")
+    atom = results / "feed.xml"
+    atom.write_text(feed.index_feed(feeds), encoding="utf-8")
+    return [path, atom]

@@ -1,0 +1,266 @@
+"""``envbisect lock``'s failure-driven descent: when no environment of the past passes (an old
+pin on a new Python: the environment of the pin's day cannot be built here), or none can be
+built, start from the newest environment and follow its failures down, as a person with uv
+would, one failure at a time.
+
+Who does what: modes/lock/solve.py runs the rounds and hands each failing newest environment to
+``Descent.step``. The failure names its suspects (core/implicate.py: the module the message
+names, the distributions that own the traceback's frames, then the packages closest to the
+pins); for each suspect in turn, ``HoldBack`` (strategy/holdback.py) bisects its versions,
+everything else resolved newest under the constraints so far, for the newest version where
+*this* failure is gone (a different failure there is the next one a masked failure let
+through: progress). The two neighbouring versions are the constraint's proof, in the newest
+environment with each: ``first_bad`` fails the way the newest did, ``last_good`` does not. A
+suspect that cannot be held back far enough (its oldest version here fails the same way) is
+said, and the next is tried. The lock then resolves the newest again under the new
+constraint and repeats; once one passes, it tries each constraint away as it always does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Protocol
+
+from packaging.requirements import Requirement
+from packaging.specifiers import SpecifierSet
+from packaging.utils import canonicalize_name
+from packaging.version import Version
+
+from envbisect.core.implicate import implicated, missing_module, named_owners
+from envbisect.core.outcome import failed, same_failure
+from envbisect.core.plan import Plan, PlanTarget, Unresolvable
+from envbisect.core.results.lock import Constraint
+from envbisect.core.results.parts import Moved, ProbeRow
+from envbisect.errors import EnvbisectError, NoAnswer
+from envbisect.index.source import IndexMetadataSource
+from envbisect.model import Outcome
+from envbisect.modes.drive import drive
+from envbisect.modes.session import Session, Want
+from envbisect.strategy.constraints import Constraints
+from envbisect.strategy.holdback import HoldBack
+
+MAX_SUSPECTS = 6  # suspects tried for one failure before the descent gives up
+MAX_SCANNED = 40  # suspects whose metadata is read for a module that is not installed
+
+
+class _Lock(Protocol):
+    """What the descent reads of the lock (modes/lock/solve.py)."""
+
+    session: Session
+    source: IndexMetadataSource
+    ptarget: PlanTarget
+    roots: list[Requirement]
+    constraints: Constraints
+    rows: list[ProbeRow]
+    rounds: int
+
+    @property
+    def pre(self) -> bool: ...
+
+    def newest(self, specifiers: Mapping[str, SpecifierSet]) -> Plan | Unresolvable: ...
+
+
+class Descent:
+    """The descent's steps, in order (``steps``: one line each, for report.md and --json)."""
+
+    def __init__(self, lock: _Lock) -> None:
+        self.lock = lock
+        self.steps: list[str] = []
+
+    def say(self, text: str, *, quiet: bool = False) -> None:
+        self.steps.append(text)
+        if not quiet:
+            self.lock.session.progress.message(f"envbisect: descent: {text}")
+
+    def step(self, newest: Plan, row: ProbeRow) -> Constraint:
+        """The constraint that makes ``row``'s failure go from the newest environment: the
+        first suspect that can be held back far enough (``NoAnswer``: none can)."""
+        lock, session = self.lock, self.lock.session
+        held = lock.constraints.specifiers()
+        rec = session.store.get(row.env_id, session.repro.repro_id)
+        modules = ((rec.env_report or {}).get("modules") if rec is not None else None) or {}
+        suspects = [
+            s
+            for s in implicated(row.outcome, row.installed, modules, newest.depths)
+            if canonicalize_name(s) in newest.pins
+        ]
+        suspects = self._who_brought(missing_module(row.outcome), suspects, newest, held)
+        self.say(
+            f"{row.version} fails ({row.outcome.describe()}); suspects, in order: "
+            + (", ".join(suspects[:MAX_SUSPECTS]) or "none")
+        )
+        why: list[str] = []
+        for i, name in enumerate(suspects[:MAX_SUSPECTS]):
+            found = self._hold(name, newest, row, held)
+            if isinstance(found, Constraint):
+                self.say(f"{name}{found.specifier}: {found.describe()}", quiet=True)
+                return found
+            why.append(found)
+            after = suspects[i + 1] if i + 1 < min(len(suspects), MAX_SUSPECTS) else None
+            self.say(found + (f"; next suspect: {after}" if after else ""))
+        raise NoAnswer(
+            f"the descent found no package to hold back for {row.outcome.describe()}"
+            + (f": {'; '.join(why)}" if why else ": the failure names no installed package"),
+            hint="see report.md for each suspect tried; give --from LOCK of an environment "
+            "that works, or widen the pins",
+        )
+
+    def owner_step(self, newest: Plan, row: ProbeRow) -> Constraint | None:
+        """``--strategy auto``'s first try each round: when the failure names the package
+        that lost what is imported (``cannot import name 'x' from 'pkg'``, ``module 'pkg' has
+        no attribute``), hold that package back in the newest environment, which costs a
+        bisection of its versions and no search of the history; None when the failure names
+        no installed package, or holding it back does not make this failure go (the round
+        then searches the history)."""
+        lock, session = self.lock, self.lock.session
+        if missing_module(row.outcome) is not None:
+            return None  # a module not installed at all: who brought it is the question
+        rec = session.store.get(row.env_id, session.repro.repro_id)
+        modules = ((rec.env_report or {}).get("modules") if rec is not None else None) or {}
+        named = [
+            s
+            for s in named_owners(row.outcome, row.installed, modules)
+            if canonicalize_name(s) in newest.pins
+        ]
+        if not named:
+            return None
+        name = named[0]
+        self.say(f"{row.version} fails ({row.outcome.describe()}), naming {name}: held back first")
+        found = self._hold(name, newest, row, lock.constraints.specifiers())
+        if isinstance(found, Constraint):
+            self.say(f"{name}{found.specifier}: {found.describe()}", quiet=True)
+            return found
+        self.say(found + "; searching the history instead")
+        return None
+
+    def _who_brought(
+        self,
+        module: str | None,
+        suspects: list[str],
+        newest: Plan,
+        held: Mapping[str, SpecifierSet],
+    ) -> list[str]:
+        """For a module that is not installed at all (``No module named 'x'``): first the
+        suspects whose oldest version here required a distribution of that name (the
+        package that stopped bringing it in), in their order; then the rest. One metadata
+        read per suspect looked at, not an environment."""
+        if module is None:
+            return suspects
+        top = module.split(".", 1)[0]
+        wanted = {canonicalize_name(top), canonicalize_name(top.replace("_", "-"))}
+        if wanted & set(newest.pins):
+            return suspects  # it is installed: the message is about a part of it
+        markers = {**self.lock.ptarget.markers, "extra": ""}
+        brought = []
+        for name in suspects[:MAX_SCANNED]:
+            current = newest.pins[canonicalize_name(name)]
+            versions = self._versions(name, current, held.get(name, SpecifierSet()), newest)
+            try:
+                deps = self.lock.source.dependencies(name, versions[0])
+            except EnvbisectError:  # metadata that cannot be read: not a reason to suspect
+                continue
+            if any(
+                canonicalize_name(r.name) in wanted
+                and (r.marker is None or r.marker.evaluate(markers))
+                for r in deps
+            ):
+                brought.append(name)
+        if brought:
+            self.say(
+                f"{top} is not installed; {', '.join(brought)} required it in an older "
+                "release: suspected first"
+            )
+        return brought + [s for s in suspects if s not in brought]
+
+    def _versions(
+        self, name: str, current: Version, held: SpecifierSet, newest: Plan
+    ) -> list[Version]:
+        """The versions of ``name`` the target can install, up to ``current``, that the
+        constraints and the requirements on it allow (the pins', and those of the packages
+        of the newest environment, at their versions there), oldest first."""
+        spec = held
+        markers = {**self.lock.ptarget.markers, "extra": ""}
+        for r in self.lock.roots:
+            if canonicalize_name(r.name) == name:
+                spec &= r.specifier
+        for parent, version in newest.pins.items():
+            for r in self.lock.source.dependencies(parent, version):
+                if canonicalize_name(r.name) != name:
+                    continue
+                if r.marker is None or r.marker.evaluate(markers):
+                    spec &= r.specifier
+        versions = {
+            pv.version
+            for pv in self.lock.source.versions(canonicalize_name(name))
+            if pv.installable
+            and pv.version <= current
+            and spec.contains(pv.version, prereleases=True)
+            and (self.lock.pre or not pv.version.is_prerelease or pv.version == current)
+        }
+        return sorted(versions | {current})
+
+    def _hold(
+        self, name: str, newest: Plan, row: ProbeRow, held: Mapping[str, SpecifierSet]
+    ) -> Constraint | str:
+        """``name`` bisected for the newest version without ``row``'s failure: the
+        constraint, or why there is none."""
+        lock, session = self.lock, self.lock.session
+        current = newest.pins[canonicalize_name(name)]
+        versions = self._versions(name, current, held.get(name, SpecifierSet()), newest)
+        if len(versions) < 2:
+            return f"{name} {current}: no older version here that the pins allow"
+        plans: dict[int, Plan] = {len(versions) - 1: newest}
+
+        def want(i: int, runs: int) -> Want:
+            v = versions[i]
+            label = f"{name} {v} (descent)"
+            planned = lock.newest({**held, name: SpecifierSet(f"=={v}")})
+            if not isinstance(planned, Plan):
+                return Want(label=label, why_not=f"unresolvable: {planned.reason}")
+            plans[i] = planned
+            return Want(label=label, spec=session.env_spec(planned.requirements()), runs=runs)
+
+        any_failure = session.opts.any_failure
+        hb = HoldBack(
+            n=len(versions),
+            reference=row.outcome,
+            same=(lambda a, b: failed(a)) if any_failure else same_failure,
+            repeat=session.opts.repeat,
+        )
+        log = drive(hb, session, want)
+        lock.rows += log.rows
+        lock.rounds += log.rounds
+        rows = {p: r for p, r in zip(log.points, log.rows, strict=True)}
+        rows[len(versions) - 1] = row
+        if hb.last_good is None:
+            tried = [versions[i] for i in sorted(hb.seen) if i < len(versions) - 1]
+            if not tried:
+                return f"{name}: no older version can be built with the rest"
+            return (
+                f"{name} cannot be held back far enough: its oldest version that can be "
+                f"built here, {tried[0]}, fails the same way"
+            )
+        lo, hi = hb.last_good, hb.first_bad
+        good, bad = plans[lo], plans[hi]
+        below: Outcome | None = rows[lo].outcome
+        moved = tuple(
+            Moved(package=str(n), before=_s(good.pins.get(n)), after=_s(bad.pins.get(n)))
+            for n in sorted(set(good.pins) | set(bad.pins))
+            if n != name and good.pins.get(n) != bad.pins.get(n)
+        )
+        return Constraint(
+            package=name,
+            first_bad=str(versions[hi]),
+            last_good=str(versions[lo]),
+            outcome=rows[hi].outcome,
+            passed=rows[lo].version,
+            failed=rows[hi].version,
+            moved_with=moved,
+            round=len(lock.constraints.held) + 1,
+            found_by="descent",
+            last_good_outcome=below if below is not None and failed(below) else None,
+        )
+
+
+def _s(v: Version | None) -> str | None:
+    return str(v) if v is not None else None

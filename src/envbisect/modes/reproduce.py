@@ -1,0 +1,271 @@
+"""``envbisect repro REPORT``: build a bug report's environment here and run its repro.
+
+Who does what:
+    core.bugreport    the report's repro (a Python block, or ``llamafactory-cli train`` and
+                      its YAML), its error as an Outcome, what this machine lacks for it
+    pinsource/planning the report's environment block as pins (core/pins/from_report.py maps each
+                      version; cli/implied.py already set the interpreter and torch's build)
+    session           the environment, built and probed (the store answers a rerun)
+    drive + Fixed     the one loop every mode uses, over the one point
+    core.reproduce    the answer (the same failure, a different one, a pass) and what to
+                      run next
+This module writes the repro's files (``RESULTS/repro/<digest>/``: the code block, the YAML,
+a copy of a report read from stdin) and wires the rest; it decides nothing itself.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import platform
+import re
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from envbisect.core.envreport.bugreport import (
+    BugReport,
+    obstacles,
+    read_bug_report,
+    reported_outcome,
+)
+from envbisect.core.envreport.read import EnvReport, read_report
+from envbisect.core.pins.sources import PinSet
+from envbisect.core.results.parts import ProbeRow
+from envbisect.core.results.reproduce import ReproResult, ReproStatus, decide, next_commands
+from envbisect.env.pinsource import REPORT_FORMS, STDIN, read_source
+from envbisect.env.repro import Repro, command_step, file_step
+from envbisect.errors import UsageError
+from envbisect.model import EnvSpec, ProbeRecord
+from envbisect.modes.drive import drive
+from envbisect.modes.outputs import inside
+from envbisect.modes.planning import read_pins
+from envbisect.modes.searchoptions import check_requirements, parse_exclude_newer
+from envbisect.modes.session import Session, Want
+from envbisect.options import CommonOptions
+from envbisect.progress import Progress
+from envbisect.store import claim_results
+from envbisect.strategy.protocol import Fixed
+
+LABEL = "the report's environment"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ReproOptions:
+    report: str  # a file, or "-" for standard input
+    common: CommonOptions  # its repro is made here, from the report
+    with_reqs: tuple[str, ...] = ()
+    exclude_newer: str | None = None
+    pre: bool = False
+    allow_sdist: bool = False
+    allow_download: bool = False
+    gpu: bool = False  # whether this machine has a GPU (nvidia-smi)
+    carry: tuple[str, ...] = ()  # the flags the next commands take as they are (--python...)
+    cwd: Path = Path(".")
+
+
+def run_repro(opts: ReproOptions, progress: Progress | None = None) -> ReproResult:
+    """The report's failure here, or why it cannot be tried (module doc)."""
+    text, label, env_report, bug = _read(opts)
+    folder = _folder(opts, text)
+    report_path = opts.report if opts.report != STDIN else _save(folder, "report.md", text)
+    repro, files, repro_args = _repro(bug, folder, opts)
+    blocked = obstacles(
+        bug,
+        report_system=env_report.system,
+        system=platform.system(),
+        gpu=opts.gpu,
+        allow_download=opts.allow_download,
+        exists=lambda p: (opts.cwd / p).exists(),
+    )
+    common = replace(opts.common, repro=repro)
+    with Session(common, progress) as session:
+        (pins,) = read_pins([opts.report], session.client, cwd=opts.cwd)
+        assert pins.report is not None  # an environment report: read_report found its rows
+        base = ReproResult(
+            status=ReproStatus.CANNOT,
+            source=label,
+            formats=pins.report.formats,
+            mapped=pins.report.mapped,
+            python=env_report.python,
+            repro=repro.describe(),
+            files=files,
+            expected=reported_outcome(bug),
+            why=blocked[0] if blocked else "",
+            hint=_hint(blocked[0]) if blocked else "",
+        )
+        if blocked and not common.dry_run:
+            return base
+        spec = _spec(opts, session, pins)
+        target = f"{session.target.short} (Python {session.target.python_version})"
+        follow = next_commands(
+            report=report_path,
+            pins=_exact(pins),
+            error=bug.error,
+            subject=env_report.subject,
+            repro_args=repro_args,
+            flags=opts.carry,
+            named=len(env_report.rows),
+        )
+        base = replace(base, requirements=spec.requirements, target=target, env_id=spec.env_id)
+        if common.dry_run:
+            from envbisect.modes.dryrun import plan_views
+
+            plans = plan_views(session, [Want(label=LABEL, spec=spec)], resolve=True)
+            return replace(base, status=ReproStatus.DRY_RUN, plans=tuple(plans))
+        row, rec = _probe(session, spec)
+    status = decide(base.expected, row.outcome)
+    why = row.outcome.signature if status is ReproStatus.UNTESTABLE else ""
+    return replace(
+        base,
+        status=status,
+        seen=row.outcome,
+        why=why,
+        reused=row.reused,
+        installed=row.installed,
+        hint="",
+        output=rec.stdout_tail if rec is not None else "",
+        next=follow
+        if status in (ReproStatus.REPRODUCED, ReproStatus.FAILS, ReproStatus.DIFFERENT)
+        else (),
+    )
+
+
+def _read(opts: ReproOptions) -> tuple[str, str, EnvReport, BugReport]:
+    """The report's text, its label, its environment and its bug, checked: a report that names
+    no versions or no repro is a usage error, before anything is read from an index."""
+    check_requirements("", opts.with_reqs)
+    parse_exclude_newer(opts.exclude_newer)
+    text, label = read_source(opts.report, opts.cwd)
+    if not text.strip():
+        raise UsageError(
+            f"the report {label} is empty",
+            hint="save the issue's text (its System Info and its repro) to a file",
+            ref="repro-empty",
+        )
+    env_report = read_report(text)
+    if env_report is None or not env_report.rows:
+        raise UsageError(
+            f"the report {label} names no package versions",
+            hint=f"add the reporter's environment to it: {REPORT_FORMS}",
+            ref="pins-no-versions",
+        )
+    bug = read_bug_report(text)
+    _check_repro(bug, label)
+    return text, label, env_report, bug
+
+
+def _probe(session: Session, spec: EnvSpec) -> tuple[ProbeRow, ProbeRecord | None]:
+    """The reporter's environment built and probed (``--repeat`` runs), and its stored record
+    (what the repro printed)."""
+    repeat = session.opts.repeat
+    try:
+        log = drive(
+            Fixed([0], repeat=repeat),
+            session,
+            lambda _p, runs: Want(label=LABEL, spec=spec, runs=runs),
+        )
+    except KeyboardInterrupt as e:
+        raise session.interrupted(e) from e
+    return log.rows[0], session.stored(spec, repeat)
+
+
+def _check_repro(bug: BugReport, label: str) -> None:
+    if bug.command and bug.config is None:
+        raise UsageError(
+            f"the report {label} runs llamafactory-cli train {bug.config_name} but holds no "
+            "YAML block for it",
+            hint=f"paste {bug.config_name} into the report as a ```yaml block",
+            ref="repro-no-config",
+        )
+    if not bug.has_repro:
+        raise UsageError(
+            f"the report {label} has no code block to run",
+            hint="put the repro in a ```python block, or give the llamafactory-cli train "
+            "CONFIG.yaml command with the config in a ```yaml block",
+            ref="repro-no-code",
+        )
+
+
+def _folder(opts: ReproOptions, text: str) -> Path:
+    """Where the report's repro files go: one folder per report text, under --results."""
+    results = opts.common.results
+    claim_results(results)  # the report's files are written before any store is opened
+    digest = hashlib.sha256(text.encode()).hexdigest()[:12]
+    return inside(results, results / "repro" / digest)
+
+
+def _save(folder: Path, name: str, text: str) -> str:
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / name
+    path.write_text(text, encoding="utf-8")
+    return str(path)
+
+
+_DATA_DIR = re.compile(r"^(\s*dataset_dir\s*:\s*)(['\"]?)(?P<dir>[^\s'\"#]+)\2", re.MULTILINE)
+
+
+def _repro(
+    bug: BugReport, folder: Path, opts: ReproOptions
+) -> tuple[Repro, tuple[str, ...], list[str]]:
+    """The repro as steps, the files written for it, and how a later command names it."""
+    env = {"DISABLE_VERSION_CHECK": "1"}  # LLaMA-Factory refuses versions outside its ranges
+    user = dict(opts.common.env)
+    if bug.code is not None:
+        path = _save(folder, "repro.py", bug.code)
+        step = file_step(path, opts.cwd)
+        repro = Repro(
+            steps=(step,),
+            origin=opts.cwd,
+            extra_env=tuple(env.items()),
+            user_env=tuple(sorted(user.items())),
+        )
+        return repro, (path,), ["--repro", path]
+    assert bug.config is not None and bug.config_name is not None
+    path = _save(folder, bug.config_name, _config_here(bug.config, opts.cwd))
+    step = command_step([*bug.command[:2], path], opts.cwd)
+    repro = Repro(
+        steps=(step,),
+        origin=opts.cwd,
+        extra_env=tuple(env.items()),
+        user_env=tuple(sorted(user.items())),
+    )
+    return repro, (path,), ["--", *bug.command[:2], path]
+
+
+def _config_here(config: str, cwd: Path) -> str:
+    """The config with its data set folder made absolute when it lies here: each probe runs
+    in a fresh folder of its own, where a relative ``dataset_dir`` would not be found."""
+    m = _DATA_DIR.search(config)
+    folder = m["dir"] if m else "data"
+    here = cwd / folder
+    if Path(folder).is_absolute() or not here.is_dir():
+        return config
+    line = f"dataset_dir: {here.resolve()}"
+    return _DATA_DIR.sub(line, config, count=1) if m else f"{config.rstrip()}\n{line}\n"
+
+
+def _spec(opts: ReproOptions, session: Session, pins: PinSet) -> EnvSpec:
+    env = session.target.marker_environment()
+    requirements = [*opts.with_reqs, *(str(p.requirement) for p in pins.applicable(env))]
+    return session.env_spec(
+        requirements,
+        only_binary=not opts.allow_sdist,
+        exclude_newer=opts.exclude_newer,
+        prerelease=opts.pre,
+    )
+
+
+def _exact(pins: PinSet) -> dict[str, str]:
+    """The report's packages pinned exactly (in its order), and the version each was given."""
+    return {p.name: str(p.exact_version) for p in pins.requirements if p.exact_version}
+
+
+def _hint(why: str) -> str:
+    if "downloads" in why:
+        return (
+            "pass --allow-download to let the repro download it, or point the repro at a local copy"
+        )
+    if "GPU" in why:
+        return "run envbisect repro on a machine with an NVIDIA GPU"
+    if "the report is from" in why:
+        return "run envbisect repro on the reporter's operating system"
+    return "run envbisect repro from a LLaMA-Factory checkout (its data/ folder)"

@@ -1,0 +1,159 @@
+"""What a strategy offers the drive loop, the no-op defaults, and the Bisector as one.
+
+A strategy chooses points and decides; it never runs anything. ``drive`` (modes/drive.py)
+asks ``next_batch(k)``, has each point planned and probed, calls ``record`` for every point
+of the round, then ``label`` for the report row of each.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+from typing import Any, Generic, Protocol, TypeVar
+
+from envbisect.core.results.parts import ProbeRow
+from envbisect.model import Outcome, OutcomeKind
+from envbisect.strategy.bisect import Bisector, Verdict
+from envbisect.strategy.ends import End
+
+P = TypeVar("P")
+
+
+class Strategy(Protocol[P]):
+    """What ``drive`` asks of a strategy. ``Points`` gives the no-op defaults."""
+
+    def next_batch(self, k: int) -> Sequence[P]:
+        """Up to ``k`` points to probe now (all at once); empty when the answer is ready."""
+        ...
+
+    def runs_wanted(self, point: P) -> int: ...
+
+    def record(self, point: P, row: ProbeRow) -> None: ...
+
+    def label(self, point: P, row: ProbeRow) -> ProbeRow:
+        """The row as the report shows it (its verdict, a note), once the round is recorded."""
+        ...
+
+    def progress(self) -> tuple[int, int]:
+        """Points left in range, steps left at most ((0, 0): not known)."""
+        ...
+
+    def drawing(self) -> str: ...
+
+    def ahead(self, batch: Sequence[P]) -> list[P]:
+        """Points the round after ``batch`` may ask for, whatever ``batch`` shows, likeliest
+        first: the session builds them while ``batch`` is probed (a guess: one never asked
+        for is dropped). Empty: no guess."""
+        ...
+
+
+class Points(Generic[P]):
+    """No-op defaults for a strategy: one run per point, no verdict labels, no drawing."""
+
+    repeat: int = 1
+
+    def runs_wanted(self, point: P) -> int:
+        return self.repeat
+
+    def label(self, point: P, row: ProbeRow) -> ProbeRow:
+        return row
+
+    def progress(self) -> tuple[int, int]:
+        return (0, 0)
+
+    def drawing(self) -> str:
+        return ""
+
+    def ahead(self, batch: Sequence[P]) -> list[P]:
+        return []
+
+
+class Fixed(Points[P]):
+    """Probe these points, ``k`` at a time, and nothing else (the ends of diff, a check)."""
+
+    def __init__(self, points: Sequence[P], repeat: int = 1) -> None:
+        self.todo = list(points)
+        self.repeat = repeat
+        self.rows: dict[Any, ProbeRow] = {}
+
+    def next_batch(self, k: int) -> list[P]:
+        batch, self.todo = self.todo[:k], self.todo[k:]
+        return batch
+
+    def record(self, point: P, row: ProbeRow) -> None:
+        self.rows[point] = row
+
+
+class Bisection(Points[int]):
+    """The ``Bisector`` over indices; ``cached(i, runs)``: whether the store already answers
+    for point i (so a rerun takes stored points first, for free)."""
+
+    def __init__(self, bis: Bisector, cached: Callable[[int, int], bool] | None = None) -> None:
+        self.bis = bis
+        self.cached = cached
+
+    def next_batch(self, k: int) -> list[int]:
+        cached = self.cached
+        if cached is None:
+            return self.bis.next_batch(k)
+        return self.bis.next_batch(k, cached=lambda i: cached(i, self.bis.runs_wanted(i)))
+
+    def runs_wanted(self, point: int) -> int:
+        return self.bis.runs_wanted(point)
+
+    def record(self, point: int, row: ProbeRow) -> None:
+        self.bis.record(point, row.outcome, row.run_outcomes or (row.outcome,))
+
+    def label(self, point: int, row: ProbeRow) -> ProbeRow:
+        return replace(row, verdict=verdict(self.bis, point), note=note(self.bis, point))
+
+    def progress(self) -> tuple[int, int]:
+        return self.bis.remaining()
+
+    def drawing(self) -> str:
+        return self.bis.drawing()
+
+    def ahead(self, batch: Sequence[int]) -> list[int]:
+        """With one point in flight, the point the bisection asks for next if it behaves as
+        the old end does, then if it behaves as the new end does (an end not probed yet is
+        taken to pass, the new one to fail): on a copy, never on the search itself."""
+        if len(batch) != 1 or self.bis.mode != "plain":
+            return []
+        (i,) = batch
+        out: list[int] = []
+        for outcome in (_end_outcome(self.bis.old, passing=True),
+                        _end_outcome(self.bis.new, passing=False)):  # fmt: skip
+            sim = copy.deepcopy(self.bis)
+            sim.record(i, outcome, (outcome,) * max(1, sim.runs_wanted(i)))
+            out += [j for j in sim.next_batch(1) if j != i and j not in out]
+        return out
+
+
+def _end_outcome(end: End, *, passing: bool) -> Outcome:
+    if end.outcome is not None:
+        return end.outcome
+    if passing:
+        return Outcome(kind=OutcomeKind.PASS)
+    return Outcome(kind=OutcomeKind.FAIL, exception="Guess", signature="Guess: built ahead")
+
+
+def verdict(bis: Bisector, i: int) -> str:
+    step = next((s for s in reversed(bis.history) if s.index == i), None)
+    if step is None:
+        return "guess"  # probed beside the ends, before they decided the direction
+    if step.verdict is None:
+        return "end"
+    if step.verdict is Verdict.SKIP:
+        return "skip"
+    if step.verdict is Verdict.OTHER:
+        return "other"
+    regression = bis.direction == "regression"
+    if step.verdict is Verdict.OLD:
+        return "good" if regression else "bad"
+    return "bad" if regression else "good"
+
+
+def note(bis: Bisector, i: int) -> str:
+    step = next((s for s in reversed(bis.history) if s.index == i), None)
+    return step.note if step is not None else ""

@@ -1,0 +1,281 @@
+"""Compatibility matrices on the local index, against a grid whose truth is known
+(support/corpus.py: gridapp >= 1.4 crashes with gridlib >= 1.3; gridapp 1.6 needs
+gridlib >= 1.2), plus schema errors, resume, publishing and the page in a real browser."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from packaging.version import Version
+
+from envbisect.core.living.spec import select_versions
+from envbisect.errors import UsageError
+from envbisect.modes.living.matrix import load_matrix, run_matrix
+from envbisect.options import CommonOptions
+from envbisect.progress import Progress
+from support.cli import envbisect
+from support.corpus import grid_truth
+from support.index_server import LocalIndex
+from support.installs import install_and_run
+
+pytestmark = pytest.mark.slow
+
+MATRIX = """
+[matrix]
+name = "grid"
+description = "gridapp x gridlib"
+python = ["{python}"]
+index_url = "{index}"
+repro = "repro.py"
+timeout = 60
+
+[[axis]]
+package = "gridapp"
+select = "all"
+
+[[axis]]
+package = "gridlib"
+select = "all"
+"""
+
+
+def write_matrix(tmp_path: Path, index: LocalIndex, python: str, text: str = MATRIX) -> Path:
+    (tmp_path / "repro.py").write_text("import gridapp\ngridapp.run()\n")
+    path = tmp_path / "grid.toml"
+    path.write_text(text.format(python=python, index=index.url))
+    return path
+
+
+class Count(Progress):
+    def __init__(self, stop_after: int | None = None) -> None:
+        self.started = 0
+        self.stop_after = stop_after
+
+    def probe_started(self, version: str, left: int, steps_left: int) -> None:
+        self.started += 1
+        if self.stop_after is not None and self.started > self.stop_after:
+            raise KeyboardInterrupt
+
+    def probe_finished(self, *args: object) -> None:
+        pass
+
+
+def test_grid_comes_out_right_cell_by_cell_with_fewer_probes(
+    index: LocalIndex, python: str, tmp_path: Path
+) -> None:
+    spec = load_matrix(write_matrix(tmp_path, index, python))
+    counter = Count()
+    res = run_matrix(
+        spec, CommonOptions(results=tmp_path / "r", cache_dir=tmp_path / "c"), progress=counter
+    )
+    assert len(res.cells) == 7 * 6
+    for cell in res.cells:
+        app, lib = dict(cell.versions)["gridapp"], dict(cell.versions)["gridlib"]
+        truth = grid_truth(app, lib)
+        if truth == "unresolvable":
+            assert cell.state == "unresolvable" and "gridlib>=1.2" in cell.reason
+            continue
+        assert cell.state in ("measured", "inferred"), (cell.label(), cell.state)
+        assert cell.outcome is not None and cell.outcome.kind.value == truth, cell.label()
+    counts = res.counts()
+    # Monotone rows: every row's ends, plus a bisection in the rows that change.
+    assert counts["built"] == counter.started < 40
+    assert counts["inferred"] > 0 and counts["inferred"] + counts["built"] == 40
+    full = run_matrix(
+        spec, CommonOptions(results=tmp_path / "r", cache_dir=tmp_path / "c"), full=True
+    )
+    assert full.counts()["inferred"] == 0 and full.counts()["reused"] == counts["built"]
+
+
+def test_interrupted_matrix_resumes(index: LocalIndex, python: str, tmp_path: Path) -> None:
+    spec = load_matrix(write_matrix(tmp_path, index, python))
+    with pytest.raises(Exception) as e:
+        run_matrix(
+            spec,
+            CommonOptions(results=tmp_path / "r", cache_dir=tmp_path / "c"),
+            progress=Count(stop_after=5),
+        )
+    assert type(e.value).__name__ == "Interrupted"
+    res = run_matrix(spec, CommonOptions(results=tmp_path / "r", cache_dir=tmp_path / "c"))
+    assert res.counts()["reused"] == 5  # the five finished probes were not run again
+
+
+def test_publish_and_the_page_in_a_real_browser(
+    index: LocalIndex, python: str, tmp_path: Path
+) -> None:
+    path = write_matrix(tmp_path, index, python)
+    proc = envbisect(
+        "matrix", str(path), "--results", str(tmp_path / "r"),
+        "--cache-dir", str(tmp_path / "c"), "--jobs", "2", "--json",
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    out = tmp_path / "r" / "grid"
+    table = (out / "table.md").read_text()
+    assert "| **1.5.0** |" in table and "💥 crash SIGSEGV" in table and "⊘ unresolvable" in table
+    data = json.loads((out / "results.json").read_text())
+    assert len(data["cells"]) == 42
+    rec_file = next(out.glob("recommended-py*.txt"))
+    rec = rec_file.read_text()
+    assert "gridapp==1.6.0" in rec and "gridlib==1.2.0" in rec and "--hash=sha256:" in rec
+    # Every cell's lock has its PEP 751 twin (a name uv takes: no dots), and the recommended
+    # pair installs on its own (the lock names its index) with uv, pip and uv pip sync.
+    cell_locks = sorted((out / "locks").rglob("*.txt"))
+    assert cell_locks and all(
+        (t.parent / f"pylock.{t.stem.replace('.', '_')}.toml").is_file() for t in cell_locks
+    )
+    (rec_pylock,) = out.glob("pylock.recommended-py*.toml")
+    assert "." not in rec_pylock.name[len("pylock.") : -len(".toml")]
+    install_and_run(rec_file, rec_pylock, "gridapp", python, tmp_path)
+    svg = (out / "heatmap.svg").read_text()
+    assert svg.startswith("<svg") and svg.count("<rect") > 42
+    csv_rows = (out / "results.csv").read_text().splitlines()
+    assert csv_rows[0].startswith("python,gridapp,gridlib,state") and len(csv_rows) == 43
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    if chromium is None:
+        pytest.skip("Chromium is not installed (.ci/run installs Debian's chromium)")
+    html_file = out / "table.html"
+    cells = json.loads((out / "results.json").read_text())["cells"]
+    crash = next(
+        i for i, c in enumerate(cells) if c["kind"] == "crash" and c["state"] == "measured"
+    )
+    dom = subprocess.run(
+        [chromium, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+         "--no-first-run", "--disable-component-update", "--disable-sync",
+         f"--user-data-dir={tmp_path / 'chrome'}", "--dump-dom",
+         html_file.as_uri() + f"#cell=c{crash}"],
+        capture_output=True, text=True, timeout=120,
+    ).stdout  # fmt: skip
+    assert '<table class="grid">' in dom
+    assert len(re.findall(r'<td[^>]*data-cell="c\d+"', dom)) == 42
+    # The details pane, filled by the click handler in the page's own script:
+    pane = dom.split('id="details"', 1)[1].split("</div>", 1)[0]
+    assert f'data-cell="c{crash}"' in pane and "SIGSEGV" in pane and "installed: " in pane
+    # The page leads with the answer: the newest passing cell and a link to its lockfile.
+    answer = dom.split('id="answer"', 1)[1].split("</section>", 1)[0]
+    assert "gridapp 1.6.0 + gridlib 1.2.0" in answer
+    assert re.search(r'<a class="rec" id="rec-py[0-9.]+" href="recommended-py[0-9.]+\.txt"', answer)
+    # The findings, against the corpus's truth: the crash's ranges and the conflict's.
+    apps = sorted({c["versions"]["gridapp"] for c in cells}, key=Version)
+    libs = sorted({c["versions"]["gridlib"] for c in cells}, key=Version)
+    crash_app = min(
+        (a for a in apps if any(grid_truth(a, b) == "crash" for b in libs)), key=Version
+    )
+    crash_lib = min((b for b in libs if grid_truth(apps[-1], b) == "crash"), key=Version)
+    no_env = [b for b in libs if grid_truth(apps[-1], b) == "unresolvable"]
+    found = dom.split('id="findings"', 1)[1].split("</section>", 1)[0]
+    assert (f"gridapp &gt;= {crash_app} crash (SIGSEGV) with every gridlib &gt;= {crash_lib}: "
+            "SIGSEGV in libc") in found  # fmt: skip
+    assert (f"gridapp {apps[-1]} cannot be installed with every gridlib &lt;= {no_env[-1]}: "
+            "gridapp needs gridlib&gt;=1.2") in found  # fmt: skip
+    # Every measured passing cell links its own lockfile; the filter hides the unresolvable.
+    for c in cells:
+        if c["state"] == "measured" and c["kind"] == "pass":
+            assert (out / c["lock"]).is_file() and f'href="{c["lock"]}"' in dom
+    filtered = subprocess.run(
+        [chromium, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+         "--no-first-run", "--disable-component-update", "--disable-sync",
+         f"--user-data-dir={tmp_path / 'chrome2'}", "--dump-dom",
+         html_file.as_uri() + "#hide=unresolvable"],
+        capture_output=True, text=True, timeout=120,
+    ).stdout  # fmt: skip
+    assert f"{42 - len(no_env)} of 42 cells shown" in filtered
+    listing = (tmp_path / "r" / "index.html").read_text()
+    assert re.search(r"href=['\"]grid/table\.html", listing) and "crash (SIGSEGV)" in listing
+
+
+def test_schema_errors_name_the_file_and_the_key(tmp_path: Path) -> None:
+    head = "[matrix]\nprobes = ['import:x']\n"
+    bad = {
+        head + "rest = 'sometimes'\n[[axis]]\npackage = 'a'\n": "[matrix] rest",
+        head + "[[axis]]\npackage = 'a'\nselect = 'minr'\n": "[[axis]] 1 select",
+        head + "[[axis]]\npackage = 'a'\nrange = '>>2'\n": "[[axis]] 1 range",
+        "[matrix]\nprobes = ['import:x']\n": "[[axis]]",
+        "[matrix]\n[[axis]]\npackage = 'a'\n": "[matrix] probes",
+        "[matrix]\nprobes = ['x']\nrepeats = 0\n[[axis]]\npackage = 'a'\n": "[matrix] repeats",
+        "[matrix]\nprobes = ['x']\ncolour = 'red'\n[[axis]]\npackage = 'a'\n": "[matrix] colour",
+        "[matrix\n": "not valid TOML",
+    }  # fmt: skip
+    for text, key in bad.items():
+        path = tmp_path / "m.toml"
+        path.write_text(text)
+        with pytest.raises(UsageError) as e:
+            load_matrix(path)
+        assert e.value.message.startswith(f"{path}: ") and key in e.value.message, e.value.message
+        assert e.value.hint
+
+
+def test_bad_matrices_fail_before_anything_is_built(
+    index: LocalIndex, python: str, tmp_path: Path
+) -> None:
+    def matrix(text: str) -> subprocess.CompletedProcess[str]:
+        path = write_matrix(tmp_path, index, python, text)
+        return envbisect(
+            "matrix", str(path), "--results",
+            str(tmp_path / "r"), "--cache-dir", str(tmp_path / "c"), "--max-cells", "10",
+        )  # fmt: skip
+
+    too_big = matrix(MATRIX)
+    assert too_big.returncode == 2 and "more than --max-cells 10" in too_big.stderr
+    empty = matrix(MATRIX.replace('select = "all"\n\n[[axis]]', 'range = ">9"\n\n[[axis]]', 1))
+    assert empty.returncode == 2 and "selects no version" in empty.stderr
+    probe = matrix(MATRIX.replace('repro = "repro.py"', 'probes = ["lora-stpe"]'))
+    assert probe.returncode == 2 and "no built-in probe named 'lora-stpe'" in probe.stderr
+    blocker = tmp_path / "blocker"
+    blocker.write_text("")
+    path = write_matrix(tmp_path, index, python)
+    unwritable = envbisect("matrix", str(path), "--results", str(blocker / "r"))
+    assert unwritable.returncode == 3 and "results database" in unwritable.stderr
+    for p in (too_big, empty, probe, unwritable):
+        assert "Traceback" not in p.stderr and "hint: " in p.stderr
+    assert not (tmp_path / "r" / ".envs").exists() or not any((tmp_path / "r" / ".envs").iterdir())
+
+
+def test_selection_rules() -> None:
+    vs = [Version(v) for v in ("2.16.0", "2.16.1", "2.17.0", "3.0.0", "3.0.2", "3.1.0")]
+    assert [str(v) for v in select_versions("minor-latest", vs)] == [
+        "2.16.1",
+        "2.17.0",
+        "3.0.2",
+        "3.1.0",
+    ]
+    assert [str(v) for v in select_versions("major-latest", vs)] == ["2.17.0", "3.1.0"]
+    assert select_versions("all", vs) == sorted(vs)
+
+
+def test_repeats_are_runs_per_cell_as_repeat_is_everywhere(tmp_path: Path) -> None:
+    """``repeats = 3`` is --repeat 3: three runs of the same repro in each cell's environment
+    (one implementation; the stored row grows, the repro is the same one)."""
+    from envbisect.modes.living.matrix import matrix_options, matrix_repro
+
+    base = "[matrix]\nprobes = ['import:x']\n{extra}[[axis]]\npackage = 'a'\n"
+    path = tmp_path / "m.toml"
+    path.write_text(base.format(extra=""))
+    once = load_matrix(path)
+    path.write_text(base.format(extra="repeats = 3\n"))
+    thrice = load_matrix(path)
+    assert matrix_repro(thrice) == matrix_repro(once)
+    assert matrix_options(thrice, CommonOptions()).repeat == 3
+    assert matrix_options(once, CommonOptions()).repeat == 1
+
+
+def test_a_non_monotone_row_is_caught_by_the_middle_check(
+    index: LocalIndex, python: str, tmp_path: Path
+) -> None:
+    (tmp_path / "repro.py").write_text("import bumplib\nbumplib.run()\n")
+    path = tmp_path / "bump.toml"
+    path.write_text(
+        f'[matrix]\npython = ["{python}"]\nindex_url = "{index.url}"\nrepro = "repro.py"\n'
+        '[[axis]]\npackage = "bumplib"\n'
+    )
+    res = run_matrix(
+        load_matrix(path), CommonOptions(results=tmp_path / "r", cache_dir=tmp_path / "c")
+    )
+    kinds = {dict(c.versions)["bumplib"]: c.outcome.kind.value for c in res.cells if c.outcome}
+    # Both ends pass, the middle crashes: the halves are searched, nothing is mis-inferred.
+    assert kinds == {f"1.{i}.0": ("crash" if 3 <= i <= 5 else "pass") for i in range(9)}
+    assert res.counts()["built"] < 9

@@ -1,0 +1,137 @@
+"""The descent's search (strategy/holdback.py) with scripted outcomes, and its probe bound: for
+c constraints over packages of at most n versions, at most c·(ceil(log2 n) + 2) + c + 2 probes
+(the issue's bound), property-tested over random worlds of masked failures.
+
+The world: c packages imported in order; package i has n_i versions and drops a name from
+version t_i on, so an environment fails on the first package (in import order) at or past its
+t_i. That is what hides each failure behind the one before it. The loop below is the descent's
+(modes/lock/descent.py) without IO: probe the newest; while it fails, hold back the package the
+failure names (its ``HoldBack``, everything else at its newest under the constraints so far),
+then probe the newest again; once it passes, try each constraint away. Probes of one
+environment are counted once, as the store answers a second."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from envbisect.core.results.parts import ProbeRow
+from envbisect.model import Outcome, OutcomeKind
+from envbisect.strategy.holdback import HoldBack, bound
+
+PASS = Outcome(kind=OutcomeKind.PASS)
+SKIP = Outcome(kind=OutcomeKind.UNTESTABLE, signature="unresolvable")
+
+
+def missing(name: str) -> Outcome:
+    return Outcome(
+        kind=OutcomeKind.FAIL,
+        exception="ImportError",
+        signature=f"ImportError: cannot import name 'f' from '{name}'",
+    )
+
+
+def row(o: Outcome) -> ProbeRow:
+    return ProbeRow(version="", outcome=o, verdict="", reused=False, build_seconds=0,
+                    probe_seconds=0, env_id="")  # fmt: skip
+
+
+def run(hb: HoldBack, probe: Callable[[int], Outcome]) -> list[int]:
+    visited = []
+    while batch := hb.next_batch(1):
+        (i,) = batch
+        visited.append(i)
+        hb.record(i, row(probe(i)))
+    return visited
+
+
+def test_the_oldest_first_then_halving() -> None:
+    # [x, ?, ?, ?, ?, ?, ?, F]: the failure starts at 5.
+    ref = missing("a")
+    hb = HoldBack(n=8, reference=ref)
+    visited = run(hb, lambda i: ref if i >= 5 else missing("b"))
+    assert visited == [0, 3, 5, 4]
+    assert (hb.last_good, hb.first_bad, hb.exhausted) == (4, 5, False)
+    assert len(visited) <= bound(8)
+
+
+def test_every_version_failing_the_same_way_is_exhausted_in_one_probe() -> None:
+    ref = missing("a")
+    hb = HoldBack(n=6, reference=ref)
+    assert run(hb, lambda i: ref) == [0]
+    assert hb.exhausted and hb.last_good is None
+
+
+def test_untestable_versions_never_narrow_the_gap() -> None:
+    ref = missing("a")
+    truth = [SKIP, SKIP, PASS, SKIP, PASS, SKIP, ref, ref]
+    hb = HoldBack(n=8, reference=ref)
+    visited = run(hb, lambda i: truth[i])
+    assert visited[:3] == [0, 1, 2]  # stepped up past the untestable oldest
+    assert (hb.last_good, hb.first_bad) == (4, 6) and 5 in hb.skipped
+
+
+def test_two_jobs_split_the_gap() -> None:
+    ref = missing("a")
+    hb = HoldBack(n=9, reference=ref)
+    first = hb.next_batch(2)
+    assert first[0] == 0 and len(first) == 2
+    for i in first:
+        hb.record(i, row(ref if i >= 6 else PASS))
+    while batch := hb.next_batch(2):
+        for i in batch:
+            hb.record(i, row(ref if i >= 6 else PASS))
+    assert (hb.last_good, hb.first_bad) == (5, 6)
+
+
+@settings(max_examples=300, deadline=None)
+@given(data=st.data(), c=st.integers(min_value=1, max_value=4))
+def test_the_descent_finds_every_masked_failure_within_the_bound(
+    data: st.DataObject, c: int
+) -> None:
+    sizes = [data.draw(st.integers(min_value=2, max_value=40), label=f"n{i}") for i in range(c)]
+    firsts = [data.draw(st.integers(min_value=1, max_value=k - 1), label=f"t{i}")
+              for i, k in enumerate(sizes)]  # fmt: skip
+    names = [f"p{i}" for i in range(c)]
+
+    def outcome(env: tuple[int, ...]) -> Outcome:
+        for name, v, t in zip(names, env, firsts, strict=True):
+            if v >= t:
+                return missing(name)
+        return PASS
+
+    probed: set[tuple[int, ...]] = set()
+
+    def probe(env: tuple[int, ...]) -> Outcome:
+        probed.add(env)
+        return outcome(env)
+
+    held: dict[int, int] = {}  # package -> highest version allowed
+
+    def newest(without: int | None = None) -> tuple[int, ...]:
+        return tuple(held[i] if i in held and i != without else k - 1
+                     for i, k in enumerate(sizes))  # fmt: skip
+
+    now = probe(newest())
+    while now.kind is not OutcomeKind.PASS:
+        culprit = names.index(now.signature.rsplit("'", 2)[-2])  # the package it names
+        top = newest()[culprit]
+        hb = HoldBack(n=top + 1, reference=now)
+
+        def at(v: int, culprit: int = culprit) -> Outcome:
+            env = list(newest())
+            env[culprit] = v
+            return probe(tuple(env))
+
+        run(hb, at)
+        assert not hb.exhausted and hb.last_good is not None
+        held[culprit] = hb.last_good
+        now = probe(newest())
+    for i in sorted(held):  # each constraint tried away: still needed
+        assert probe(newest(without=i)).kind is OutcomeKind.FAIL
+    assert held == {i: t - 1 for i, t in enumerate(firsts)}  # exactly the c constraints
+    n = max(sizes)
+    assert len(probed) <= c * (math.ceil(math.log2(n)) + 2) + c + 2
