@@ -14,14 +14,12 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
-
-from packaging.version import InvalidVersion, Version
+from typing import Any
 
 from envbisect.core.living.cell import PublishedCell
+from envbisect.core.living.grid import Section, sect_key, vkey
 
-if TYPE_CHECKING:  # tables imports this module: its grid's sections are only named here
-    from envbisect.core.living.tables import Section
+__all__ = ["Finding", "findings", "recommended", "vkey"]  # vkey: where callers found it
 
 # The outcome a cell counts as: unresolvable first (never built), then the kind measured or
 # inferred. Passing cells and cells never measured make no finding.
@@ -60,14 +58,6 @@ class Finding:
             "cells": self.cells,
             "inferred": self.inferred,
         }
-
-
-def vkey(text: str) -> tuple[int, Any]:
-    """Sort key for version strings: versions in order, anything else after them."""
-    try:
-        return (0, Version(text))
-    except InvalidVersion:
-        return (1, text)
 
 
 def recommended(cells: Sequence[PublishedCell]) -> dict[str, PublishedCell]:
@@ -158,10 +148,6 @@ def findings(
                 )
     out.sort(key=lambda f: (-f.cells, f.section, f.text))
     return out
-
-
-def sect_key(cell: PublishedCell, axes: Sequence[str]) -> tuple[str, str]:
-    return (cell.version(axes[0]), cell.version(axes[1]) if len(axes) > 1 else "")
 
 
 def _describe(

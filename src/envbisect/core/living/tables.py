@@ -12,17 +12,17 @@ from __future__ import annotations
 import csv
 import html
 import io
-import itertools
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 
 from envbisect.core.living import findings
 from envbisect.core.living.cell import PublishedCell
+from envbisect.core.living.grid import Section, grid
 from envbisect.core.living.meta import MatrixMeta
 from envbisect.textsafe import md_code
 from envbisect.textsafe import md_text as _md
 
 Cell = PublishedCell
+__all__ = ["Section", "grid"]  # the grid, where the pages and the history found it
 
 # state/kind -> (CSS class, short text, colour)
 STYLES = {
@@ -104,39 +104,6 @@ def plain(cell: Cell) -> str:
         return "unknown"
     text = kind + (f" {cell.signal}" if kind == "crash" and cell.signal else "")
     return f"{text} (inferred)" if cell.state == "inferred" else text
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Section:
-    """One grid of a table: a Python (and a value of each axis after the second)."""
-
-    title: str  # "Python 3.11" (", c 2.0" for a third axis)
-    rows: tuple[str, ...]  # the first axis's values, oldest first
-    cols: tuple[str, ...]  # the second's ("" alone when there is none)
-    cells: Mapping[tuple[str, str], Cell]  # (row, column) -> the cell there, where there is one
-
-
-def grid(cells: Sequence[Cell], axes: Sequence[str]) -> list[Section]:
-    """Sections (one per Python and third-axis value): rows, columns and the cell at each."""
-    out = []
-    pythons = sorted({c.python for c in cells})
-    extra = axes[2:]
-    for py in pythons:
-        mine = [c for c in cells if c.python == py]
-        values = {a: sorted({c.version(a) for c in mine}, key=findings.vkey) for a in axes}
-        for combo in itertools.product(*(values[a] for a in extra)):
-            fixed = dict(zip(extra, combo, strict=True))
-            sect = [c for c in mine if all(c.version(a) == v for a, v in fixed.items())]
-            title = f"Python {py}" + "".join(f", {a} {v}" for a, v in fixed.items())
-            out.append(
-                Section(
-                    title=title,
-                    rows=tuple(values[axes[0]]),
-                    cols=tuple(values[axes[1]]) if len(axes) > 1 else ("",),
-                    cells={findings.sect_key(c, axes): c for c in sect},
-                )
-            )
-    return out
 
 
 def markdown(

@@ -25,7 +25,7 @@ else:  # pragma: no cover
 
 from envbisect.core.living import feed, findings, history, page, tables
 from envbisect.core.living import update as cellupdate
-from envbisect.core.living.cell import Key, PublishedCell
+from envbisect.core.living.cell import HINT, MALFORMED, Key, PublishedCell
 from envbisect.core.living.document import PublishedTable
 from envbisect.core.living.history import Change
 from envbisect.core.living.meta import MatrixMeta
@@ -383,7 +383,13 @@ def read_table(folder: Path) -> PublishedTable:
     """A folder's ``results.json`` read and checked (``PublishedTable``: a ``UsageError``
     for a malformed one), its targets named without paths (``without_paths``)."""
     path = folder / "results.json"
-    table = PublishedTable.from_dict(json.loads(path.read_text(encoding="utf-8")), source=str(path))
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except ValueError as e:  # not JSON at all: the same error as a malformed document
+        raise UsageError(
+            f"malformed results.json: {path} is not JSON ({e})", hint=HINT, ref=MALFORMED
+        ) from e
+    table = PublishedTable.from_dict(data, source=str(path))
     return replace(table, meta=replace(table.meta, run=without_paths(table.meta.run)))
 
 
