@@ -258,8 +258,8 @@ def _rechecked(
     session.store.put_cell(
         {
             "matrix": spec.name,
-            "python": entry["python"],
-            "cell": json.dumps(entry["versions"]),
+            "python": cell.python,
+            "cell": json.dumps(cell.versions_dict()),
             "state": "measured",
             "env_id": want.spec.env_id,
             "repro_id": session.repro.repro_id,
