@@ -132,11 +132,12 @@ def test_untrusted_text_is_stripped_for_the_terminal_and_escaped_for_markdown(
 
 
 def test_table_md_escapes_what_it_is_given() -> None:
+    from envbisect.core.living.meta import MatrixMeta
     from envbisect.core.living.tables import markdown
 
     meta = {"name": "m", "axes": ["a<script>", "b|c"], "description": "<script>x</script>",
             "command": "x `y`", "probes": ["<i>p</i>"], "machine": "\x1b]0;t\x07h"}  # fmt: skip
-    text = markdown(meta, [])
+    text = markdown(MatrixMeta.from_dict(meta), [])
     assert "<script" not in text and "<i>" not in text and "\x1b" not in text
     assert "&lt;script&gt;" in text
 

@@ -14,6 +14,7 @@ import signal
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
+from dataclasses import replace
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
@@ -22,6 +23,8 @@ import pytest
 
 from envbisect.core.living import feed, history, page, tables
 from envbisect.core.living import update as cellupdate
+from envbisect.core.living.cell import PublishedCell
+from envbisect.core.living.meta import MatrixMeta
 from envbisect.store import Store
 from support.cli import start
 from support.corpus import EPOCH
@@ -288,10 +291,12 @@ def test_update_needs_a_published_table(tmp_path: Path) -> None:
 
 
 def _cell(app: str, lib: str, *, kind: str = "pass", when: str = "2026-01-01T00:00:00+00:00",
-          state: str = "measured") -> dict[str, Any]:  # fmt: skip
-    return {"python": "3.11", "versions": {"app": app, "lib": lib}, "state": state,
-            "kind": kind, "signal": None, "signature": "", "measured_at": when,
-            "installed": [{"name": "app", "version": app}] * (state == "measured")}  # fmt: skip
+          state: str = "measured") -> PublishedCell:  # fmt: skip
+    return PublishedCell.from_dict({
+        "python": "3.11", "versions": {"app": app, "lib": lib}, "state": state, "kind": kind,
+        "signal": None, "signature": "", "measured_at": when,
+        "installed": [{"name": "app", "version": app}] * (state == "measured"),
+    })  # fmt: skip
 
 
 def test_the_update_plan_names_new_kept_gone_and_stale_cells() -> None:
@@ -322,13 +327,13 @@ def test_history_is_bounded_and_the_feed_escapes_untrusted_text() -> None:
     evil = "<script>alert(1)</script> & \x1b[31m\x00"
     old = [_cell("1", "1")]
     for i in range(25):
-        new = [*old, {**_cell(str(i + 2), "1", kind="fail"), "signature": evil}]
+        new = [*old, replace(_cell(str(i + 2), "1", kind="fail"), signature=evil)]
         change = history.diff(old, new, ["app", "lib"], date=f"2026-01-{i % 28 + 1:02d}T00:00:00"
                               "+00:00", since="2025-12-31T00:00:00+00:00")  # fmt: skip
         hist = history.append(hist, change)
         old = new
     assert len(hist) == history.LIMIT
-    meta = {"name": "m<&>", "description": evil, "axes": ["app", "lib"]}
+    meta = MatrixMeta.from_dict({"name": "m<&>", "description": evil, "axes": ["app", "lib"]})
     text = feed.matrix_feed(meta, hist)
     root = ET.fromstring(text)  # well-formed despite the markup and control characters
     entries = root.findall(f"{ATOM}entry")

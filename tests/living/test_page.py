@@ -21,6 +21,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from envbisect.core.living import findings, page, tables
+from envbisect.core.living.cell import PublishedCell
+from envbisect.core.living.document import PublishedTable
+from envbisect.core.living.meta import MatrixMeta
 from support import browser
 from support.cli import envbisect
 
@@ -28,20 +31,24 @@ ROOT = Path(__file__).resolve().parents[2]
 PUBLISHED = ROOT / "results"
 
 
-def _load(name: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    data = json.loads((PUBLISHED / name / "results.json").read_text())
-    return data["matrix"], data["cells"]
+def _load(name: str) -> tuple[MatrixMeta, tuple[PublishedCell, ...]]:
+    table = PublishedTable.from_dict(json.loads((PUBLISHED / name / "results.json").read_text()))
+    return table.meta, table.cells
+
+
+def _cells(dicts: list[dict[str, Any]]) -> list[PublishedCell]:
+    return [PublishedCell.from_dict(d) for d in dicts]
 
 
 def _found(name: str) -> list[findings.Finding]:
     meta, cells = _load(name)
-    return findings.findings(cells, meta["axes"], tables.grid(cells, meta["axes"]))
+    return findings.findings(cells, meta.axes, tables.grid(cells, meta.axes))
 
 
 def test_findings_of_transformers_peft_name_the_ranges_and_the_cause() -> None:
     found = _found("transformers-peft")
     _, cells = _load("transformers-peft")
-    failing = [c for c in cells if c["kind"] == "fail"]
+    failing = [c for c in cells if c.kind == "fail"]
     assert [f.sentence() for f in found] == [
         "peft 0.16.0 to 0.17.1 fail with every transformers >= 5.0.0: "
         "ImportError: cannot import name 'HybridCache' from 'transformers'"
@@ -58,7 +65,7 @@ def test_findings_of_datasets_pyarrow_group_unresolvable_cells_by_their_conflict
         ("datasets 2.17.1 to 2.19.2 cannot be installed with every pyarrow <= 11.0.0: "
          "datasets needs pyarrow>=12.0.0", 6),
     ]  # fmt: skip
-    assert sum(f.cells for f in found) == sum(c["state"] == "unresolvable" for c in cells)
+    assert sum(f.cells for f in found) == sum(c.state == "unresolvable" for c in cells)
 
 
 OUTCOMES = st.sampled_from(["pass", "fail", "crash", "unresolvable"])
@@ -77,9 +84,10 @@ def test_findings_cover_every_cell_that_does_not_pass_once(grid: list[list[str]]
                 "signal": "SIGSEGV" if kind == "crash" else None,
                 "signature": f"{kind} of a 1.{i}" if kind != "pass" else "",
             })  # fmt: skip
-    found = findings.findings(cells, ["a", "b"], tables.grid(cells, ["a", "b"]))
+    typed = _cells(cells)
+    found = findings.findings(typed, ["a", "b"], tables.grid(typed, ["a", "b"]))
     assert sum(f.cells for f in found) == sum(
-        c["state"] == "unresolvable" or c["kind"] != "pass" for c in cells
+        c.state == "unresolvable" or c.kind != "pass" for c in typed
     )
     # The cell's own version is taken out of its signature: one cause per kind.
     assert len({(f.kind, f.reason) for f in found}) == len({f.kind for f in found})
@@ -94,13 +102,16 @@ def test_untrusted_names_versions_and_messages_are_escaped_and_never_linked() ->
         {"python": "3.11", "versions": {"<b>a</b>": "2.0", "b": "1.0"}, "state": "measured",
          "kind": "pass", "signal": None, "signature": "", "lock": "javascript:alert(3)"},
     ]  # fmt: skip
-    meta = {"name": "<i>m</i>", "axes": ["<b>a</b>", "b"], "description": evil}
-    text = page.html_page(meta, cells, rec_files={"3.11": "recommended-py3.11.txt"})
+    meta = MatrixMeta.from_dict(
+        {"name": "<i>m</i>", "axes": ["<b>a</b>", "b"], "description": evil}
+    )
+    typed = _cells(cells)
+    text = page.html_page(meta, typed, rec_files={"3.11": "recommended-py3.11.txt"})
     assert "<img" not in text and "<b>" not in text and "<i>" not in text
     assert text.count("<script") == 2  # the page's own: the data and the handlers
     assert "etc/passwd'" not in text and "href='javascript" not in text
     assert "<a class='lock'" not in text  # neither lock is one the publisher writes
-    index = page.index_page([{"folder": "../up", "meta": meta, "cells": cells}])
+    index = page.index_page([page.IndexEntry(folder="../up", meta=meta, cells=typed)])
     assert "../up" not in index
 
 
@@ -220,8 +231,9 @@ def test_a_damaged_results_json_is_a_clean_error(tmp_path: Path) -> None:
         "publish", "--offline", "--results",
         str(tmp_path / "results"), str(ROOT / "matrices" / "transformers-peft.toml"), cwd=tmp_path,
     )  # fmt: skip
-    assert proc.returncode == 3, proc.stderr
-    assert "Traceback" not in proc.stderr and "[store-damaged]" in proc.stderr
+    # A results.json that is not what publish writes: the file's error, not the store's.
+    assert proc.returncode == 2, proc.stderr
+    assert "Traceback" not in proc.stderr and "[results-malformed]" in proc.stderr
     assert "hint:" in proc.stderr
 
 
@@ -232,10 +244,11 @@ def test_findings_of_a_third_axis_name_their_section() -> None:
          "signature": "ValueError: boom" if (c == "2.0" and b == "1.1") else ""}
         for a in ("1.0", "1.1") for b in ("1.0", "1.1") for c in ("1.0", "2.0")
     ]  # fmt: skip
-    sections = tables.grid(cells, ["a", "b", "c"])
-    assert [s["title"] for s in sections] == ["Python 3.11, c 1.0", "Python 3.11, c 2.0"]
-    (found,) = findings.findings(cells, ["a", "b", "c"], sections)
+    typed = _cells(cells)
+    sections = tables.grid(typed, ["a", "b", "c"])
+    assert [s.title for s in sections] == ["Python 3.11, c 1.0", "Python 3.11, c 2.0"]
+    (found,) = findings.findings(typed, ["a", "b", "c"], sections)
     assert found.section == "Python 3.11, c 2.0" and found.cells == 2
     assert found.sentence() == "b 1.1 fails with every a: ValueError: boom"
-    md = tables.markdown({"name": "m", "axes": ["a", "b", "c"]}, cells)
+    md = tables.markdown(MatrixMeta.from_dict({"name": "m", "axes": ["a", "b", "c"]}), typed)
     assert "- b 1.1 fails with every a: ValueError: boom (2 cells)" in md

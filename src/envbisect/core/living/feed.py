@@ -14,12 +14,12 @@ from __future__ import annotations
 import re
 import uuid
 import xml.etree.ElementTree as ET
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 from urllib.parse import quote
 
 from envbisect.core.living.history import Change
+from envbisect.core.living.meta import MatrixMeta
 
 NS = "http://www.w3.org/2005/Atom"
 LIMIT = 50  # entries in the index's feed
@@ -44,10 +44,10 @@ def entry_id(matrix: str, date: str) -> str:
     return f"urn:uuid:{uuid.uuid5(uuid.NAMESPACE_URL, f'envbisect:{matrix}:{date}')}"
 
 
-def entries(folder: str, meta: Mapping[str, Any], history: Sequence[Change]) -> list[Entry]:
+def entries(folder: str, meta: MatrixMeta, history: Sequence[Change]) -> list[Entry]:
     """One entry per change, newest first; links to the matrix's page (``folder``: its path
     from the feed, "" for its own)."""
-    name = str(meta.get("name", folder))
+    name = meta.name
     page = f"{quote(folder, safe='')}/table.html" if folder else "table.html"
     out = []
     for ch in reversed(history):
@@ -66,28 +66,28 @@ def entries(folder: str, meta: Mapping[str, Any], history: Sequence[Change]) -> 
     return out
 
 
-def matrix_feed(meta: Mapping[str, Any], history: Sequence[Change], *, base: str = "") -> str:
+def matrix_feed(meta: MatrixMeta, history: Sequence[Change], *, base: str = "") -> str:
     """``results/<matrix>/feed.xml``."""
-    name = str(meta.get("name", ""))
+    name = meta.name
     return atom(
         feed_id=entry_id(name, "feed"),
         title=f"{name}: compatibility table",
-        subtitle=str(meta.get("description", "")),
+        subtitle=meta.description,
         page="table.html",
         self_href="feed.xml",
-        updated=str(meta.get("measured") or _EPOCH),
+        updated=meta.measured or _EPOCH,
         items=entries("", meta, history),
         base=base,
     )
 
 
 def index_feed(
-    matrices: Sequence[tuple[str, Mapping[str, Any], Sequence[Change]]], *, base: str = ""
+    matrices: Sequence[tuple[str, MatrixMeta, Sequence[Change]]], *, base: str = ""
 ) -> str:
     """``results/feed.xml``: every matrix's changes, newest first."""
     items = [e for folder, meta, hist in matrices for e in entries(folder, meta, hist)]
     items.sort(key=lambda e: e.updated, reverse=True)
-    dates = [str(m["measured"]) for _, m, _ in matrices if m.get("measured")]
+    dates = [m.measured for _, m, _ in matrices if m.measured]
     return atom(
         feed_id=entry_id("", "index"),
         title="Published compatibility matrices",

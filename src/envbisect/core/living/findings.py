@@ -1,6 +1,6 @@
 """What a matrix found, in sentences: the combination to use, and the failures by cause.
 
-Pure: published cells in (dicts, as ``results.json`` holds them), value objects out.
+Pure: published cells in (``core.living.cell``), value objects out.
 ``recommended`` picks, per Python, the passing measured cell with the newest versions (axis
 order: the first axis counts most), the one ``recommended-py<X>.txt`` is the lockfile of.
 ``findings`` groups the cells that do not pass by their outcome and their signature (with
@@ -12,13 +12,14 @@ splits each group into rectangles of row and column values and says which ranges
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from packaging.version import InvalidVersion, Version
+from envbisect.core.living.cell import PublishedCell
+from envbisect.core.living.grid import Section, sect_key, vkey
 
-Cell = Mapping[str, Any]
+__all__ = ["Finding", "findings", "recommended", "vkey"]  # vkey: where callers found it
 
 # The outcome a cell counts as: unresolvable first (never built), then the kind measured or
 # inferred. Passing cells and cells never measured make no finding.
@@ -59,49 +60,40 @@ class Finding:
         }
 
 
-def vkey(text: str) -> tuple[int, Any]:
-    """Sort key for version strings: versions in order, anything else after them."""
-    try:
-        return (0, Version(text))
-    except InvalidVersion:
-        return (1, text)
-
-
-def recommended(cells: Sequence[Cell]) -> dict[str, Cell]:
+def recommended(cells: Sequence[PublishedCell]) -> dict[str, PublishedCell]:
     """Per Python: the passing measured cell with the newest versions, axis by axis."""
-    out: dict[str, Cell] = {}
-    passing = [c for c in cells if c["state"] == "measured" and c.get("kind") == "pass"]
-    for py in sorted({str(c["python"]) for c in passing}, key=vkey):
-        mine = [c for c in passing if str(c["python"]) == py]
-        out[py] = max(mine, key=lambda c: [vkey(str(v)) for v in c["versions"].values()])
+    out: dict[str, PublishedCell] = {}
+    passing = [c for c in cells if c.passes]
+    for py in sorted({c.python for c in passing}, key=vkey):
+        mine = [c for c in passing if c.python == py]
+        out[py] = max(mine, key=lambda c: [vkey(v) for _, v in c.versions])
     return out
 
 
-def category(cell: Cell) -> str | None:
+def category(cell: PublishedCell) -> str | None:
     """What a cell counts as in the findings; ``None`` for a pass or an unknown."""
-    if cell["state"] == "unresolvable":
+    if cell.state == "unresolvable":
         return "unresolvable"
-    kind = cell.get("kind")
-    if cell["state"] not in ("measured", "inferred") or kind in (None, "pass"):
+    if cell.state not in ("measured", "inferred") or cell.kind in (None, "pass"):
         return None
-    return str(kind)
+    return cell.kind
 
 
-def normalise(cell: Cell) -> str:
+def normalise(cell: PublishedCell) -> str:
     """The cell's signature without its own versions: the same failure in every cell."""
-    text = str(cell.get("signature") or "")
+    text = cell.signature
     if text.startswith("unresolvable: "):
         text = text[len("unresolvable: ") :]
-    for name, version in cell["versions"].items():
-        v = re.escape(str(version))
-        text = re.sub(rf"(?i)\b({re.escape(str(name))})(?:==| |-){v}(?![\w.])", r"\1", text)
+    for name, version in cell.versions:
+        v = re.escape(version)
+        text = re.sub(rf"(?i)\b({re.escape(name)})(?:==| |-){v}(?![\w.])", r"\1", text)
     return text
 
 
-def reason(cell: Cell) -> str:
+def reason(cell: PublishedCell) -> str:
     """A short reason for the cell itself (shown in the cell, the full text on hover)."""
-    text = str(cell.get("signature") or "")
-    if cell["state"] == "unresolvable":
+    text = cell.signature
+    if cell.state == "unresolvable":
         text = text.removeprefix("unresolvable: ").rsplit("; ", 1)[-1]
     return _shorten(text)
 
@@ -112,7 +104,7 @@ def _shorten(text: str) -> str:
 
 
 def findings(
-    cells: Sequence[Cell], axes: Sequence[str], sections: Sequence[Mapping[str, Any]]
+    cells: Sequence[PublishedCell], axes: Sequence[str], sections: Sequence[Section]
 ) -> list[Finding]:
     """Every rectangle of non-passing cells with one cause, biggest first.
 
@@ -120,10 +112,10 @@ def findings(
     order and their ends ("every X >= v" when a range runs to the last value)."""
     out: list[Finding] = []
     for sect in sections:
-        rows, cols = list(sect["rows"]), list(sect["cols"])
+        rows, cols = list(sect.rows), list(sect.cols)
         groups: dict[tuple[str, str], dict[str, set[str]]] = {}
-        members: dict[tuple[str, str], list[Cell]] = {}
-        for (r, c), cell in sect["cells"].items():
+        members: dict[tuple[str, str], list[PublishedCell]] = {}
+        for (r, c), cell in sect.cells.items():
             cat = category(cell)
             if cat is None:
                 continue
@@ -146,21 +138,16 @@ def findings(
                 text = _describe(cat, axes, rows, cols, set(rowlist), set(colset), picked)
                 out.append(
                     Finding(
-                        section=str(sect["title"]),
+                        section=sect.title,
                         kind=cat,
                         text=text,
                         reason=short,
                         cells=len(picked),
-                        inferred=sum(1 for c in picked if c["state"] == "inferred"),
+                        inferred=sum(1 for c in picked if c.state == "inferred"),
                     )
                 )
     out.sort(key=lambda f: (-f.cells, f.section, f.text))
     return out
-
-
-def sect_key(cell: Cell, axes: Sequence[str]) -> tuple[str, str]:
-    v = cell["versions"]
-    return (str(v[axes[0]]), str(v[axes[1]]) if len(axes) > 1 else "")
 
 
 def _describe(
@@ -170,12 +157,12 @@ def _describe(
     cols: list[str],
     rowset: set[str],
     colset: set[str],
-    picked: Sequence[Cell],
+    picked: Sequence[PublishedCell],
 ) -> str:
     row_text, row_open, row_one = _span(axes[0], rows, rowset)
     verb_one, verb_many = _VERBS.get(cat, (cat, cat))
     if cat == "crash":
-        signals = sorted({str(c["signal"]) for c in picked if c.get("signal")})
+        signals = sorted({c.signal for c in picked if c.signal})
         if signals:
             verb_one, verb_many = (
                 f"{verb_one} ({', '.join(signals)})",

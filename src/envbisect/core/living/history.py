@@ -1,7 +1,7 @@
 """What changed between two publishes of a matrix: the short history ``results.json`` keeps.
 
-Pure: the cells published before and the cells published now in (dicts, as ``results.json``
-holds them), a ``Change`` out, or ``None`` when nothing changed. A change names the cells
+Pure: the cells published before and the cells published now in (``PublishedCell``s), a
+``Change`` out, or ``None`` when nothing changed. A change names the cells
 added (new rows, new columns, and what was found among them), the cells removed and why (a
 version yanked, gone or no longer selected), and the outcomes that changed (on a recheck, in
 the same locked environment, or because the cell was measured again). Its ``lines`` are
@@ -16,10 +16,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from envbisect.core.living import findings, tables
-from envbisect.core.living.update import Key, combo, key_of
+from envbisect.core.living.cell import Key, PublishedCell, combo
 
 LIMIT = 20
-Cell = Mapping[str, Any]
+Cell = PublishedCell
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -100,8 +100,7 @@ def append(history: Sequence[Change], change: Change | None, limit: int = LIMIT)
 
 
 def _summary(cell: Cell) -> dict[str, Any]:
-    python, versions = key_of(cell)
-    return {"python": python, "versions": dict(versions), "outcome": tables.plain(cell)}
+    return {"python": cell.python, "versions": cell.versions_dict(), "outcome": tables.plain(cell)}
 
 
 def diff(
@@ -121,8 +120,8 @@ def diff(
     ``why_removed``: (python, package, version) -> why that value left the table (from the
     update's plan); a removed cell with none of its values there "is no longer in the
     matrix". ``rechecked``: the cells probed again, locked."""
-    before = {key_of(c): c for c in previous or ()}
-    now = {key_of(c): c for c in cells}
+    before = {c.key: c for c in previous or ()}
+    now = {c.key: c for c in cells}
     added = [c for k, c in now.items() if k not in before]
     removed = []
     for k, c in before.items():
@@ -173,14 +172,14 @@ def describe(
     """The change in plain sentences: new rows and columns, what was found among the new
     cells, what left the table and why, what changed on a recheck."""
     out = []
-    fresh_keys = {key_of(c) for c in added}
-    old = [c for c in cells if key_of(c) not in fresh_keys]
-    for py in sorted({str(c["python"]) for c in added}, key=findings.vkey):
-        mine = [c for c in added if str(c["python"]) == py]
-        rest = [c for c in old if str(c["python"]) == py]
+    fresh_keys = {c.key for c in added}
+    old = [c for c in cells if c.key not in fresh_keys]
+    for py in sorted({c.python for c in added}, key=findings.vkey):
+        mine = [c for c in added if c.python == py]
+        rest = [c for c in old if c.python == py]
         for i, axis in enumerate(axes[:2]):
-            values = sorted({str(c["versions"][axis]) for c in mine}, key=findings.vkey)
-            known = {str(c["versions"][axis]) for c in rest}
+            values = sorted({c.version(axis) for c in mine}, key=findings.vkey)
+            known = {c.version(axis) for c in rest}
             fresh = [v for v in values if v not in known]
             if fresh and rest:
                 what = "row" if i == 0 else "column"
@@ -188,7 +187,10 @@ def describe(
                     f"new {what}{'s' * (len(fresh) != 1)} on Python {py}: {axis} {', '.join(fresh)}"
                 )
     if added:
-        out.append(f"{len(added)} new cell{'s' * (len(added) != 1)}: {_counts(added)}")
+        out.append(
+            f"{len(added)} new cell{'s' * (len(added) != 1)}: "
+            + _counts([tables.plain(c) for c in added])
+        )
         found = findings.findings(added, axes, tables.grid(added, axes))
         out += [f"found: {tables.where(f, found)}" for f in found]
     out += _left(change.removed)
@@ -219,7 +221,8 @@ def _left(removed: Sequence[Mapping[str, Any]]) -> list[str]:
     for (python, value, why), cells in groups.items():
         n = f"{len(cells)} cell{'s' * (len(cells) != 1)}"
         out.append(
-            f"left the table: {value} on Python {python} ({why}): {n}, they were {_counts(cells)}"
+            f"left the table: {value} on Python {python} ({why}): {n}, "
+            f"they were {_counts([str(c['outcome']) for c in cells])}"
         )
     return out
 
@@ -229,10 +232,10 @@ def _combo(entry: Mapping[str, Any]) -> str:
     return f"{combo(versions)} (Python {entry['python']})"
 
 
-def _counts(cells: Sequence[Mapping[str, Any]]) -> str:
+def _counts(outcomes: Sequence[str]) -> str:
+    """``3 pass, 1 fail``: the outcomes (each cell's in words), the commonest first."""
     counts: dict[str, int] = {}
-    for c in cells:
-        what = str(c["outcome"]) if "outcome" in c else tables.plain(c)
+    for what in outcomes:
         counts[what] = counts.get(what, 0) + 1
     return ", ".join(f"{n} {k}" for k, n in sorted(counts.items(), key=lambda kv: -kv[1]))
 

@@ -1,6 +1,6 @@
 """The published pages: a matrix's ``table.html`` and ``results/index.html`` across matrices.
 
-Pure: published cells in (as ``results.json`` holds them), one standalone HTML string out: no
+Pure: published cells in (``core.living.cell``), one standalone HTML string out: no
 network, no external script, style or font. A page leads with the answer (per Python the
 combination to use and its lockfile, then the findings of ``core.findings``), then the grid:
 every cell says its outcome with a mark as well as a colour (readable without colour), its
@@ -16,10 +16,12 @@ import html
 import json
 import re
 from collections.abc import Mapping, Sequence
-from typing import Any
+from dataclasses import dataclass, field
 from urllib.parse import quote
 
 from envbisect.core.living import findings as fnd
+from envbisect.core.living.cell import PublishedCell
+from envbisect.core.living.meta import MatrixMeta
 from envbisect.core.living.tables import (
     MARKS,
     STYLES,
@@ -31,7 +33,7 @@ from envbisect.core.living.tables import (
     where,
 )
 
-Cell = Mapping[str, Any]
+Cell = PublishedCell
 
 # A lockfile link as publish_matrix writes it; anything else read back is shown, not linked.
 _LOCK = re.compile(r"locks/py[0-9][0-9.]*/[A-Za-z0-9][A-Za-z0-9._+-]*\.txt")
@@ -49,12 +51,19 @@ def _href(path: str) -> str:
 
 def lock_href(cell: Cell) -> str | None:
     """The cell's lockfile as a relative link, or ``None`` when it has none we wrote."""
-    lock = cell.get("lock")
-    return str(lock) if isinstance(lock, str) and _LOCK.fullmatch(lock) else None
+    lock = cell.lock
+    return lock if lock is not None and _LOCK.fullmatch(lock) else None
 
 
-def combo(cell: Cell) -> str:
-    return " + ".join(f"{k} {v}" for k, v in cell["versions"].items())
+@dataclass(frozen=True, slots=True, kw_only=True)
+class IndexEntry:
+    """One matrix on ``results/index.html``, as the publisher read it from its folder."""
+
+    folder: str  # its folder under results/ (one that is not a plain name is left out)
+    meta: MatrixMeta
+    cells: Sequence[Cell]
+    rec_files: Mapping[str, str] = field(default_factory=dict)  # python -> its lockfile
+    news: tuple[str, str] | None = None  # its latest change: (date, headline)
 
 
 def answer_html(
@@ -85,7 +94,7 @@ def answer_html(
         caveat = (caveats or {}).get(py)
         note = f"<br><span class='caveat'>Note: {_e(caveat)}.</span>" if caveat else ""
         items.append(
-            f"<li>Python {_e(py)}: <strong>{_e(combo(cell))}</strong>{link}"
+            f"<li>Python {_e(py)}: <strong>{_e(cell.combo())}</strong>{link}"
             f"{' ' + cmd if cmd else ''}{note}</li>"
         )
     return "<ul class='answer'>" + "".join(items) + "</ul>"
@@ -132,7 +141,7 @@ def findings_html(found: Sequence[fnd.Finding], *, limit: int = SHOWN_FINDINGS) 
 
 def _cell_html(cell: Cell, cid: str) -> str:
     s = style_of(cell)
-    full = str(cell.get("signature") or plain(cell))
+    full = cell.signature or plain(cell)
     why = fnd.reason(cell) if s not in ("pass", "inferred-pass") else ""
     href = lock_href(cell)
     parts = [
@@ -169,7 +178,7 @@ def _legend() -> str:
 
 
 def html_page(
-    meta: Mapping[str, Any],
+    meta: MatrixMeta,
     cells: Sequence[Cell],
     *,
     rec_files: Mapping[str, str],
@@ -179,38 +188,38 @@ def html_page(
 ) -> str:
     """One standalone page: what is new since the last publish (``news``: its title and
     lines, from ``core.history``), the answer, the findings, the grid; details on click."""
-    axes = meta["axes"]
+    axes = meta.axes
     ids = {id(c): f"c{n}" for n, c in enumerate(cells)}
-    payload = {f"c{n}": c for n, c in enumerate(cells)}
+    payload = {f"c{n}": c.to_dict() for n, c in enumerate(cells)}
     sections = grid(cells, axes)
     body = []
     for s in sections:
         col_axis = axes[1] if len(axes) > 1 else ""
         body.append(
-            f"<h3>{_e(s['title'])}</h3><div class='scroll'><table class='grid'><thead>"
+            f"<h3>{_e(s.title)}</h3><div class='scroll'><table class='grid'><thead>"
             f"<tr><th>{_e(axes[0])} \\ {_e(col_axis)}</th>"
         )
-        body += [f"<th>{_e(c)}</th>" for c in s["cols"]]
+        body += [f"<th>{_e(c)}</th>" for c in s.cols]
         body.append("</tr></thead><tbody>")
-        for r in s["rows"]:
-            mine = [s["cells"].get((r, col)) for col in s["cols"]]
-            whole = all(c is not None and c["state"] == "unresolvable" for c in mine)
+        for r in s.rows:
+            mine = [s.cells.get((r, col)) for col in s.cols]
+            whole = all(c is not None and c.state == "unresolvable" for c in mine)
             tr = "<tr class='all-unresolvable'>" if whole else "<tr>"
             body.append(f"{tr}<th>{_e(r)}</th>")
             body += ["<td></td>" if c is None else _cell_html(c, ids[id(c)]) for c in mine]
             body.append("</tr>")
         body.append("</tbody></table></div>")
-    unresolvable = sum(1 for c in cells if c["state"] == "unresolvable")
+    unresolvable = sum(1 for c in cells if c.state == "unresolvable")
     # Inert inside its <script type="application/json">: no "<" can start a tag there.
     data = json.dumps(payload).replace("&", "\\u0026").replace("<", "\\u003c")
     data = data.replace(">", "\\u003e")
     return _PAGE.format(
-        title=_e(meta["name"]),
-        description=_e(meta.get("description", "")),
+        title=_e(meta.name),
+        description=_e(meta.description),
         news=news_html(news),
-        command=_e(meta.get("command", "")),
-        measured=_e(f"{meta.get('measured', '?')} on {meta.get('machine', '?')}"),
-        probes=_e(", ".join(meta.get("probes", []))),
+        command=_e(meta.command),
+        measured=_e(f"{meta.measured or '?'} on {meta.machine or '?'}"),
+        probes=_e(", ".join(meta.probes)),
         counts=_e(counts_text(cells)),
         answer=answer_html(cells, rec_files, installs=installs, caveats=caveats),
         findings=findings_html(fnd.findings(cells, axes, sections)),
@@ -228,24 +237,21 @@ def html_page(
     )
 
 
-def index_page(entries: Sequence[Mapping[str, Any]]) -> str:
-    """``results/index.html``: every published matrix, its answer and its main findings.
-
-    ``entries``: ``{"folder", "meta", "cells", "rec_files"}`` per matrix, as the publisher
-    read them from ``results/*/results.json``."""
+def index_page(entries: Sequence[IndexEntry]) -> str:
+    """``results/index.html``: every published matrix, its answer and its main findings."""
     items = []
     for ent in entries:
-        folder = str(ent["folder"])
+        folder = ent.folder
         if not _FOLDER.fullmatch(folder):
             continue
-        meta, cells = ent["meta"], ent["cells"]
-        found = fnd.findings(cells, meta["axes"], grid(cells, meta["axes"]))
+        meta, cells = ent.meta, ent.cells
+        found = fnd.findings(cells, meta.axes, grid(cells, meta.axes))
         items.append(
             f"<article class='matrix' id='m-{_e(folder)}'><h2><a href='{_href(folder)}/table.html'>"
-            f"{_e(meta.get('name', folder))}</a></h2><p>{_e(meta.get('description', ''))}</p>"
+            f"{_e(meta.name)}</a></h2><p>{_e(meta.description)}</p>"
             f"<p class='meta'>{_e(counts_text(cells))}; measured "
-            f"{_e(meta.get('measured', '?'))}</p>{_changed(ent.get('news'))}"
-            f"<h3>Use</h3>{answer_html(cells, ent.get('rec_files', {}), prefix=folder + '/')}"
+            f"{_e(meta.measured or '?')}</p>{_changed(ent.news)}"
+            f"<h3>Use</h3>{answer_html(cells, ent.rec_files, prefix=folder + '/')}"
             f"<h3>Found</h3>{findings_html(found, limit=3)}</article>"
         )
     if not items:
@@ -253,9 +259,9 @@ def index_page(entries: Sequence[Mapping[str, Any]]) -> str:
     return _INDEX.format(items="".join(items), css=_CSS)
 
 
-def _changed(news: object) -> str:
+def _changed(news: tuple[str, str] | None) -> str:
     """An index entry's latest change: ``(date, headline)``, or nothing."""
-    if not isinstance(news, tuple) or len(news) != 2:
+    if news is None:
         return ""
     return f"<p class='meta'>changed {_e(news[0])}: {_e(news[1])}</p>"
 

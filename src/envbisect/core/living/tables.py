@@ -1,6 +1,6 @@
 """Publishing a matrix: tables people read at a glance, files machines read.
 
-Pure: rows of published cells in (dicts, as ``results.json`` holds them), text out:
+Pure: rows of published cells in (``core.living.cell``), text out:
 ``table.md`` (a grid per Python and per value of any third axis), a heatmap ``heatmap.svg``
 (a mark in every square as well as a colour), ``results.csv``; ``core.page`` makes the HTML
 pages. The command (``envbisect publish``) gathers the rows from
@@ -12,15 +12,17 @@ from __future__ import annotations
 import csv
 import html
 import io
-import itertools
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 from envbisect.core.living import findings
+from envbisect.core.living.cell import PublishedCell
+from envbisect.core.living.grid import Section, grid
+from envbisect.core.living.meta import MatrixMeta
 from envbisect.textsafe import md_code
 from envbisect.textsafe import md_text as _md
 
-Cell = Mapping[str, Any]
+Cell = PublishedCell
+__all__ = ["Section", "grid"]  # the grid, where the pages and the history found it
 
 # state/kind -> (CSS class, short text, colour)
 STYLES = {
@@ -66,13 +68,13 @@ _LIGHT = ("timeout", "untestable", "inferred-pass", "inferred-fail", "unknown")
 def mark(cell: Cell) -> str:
     """The mark of a cell's outcome: readable without its colour."""
     s = style_of(cell)
-    if s.startswith("inferred") and cell.get("kind") in MARKS:
-        return f"({MARKS[str(cell['kind'])]})"
+    if s.startswith("inferred") and cell.kind in MARKS:
+        return f"({MARKS[str(cell.kind)]})"
     return MARKS[s]
 
 
 def style_of(cell: Cell) -> str:
-    state, kind = cell["state"], cell.get("kind")
+    state, kind = cell.state, cell.kind
     if state == "unresolvable":
         return "unresolvable"
     if state == "unknown" or kind is None:
@@ -85,54 +87,27 @@ def style_of(cell: Cell) -> str:
 def short(cell: Cell) -> str:
     s = style_of(cell)
     text = _SYMBOL[s]
-    if s.startswith("inferred") and cell.get("kind") in _SYMBOL:
+    if s.startswith("inferred") and cell.kind in _SYMBOL:
         # The kind of the measured cells it is inferred from: (💥) for a crash row.
-        text = f"({_SYMBOL[str(cell['kind'])].split(' ')[0]}) inferred"
-    if s == "crash" and cell.get("signal"):
-        text += f" {cell['signal']}"
+        text = f"({_SYMBOL[str(cell.kind)].split(' ')[0]}) inferred"
+    if s == "crash" and cell.signal:
+        text += f" {cell.signal}"
     return text
 
 
 def plain(cell: Cell) -> str:
     """The cell in words, no symbols (the HTML page and the picture: colour carries the rest)."""
-    kind = str(cell.get("kind") or "")
-    if cell["state"] == "unresolvable":
+    kind = cell.kind or ""
+    if cell.state == "unresolvable":
         return "unresolvable"
-    if cell["state"] == "unknown" or not kind:
+    if cell.state == "unknown" or not kind:
         return "unknown"
-    text = kind + (f" {cell['signal']}" if kind == "crash" and cell.get("signal") else "")
-    return f"{text} (inferred)" if cell["state"] == "inferred" else text
-
-
-def grid(cells: Sequence[Cell], axes: Sequence[str]) -> list[dict[str, Any]]:
-    """Sections (one per Python and third-axis value): rows, columns and the cell at each."""
-    out = []
-    pythons = sorted({c["python"] for c in cells})
-    extra = axes[2:]
-    for py in pythons:
-        mine = [c for c in cells if c["python"] == py]
-        values = {a: sorted({c["versions"][a] for c in mine}, key=findings.vkey) for a in axes}
-        for combo in itertools.product(*(values[a] for a in extra)):
-            fixed = dict(zip(extra, combo, strict=True))
-            sect = [c for c in mine if all(c["versions"][a] == v for a, v in fixed.items())]
-            index = {
-                (c["versions"][axes[0]], c["versions"][axes[1]] if len(axes) > 1 else ""): c
-                for c in sect
-            }
-            title = f"Python {py}" + "".join(f", {a} {v}" for a, v in fixed.items())
-            out.append(
-                {
-                    "title": title,
-                    "rows": values[axes[0]],
-                    "cols": values[axes[1]] if len(axes) > 1 else [""],
-                    "cells": index,
-                }
-            )
-    return out
+    text = kind + (f" {cell.signal}" if kind == "crash" and cell.signal else "")
+    return f"{text} (inferred)" if cell.state == "inferred" else text
 
 
 def markdown(
-    meta: Mapping[str, Any],
+    meta: MatrixMeta,
     cells: Sequence[Cell],
     rec_files: Mapping[str, str] | None = None,
     news: tuple[str, Sequence[str]] | None = None,
@@ -142,15 +117,15 @@ def markdown(
     ``core.history``), the answer and the findings, then a grid per section. ``caveats``:
     per Python, what its recommended lock cannot hold (a line under the answer)."""
     # Every value may come from a matrix file, an index or a store: escaped for Markdown.
-    axes = meta["axes"]
-    lines = [f"# {_md(str(meta['name']))}", ""]
-    if meta.get("description"):
-        lines += [_md(str(meta["description"])), ""]
+    axes = meta.axes
+    lines = [f"# {_md(meta.name)}", ""]
+    if meta.description:
+        lines += [_md(meta.description), ""]
     if news is not None:
         lines += [f"## {_md(news[0])}", "", *(f"- {_md(line)}" for line in news[1]), ""]
     rec = findings.recommended(cells)
     for py, cell in rec.items():
-        combo = " + ".join(f"{k} {v}" for k, v in cell["versions"].items())
+        combo = cell.combo()
         name = (rec_files or {}).get(py)
         link = f": [{_md(name)}]({_md(name)})" if name else ""
         lines.append(f"**Use on Python {_md(py)}: {_md(combo)}**{link}  ")
@@ -171,33 +146,31 @@ def markdown(
         lines += ["", "Every cell measured passes."]
     lines += ["", "How it was measured:", ""]
     lines += [
-        f"- command: {md_code(str(meta.get('command', '')))}",
-        f"- measured: {_md(str(meta.get('measured', '?')))} "
-        f"on {_md(str(meta.get('machine', '?')))}",
+        f"- command: {md_code(meta.command)}",
+        f"- measured: {_md(meta.measured or '?')} on {_md(meta.machine or '?')}",
         *(
-            [f"- checked against the index (matrix --update): {_md(str(meta['checked']))}"]
-            if meta.get("checked") and meta.get("checked") != meta.get("measured")
+            [f"- checked against the index (matrix --update): {_md(meta.checked)}"]
+            if meta.checked and meta.checked != meta.measured
             else []
         ),
-        f"- probes: {_md(', '.join(meta.get('probes', [])))}",
+        f"- probes: {_md(', '.join(meta.probes))}",
         f"- cells: {_md(counts_text(cells))}",
         "",
     ]
     for sect in sections:
         col_axis = _md(axes[1]) if len(axes) > 1 else ""
         lines += [
-            f"## {_md(str(sect['title']))}",
+            f"## {_md(sect.title)}",
             "",
             f"rows: {_md(axes[0])}; columns: {col_axis}",
             "",
         ]
-        head = " | ".join(_md(str(c)) for c in sect["cols"])
+        head = " | ".join(_md(c) for c in sect.cols)
         lines.append("| " + f"{_md(axes[0])} \\ {col_axis} | " + head + " |")
-        lines.append("|---" * (len(sect["cols"]) + 1) + "|")
-        for r in sect["rows"]:
+        lines.append("|---" * (len(sect.cols) + 1) + "|")
+        for r in sect.rows:
             row = [
-                _md(short(sect["cells"][(r, c)])) if (r, c) in sect["cells"] else ""
-                for c in sect["cols"]
+                _md(short(sect.cells[(r, c)])) if (r, c) in sect.cells else "" for c in sect.cols
             ]
             lines.append(f"| **{_md(str(r))}** | " + " | ".join(row) + " |")
         lines.append("")
@@ -219,7 +192,7 @@ def where(f: findings.Finding, found: Sequence[findings.Finding]) -> str:
 def counts_text(cells: Sequence[Cell]) -> str:
     counts: dict[str, int] = {}
     for c in cells:
-        counts[c["state"]] = counts.get(c["state"], 0) + 1
+        counts[c.state] = counts.get(c.state, 0) + 1
     return f"{len(cells)} in all: " + ", ".join(f"{n} {k}" for k, n in sorted(counts.items()))
 
 
@@ -243,45 +216,45 @@ def csv_text(cells: Sequence[Cell], axes: Sequence[str]) -> str:
     for c in cells:
         w.writerow(
             [
-                c["python"],
-                *(c["versions"][a] for a in axes),
-                c["state"],
-                c.get("kind"),
-                c.get("signal"),
-                c.get("signature"),
-                c.get("seconds"),
-                c.get("measured_at"),
-                c.get("inferred_from"),
-                c.get("lock"),
+                c.python,
+                *(c.version(a) for a in axes),
+                c.state,
+                c.kind,
+                c.signal,
+                c.signature,
+                c.seconds,
+                c.measured_at,
+                c.inferred_from,
+                c.lock,
             ]
         )
     return buf.getvalue()
 
 
-def svg(meta: Mapping[str, Any], cells: Sequence[Cell]) -> str:
+def svg(meta: MatrixMeta, cells: Sequence[Cell]) -> str:
     """A heatmap: one block of squares per section, legend underneath."""
-    axes, size, pad = meta["axes"], 26, 8
+    axes, size, pad = meta.axes, 26, 8
     sections = grid(cells, axes)
-    label_w = 9 * max([len(r) for s in sections for r in s["rows"]] + [len(axes[0])]) + 16
-    col_h = 9 * max([len(c) for s in sections for c in s["cols"]] + [4]) + 10
+    label_w = 9 * max([len(r) for s in sections for r in s.rows] + [len(axes[0])]) + 16
+    col_h = 9 * max([len(c) for s in sections for c in s.cols] + [4]) + 10
     parts, y = [], 56
     axes_text = f"rows: {axes[0]}" + (f", columns: {axes[1]}" if len(axes) > 1 else "")
     parts.append(f'<text x="{pad}" y="34" font-size="11">{html.escape(axes_text)}</text>')
     for s in sections:
-        parts.append(f'<text x="{pad}" y="{y}" font-weight="bold">{html.escape(s["title"])}</text>')
+        parts.append(f'<text x="{pad}" y="{y}" font-weight="bold">{html.escape(s.title)}</text>')
         y += 10
-        for j, col in enumerate(s["cols"]):
+        for j, col in enumerate(s.cols):
             x = label_w + j * size + size // 2
             parts.append(
                 f'<text x="{x}" y="{y + col_h - 4}" transform="rotate(-60 {x} {y + col_h - 4})" '
                 f'font-size="11">{html.escape(col)}</text>'
             )
         y += col_h
-        for i, row in enumerate(s["rows"]):
+        for i, row in enumerate(s.rows):
             ry = y + i * size
             parts.append(f'<text x="{pad}" y="{ry + 17}" font-size="11">{html.escape(row)}</text>')
-            for j, col in enumerate(s["cols"]):
-                cell = s["cells"].get((row, col))
+            for j, col in enumerate(s.cols):
+                cell = s.cells.get((row, col))
                 colour = STYLES[style_of(cell)][2] if cell else "#ffffff"
                 tip = html.escape(
                     f"{axes[0]} {row}, {axes[1] if len(axes) > 1 else ''} {col}: "
@@ -297,7 +270,7 @@ def svg(meta: Mapping[str, Any], cells: Sequence[Cell]) -> str:
                     f'text-anchor="middle" font-size="{10 if len(sign) > 1 else 14}" '
                     f'fill="{ink}">{sign}</text></g>'
                 )
-        y += len(s["rows"]) * size + 30
+        y += len(s.rows) * size + 30
     lx = pad
     for key in (
         "pass",
@@ -315,11 +288,11 @@ def svg(meta: Mapping[str, Any], cells: Sequence[Cell]) -> str:
         label = f"{MARKS[key]} {STYLES[key][1]}"
         parts.append(f'<text x="{lx + 16}" y="{y + 11}" font-size="11">{label}</text>')
         lx += 16 + 7 * len(label) + 14
-    width = max(label_w + size * max(len(s["cols"]) for s in sections) + pad, lx) + pad
+    width = max(label_w + size * max(len(s.cols) for s in sections) + pad, lx) + pad
     return (
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{y + 30}" '
         f'font-family="sans-serif"><rect width="100%" height="100%" fill="white"/>'
-        f'<text x="{pad}" y="16" font-size="14">{html.escape(meta["name"])}</text>'
+        f'<text x="{pad}" y="16" font-size="14">{html.escape(meta.name)}</text>'
         + "".join(parts)
         + "</svg>\n"
     )

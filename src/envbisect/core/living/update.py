@@ -1,7 +1,7 @@
 """Keeping a published matrix current: which cells are new, which stay, which leave, which to
 check again.
 
-Pure: the cells a table published (as ``results.json`` holds them) and each axis's versions on
+Pure: the cells a table published (``PublishedCell``s) and each axis's versions on
 the index now in; an ``UpdatePlan`` out. A cell already published keeps its outcome and its
 lockfile: its environment is what it was when it was measured, and nothing moves it. A cell
 whose axis value is no longer selected leaves the table, and says why: the version was yanked,
@@ -21,21 +21,13 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
-Versions = tuple[tuple[str, str], ...]  # (package, version), in axis order
-Key = tuple[str, Versions]  # (python, versions): one cell of a table
+from envbisect.core.living.cell import Key, PublishedCell, Versions, combo
+
+__all__ = ["Key", "Versions", "combo"]  # the cell's types, where update's callers found them
 
 YANKED = "yanked on the index"
 NOT_LISTED = "no longer on the index"
 NOT_SELECTED = "no longer selected by the axis"
-
-
-def key_of(cell: Mapping[str, Any]) -> Key:
-    """A published cell's key: its Python and its versions in axis order."""
-    return (str(cell["python"]), tuple((str(k), str(v)) for k, v in cell["versions"].items()))
-
-
-def combo(versions: Versions) -> str:
-    return " + ".join(f"{p} {v}" for p, v in versions)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -108,15 +100,15 @@ class UpdatePlan:
 
 def plan_update(
     python: str,
-    published: Sequence[Mapping[str, Any]],
+    published: Sequence[PublishedCell],
     axes_now: Sequence[AxisNow],
     *,
     now: datetime,
     recheck_days: float | None = None,
 ) -> UpdatePlan:
     """The update of one Python's cells: ``published`` may hold other Pythons' (ignored)."""
-    mine = [c for c in published if str(c["python"]) == python]
-    old = {key_of(c)[1]: c for c in mine}
+    mine = [c for c in published if c.python == python]
+    old = {c.versions: c for c in mine}
     wanted = [
         tuple(zip((a.package for a in axes_now), combo_, strict=True))
         for combo_ in itertools.product(*(a.selected for a in axes_now))
@@ -145,13 +137,12 @@ def plan_update(
     return UpdatePlan(python=python, new=new, kept=len(kept), gone=tuple(gone), recheck=recheck)
 
 
-def gone_pythons(published: Sequence[Mapping[str, Any]], pythons: Sequence[str]) -> list[Gone]:
+def gone_pythons(published: Sequence[PublishedCell], pythons: Sequence[str]) -> list[Gone]:
     """The published Pythons the matrix no longer names: their cells leave the table."""
     counts: dict[str, int] = {}
     for c in published:
-        py = str(c["python"])
-        if py not in pythons:
-            counts[py] = counts.get(py, 0) + 1
+        if c.python not in pythons:
+            counts[c.python] = counts.get(c.python, 0) + 1
     return [
         Gone(python=py, package="python", version=py, why="no longer in the matrix", cells=n)
         for py, n in sorted(counts.items())
@@ -166,12 +157,12 @@ def _why_gone(axis: AxisNow, version: str) -> str:
     return NOT_SELECTED
 
 
-def _recheckable(cell: Mapping[str, Any], cutoff: datetime) -> bool:
+def _recheckable(cell: PublishedCell, cutoff: datetime) -> bool:
     """Measured, with an environment to lock, and measured before ``cutoff`` (a date that
     cannot be read counts as old: checking again is the safe side)."""
-    if cell.get("state") != "measured" or not cell.get("installed"):
+    if cell.state != "measured" or not cell.installed:
         return False
-    return instant(cell.get("measured_at")) <= cutoff
+    return instant(cell.measured_at) <= cutoff
 
 
 def instant(text: object) -> datetime:
@@ -185,16 +176,16 @@ def instant(text: object) -> datetime:
 
 
 def merge(
-    previous: Sequence[Mapping[str, Any]],
-    fresh: Sequence[Mapping[str, Any]],
+    previous: Sequence[PublishedCell],
+    fresh: Sequence[PublishedCell],
     axes_now: Mapping[str, Sequence[Sequence[str]]] | None,
-) -> list[dict[str, Any]]:
+) -> list[PublishedCell]:
     """The cells to publish: the published ones, each replaced by the store's cell of the same
     key (``fresh``: measured since), then the store's new ones; with ``axes_now`` (python ->
     each axis's versions, as the last run selected them) only the cells inside them, so a
     value that left the matrix leaves the table. Ordered as the store orders cells."""
-    by_key: dict[Key, dict[str, Any]] = {key_of(c): dict(c) for c in previous}
-    by_key.update({key_of(c): dict(c) for c in fresh})
+    by_key: dict[Key, PublishedCell] = {c.key: c for c in previous}
+    by_key.update({c.key: c for c in fresh})
     if axes_now is not None:
         by_key = {
             k: c

@@ -12,8 +12,8 @@ from __future__ import annotations
 import json
 import re
 import sys
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -25,10 +25,12 @@ else:  # pragma: no cover
 
 from envbisect.core.living import feed, findings, history, page, tables
 from envbisect.core.living import update as cellupdate
+from envbisect.core.living.cell import HINT, MALFORMED, Key, PublishedCell
+from envbisect.core.living.document import PublishedTable
 from envbisect.core.living.history import Change
+from envbisect.core.living.meta import MatrixMeta
 from envbisect.core.living.spec import MatrixSpec
 from envbisect.errors import StoreError, UsageError
-from envbisect.model import InstalledDist
 from envbisect.modes.living.matrix import public_indexes
 from envbisect.modes.outputs import inside, write_lockfiles
 from envbisect.modes.portable import PublicSources
@@ -42,9 +44,9 @@ _ENV_PATH = re.compile(r"/\S*?/\.envs/[0-9a-f]{16}-[^/\s]+/")
 _FOLDER = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 
 
-def published_cells(spec: MatrixSpec, store: Store) -> list[dict[str, Any]]:
-    """Every cell of the matrix the store knows, with the details a table shows."""
-    out: list[dict[str, Any]] = []
+def published_cells(spec: MatrixSpec, store: Store) -> list[PublishedCell]:
+    """Every cell of the matrix the store knows (its rows), with the details a table shows."""
+    out: list[PublishedCell] = []
     by_key = {(r["python"], r["cell"]): r for r in store.cells(spec.name)}
     for (python, key), row in sorted(by_key.items()):
         source = row
@@ -57,21 +59,20 @@ def published_cells(spec: MatrixSpec, store: Store) -> list[dict[str, Any]]:
         )
         mine = rec if row["state"] == "measured" else None  # an inferred cell has no run
         out.append(
-            {
-                "python": python,
-                "versions": json.loads(key),
-                "state": row["state"],
-                "kind": row["kind"],
-                "signal": rec.outcome.signal if rec else None,
-                "signature": _ENV_PATH.sub("<env>/", row["signature"] or ""),
-                "library": rec.outcome.library if rec else None,
-                "seconds": round(mine.build_seconds + mine.probe_seconds, 2) if mine else None,
-                "measured_at": mine.started_at if mine else None,
-                "installed": [d.to_dict() for d in mine.installed] if mine else [],
-                "inferred_from": row["inferred_from"],
-                "env_id": row["env_id"],
-                "lock": None,
-            }
+            PublishedCell(
+                python=python,
+                versions=tuple(json.loads(key).items()),
+                state=row["state"],
+                kind=row["kind"],
+                signal=rec.outcome.signal if rec else None,
+                signature=_ENV_PATH.sub("<env>/", row["signature"] or ""),
+                library=rec.outcome.library if rec else None,
+                seconds=round(mine.build_seconds + mine.probe_seconds, 2) if mine else None,
+                measured_at=mine.started_at if mine else None,
+                installed=mine.installed if mine else (),
+                inferred_from=row["inferred_from"],
+                env_id=row["env_id"],
+            )
         )
     return out
 
@@ -120,7 +121,7 @@ def publish_table(spec: MatrixSpec, session: Session, *, now: datetime | None = 
         run_meta = _run_meta(out)
         if not fresh and published.is_file() and not run_meta.get("update"):
             return _republish(spec, session, out)
-        before = _read_published(out) if published.is_file() else None
+        before = _read_published(out)[0] if published.is_file() else None
     except (ValueError, KeyError, TypeError, AttributeError) as e:
         raise StoreError(
             f"the matrix {spec.name} in {results} has damaged records ({type(e).__name__}: {e})",
@@ -135,20 +136,20 @@ def publish_table(spec: MatrixSpec, session: Session, *, now: datetime | None = 
         )
     axes = [a.package for a in spec.axes]
     probes = [*spec.probes, *([spec.repro] if spec.repro else [])]
-    meta = {
-        "name": spec.name,
-        "description": spec.description,
-        "axes": axes,
-        "probes": probes,
-        **run_meta,
-    }
-    old_cells = before[1] if before is not None else None
+    meta = MatrixMeta(
+        name=spec.name,
+        description=spec.description,
+        axes=tuple(axes),
+        probes=tuple(probes),
+        run=run_meta,
+    )
+    old_cells = list(before.cells) if before is not None else None
     cells = cellupdate.merge(old_cells or [], fresh, run_meta.get("axis_versions"))
-    past = history.read(before[3]) if before is not None else []
+    past = list(before.history) if before is not None else []
     change = _change(old_cells, cells, axes, run_meta, past, now)
     hist = history.append(past, change)
-    fresh_keys = {cellupdate.key_of(c) for c in fresh}
-    written, rec_files = _write_locks(spec, session, out, meta, cells, only=fresh_keys)
+    fresh_keys = {c.key for c in fresh}
+    written, rec_files, cells = _write_locks(spec, session, out, meta, cells, only=fresh_keys)
     news = history.latest(hist)
     written += _write_pages(out, meta, cells, rec_files, hist)
     written += publish_index(results, session.progress)
@@ -166,8 +167,8 @@ def _run_meta(out: Path) -> dict[str, Any]:
 
 
 def _change(
-    old: list[dict[str, Any]] | None,
-    cells: list[dict[str, Any]],
+    old: list[PublishedCell] | None,
+    cells: list[PublishedCell],
     axes: list[str],
     run_meta: Mapping[str, Any],
     past: list[Change],
@@ -201,9 +202,9 @@ def _change(
     )
 
 
-def _meta_of(old: list[dict[str, Any]], run_meta: Mapping[str, Any]) -> str:
+def _meta_of(old: list[PublishedCell], run_meta: Mapping[str, Any]) -> str:
     """When the cells published before were measured: the newest of their dates."""
-    dates = [str(c["measured_at"]) for c in old if c.get("measured_at")]
+    dates = [c.measured_at for c in old if c.measured_at]
     return max(dates, default=str(run_meta.get("measured", "?")))
 
 
@@ -211,44 +212,42 @@ def _write_locks(
     spec: MatrixSpec,
     session: Session,
     out: Path,
-    meta: dict[str, Any],
-    cells: list[dict[str, Any]],
+    meta: MatrixMeta,
+    cells: Sequence[PublishedCell],
     *,
-    only: set[cellupdate.Key] | None = None,
-) -> tuple[list[Path], dict[str, str]]:
+    only: set[Key] | None = None,
+) -> tuple[list[Path], dict[str, str], list[PublishedCell]]:
     """Each passing cell's lockfiles (``locks/py<X>/<cell>.txt``, hash-pinned, naming the
     indexes, and ``pylock.<cell>.toml`` beside it), and per Python the recommended one's
     (``recommended-py<X>.txt``, ``pylock.recommended-py<XY>.toml``). ``only``: the cells to
-    write them for (the others' stay as they were written), and any whose lockfile is gone."""
+    write them for (the others' stay as they were written), and any whose lockfile is gone.
+    Returns the files written, the recommended lockfile per Python, and the cells with the
+    lockfiles written for them (in the order given)."""
     written: list[Path] = []
     rec_files: dict[str, str] = {}
     best_of = findings.recommended(cells)
-    passing = [c for c in cells if c["state"] == "measured" and c["kind"] == "pass"]
-    key = cellupdate.key_of
-    kept = {
-        key(c) for c in passing if only is not None and key(c) not in only and _has_locks(out, c)
-    }
+    passing = [c for c in cells if c.passes]
+    kept = {c.key for c in passing if only is not None and c.key not in only and _has_locks(out, c)}
+    locked: dict[Key, PublishedCell] = {}
     # Committed tables: the locks name the file's indexes, never this machine's folders.
     public = PublicSources(public_indexes(spec), session)
     shown = spec.path.name if spec.path.is_absolute() else spec.path.as_posix()
     again = f"envbisect publish {shown} (online; --find-links DIR where the wheels are local)"
-    for py in sorted({str(c["python"]) for c in passing}):
-        todo = [c for c in passing if c["python"] == py and key(c) not in kept]
+    for py in sorted({c.python for c in passing}):
+        todo = [c for c in passing if c.python == py and c.key not in kept]
         target = session.target_for(py)[1] if todo else None
         folder = inside(out, out / "locks" / f"py{py}")
         folder.mkdir(parents=True, exist_ok=True)
         for c in todo:
             assert target is not None
-            versions: dict[str, str] = c["versions"]
-            slug = "__".join(f"{k}-{v}" for k, v in versions.items())
-            installed = tuple(InstalledDist(**d) for d in c["installed"])
+            slug = "__".join(f"{k}-{v}" for k, v in c.versions)
             header = [
-                f"{spec.name}: {', '.join(f'{k}=={v}' for k, v in versions.items())}"
-                f" passes {', '.join(meta['probes'])} on {target.short}"
+                f"{spec.name}: {', '.join(f'{k}=={v}' for k, v in c.versions)}"
+                f" passes {', '.join(meta.probes)} on {target.short}"
             ]
             req, pl = write_lockfiles(
                 folder,
-                installed,
+                c.installed or (),
                 session,
                 header=header,
                 name=slug,
@@ -256,32 +255,36 @@ def _write_locks(
                 public=public,
                 again=again,
             )
-            c["lock"], c["pylock"] = req.relative_to(out).as_posix(), pl.relative_to(out).as_posix()
+            lock, pylock = req.relative_to(out).as_posix(), pl.relative_to(out).as_posix()
+            locked[c.key] = replace(c, lock=lock, pylock=pylock)
             written += [req, pl]
-        best = best_of[py]
+        best = locked.get(best_of[py].key, best_of[py])
         rec = inside(out, out / f"recommended-py{py}.txt")
         rec_pl = inside(out, out / f"pylock.recommended-py{py.replace('.', '')}.toml")
-        lock, pylock = out / str(best["lock"]), out / str(best["pylock"])
+        best_lock, best_pylock = out / str(best.lock), out / str(best.pylock)
         rec.write_text(
-            lock.read_text().replace(lock.name, rec.name).replace(pylock.name, rec_pl.name),
+            best_lock.read_text()
+            .replace(best_lock.name, rec.name)
+            .replace(best_pylock.name, rec_pl.name),
             encoding="utf-8",
         )
-        rec_pl.write_text(pylock.read_text(), encoding="utf-8")
+        rec_pl.write_text(best_pylock.read_text(), encoding="utf-8")
         rec_files[py] = rec.name
         written += [rec, rec_pl]
-    return written, rec_files
+    return written, rec_files, [locked.get(c.key, c) for c in cells]
 
 
-def _has_locks(out: Path, cell: Mapping[str, Any]) -> bool:
+def _has_locks(out: Path, cell: PublishedCell) -> bool:
     """Whether a cell's lockfiles are there, its pylock one that ``packaging.pylock``
     validates (one an older envbisect wrote without a file's URL is written again)."""
     from packaging.pylock import Pylock, PylockValidationError
 
-    names = [cell.get("lock"), cell.get("pylock")]
-    if not all(isinstance(n, str) and (out / n).is_file() for n in names):
+    if cell.lock is None or cell.pylock is None:
+        return False
+    if not ((out / cell.lock).is_file() and (out / cell.pylock).is_file()):
         return False
     try:
-        Pylock.from_dict(tomllib.loads((out / str(cell["pylock"])).read_text(encoding="utf-8")))
+        Pylock.from_dict(tomllib.loads((out / cell.pylock).read_text(encoding="utf-8")))
     except (OSError, ValueError, PylockValidationError):
         return False
     return True
@@ -289,17 +292,17 @@ def _has_locks(out: Path, cell: Mapping[str, Any]) -> bool:
 
 def _write_pages(
     out: Path,
-    meta: dict[str, Any],
-    cells: list[dict[str, Any]],
+    meta: MatrixMeta,
+    cells: list[PublishedCell],
     rec_files: dict[str, str],
     hist: list[Change],
 ) -> list[Path]:
-    axes = meta["axes"]
+    axes = meta.axes
     installs = {py: cmd for py, name in rec_files.items() if (cmd := _install_line(out / name))}
     caveats = {py: text for py in rec_files if (text := _pylock_caveat(out, py))}
     latest = history.latest(hist)
     news = (latest.title(), latest.lines or (latest.headline(),)) if latest else None
-    data = {"matrix": meta, "cells": cells, "history": [h.to_dict() for h in hist]}
+    data = PublishedTable(meta=meta, cells=tuple(cells), history=tuple(hist)).to_dict()
     files = {
         "table.md": tables.markdown(meta, cells, rec_files, news=news, caveats=caveats),
         "table.html": page.html_page(
@@ -376,38 +379,44 @@ def _install_line(lock: Path) -> str:
     return ""
 
 
-def _read_published(
-    folder: Path,
-) -> tuple[dict[str, Any], list[dict[str, Any]], dict[str, str], object]:
-    """A published matrix read back: its meta, its cells, its recommended lockfiles present,
-    its history (as stored: ``history.read`` reads it)."""
-    data = json.loads((folder / "results.json").read_text(encoding="utf-8"))
-    meta, cells = data["matrix"], data["cells"]
-    if not isinstance(meta, dict) or not isinstance(cells, list) or "axes" not in meta:
-        raise ValueError("results.json holds no matrix and cells")
-    meta = without_paths(meta)
+def read_table(folder: Path) -> PublishedTable:
+    """A folder's ``results.json`` read and checked (``PublishedTable``: a ``UsageError``
+    for a malformed one), its targets named without paths (``without_paths``)."""
+    path = folder / "results.json"
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except ValueError as e:  # not JSON at all: the same error as a malformed document
+        raise UsageError(
+            f"malformed results.json: {path} is not JSON ({e})", hint=HINT, ref=MALFORMED
+        ) from e
+    table = PublishedTable.from_dict(data, source=str(path))
+    return replace(table, meta=replace(table.meta, run=without_paths(table.meta.run)))
+
+
+def _read_published(folder: Path) -> tuple[PublishedTable, dict[str, str]]:
+    """A published matrix read back, and its recommended lockfiles present."""
+    table = read_table(folder)
     rec_files = {
         py: f"recommended-py{py}.txt"
-        for py in findings.recommended(cells)
+        for py in findings.recommended(table.cells)
         if (folder / f"recommended-py{py}.txt").is_file()
     }
-    return meta, cells, rec_files, data.get("history", [])
+    return table, rec_files
 
 
 def _republish(spec: MatrixSpec, session: Session, out: Path) -> Published:
-    meta, cells, rec_files, stored = _read_published(out)
-    hist = history.read(stored)
+    table, rec_files = _read_published(out)
+    meta, cells, hist = table.meta, list(table.cells), list(table.history)
     session.progress.message(
         f"{spec.name}: no cell in the store; the pages are made again from {out / 'results.json'}"
     )
     written: list[Path] = []
-    if not session.opts.offline and all("installed" in c for c in cells):
+    if not session.opts.offline and all(c.installed is not None for c in cells):
         # Online: the lockfiles are written again too (hashes from the index), as from the
         # store; --offline leaves them as they are.
-        written, rec_files = _write_locks(spec, session, out, meta, cells)
-    for c in cells:  # a lockfile named but not there is not linked
-        if c.get("lock") and not (out / str(c["lock"])).is_file():
-            c["lock"] = None
+        written, rec_files, cells = _write_locks(spec, session, out, meta, cells)
+    # A lockfile named but not there is not linked.
+    cells = [replace(c, lock=None) if c.lock and not (out / c.lock).is_file() else c for c in cells]
     written += _write_pages(out, meta, cells, rec_files, hist)
     written += publish_index(session.opts.results, session.progress)
     return Published(files=written, change=None, news=history.latest(hist))
@@ -417,26 +426,26 @@ def publish_index(results: Path, progress: Progress) -> list[Path]:
     """``results/index.html`` and ``results/feed.xml`` from every folder under ``results``
     with a readable ``results.json`` (one that cannot be read is left out, and said)."""
     entries = []
-    feeds: list[tuple[str, Mapping[str, Any], list[Change]]] = []
+    feeds: list[tuple[str, MatrixMeta, list[Change]]] = []
     for folder in sorted(p for p in results.iterdir() if (p / "results.json").is_file()):
         try:
-            meta, cells, rec_files, stored = _read_published(folder)
-        except (ValueError, KeyError, TypeError, OSError) as e:
+            table, rec_files = _read_published(folder)
+        except (UsageError, ValueError, KeyError, TypeError, OSError) as e:
             progress.message(f"{folder / 'results.json'} is left out of index.html: {e}")
             continue
-        hist = history.read(stored)
+        hist = list(table.history)
         last = history.latest(hist)
         entries.append(
-            {
-                "folder": folder.name,
-                "meta": meta,
-                "cells": cells,
-                "rec_files": rec_files,
-                "news": (last.date, last.headline()) if last else None,
-            }
+            page.IndexEntry(
+                folder=folder.name,
+                meta=table.meta,
+                cells=table.cells,
+                rec_files=rec_files,
+                news=(last.date, last.headline()) if last else None,
+            )
         )
         if _FOLDER.fullmatch(folder.name):
-            feeds.append((folder.name, meta, hist))
+            feeds.append((folder.name, table.meta, hist))
     path = results / "index.html"
     path.write_text(page.index_page(entries), encoding="utf-8")
     atom = results / "feed.xml"

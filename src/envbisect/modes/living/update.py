@@ -23,16 +23,14 @@ from packaging.utils import canonicalize_name
 from packaging.version import Version
 
 from envbisect.core.candidates import build_candidates
+from envbisect.core.living.cell import Key, PublishedCell, combo
 from envbisect.core.living.spec import MatrixSpec
 from envbisect.core.living.update import (
     AxisNow,
     Gone,
-    Key,
     UpdatePlan,
-    combo,
     gone_pythons,
     instant,
-    key_of,
     plan_update,
 )
 from envbisect.errors import UsageError
@@ -45,6 +43,7 @@ from envbisect.modes.living.matrix import (
     new_result,
     run_cells,
 )
+from envbisect.modes.living.publish import read_table
 from envbisect.modes.outputs import inside
 from envbisect.modes.session import Session, Want
 from envbisect.options import CommonOptions
@@ -87,16 +86,15 @@ class UpdateResult:
         return out
 
 
-def read_published(spec: MatrixSpec, results: Path) -> list[dict[str, Any]]:
+def read_published(spec: MatrixSpec, results: Path) -> list[PublishedCell]:
     """The cells of the matrix's committed ``results.json``, or a ``UsageError``: an update
-    starts from a published table."""
+    starts from a published table (a malformed one: ``results-malformed``)."""
     path = inside(results, results / spec.name) / "results.json"
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-        cells, meta = data["cells"], data["matrix"]
-        if not isinstance(cells, list) or list(meta["axes"]) != [a.package for a in spec.axes]:
+        table = read_table(path.parent)
+        if list(table.meta.axes) != [a.package for a in spec.axes]:
             raise ValueError("its axes are not the matrix file's")
-        return [c for c in cells if isinstance(c, dict)]
+        return list(table.cells)
     except FileNotFoundError:
         raise UsageError(
             f"--update: the matrix {spec.name} has no published table ({path} does not exist)",
@@ -174,20 +172,20 @@ def _recheck(
     spec: MatrixSpec,
     session: Session,
     result: UpdateResult,
-    published: list[dict[str, Any]],
+    published: list[PublishedCell],
     requests: Mapping[str, str | None],
     when: datetime,
 ) -> None:
     """Each cell to recheck, built afresh from exactly what it had installed and probed; the
     store gets its new record and cell row. One that cannot be built now keeps its outcome
     (untestable is never a verdict) and is said."""
-    by_key: dict[Key, dict[str, Any]] = {key_of(c): c for c in published}
-    todo: list[tuple[dict[str, Any], Want]] = []
+    by_key: dict[Key, PublishedCell] = {c.key: c for c in published}
+    todo: list[tuple[PublishedCell, Want]] = []
     for plan in result.plans:
         target = session.target_for(requests[plan.python])[1]
         for versions in plan.recheck:
             cell = by_key[(plan.python, versions)]
-            pins = [f"{d['name']}=={d['version']}" for d in cell["installed"]]
+            pins = [f"{d.name}=={d.version}" for d in cell.installed or ()]
             env = session.env_spec(pins, target=target)
             todo.append(
                 (
@@ -225,14 +223,12 @@ def _recheck(
             _rechecked(spec, session, result, cell, want, rec, when)
 
 
-def _unpublished_recheck(
-    session: Session, cell: Mapping[str, Any], want: Want
-) -> ProbeRecord | None:
+def _unpublished_recheck(session: Session, cell: PublishedCell, want: Want) -> ProbeRecord | None:
     """The store's record of this cell's locked environment when it was probed after the
     published measurement (a recheck not yet published), else None."""
     assert want.spec is not None
     rec = session.stored(want.spec, want.runs)
-    measured = cell.get("measured_at")
+    measured = cell.measured_at
     if rec is None or not measured:
         return None
     return rec if instant(rec.started_at) > instant(measured) else None
@@ -242,16 +238,16 @@ def _rechecked(
     spec: MatrixSpec,
     session: Session,
     result: UpdateResult,
-    cell: Mapping[str, Any],
+    cell: PublishedCell,
     want: Want,
     rec: ProbeRecord,
     when: datetime,
 ) -> None:
     """What one recheck saw: into the result, and (unless untestable) the store's cell row."""
     entry = {
-        "python": str(cell["python"]),
-        "versions": dict(cell["versions"]),
-        "before": cell.get("kind"),
+        "python": cell.python,
+        "versions": cell.versions_dict(),
+        "before": cell.kind,
         "after": rec.outcome.kind.value,
     }
     if rec.outcome.kind is OutcomeKind.UNTESTABLE:
@@ -262,8 +258,8 @@ def _rechecked(
     session.store.put_cell(
         {
             "matrix": spec.name,
-            "python": entry["python"],
-            "cell": json.dumps(entry["versions"]),
+            "python": cell.python,
+            "cell": json.dumps(cell.versions_dict()),
             "state": "measured",
             "env_id": want.spec.env_id,
             "repro_id": session.repro.repro_id,
