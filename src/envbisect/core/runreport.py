@@ -20,7 +20,7 @@ from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from envbisect import __version__
-from envbisect.core.results.parts import Status
+from envbisect.core.results.parts import RowVerdict, Status
 from envbisect.core.results.search import RunResult, SearchResult
 from envbisect.model import DistFile, IndexConfig, InstalledDist
 from envbisect.redact import mask_url, strip_credentials
@@ -82,7 +82,9 @@ def breakpoints_line(res: SearchResult) -> str | None:
 
 def other_failures_hint(res: SearchResult) -> str | None:
     """When failures unlike the reference hid the boundary, say how to chase either bug."""
-    other = [r for r in res.rows if r.verdict == "skip" and r.outcome.kind.value != "untestable"]
+    other = [
+        r for r in res.rows if r.verdict is RowVerdict.SKIP and r.outcome.kind.value != "untestable"
+    ]
     if not other or res.status is Status.FOUND:
         return None
     first = min(other, key=lambda r: _version_key(r.version))
@@ -139,12 +141,14 @@ def report_markdown(res: SearchResult, *, when: datetime) -> str:
         if r.host and any(o.host != r.host for o in res.rows if o.host):
             notes.append(f"on {r.host}")
         if r.moved:
-            notes.append("moved with it: " + ", ".join(_move(n, b, v) for n, b, v in r.moved))
+            notes.append(
+                "moved with it: " + ", ".join(_move(m.package, m.before, m.after) for m in r.moved)
+            )
         if r.note:
             notes.append(r.note)
         extra = "; ".join(notes)
         lines.append(
-            f"| {i} | {_md(r.version)} | {_md(r.outcome.describe())} | {_md(r.verdict)} | "
+            f"| {i} | {_md(r.version)} | {_md(r.outcome.describe())} | {_md(r.verdict.value)} | "
             f"{r.build_seconds:.1f} | {r.probe_seconds:.1f} | {_md(extra)} |"
         )
     lines += _search_section(res)

@@ -21,6 +21,7 @@ from envbisect.core.results.parts import (
     BreakpointRow,
     FailRate,
     ProbeRow,
+    RowVerdict,
     SearchSummary,
     Status,
 )
@@ -93,7 +94,9 @@ def bisect(
     the ends decided) and the search summary for the report."""
     log = drive(Bisection(bis, cached), session, plan)
     log.rows = [
-        replace(r, verdict=verdict(bis, i), note=note(bis, i)) if r.verdict == "guess" else r
+        replace(r, verdict=verdict(bis, i), note=note(bis, i))
+        if r.verdict is RowVerdict.GUESS
+        else r
         for r, i in zip(log.rows, log.points, strict=True)
     ]
     return log, summary(bis, rounds=log.rounds, jobs=session.opts.jobs, labels=labels)

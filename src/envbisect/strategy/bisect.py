@@ -53,6 +53,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from envbisect.core.outcome import representative
+from envbisect.core.results.parts import Direction
 from envbisect.model import Outcome, OutcomeKind
 from envbisect.strategy import answers, ends, flaky, segments
 from envbisect.strategy.classes import Classes, disorder
@@ -68,9 +69,8 @@ from envbisect.strategy.segments import (
 )
 from envbisect.strategy.verdicts import (
     BisectResult,
-    Direction,
-    StandIn,
     Step,
+    SteppedEnd,
     Verdict,
     judge,
     tally,
@@ -138,7 +138,7 @@ class Bisector:
         return self._expected
 
     @property
-    def stand_ins(self) -> list[StandIn]:
+    def stand_ins(self) -> list[SteppedEnd]:
         """The named ends stepped inward (``stand_in``), with the point standing in for each."""
         return ends.stand_ins(self.old, self.new, self._asked)
 
@@ -521,4 +521,4 @@ class Bisector:
         return "[" + ", ".join(collapse(marks)) + "]"
 
 
-__all__ = ["BisectResult", "Bisector", "Breakpoint", "StandIn", "Step", "Verdict"]
+__all__ = ["BisectResult", "Bisector", "Breakpoint", "Step", "SteppedEnd", "Verdict"]

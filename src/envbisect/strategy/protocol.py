@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any, Generic, Protocol, TypeVar
 
-from envbisect.core.results.parts import ProbeRow
+from envbisect.core.results.parts import ProbeRow, RowVerdict
 from envbisect.model import Outcome, OutcomeKind
 from envbisect.strategy.bisect import Bisector, Verdict
 from envbisect.strategy.ends import End
@@ -138,20 +138,21 @@ def _end_outcome(end: End, *, passing: bool) -> Outcome:
     return Outcome(kind=OutcomeKind.FAIL, exception="Guess", signature="Guess: built ahead")
 
 
-def verdict(bis: Bisector, i: int) -> str:
+def verdict(bis: Bisector, i: int) -> RowVerdict:
+    """Point ``i``'s last verdict as the report names it, read in the search's direction."""
     step = next((s for s in reversed(bis.history) if s.index == i), None)
     if step is None:
-        return "guess"  # probed beside the ends, before they decided the direction
+        return RowVerdict.GUESS  # probed beside the ends, before they decided the direction
     if step.verdict is None:
-        return "end"
+        return RowVerdict.END
     if step.verdict is Verdict.SKIP:
-        return "skip"
+        return RowVerdict.SKIP
     if step.verdict is Verdict.OTHER:
-        return "other"
+        return RowVerdict.OTHER
     regression = bis.direction == "regression"
     if step.verdict is Verdict.OLD:
-        return "good" if regression else "bad"
-    return "bad" if regression else "good"
+        return RowVerdict.GOOD if regression else RowVerdict.BAD
+    return RowVerdict.BAD if regression else RowVerdict.GOOD
 
 
 def note(bis: Bisector, i: int) -> str:
