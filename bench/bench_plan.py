@@ -22,7 +22,8 @@ from pathlib import Path
 from packaging.requirements import Requirement
 
 from envbisect.core.candidates import build_candidates
-from envbisect.core.plan import MatchCache, Plan, PlanTarget, Policy, plan
+from envbisect.core.plan import MatchCache, Plan, PlanTarget, Policy
+from envbisect.core.resolve import plan
 from envbisect.env.pinsource import load_pins
 from envbisect.env.uv import Uv, find_python, find_uv, inspect_target
 from envbisect.index.client import IndexClient
