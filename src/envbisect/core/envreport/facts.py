@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from envbisect.core.envreport.read import EnvReport
+from envbisect.core.envreport.report import EnvReport
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -1,6 +1,6 @@
 """An environment report's rows as pins, and what its facts mean for this machine.
 
-Who does what: ``report_pins`` maps each row of an ``EnvReport`` (core/envreport/read.py) to a
+Who does what: ``report_pins`` maps each row of an ``EnvReport`` (core/envreport/report.py) to a
 pin, and says how wherever it is not the version as written (``ReportFacts``,
 core/envreport/facts.py);
 ``python_request``, ``torch_backend`` and ``platform_note`` decide what the report's Python,
@@ -28,7 +28,7 @@ from packaging.requirements import Requirement
 from packaging.version import InvalidVersion, Version
 
 from envbisect.core.envreport.facts import Mapped, ReportedCommit, ReportFacts
-from envbisect.core.envreport.read import EnvReport, Row
+from envbisect.core.envreport.report import EnvReport, Row
 from envbisect.core.names import TORCH_PACKAGES, is_project_name
 from envbisect.core.pins.sources import Pin, PinSet
 
