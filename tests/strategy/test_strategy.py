@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 from envbisect.model import Outcome, OutcomeKind
 from envbisect.strategy.bisect import Bisector, SteppedEnd
+from envbisect.strategy.protocol import drawing
 
 PASS = Outcome(kind=OutcomeKind.PASS, exit_code=0)
 SEGV = Outcome(kind=OutcomeKind.CRASH, signal="SIGSEGV", signature="SIGSEGV")
@@ -104,7 +105,7 @@ def test_a_different_signal_is_a_segment_of_its_own() -> None:
         (1, 2, "SIGABRT"),
         (2, 3, "SIGSEGV"),
     ]
-    assert bis.drawing() == "[G, G, F, B, B]"
+    assert drawing(bis) == "[G, G, F, B, B]"
     bis2 = Bisector(n=5, any_failure=True)
     drive(bis2, truth)
     res2 = bis2.result
@@ -224,9 +225,9 @@ def test_drawing_shows_the_range() -> None:
     truth = [PASS, PASS, SKIP, SEGV, SEGV]
     bis.record(bis.next() or 0, truth[0])
     bis.record(4, truth[4])
-    assert bis.drawing() == "[G, ?, ?, ?, B]"
+    assert drawing(bis) == "[G, ?, ?, ?, B]"
     drive(bis, truth)
-    assert bis.drawing() == "[G, G, S, B, B]"
+    assert drawing(bis) == "[G, G, S, B, B]"
 
 
 @pytest.mark.slow

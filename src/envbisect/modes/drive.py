@@ -28,7 +28,7 @@ from envbisect.core.results.parts import (
 from envbisect.core.results.search import SearchResult
 from envbisect.modes.session import Session, Want
 from envbisect.strategy.bisect import Bisector, BisectResult
-from envbisect.strategy.protocol import Bisection, Strategy, note, verdict
+from envbisect.strategy.protocol import Bisection, Strategy, fail_rate, note, verdict
 
 P = TypeVar("P")
 R = TypeVar("R", bound=SearchResult)
@@ -137,7 +137,7 @@ def summary(
     if bis.mode == "probabilistic" or bis.repeat > 1:
         rates = []
         for i in sorted(bis.runs):
-            fails, runs = bis.fail_rate(i)
+            fails, runs = fail_rate(bis, i)
             rates.append(FailRate(version=labels(i), runs=runs, fails=fails))
     probabilistic = bis.mode == "probabilistic"
     return SearchSummary(
