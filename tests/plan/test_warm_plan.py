@@ -20,7 +20,7 @@ from envbisect.core.plan import Plan, PlanTarget
 from envbisect.core.planmemo import plan as memo_plan
 from envbisect.core.resolve import plan
 from envbisect.diskcache import DiskCache
-from envbisect.env.uv import inspect_target
+from envbisect.env.interp import inspect_target
 from envbisect.index.cache import BODIES, DERIVED, LEGACY_PAGES, PAGES
 from envbisect.index.client import IndexClient
 from envbisect.index.source import IndexMetadataSource, requires_dist
