@@ -35,8 +35,9 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 from benchfig import Figure, Side, emit  # noqa: E402
 
+from envbisect.env.interp import find_python  # noqa: E402
 from envbisect.env.repro import Repro  # noqa: E402
-from envbisect.env.uv import BuiltEnv, Materializer, Uv, find_python, find_uv  # noqa: E402
+from envbisect.env.uv import BuiltEnv, Materializer, Uv, find_uv  # noqa: E402
 from envbisect.model import EnvSpec, IndexConfig  # noqa: E402
 from envbisect.modes.run import RunOptions, run_bisect  # noqa: E402
 from envbisect.options import CommonOptions  # noqa: E402

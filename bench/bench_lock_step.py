@@ -29,7 +29,8 @@ from pathlib import Path
 from benchfig import Figure, Side, emit
 
 from envbisect.core.candidates import file_version
-from envbisect.env.uv import find_uv, inspect_target
+from envbisect.env.interp import inspect_target
+from envbisect.env.uv import find_uv
 from envbisect.index.client import IndexClient, default_cache_dir
 from envbisect.model import IndexConfig, InstalledDist
 from envbisect.modes.outputs import lock_entries

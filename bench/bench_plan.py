@@ -22,9 +22,11 @@ from pathlib import Path
 from packaging.requirements import Requirement
 
 from envbisect.core.candidates import build_candidates
-from envbisect.core.plan import MatchCache, Plan, PlanTarget, Policy, plan
+from envbisect.core.plan import MatchCache, Plan, PlanTarget, Policy
+from envbisect.core.resolve import plan
+from envbisect.env.interp import find_python, inspect_target
 from envbisect.env.pinsource import load_pins
-from envbisect.env.uv import Uv, find_python, find_uv, inspect_target
+from envbisect.env.uv import Uv, find_uv
 from envbisect.index.client import IndexClient
 from envbisect.index.source import IndexMetadataSource
 from envbisect.model import IndexConfig

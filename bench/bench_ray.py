@@ -37,6 +37,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from bench_matrix import GRID  # noqa: E402
 
+from envbisect.core.results.parts import ProbeRow, RowVerdict  # noqa: E402
 from envbisect.env.repro import Repro  # noqa: E402
 from envbisect.exec.ray import RayExecutor  # noqa: E402
 from envbisect.model import EnvSpec, IndexConfig, Outcome, OutcomeKind  # noqa: E402
@@ -123,7 +124,6 @@ def model(overhead: float) -> list[tuple[int, float, float, int]]:
                 rows.setdefault(json.dumps(versions[:-1]), []).append(cell)
             strategy = MatrixRows(list(rows.values()), full=full)
             wall, rounds = plan, 0
-            from envbisect.core.results.parts import ProbeRow
 
             while batch := strategy.next_batch(nodes):
                 rounds += 1
@@ -132,9 +132,10 @@ def model(overhead: float) -> list[tuple[int, float, float, int]]:
                 for c in batch:
                     t = truth[c.key]
                     o = Outcome(kind=OutcomeKind(t["kind"]), signature=str(t["signature"]))
-                    strategy.record(c, ProbeRow(version=c.label(), outcome=o, verdict="",
-                                                reused=False, build_seconds=0.0,
-                                                probe_seconds=0.0, env_id=""))  # fmt: skip
+                    row = ProbeRow(version=c.label(), outcome=o, verdict=RowVerdict.NONE,
+                                   reused=False, build_seconds=0.0, probe_seconds=0.0,
+                                   env_id="")  # fmt: skip
+                    strategy.record(c, row)
             walls.append((wall, rounds))
         out.append((nodes, walls[0][0], walls[1][0], walls[1][1]))
     return out

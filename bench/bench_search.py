@@ -162,8 +162,9 @@ def flaky_table(seeds: int) -> None:
 
 
 def real_jobs(rounds: int) -> None:
+    from envbisect.env.interp import find_python
     from envbisect.env.repro import Repro
-    from envbisect.env.uv import Uv, find_python, find_uv
+    from envbisect.env.uv import Uv, find_uv
     from envbisect.model import IndexConfig
     from envbisect.modes.run import RunOptions, run_bisect
     from envbisect.modes.searchoptions import SearchOptions

@@ -18,7 +18,7 @@ import pytest
 
 from conftest import RecordingProgress, split_common
 from envbisect.cli.main import main
-from envbisect.core.results.parts import Status
+from envbisect.core.results.parts import RowVerdict, Status
 from envbisect.env.repro import Repro
 from envbisect.errors import InfrastructureError, UsageError
 from envbisect.model import IndexConfig
@@ -124,7 +124,7 @@ def test_first_bad_commit_between_two_releases(
         "uv failed building" in why[main[10]] and "nothing to build" in ans.tested[2].outcome.detail
     )
     assert "Failed to parse metadata from built wheel" in why[main[11]]
-    assert {t.verdict for t in ans.tested if t.commit.sha in why} == {"skip"}
+    assert {t.verdict for t in ans.tested if t.commit.sha in why} == {RowVerdict.SKIP}
     # The rest held exactly as in release 1.0.0's environment (gitdep 1.0, never 2.0); the
     # package from source, its version as each build said.
     assert "gitpkg 1.0.0's environment" in ans.rest

@@ -27,7 +27,7 @@ from envbisect.core.commits import (
     web_base,
 )
 from envbisect.core.results.commits import CommitAnswer, ProbedCommit
-from envbisect.core.results.parts import Status
+from envbisect.core.results.parts import RowVerdict, Status
 from envbisect.env import git as g
 from envbisect.env.srcbuild import stale_build, timed_out, unreadable
 from envbisect.errors import UsageError
@@ -203,7 +203,10 @@ def _answer(subject: str) -> CommitAnswer:
     fail = Outcome(kind=OutcomeKind.FAIL, signature="ImportError: cannot import name 'x'")
     tested = tuple(
         ProbedCommit(commit=c, outcome=o, verdict=v, version="1.0.dev0", env_id="e", reused=False)
-        for c, o, v in ((good, Outcome(kind=OutcomeKind.PASS), "end"), (bad, fail, "end"))
+        for c, o, v in (
+            (good, Outcome(kind=OutcomeKind.PASS), RowVerdict.END),
+            (bad, fail, RowVerdict.END),
+        )
     )
     return CommitAnswer(package="pkg", repo="https://github.com/o/pkg",
                         web="https://github.com/o/pkg", good_ref="v1.0", bad_ref="v2.0",

@@ -238,7 +238,7 @@ def test_a_forced_move_is_blamed_on_the_package_that_broke(
     ]
     forced = res.row("apply noiselib 0.0.0->0.4.0, tiedapp 1.0.0->2.0.0")
     assert forced is not None and forced.outcome.kind is OutcomeKind.FAIL
-    assert forced.moved == (("tiedlib", "1.0.0", "2.0.0"),)
+    assert forced.moved == (Moved(package="tiedlib", before="1.0.0", after="2.0.0"),)
     assert [r.version for r in res.rows][2:4] == [
         "apply noiselib 0.0.0->0.4.0, tiedapp 1.0.0->2.0.0",
         "apply tiedlib 1.0.0->2.1.0",
@@ -390,7 +390,9 @@ def test_a_new_major_version_is_the_culprit_not_what_it_drags_in(
         ("roots: GOOD + rootapp 2.0.0", OutcomeKind.FAIL, True),
         ("roots: GOOD (without rootapp)", OutcomeKind.PASS, True),
     ]
-    assert checks[0].moved == tuple((f"rootdep{i}", None, "1.0.0") for i in (1, 2, 3))
+    assert checks[0].moved == tuple(
+        Moved(package=f"rootdep{i}", before=None, after="1.0.0") for i in (1, 2, 3)
+    )
     assert sum(not r.reused for r in res.rows) == 8
     report = Path(str(res.report_path)).read_text()
     assert report.split("## Culprit\n\n")[1].split("\n\n")[0].splitlines() == [

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from envbisect.core.target import FACTS_SCRIPT
-from envbisect.env.interp import FIND_TTL, INTERPRETERS, locate
-from envbisect.env.uv import Uv, find_uv, inspect_target, run_python_json
+from envbisect.env.interp import FIND_TTL, INTERPRETERS, inspect_target, locate, run_python_json
+from envbisect.env.uv import Uv, find_uv
 
 
 def counting_interpreter(tmp_path: Path, python: str) -> tuple[Path, Path]:

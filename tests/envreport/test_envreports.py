@@ -15,7 +15,8 @@ import pytest
 from packaging.version import Version
 
 from envbisect.core.envreport.facts import ReportFacts
-from envbisect.core.envreport.read import is_freeze, read_report, segments
+from envbisect.core.envreport.read import is_freeze, read_report
+from envbisect.core.envreport.report import segments
 from envbisect.core.pins.from_report import (
     platform_note,
     python_request,

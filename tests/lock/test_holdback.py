@@ -18,7 +18,7 @@ from collections.abc import Callable
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from envbisect.core.results.parts import ProbeRow
+from envbisect.core.results.parts import ProbeRow, RowVerdict
 from envbisect.model import Outcome, OutcomeKind
 from envbisect.strategy.holdback import HoldBack, bound
 
@@ -35,7 +35,7 @@ def missing(name: str) -> Outcome:
 
 
 def row(o: Outcome) -> ProbeRow:
-    return ProbeRow(version="", outcome=o, verdict="", reused=False, build_seconds=0,
+    return ProbeRow(version="", outcome=o, verdict=RowVerdict.NONE, reused=False, build_seconds=0,
                     probe_seconds=0, env_id="")  # fmt: skip
 
 

@@ -256,7 +256,7 @@ def test_a_lock_from_find_links_says_where_its_files_are(
 def test_a_lock_names_only_the_indexes_its_files_came_from() -> None:
     """A mirror that supplied none of the locked files is left out of the lock: under uv's
     first-index rule it would otherwise claim a package whose locked file it does not hold."""
-    from envbisect.core.runreport import LockEntry, requirements_lock
+    from envbisect.core.lockfile import LockEntry, requirements_lock
     from envbisect.model import DistFile
 
     cfg = IndexConfig(

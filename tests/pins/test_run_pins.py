@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from conftest import RecordingProgress
-from envbisect.core.results.parts import Status
+from envbisect.core.results.parts import Moved, Status
 from envbisect.env.repro import Repro
 from envbisect.model import IndexConfig
 from envbisect.modes.run import RunOptions, run_bisect
@@ -61,7 +61,7 @@ def test_range_from_pins_and_what_moved_with_the_baseline(
     assert "1.8.0" not in recorder.started
     rows = {r.version: r for r in res.rows}
     # crashy >= 1.9 needs helperlib >= 2: the planner moves it off the baseline, and says so.
-    assert rows["1.10.0"].moved == (("helperlib", "1.0.0", "2.0.0"),)
+    assert rows["1.10.0"].moved == (Moved(package="helperlib", before="1.0.0", after="2.0.0"),)
     assert rows["1.2.0"].moved == ()
     installed = {d.name: d.version for d in rows["1.10.0"].installed}
     assert installed == {"crashy": "1.10.0", "helperlib": "2.0.0"}

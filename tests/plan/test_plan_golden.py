@@ -17,7 +17,8 @@ import pytest
 from packaging.requirements import Requirement
 from packaging.version import Version
 
-from envbisect.core.plan import Plan, PlanTarget, Policy, plan
+from envbisect.core.plan import Plan, PlanTarget, Policy
+from envbisect.core.resolve import plan
 from support.snapshot import SnapshotSource
 
 CASES = sorted((Path(__file__).parents[1] / "data" / "plan").glob("*.json"))

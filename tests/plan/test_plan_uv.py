@@ -15,8 +15,10 @@ from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 from packaging.version import Version
 
-from envbisect.core.plan import Plan, PlanTarget, Policy, plan
-from envbisect.env.uv import Uv, find_uv, inspect_target
+from envbisect.core.plan import Plan, PlanTarget, Policy
+from envbisect.core.resolve import plan
+from envbisect.env.interp import inspect_target
+from envbisect.env.uv import Uv, find_uv
 from envbisect.env.uvplan import UvFallback
 from envbisect.index.client import IndexClient
 from envbisect.index.source import IndexMetadataSource

@@ -16,10 +16,11 @@ import pytest
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
-from envbisect.core.plan import Plan, PlanTarget, plan
+from envbisect.core.plan import Plan, PlanTarget
 from envbisect.core.planmemo import plan as memo_plan
+from envbisect.core.resolve import plan
 from envbisect.diskcache import DiskCache
-from envbisect.env.uv import inspect_target
+from envbisect.env.interp import inspect_target
 from envbisect.index.cache import BODIES, DERIVED, LEGACY_PAGES, PAGES
 from envbisect.index.client import IndexClient
 from envbisect.index.source import IndexMetadataSource, requires_dist
@@ -40,7 +41,7 @@ def plan_with(
     remembered: bool = False,
 ) -> Plan:
     """A plan through the index client's caches; ``remembered``: through core/planmemo.py
-    (as every mode plans), else core/plan.py's resolution itself."""
+    (as every mode plans), else core/resolve.py's resolution itself."""
     target = inspect_target(python)
     with IndexClient(cfg, cache_dir=cache, offline=offline) as client:
         source = IndexMetadataSource(client, target)

@@ -19,7 +19,7 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib
 from conftest import RecordingProgress, split_common, write_repro
-from envbisect.core.results.parts import Status
+from envbisect.core.results.parts import RowVerdict, Status
 from envbisect.core.runreport import breakpoints_line, other_failures_hint, verdict_line
 from envbisect.env.repro import Repro
 from envbisect.env.uv import find_uv
@@ -223,7 +223,7 @@ def test_a_different_failure_before_the_reference_is_its_own_breakpoint(
     )  # fmt: skip
     assert recorder.started == ["1.0.0", "1.8.0", "1.4.0", "1.2.0", "1.3.0", "1.6.0", "1.5.0"]
     row = res.row("1.4.0")
-    assert row is not None and row.verdict == "other" and "segment of its own" in row.note
+    assert row is not None and row.verdict is RowVerdict.OTHER and "segment of its own" in row.note
     assert [(b.first_new, b.last_old, b.outcome.kind.value) for b in res.breakpoints] == [
         ("1.4.0", "1.3.0", "fail"),
         ("1.5.0", "1.4.0", "crash"),
@@ -269,7 +269,7 @@ def test_two_import_errors_of_different_names_are_kept_apart(
     ]
     for version in ("1.3.0", "1.4.0"):
         row = res.row(version)
-        assert row is not None and row.verdict == "other"
+        assert row is not None and row.verdict is RowVerdict.OTHER
         assert row.outcome.signature == "ImportError: cannot import name 'alpha' from 'importy'"
     bad = res.first_new_outcome
     # The message is normalised: no environment's path in it, so every version's is alike.

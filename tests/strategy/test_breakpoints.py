@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from conftest import RecordingProgress
-from envbisect.core.results.parts import ProbeRow, Status
+from envbisect.core.results.parts import ProbeRow, RowVerdict, Status
 from envbisect.core.runreport import breakpoints_line, verdict_line
 from envbisect.env.repro import Repro
 from envbisect.model import IndexConfig
@@ -71,7 +71,9 @@ def test_by_version_both_breakpoints_in_log_time(
     ]
     assert len(recorder.started) <= bound(2, res.candidates)
     assert len(recorder.started) == len(set(recorder.started))  # never a point twice
-    assert "skip" not in {r.verdict for r in res.rows}  # a's failure is a segment, not a gap
+    assert RowVerdict.SKIP not in {
+        r.verdict for r in res.rows
+    }  # a's failure is a segment, not a gap
     line = verdict_line(res)
     assert f"first bad version of twolib: {first_b}" in line
     assert f"the version before it, 1.{TWO_B - 1}.0, fails another way" in line

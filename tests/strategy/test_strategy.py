@@ -13,7 +13,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from envbisect.model import Outcome, OutcomeKind
-from envbisect.strategy.bisect import Bisector, StandIn
+from envbisect.strategy.bisect import Bisector, SteppedEnd
+from envbisect.strategy.protocol import drawing
 
 PASS = Outcome(kind=OutcomeKind.PASS, exit_code=0)
 SEGV = Outcome(kind=OutcomeKind.CRASH, signal="SIGSEGV", signature="SIGSEGV")
@@ -104,7 +105,7 @@ def test_a_different_signal_is_a_segment_of_its_own() -> None:
         (1, 2, "SIGABRT"),
         (2, 3, "SIGSEGV"),
     ]
-    assert bis.drawing() == "[G, G, F, B, B]"
+    assert drawing(bis) == "[G, G, F, B, B]"
     bis2 = Bisector(n=5, any_failure=True)
     drive(bis2, truth)
     res2 = bis2.result
@@ -224,9 +225,9 @@ def test_drawing_shows_the_range() -> None:
     truth = [PASS, PASS, SKIP, SEGV, SEGV]
     bis.record(bis.next() or 0, truth[0])
     bis.record(4, truth[4])
-    assert bis.drawing() == "[G, ?, ?, ?, B]"
+    assert drawing(bis) == "[G, ?, ?, ?, B]"
     drive(bis, truth)
-    assert bis.drawing() == "[G, G, S, B, B]"
+    assert drawing(bis) == "[G, G, S, B, B]"
 
 
 @pytest.mark.slow
@@ -273,8 +274,8 @@ def test_a_named_end_without_a_file_is_stood_in_for_by_the_nearest_testable_poin
     truth = [SKIP, SKIP, PASS, PASS, SEGV, SEGV, SKIP]
     bis = Bisector(n=7, good=0, bad=6, untestable=[0, 1, 6], stand_in=True)
     assert bis.stand_ins == [
-        StandIn(end="old", asked=0, used=2),
-        StandIn(end="new", asked=6, used=5),
+        SteppedEnd(end="old", asked=0, used=2),
+        SteppedEnd(end="new", asked=6, used=5),
     ]
     assert (bis.old.index, bis.new.index) == (2, 5)
     visited = drive(bis, truth)
@@ -286,7 +287,7 @@ def test_a_named_end_without_a_file_is_stood_in_for_by_the_nearest_testable_poin
 def test_a_stood_in_good_end_newer_than_bad_still_searches_for_the_fix() -> None:
     truth = [SEGV, SEGV, PASS, PASS, PASS]
     bis = Bisector(n=5, good=4, bad=0, untestable=[4], stand_in=True)
-    assert bis.stand_ins == [StandIn(end="new", asked=4, used=3)]
+    assert bis.stand_ins == [SteppedEnd(end="new", asked=4, used=3)]
     drive(bis, truth)
     res = bis.result
     assert res is not None and (res.direction, res.first_new, res.last_old) == ("fix", 2, 1)

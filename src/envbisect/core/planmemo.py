@@ -2,7 +2,7 @@
 
 A plan is a function of its inputs (the requirements, the target, the policy and its baseline
 or cut-off, the constraints, the planner's own code) and of what the metadata source says of
-each project it reads. ``plan`` here is ``core.plan.plan`` with a memo in front: the key names
+each project it reads. ``plan`` here is ``core.resolve.plan`` with a memo in front: the key names
 the inputs; the entry names every project the resolution read with the digest of what was
 read (``PlanMemo.digest``: the page's), and is used only while each digest is still the same.
 A rerun, a resumed search, ``matrix --update`` and a dry run followed by the run ask the same
@@ -25,9 +25,8 @@ from packaging.specifiers import SpecifierSet
 from packaging.utils import canonicalize_name
 from packaging.version import Version
 
-from envbisect.core import plan as _plan
+from envbisect.core import resolve
 from envbisect.core.plan import (
-    MAX_ROUNDS,
     Fallback,
     MatchCache,
     MetadataSource,
@@ -37,6 +36,7 @@ from envbisect.core.plan import (
     Policy,
     Unresolvable,
 )
+from envbisect.core.resolve import MAX_ROUNDS
 
 # Bumped when what a key or an entry holds changes meaning.
 FORMAT = 1
@@ -89,7 +89,7 @@ def plan(
     cache: MatchCache | None = None,
     forward: bool = False,
 ) -> Plan | Unresolvable:
-    """``core.plan.plan``, remembered by a source that is a ``PlanMemo`` (see above)."""
+    """``core.resolve.plan``, remembered by a source that is a ``PlanMemo`` (see above)."""
     kw: dict[str, Any] = dict(
         policy=policy,
         baseline=baseline,
@@ -102,7 +102,7 @@ def plan(
         forward=forward,
     )
     if not isinstance(source, PlanMemo):
-        return _plan.plan(requirements, source, target, **kw)
+        return resolve.plan(requirements, source, target, **kw)
     key = memo_key(requirements, target, kw)
     hit = source.recall(key)
     if hit is not None:
@@ -110,7 +110,7 @@ def plan(
         if found is not None:
             return found
     recording = _Recording(source)
-    result = _plan.plan(requirements, recording, target, **kw)
+    result = resolve.plan(requirements, recording, target, **kw)
     if result.visited[:1] != (("uv", "pip compile"),):  # uv's answer reads its own cache
         source.keep(key, to_entry(result), list(recording.read))
     return result

@@ -163,7 +163,7 @@ print(json.dumps(out))
 
 def collect(python: str, *, deep: bool, timeout: float = 300.0) -> dict[str, Any]:
     """The report for the interpreter ``python`` (raises UsageError when it cannot run)."""
-    from envbisect.env.uv import run_python_json
+    from envbisect.env.interp import run_python_json
 
     report: dict[str, Any] = run_python_json(
         python,
@@ -193,7 +193,7 @@ class Pending:
 
     def result(self, timeout: float = 60.0) -> dict[str, Any] | None:
         """The report; None where the interpreter could not run it (as collect's UsageError)."""
-        from envbisect.env.uv import python_json
+        from envbisect.env.interp import python_json
 
         if self._started is None:
             return None

@@ -1,9 +1,9 @@
 """The interpreter a ``--python`` request names, and its facts, found once and kept on disk.
 
-Who does what: ``find_python`` (uv.py) asks uv, ``inspect_target`` runs ``FACTS_SCRIPT`` with
-the interpreter; this module remembers both answers between invocations (in envbisect's disk
-cache, diskcache.py, under a folder of its own), so that a probe does not pay for two
-subprocesses before it starts building.
+Who does what: ``find_python`` asks uv, ``inspect_target`` runs ``FACTS_SCRIPT`` with the
+interpreter (``run_python_json``: any script that answers in JSON); ``locate`` remembers both
+answers between invocations (in envbisect's disk cache, diskcache.py, under a folder of its
+own), so that a probe does not pay for two subprocesses before it starts building.
 
 - Facts are kept under the interpreter's path, the size and modification time of the file it
   resolves to, the running kernel and C library, and the script's own hash: an interpreter
@@ -19,13 +19,17 @@ An unreadable or unwritable cache only costs the subprocesses it would have save
 from __future__ import annotations
 
 import hashlib
+import json
 import os
+import subprocess
 import time
 from pathlib import Path
+from typing import Any
 
 from envbisect.core.target import FACTS_SCRIPT, Target
 from envbisect.diskcache import DiskCache
-from envbisect.env.uv import Uv, find_python, run_python_json
+from envbisect.env.uv import Uv
+from envbisect.errors import UsageError
 
 INTERPRETERS = "interpreters-v1"
 FIND_TTL = 600.0
@@ -106,3 +110,101 @@ def _stat_id(path: str) -> str | None:
     except OSError:
         return None
     return f"{st.st_size}:{st.st_mtime_ns}:{st.st_ino}"
+
+
+# -- asking uv, and the interpreter itself ------------------------------------------------------
+
+
+def find_python(uv: Uv, request: str | None) -> str:
+    """The interpreter uv finds for ``request`` (a version such as 3.11, or a path).
+
+    With no request, uv's default: the first Python on PATH (a virtualenv's when one is active).
+    """
+    if request and os.sep in request and os.path.exists(request):
+        return request
+    proc = subprocess.run(
+        [uv.binary, "python", "find", "--no-config", "--no-project", *filter(None, [request])],
+        capture_output=True,
+        text=True,
+        env=uv.env(),
+    )
+    if proc.returncode != 0 or not proc.stdout.strip():
+        raise UsageError(
+            f"no Python interpreter matches --python {request}"
+            if request
+            else "uv finds no Python interpreter on this machine",
+            hint=_python_hint(uv, request),
+            ref="python-not-found",
+        )
+    return proc.stdout.strip().splitlines()[-1]
+
+
+def _python_hint(uv: Uv, request: str | None) -> str:
+    """``uv python install X`` only where uv knows a Python X to install; else the ones this
+    machine has (a request such as 9.9 names no Python that exists)."""
+    path_hint = "or pass --python with the path of an interpreter"
+    if request is None or _uv_pythons(uv, request, installed=False):
+        return f"install one (uv python install {request or '3.12'}) {path_hint}"
+    have = sorted(
+        {v for v in _uv_pythons(uv, None, installed=True)},
+        key=lambda v: tuple(int(p) if p.isdigit() else 0 for p in v.split(".")),
+    )
+    if not have:
+        return (
+            f"no Python {request} exists that uv could install: name a version such as "
+            f"3.12 (uv python install 3.12) {path_hint}"
+        )
+    minor = ".".join(have[-1].split(".")[:2])
+    return (
+        f"no Python {request} exists that uv could install; this machine has "
+        f"{', '.join(have)}: pass one of them (--python {minor}) {path_hint}"
+    )
+
+
+def _uv_pythons(uv: Uv, request: str | None, *, installed: bool) -> list[str]:
+    """The versions ``uv python list`` shows (its download list is built in: no network)."""
+    env = uv.env()
+    if not installed:
+        env["UV_PYTHON_DOWNLOADS"] = "automatic"  # to list what exists; nothing is fetched
+    args = [uv.binary, "python", "list", "--no-config", "--output-format", "json"]
+    args += ["--only-installed"] if installed else []
+    args += [request] if request else []
+    try:
+        proc = subprocess.run(args, capture_output=True, text=True, env=env, timeout=60)
+        found = json.loads(proc.stdout or "[]")
+    except (OSError, subprocess.TimeoutExpired, ValueError):
+        return []
+    return [str(p.get("version")) for p in found if isinstance(p, dict) and p.get("version")]
+
+
+def run_python_json(
+    python: str, script: str, *args: str, timeout: float = 60.0, doing: str = "starting"
+) -> Any:
+    """Run ``script`` with ``python -I`` and return the JSON object it prints.
+
+    An interpreter that cannot run, or a script that fails, is a ``UsageError``: the user
+    named that interpreter."""
+    try:
+        proc = subprocess.run(
+            [python, "-I", "-c", script, *args], capture_output=True, text=True, timeout=timeout
+        )
+    except (OSError, subprocess.TimeoutExpired) as e:
+        raise UsageError(f"cannot run {python}: {e}", hint=_PYTHON_HINT, ref="python-broken") from e
+    return python_json(proc, python, doing)
+
+
+_PYTHON_HINT = "pass --python with a version uv can find, or the path of a working interpreter"
+
+
+def python_json(proc: subprocess.CompletedProcess[str], python: str, doing: str) -> Any:
+    """The JSON object a script run by ``python`` printed; its failure a ``UsageError``."""
+    hint = _PYTHON_HINT
+    if proc.returncode != 0:
+        last = (proc.stderr.strip().splitlines() or [f"exit {proc.returncode}"])[-1]
+        raise UsageError(f"{python} failed while {doing}: {last}", hint=hint, ref="python-broken")
+    return json.loads(proc.stdout)
+
+
+def inspect_target(python: str) -> Target:
+    """Read the facts wheel selection needs off the target interpreter itself."""
+    return Target.from_facts(run_python_json(python, FACTS_SCRIPT))

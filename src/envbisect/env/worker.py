@@ -28,9 +28,10 @@ from typing import Any, Protocol
 from envbisect import __version__
 from envbisect.core.outcome import classify, failed, representative
 from envbisect.env import envreport, forensics
+from envbisect.env.interp import find_python
 from envbisect.env.repro import Repro
 from envbisect.env.runner import interrupted
-from envbisect.env.uv import BuildFailed, BuiltEnv, Materializer, Uv, find_python, find_uv
+from envbisect.env.uv import BuildFailed, BuiltEnv, Materializer, Uv, find_uv
 from envbisect.errors import UsageError
 from envbisect.model import (
     EnvSpec,

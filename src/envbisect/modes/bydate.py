@@ -29,7 +29,7 @@ from envbisect.core.plan import MatchCache, Plan, PlanTarget, Policy, Unresolvab
 from envbisect.core.planmemo import plan
 from envbisect.core.results.bydate import Confirmation, DateResult
 from envbisect.core.results.diff import Culprit
-from envbisect.core.results.parts import Moved, Status
+from envbisect.core.results.parts import Status, moves
 from envbisect.core.target import Target
 from envbisect.errors import NoAnswer, UsageError
 from envbisect.index.client import IndexClient
@@ -347,11 +347,7 @@ def _confirm(
         and reference is not None
         and same_failure(rec.outcome, reference)
     )
-    moved = tuple(
-        Moved(package=n, before=str(b) if b else None, after=str(v) if v else None)
-        for n, b, v in toggled.moved
-        if n != canonicalize_name(package)
-    )
+    moved = moves(m for m in toggled.moved if m[0] != canonicalize_name(package))
     return Confirmation(
         package=package, confirmed=confirmed, outcome=rec.outcome, moved_with_it=moved
     )

@@ -21,13 +21,14 @@ from envbisect.core.results.parts import (
     BreakpointRow,
     FailRate,
     ProbeRow,
+    RowVerdict,
     SearchSummary,
     Status,
 )
 from envbisect.core.results.search import SearchResult
 from envbisect.modes.session import Session, Want
 from envbisect.strategy.bisect import Bisector, BisectResult
-from envbisect.strategy.protocol import Bisection, Strategy, note, verdict
+from envbisect.strategy.protocol import Bisection, Strategy, fail_rate, note, verdict
 
 P = TypeVar("P")
 R = TypeVar("R", bound=SearchResult)
@@ -93,7 +94,9 @@ def bisect(
     the ends decided) and the search summary for the report."""
     log = drive(Bisection(bis, cached), session, plan)
     log.rows = [
-        replace(r, verdict=verdict(bis, i), note=note(bis, i)) if r.verdict == "guess" else r
+        replace(r, verdict=verdict(bis, i), note=note(bis, i))
+        if r.verdict is RowVerdict.GUESS
+        else r
         for r, i in zip(log.rows, log.points, strict=True)
     ]
     return log, summary(bis, rounds=log.rounds, jobs=session.opts.jobs, labels=labels)
@@ -134,7 +137,7 @@ def summary(
     if bis.mode == "probabilistic" or bis.repeat > 1:
         rates = []
         for i in sorted(bis.runs):
-            fails, runs = bis.fail_rate(i)
+            fails, runs = fail_rate(bis, i)
             rates.append(FailRate(version=labels(i), runs=runs, fails=fails))
     probabilistic = bis.mode == "probabilistic"
     return SearchSummary(

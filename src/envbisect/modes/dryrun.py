@@ -60,7 +60,7 @@ def plan_views(
             else:
                 view["conflict"] = planned.reason
         if w.moved:
-            view["moved"] = [{"package": n, "from": b, "to": a} for n, b, a in w.moved]
+            view["moved"] = [m.to_dict() for m in w.moved]
         out.append(view)
     return out
 

@@ -11,9 +11,10 @@ from pathlib import Path
 from typing import TypeVar
 
 from envbisect import __version__
+from envbisect.core.lockfile import LockEntry, pylock, requirements_lock
 from envbisect.core.names import is_project_name, is_version
 from envbisect.core.results.search import SearchResult
-from envbisect.core.runreport import LockEntry, pylock, report_markdown, requirements_lock
+from envbisect.core.runreport import report_markdown
 from envbisect.core.target import Target
 from envbisect.errors import EnvbisectError, UsageError
 from envbisect.index.client import IndexClient, local_sha256

@@ -24,8 +24,8 @@ from dataclasses import dataclass, replace
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
+from envbisect.core.lockfile import LockEntry
 from envbisect.core.names import TORCH_PACKAGES
-from envbisect.core.runreport import LockEntry
 from envbisect.errors import InfrastructureError, UsageError
 from envbisect.model import DistFile, IndexConfig
 from envbisect.modes.session import Session

@@ -27,7 +27,8 @@ from envbisect.core.envreport.bugreport import (
     read_bug_report,
     reported_outcome,
 )
-from envbisect.core.envreport.read import EnvReport, read_report
+from envbisect.core.envreport.read import read_report
+from envbisect.core.envreport.report import EnvReport
 from envbisect.core.pins.sources import PinSet
 from envbisect.core.results.parts import ProbeRow
 from envbisect.core.results.reproduce import ReproResult, ReproStatus, decide, next_commands

@@ -25,7 +25,7 @@ from packaging.version import InvalidVersion, Version
 
 from envbisect.core.candidates import CandidateList, build_candidates
 from envbisect.core.plan import Plan, Unresolvable
-from envbisect.core.results.parts import ProbeRow, SearchSummary, StandIn, Status
+from envbisect.core.results.parts import ProbeRow, RowVerdict, SearchSummary, StandIn, Status, moves
 from envbisect.core.results.search import RunResult
 from envbisect.env.uvplan import UvFallback
 from envbisect.errors import NoCandidates, UnknownVersion, UsageError
@@ -197,7 +197,7 @@ def _answer(
     skipped = [
         (r.version, r.note or r.outcome.signature)
         for r in rows
-        if r.outcome.kind is OutcomeKind.UNTESTABLE or r.verdict == "skip"
+        if r.outcome.kind is OutcomeKind.UNTESTABLE or r.verdict is RowVerdict.SKIP
     ]
     final = bis.result
     assert final is not None
@@ -267,11 +267,8 @@ class _Points:
         planned = self._plans[cand.version]
         if isinstance(planned, Unresolvable):
             return Want(label=label, why_not=f"unresolvable: {planned.reason}")
-        moved = tuple(
-            (n, str(b) if b else None, str(v) if v else None) for n, b, v in planned.moved
-        )
         spec = self._spec(planned.requirements(), exclude_newer=None)
-        return Want(label=label, spec=spec, runs=runs, moved=moved)
+        return Want(label=label, spec=spec, runs=runs, moved=moves(planned.moved))
 
 
 def _stand_ins(

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from envbisect.core.names import project_name
 from envbisect.core.outcome import failed, untestable
-from envbisect.core.results.parts import ProbeRow
+from envbisect.core.results.parts import Moved, ProbeRow, RowVerdict
 from envbisect.core.results.search import SearchResult
 from envbisect.core.target import Target, for_version, version_request
 from envbisect.diskcache import default_cache_dir
@@ -49,8 +49,6 @@ if TYPE_CHECKING:  # a probe without pins never reads an index: no httpx at star
 
     from envbisect.index.client import IndexClient
 
-Moved = tuple[tuple[str, str | None, str | None], ...]  # (package, before, after)
-
 R = TypeVar("R", bound=SearchResult)
 
 
@@ -66,7 +64,7 @@ class Want:
     spec: EnvSpec | None = None
     runs: int = 1
     why_not: str = ""
-    moved: Moved = ()
+    moved: tuple[Moved, ...] = ()
     python: str | None = None
     source_repo: str | None = None  # a spec with a source: the mirror its commit comes from
 
@@ -447,7 +445,7 @@ class Session:
                     ProbeRow(
                         version=w.label,
                         outcome=untestable(w.why_not),
-                        verdict="",
+                        verdict=RowVerdict.NONE,
                         reused=False,
                         build_seconds=0.0,
                         probe_seconds=0.0,
@@ -574,13 +572,13 @@ class Session:
 
 
 def record_row(
-    version: str, rec: ProbeRecord, reused: bool, *, env_id: str, moved: Moved = ()
+    version: str, rec: ProbeRecord, reused: bool, *, env_id: str, moved: tuple[Moved, ...] = ()
 ) -> ProbeRow:
     """The report row of a probe record (every run of it, for a flaky repro)."""
     return ProbeRow(
         version=version,
         outcome=rec.outcome,
-        verdict="",
+        verdict=RowVerdict.NONE,
         reused=reused,
         build_seconds=rec.build_seconds,
         probe_seconds=rec.probe_seconds,

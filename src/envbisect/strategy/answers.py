@@ -14,10 +14,11 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 
 from envbisect.core.outcome import failed
+from envbisect.core.results.parts import Direction
 from envbisect.model import Outcome
 from envbisect.strategy import flaky
 from envbisect.strategy.segments import Breakpoint, answer, breakpoints
-from envbisect.strategy.verdicts import BisectResult, Direction
+from envbisect.strategy.verdicts import BisectResult
 
 
 def from_segments(

@@ -47,12 +47,12 @@ inside, applied once the ends have decided the direction. Points the caller alre
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
 from envbisect.core.outcome import representative
+from envbisect.core.results.parts import Direction
 from envbisect.model import Outcome, OutcomeKind
 from envbisect.strategy import answers, ends, flaky, segments
 from envbisect.strategy.classes import Classes, disorder
@@ -62,15 +62,12 @@ from envbisect.strategy.segments import (
     Breakpoint,
     Gap,
     choose,
-    collapse,
-    gaps,
     split,
 )
 from envbisect.strategy.verdicts import (
     BisectResult,
-    Direction,
-    StandIn,
     Step,
+    SteppedEnd,
     Verdict,
     judge,
     tally,
@@ -138,7 +135,7 @@ class Bisector:
         return self._expected
 
     @property
-    def stand_ins(self) -> list[StandIn]:
+    def stand_ins(self) -> list[SteppedEnd]:
         """The named ends stepped inward (``stand_in``), with the point standing in for each."""
         return ends.stand_ins(self.old, self.new, self._asked)
 
@@ -164,11 +161,11 @@ class Bisector:
         if pending:
             if k == 1:
                 return pending[:1]
-            inside = [i for i in self._open(self.old.index, self.new.index) if i not in self.runs]
+            inside = [i for i in self.open_points if i not in self.runs]
             return pending + split(inside, self.old.index, self.new.index, k - len(pending))
         if self.mode == "probabilistic":
             return self._next_probabilistic(k)
-        open_gaps = [g for g in self._gaps() if g.open]
+        open_gaps = [g for g in self.gaps() if g.open]
         if not open_gaps:
             self._finish()
             return []
@@ -183,11 +180,19 @@ class Bisector:
         )
         return have + self.repeat if again and have else self.repeat
 
-    def _open(self, lo: int, hi: int) -> list[int]:
-        return [i for i in range(lo + 1, hi) if i not in self.skipped]
+    @property
+    def open_points(self) -> list[int]:
+        """The points strictly inside the range not known untestable, oldest first."""
+        return [i for i in range(self.old.index + 1, self.new.index) if i not in self.skipped]
 
-    def _gaps(self) -> list[Gap]:
-        return gaps(self.cls, self.skipped, self.old.index, self.new.index)
+    @property
+    def finished(self) -> bool:
+        """Whether the answer (or no answer) is in: nothing is left to probe."""
+        return self._result is not None
+
+    def gaps(self) -> list[Gap]:
+        """The gaps between neighbouring probed points of different classes (segments.py)."""
+        return segments.gaps(self.cls, self.skipped, self.old.index, self.new.index)
 
     def _settle_ends(self) -> bool:
         """Point each end that has no outcome yet at what it should probe: a named end stays
@@ -426,7 +431,7 @@ class Bisector:
     def posterior(self) -> flaky.Posterior | None:
         if self.direction is None:
             return None
-        points = [self.old.index, *self._open(self.old.index, self.new.index), self.new.index]
+        points = [self.old.index, *self.open_points, self.new.index]
         counts = {i: self.counts(i) for i in points if i in self.runs}
         return flaky.posterior(points, counts, regression=self.direction == "regression")
 
@@ -485,40 +490,5 @@ class Bisector:
             self.next()
         return self._result
 
-    # -- progress -----------------------------------------------------------------------------
 
-    def fail_rate(self, index: int) -> tuple[int, int]:
-        """(runs that failed, runs) at ``index``: any failure, for reports."""
-        runs = self.runs.get(index, ())
-        return sum(1 for o in runs if o.kind is not OutcomeKind.PASS), len(runs)
-
-    def remaining(self) -> tuple[int, int]:
-        """(candidates left in the open range, probes left at most) for progress displays."""
-        if self._result is not None:
-            return 0, 0
-        if self.direction is None:
-            return ends.cost(self.old, self.new, self.skipped)
-        if self.mode == "probabilistic":
-            left = len(self._open(self.old.index, self.new.index)) + 1
-            return left, max(0, self.probe_budget() - self.probes_since_switch)
-        open_gaps = [len(g.open) for g in self._gaps()]
-        return sum(open_gaps), sum(math.ceil(math.log2(n + 1)) for n in open_gaps)
-
-    def drawing(self, labels: list[str] | None = None) -> str:
-        """The current range as ``[G, ?, S, F, B]`` (G a pass, B the reference failure, F
-        another failure, S untestable, ? not yet known);
-        in the probabilistic mode a point that may be the first new one shows its probability
-        (``[G×3, 12%, 81%, B×4]``)."""
-        if self.direction is None:
-            return ""
-        lo, hi = self.old.index, self.new.index
-        if self.mode == "probabilistic":
-            post = self.posterior()
-            assert post is not None
-            marks = flaky.marks(post, lo, hi, self.skipped, self.direction == "regression")
-        else:
-            marks = segments.marks(self.cls, self.skipped, self.ref_class, lo, hi)
-        return "[" + ", ".join(collapse(marks)) + "]"
-
-
-__all__ = ["BisectResult", "Bisector", "Breakpoint", "StandIn", "Step", "Verdict"]
+__all__ = ["BisectResult", "Bisector", "Breakpoint", "Step", "SteppedEnd", "Verdict"]

@@ -40,8 +40,9 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from envbisect.core.results.parts import Direction
 from envbisect.model import Outcome, OutcomeKind
-from envbisect.strategy.verdicts import Direction, StandIn
+from envbisect.strategy.verdicts import SteppedEnd
 
 Name = Literal["old", "new"]
 
@@ -156,12 +157,14 @@ def step_in(old: End, new: End, skipped: Collection[int]) -> dict[Name, int]:
     return asked
 
 
-def stand_ins(old: End, new: End, asked: Mapping[Name, int]) -> list[StandIn]:
+def stand_ins(old: End, new: End, asked: Mapping[Name, int]) -> list[SteppedEnd]:
     """The named ends stepped inward (``step_in``), with the point standing in for each
     (where it is now: a stand-in found untestable when probed moves on)."""
     pairs: tuple[tuple[Name, End], ...] = (("old", old), ("new", new))
     return [
-        StandIn(end=name, asked=asked[name], used=end.index) for name, end in pairs if name in asked
+        SteppedEnd(end=name, asked=asked[name], used=end.index)
+        for name, end in pairs
+        if name in asked
     ]
 
 

@@ -24,7 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 from envbisect.core.outcome import same_failure
-from envbisect.core.results.parts import ProbeRow
+from envbisect.core.results.parts import ProbeRow, RowVerdict
 from envbisect.model import Outcome, OutcomeKind
 from envbisect.strategy.protocol import Points
 
@@ -103,8 +103,8 @@ class HoldBack(Points[int]):
 
     def label(self, point: int, row: ProbeRow) -> ProbeRow:
         if point in self.skipped:
-            return replace(row, verdict="skip")
-        return replace(row, verdict="bad" if self.seen.get(point) else "good")
+            return replace(row, verdict=RowVerdict.SKIP)
+        return replace(row, verdict=RowVerdict.BAD if self.seen.get(point) else RowVerdict.GOOD)
 
     def progress(self) -> tuple[int, int]:
         left = len(self._open())

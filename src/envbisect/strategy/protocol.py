@@ -2,18 +2,22 @@
 
 A strategy chooses points and decides; it never runs anything. ``drive`` (modes/drive.py)
 asks ``next_batch(k)``, has each point planned and probed, calls ``record`` for every point
-of the round, then ``label`` for the report row of each.
+of the round, then ``label`` for the report row of each. How a bisection looks from outside
+(what is left of it, its range drawn, each point's label and fail rate) is read here, from
+the Bisector's state, so that the state machine (bisect.py) holds only asking and telling.
 """
 
 from __future__ import annotations
 
 import copy
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any, Generic, Protocol, TypeVar
 
-from envbisect.core.results.parts import ProbeRow
+from envbisect.core.results.parts import ProbeRow, RowVerdict
 from envbisect.model import Outcome, OutcomeKind
+from envbisect.strategy import ends, flaky, segments
 from envbisect.strategy.bisect import Bisector, Verdict
 from envbisect.strategy.ends import End
 
@@ -109,10 +113,10 @@ class Bisection(Points[int]):
         return replace(row, verdict=verdict(self.bis, point), note=note(self.bis, point))
 
     def progress(self) -> tuple[int, int]:
-        return self.bis.remaining()
+        return remaining(self.bis)
 
     def drawing(self) -> str:
-        return self.bis.drawing()
+        return drawing(self.bis)
 
     def ahead(self, batch: Sequence[int]) -> list[int]:
         """With one point in flight, the point the bisection asks for next if it behaves as
@@ -138,22 +142,59 @@ def _end_outcome(end: End, *, passing: bool) -> Outcome:
     return Outcome(kind=OutcomeKind.FAIL, exception="Guess", signature="Guess: built ahead")
 
 
-def verdict(bis: Bisector, i: int) -> str:
+def verdict(bis: Bisector, i: int) -> RowVerdict:
+    """Point ``i``'s last verdict as the report names it, read in the search's direction."""
     step = next((s for s in reversed(bis.history) if s.index == i), None)
     if step is None:
-        return "guess"  # probed beside the ends, before they decided the direction
+        return RowVerdict.GUESS  # probed beside the ends, before they decided the direction
     if step.verdict is None:
-        return "end"
+        return RowVerdict.END
     if step.verdict is Verdict.SKIP:
-        return "skip"
+        return RowVerdict.SKIP
     if step.verdict is Verdict.OTHER:
-        return "other"
+        return RowVerdict.OTHER
     regression = bis.direction == "regression"
     if step.verdict is Verdict.OLD:
-        return "good" if regression else "bad"
-    return "bad" if regression else "good"
+        return RowVerdict.GOOD if regression else RowVerdict.BAD
+    return RowVerdict.BAD if regression else RowVerdict.GOOD
 
 
 def note(bis: Bisector, i: int) -> str:
     step = next((s for s in reversed(bis.history) if s.index == i), None)
     return step.note if step is not None else ""
+
+
+def fail_rate(bis: Bisector, i: int) -> tuple[int, int]:
+    """(runs that failed, runs) at point ``i``: any failure, for reports."""
+    runs = bis.runs.get(i, ())
+    return sum(1 for o in runs if o.kind is not OutcomeKind.PASS), len(runs)
+
+
+def remaining(bis: Bisector) -> tuple[int, int]:
+    """(candidates left in the open range, probes left at most) for progress displays."""
+    if bis.finished:
+        return 0, 0
+    if bis.direction is None:
+        return ends.cost(bis.old, bis.new, bis.skipped)
+    if bis.mode == "probabilistic":
+        left = len(bis.open_points) + 1
+        return left, max(0, bis.probe_budget() - bis.probes_since_switch)
+    open_gaps = [len(g.open) for g in bis.gaps()]
+    return sum(open_gaps), sum(math.ceil(math.log2(n + 1)) for n in open_gaps)
+
+
+def drawing(bis: Bisector) -> str:
+    """The current range as ``[G, ?, S, F, B]`` (G a pass, B the reference failure, F
+    another failure, S untestable, ? not yet known);
+    in the probabilistic mode a point that may be the first new one shows its probability
+    (``[G×3, 12%, 81%, B×4]``)."""
+    if bis.direction is None:
+        return ""
+    lo, hi = bis.old.index, bis.new.index
+    if bis.mode == "probabilistic":
+        post = bis.posterior()
+        assert post is not None
+        marks = flaky.marks(post, lo, hi, bis.skipped, bis.direction == "regression")
+    else:
+        marks = segments.marks(bis.cls, bis.skipped, bis.ref_class, lo, hi)
+    return "[" + ", ".join(segments.collapse(marks)) + "]"

@@ -13,10 +13,9 @@ from dataclasses import dataclass
 from typing import Literal
 
 from envbisect.core.outcome import same_failure
+from envbisect.core.results.parts import Direction
 from envbisect.model import Outcome, OutcomeKind
 from envbisect.strategy.segments import Breakpoint
-
-Direction = Literal["regression", "fix"]
 
 
 class Verdict(enum.Enum):
@@ -53,8 +52,9 @@ class BisectResult:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class StandIn:
-    """A named end with no installable file, and the point that stands in for it."""
+class SteppedEnd:
+    """A named end with no installable file, and the point that stands in for it: the
+    bisector's indexes, which a mode names as a ``StandIn`` (core/results/parts.py)."""
 
     end: Literal["old", "new"]
     asked: int

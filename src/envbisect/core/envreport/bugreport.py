@@ -25,7 +25,7 @@ import signal as _signal
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from envbisect.core.envreport.read import Segment, segments
+from envbisect.core.envreport.report import Segment, segments
 from envbisect.core.outcome import classify
 from envbisect.model import Outcome, RawProbe
 

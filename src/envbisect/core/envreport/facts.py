@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from envbisect.core.envreport.read import EnvReport
+from envbisect.core.envreport.report import EnvReport
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -36,7 +36,7 @@ class Mapped:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class Commit:
+class ReportedCommit:
     """A git commit a report names for a package, and where its repository is (if known)."""
 
     package: str
@@ -55,7 +55,7 @@ class ReportFacts:
     origin: str
     variant: str | None = None  # torch's build: cu126, cpu, rocm6.2 (None: not said)
     mapped: tuple[Mapped, ...] = ()
-    commits: tuple[Commit, ...] = ()
+    commits: tuple[ReportedCommit, ...] = ()
 
     @property
     def formats(self) -> tuple[str, ...]:

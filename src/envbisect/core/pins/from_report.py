@@ -1,6 +1,6 @@
 """An environment report's rows as pins, and what its facts mean for this machine.
 
-Who does what: ``report_pins`` maps each row of an ``EnvReport`` (core/envreport/read.py) to a
+Who does what: ``report_pins`` maps each row of an ``EnvReport`` (core/envreport/report.py) to a
 pin, and says how wherever it is not the version as written (``ReportFacts``,
 core/envreport/facts.py);
 ``python_request``, ``torch_backend`` and ``platform_note`` decide what the report's Python,
@@ -27,8 +27,8 @@ from collections.abc import Callable, Sequence
 from packaging.requirements import Requirement
 from packaging.version import InvalidVersion, Version
 
-from envbisect.core.envreport.facts import Commit, Mapped, ReportFacts
-from envbisect.core.envreport.read import EnvReport, Row
+from envbisect.core.envreport.facts import Mapped, ReportedCommit, ReportFacts
+from envbisect.core.envreport.report import EnvReport, Row
 from envbisect.core.names import TORCH_PACKAGES, is_project_name
 from envbisect.core.pins.sources import Pin, PinSet
 
@@ -56,7 +56,7 @@ def report_pins(report: EnvReport, *, origin: str, releases: Releases | None = N
     ``releases(name)`` is asked only for the versions that are no release (dev and pre)."""
     pins: list[Pin] = []
     mapped: list[Mapped] = []
-    commits: dict[str, Commit] = {}
+    commits: dict[str, ReportedCommit] = {}
     variant = torch_variant(report)
     for row in report.rows:
         if not row.key or not is_project_name(row.name):
@@ -105,13 +105,15 @@ def report_pins(report: EnvReport, *, origin: str, releases: Releases | None = N
 
 def _map_row(
     row: Row, report: EnvReport, releases: Releases | None
-) -> tuple[str, str, Commit | None, bool]:
+) -> tuple[str, str, ReportedCommit | None, bool]:
     """(requirement text, why it differs from the row or "", a commit the row names, whether
     that difference deserves a warning: all but a torch build's variant do)."""
     name = row.key
     if row.url is not None:
         vcs = _VCS.match(row.url)
-        commit = Commit(package=name, commit=vcs["rev"], repository=vcs["repo"]) if vcs else None
+        commit = (
+            ReportedCommit(package=name, commit=vcs["rev"], repository=vcs["repo"]) if vcs else None
+        )
         if row.version:  # pip freeze named the editable's version in a comment
             text, why, _, _ = _map_row(
                 Row(name=row.name, version=row.version, line=row.line), report, releases
@@ -132,7 +134,9 @@ def _map_row(
         return f"{name}=={version}", why, None, bool(why)
     commit = None
     if report.commit and name == report.subject:
-        commit = Commit(package=name, commit=report.commit, repository=REPOSITORIES.get(name))
+        commit = ReportedCommit(
+            package=name, commit=report.commit, repository=REPOSITORIES.get(name)
+        )
     known = releases(name) if releases is not None else None
     if known is not None and version in known:
         return f"{name}=={version}", why, commit, bool(why)

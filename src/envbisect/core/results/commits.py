@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from envbisect.core.commits import BuildInfo, Commit
-from envbisect.core.results.parts import Direction, Status
+from envbisect.core.results.parts import Direction, RowVerdict, Status
 from envbisect.model import Outcome
 from envbisect.textsafe import md_code, md_text
 
@@ -24,7 +24,7 @@ class ProbedCommit:
 
     commit: Commit
     outcome: Outcome
-    verdict: str  # good / bad / skip / other / end
+    verdict: RowVerdict
     version: str | None  # the package's version as its build said (None: not built)
     env_id: str
     reused: bool
@@ -36,7 +36,7 @@ class ProbedCommit:
             **self.commit.to_dict(web),
             "version": self.version,
             "outcome": self.outcome.to_dict(),
-            "verdict": self.verdict,
+            "verdict": self.verdict.value,
             "env_id": self.env_id,
             "reused": self.reused,
             "build_seconds": round(self.build_seconds, 3),
@@ -208,7 +208,7 @@ class CommitAnswer:
             lines.append(
                 f"| {i} | {_md_sha(c, self.web)} | {c.author_date[:10]} | {md_text(c.subject)} "
                 f"| {md_text(t.version or '-')} | {md_text(t.outcome.describe())} | "
-                f"{md_text(t.verdict)}{reused} |"
+                f"{md_text(t.verdict.value)}{reused} |"
             )
         if self.untestable:
             lines += ["", "Untestable (skipped, never counted as bad):", ""]

@@ -1,7 +1,8 @@
 """The parts every mode's result is made of: its status, its rows, its breakpoints.
 
 Pure, frozen values, each with its ``to_dict`` for ``--json`` (docs/reference/json.md): the
-status of every result (``Status``), one probed point (``ProbeRow``), a boundary between two
+status of every result (``Status``), one probed point (``ProbeRow``) and what it counted as
+(``RowVerdict``), a boundary between two
 segments of a range (``BreakpointRow``), a named end that another version stood in for
 (``StandIn``), a package that moved with another (``Moved``) and how a search ran
 (``SearchSummary``). The results themselves are built from these:
@@ -15,6 +16,7 @@ segments of a range (``BreakpointRow``), a named end that another version stood 
 from __future__ import annotations
 
 import enum
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -32,20 +34,36 @@ class Status(enum.Enum):
     DRY_RUN = "dry-run"  # planned, nothing built (the plans are printed instead)
 
 
+class RowVerdict(enum.Enum):
+    """What a probed point counted as, as the report names it: its ``--json`` ``verdict``.
+
+    Not the bisector's ``Verdict`` (strategy/verdicts.py: the old end's state or the new
+    end's), which this is read from in the search's direction (strategy/protocol.py
+    ``verdict``); a mode that does not bisect says ``NONE`` or its own good / bad."""
+
+    GOOD = "good"
+    BAD = "bad"
+    SKIP = "skip"  # untestable (or a failure unlike the reference): narrows nothing
+    OTHER = "other"  # a failure unlike the reference: a segment of its own
+    END = "end"  # one of the ends, probed to verify them
+    GUESS = "guess"  # built beside the ends before they decided the direction: relabelled
+    NONE = ""  # no verdict: a mode that does not bisect (lock's probes, ddmin's subsets)
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ProbeRow:
     """One point of the search, in the order it was visited."""
 
     version: str
     outcome: Outcome
-    verdict: str  # "good" / "bad" / "skip" / "end"
+    verdict: RowVerdict
     reused: bool
     build_seconds: float
     probe_seconds: float
     env_id: str
     installed: tuple[InstalledDist, ...] = ()
     note: str = ""
-    moved: tuple[tuple[str, str | None, str | None], ...] = ()  # (name, baseline, planned)
+    moved: tuple[Moved, ...] = ()  # what moved with it against the baseline
     runs: int = 1  # --repeat: runs made in this environment (all of them, stored ones too)
     fails: int = 0  # of which did not pass
     round: int = 0  # --jobs: the round it was probed in (1-based; 0 outside a search)
@@ -56,7 +74,7 @@ class ProbeRow:
         return {
             "version": self.version,
             "outcome": self.outcome.to_dict(),
-            "verdict": self.verdict,
+            "verdict": self.verdict.value,
             "build_seconds": round(self.build_seconds, 3),
             "probe_seconds": round(self.probe_seconds, 3),
             "env_id": self.env_id,
@@ -65,7 +83,7 @@ class ProbeRow:
             **({"note": self.note} if self.note else {}),
             **({"runs": self.runs, "fails": self.fails} if self.runs > 1 else {}),
             **({"round": self.round} if self.round else {}),
-            **({"moved": [Moved.of(m).to_dict() for m in self.moved]} if self.moved else {}),
+            **({"moved": [m.to_dict() for m in self.moved]} if self.moved else {}),
         }
 
 
@@ -78,16 +96,24 @@ class Moved:
     before: str | None
     after: str | None
 
-    @classmethod
-    def of(cls, move: tuple[str, str | None, str | None]) -> Moved:
-        return cls(package=move[0], before=move[1], after=move[2])
-
     def to_dict(self) -> dict[str, str | None]:
         return {"package": self.package, "from": self.before, "to": self.after}
 
     def describe(self) -> str:
         """``app 1.5.0 -> 2.0.0`` (``absent``, ``removed`` for the missing ends)."""
         return f"{self.package} {self.before or 'absent'} -> {self.after or 'removed'}"
+
+
+def moves(moved: Iterable[tuple[str, object | None, object | None]]) -> tuple[Moved, ...]:
+    """A plan's moves, ``(package, baseline, planned)`` with versions or None, as ``Moved``."""
+    return tuple(
+        Moved(
+            package=str(n),
+            before=None if b is None else str(b),
+            after=None if v is None else str(v),
+        )
+        for n, b, v in moved
+    )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

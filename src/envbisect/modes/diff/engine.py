@@ -26,7 +26,14 @@ from envbisect.core.outcome import same_failure, untestable
 from envbisect.core.plan import MatchCache, Plan, PlanTarget, Policy
 from envbisect.core.planmemo import plan
 from envbisect.core.results.diff import Change, Check, Culprit, Roots
-from envbisect.core.results.parts import BreakpointRow, Moved, ProbeRow, SearchSummary
+from envbisect.core.results.parts import (
+    BreakpointRow,
+    Moved,
+    ProbeRow,
+    RowVerdict,
+    SearchSummary,
+    moves,
+)
 from envbisect.errors import NoAnswer, Unanswered
 from envbisect.index.source import IndexMetadataSource
 from envbisect.model import Outcome, OutcomeKind
@@ -137,11 +144,8 @@ class DiffEngine:
             return Want(label=label, why_not=why)
         if key is not None:
             self.effective[key] = effective
-        moved = tuple(
-            (n, str(b) if b else None, str(v) if v else None) for n, b, v in planned.moved
-        )
         spec = self.session.env_spec(planned.requirements())
-        return Want(label=label, spec=spec, runs=runs, moved=moved)
+        return Want(label=label, spec=spec, runs=runs, moved=moves(planned.moved))
 
     def drive(self, strategy: Strategy[Any], plan: Callable[[Any, int], Want]) -> Log[Any]:
         """One strategy run through the loop, its rows logged."""
@@ -325,7 +329,12 @@ class _DdminPoints(Points[Subset]):
         self.machine.record(point, verdict, self.engine.effective.get(point))
 
     def label(self, point: Subset, row: ProbeRow) -> ProbeRow:
-        return replace(row, verdict="skip" if row.outcome.kind is OutcomeKind.UNTESTABLE else "")
+        return replace(
+            row,
+            verdict=RowVerdict.SKIP
+            if row.outcome.kind is OutcomeKind.UNTESTABLE
+            else RowVerdict.NONE,
+        )
 
 
 class _CulpritBisection(Bisection):

@@ -27,7 +27,7 @@ from envbisect.core.outcome import same_failure
 from envbisect.core.plan import MatchCache, Plan, PlanTarget, Policy, Unresolvable
 from envbisect.core.planmemo import plan
 from envbisect.core.results.lock import Constraint
-from envbisect.core.results.parts import Moved, ProbeRow
+from envbisect.core.results.parts import ProbeRow, moves
 from envbisect.errors import NoAnswer, Unanswered
 from envbisect.index.source import IndexMetadataSource
 from envbisect.model import Outcome, OutcomeKind
@@ -235,11 +235,7 @@ class DateSearch:
             session.opts.any_failure or same_failure(row.outcome, reference)
         ):
             return f"{name} {version} alone: {row.outcome.describe()}"
-        moved = tuple(
-            Moved(package=str(n), before=str(b) if b else None, after=str(v) if v else None)
-            for n, b, v in toggled.moved
-            if str(n) != name
-        )
+        moved = moves(m for m in toggled.moved if str(m[0]) != name)
         c = Constraint(
             package=name,
             first_bad=version,

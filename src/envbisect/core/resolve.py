@@ -1,0 +1,239 @@
+"""The planner's run: resolvelib over the provider, and a conflict said in words.
+
+``plan`` resolves the requirements for a target (core/plan.py says what it answers);
+``lookahead`` finds, without a search, the conflict one level down that resolvelib would
+take a long backtrack to find; ``explain`` turns resolvelib's causes into a sentence. A run
+past ``max_rounds`` is handed to the ``Fallback`` (uv).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import datetime
+from typing import Any
+
+from packaging.requirements import Requirement
+from packaging.specifiers import SpecifierSet
+from packaging.utils import NormalizedName, canonicalize_name
+from packaging.version import Version
+from resolvelib import BaseReporter, Resolver
+from resolvelib.resolvers import (
+    RequirementInformation,
+    ResolutionImpossible,
+    ResolutionTooDeep,
+)
+
+from envbisect.core.plan import (
+    Fallback,
+    MatchCache,
+    MetadataSource,
+    Plan,
+    PlanTarget,
+    Policy,
+    Unresolvable,
+    moved,
+)
+from envbisect.core.planprovider import Cand, Provider, Req, ident, strip_marker
+
+# resolvelib backtracks one pin at a time; a conflict deep in a large pin set can take it
+# minutes. Past this many rounds the planner hands the question to uv (``fallback``).
+MAX_ROUNDS = 3_000
+# The lookahead reads the metadata of every version a bounded requirement allows, up to this.
+LOOKAHEAD_MAX = 30
+
+
+class _VisitRecorder(BaseReporter[Req, Cand, str]):
+    """Records which candidates were pinned, in order: the path, for golden tests."""
+
+    def __init__(self) -> None:
+        self.visited: list[tuple[str, str]] = []
+
+    def pinning(self, candidate: Cand) -> None:
+        self.visited.append((ident(candidate.name, candidate.extras), str(candidate.version)))
+
+
+def plan(
+    requirements: Sequence[Requirement],
+    source: MetadataSource,
+    target: PlanTarget,
+    *,
+    policy: Policy = Policy.LATEST,
+    baseline: Mapping[str, Version] | None = None,
+    cutoff: datetime | None = None,
+    pre: bool = False,
+    constraints: Mapping[str, SpecifierSet] | None = None,
+    fallback: Fallback | None = None,
+    max_rounds: int = MAX_ROUNDS,
+    cache: MatchCache | None = None,
+    forward: bool = False,
+) -> Plan | Unresolvable:
+    """Resolve ``requirements`` (markers already applied or evaluated here for the target).
+
+    ``cutoff`` hides versions uploaded later, except of the projects pinned exactly in
+    ``requirements`` (the candidate under test is pinned, whatever its date).
+    ``constraints`` narrow the versions of a project if something requires it (pip's ``-c``);
+    they never add a project. ``forward`` (with ``cutoff``): a project whose releases by the
+    cutoff have no file for the target moves forward to its first installable release.
+    A resolution that runs past ``max_rounds`` is handed to
+    ``fallback`` (uv, in practice) with the same inputs, when one is given.
+    """
+    base = {canonicalize_name(k): v for k, v in (baseline or {}).items()}
+    roots = [
+        Req(strip_marker(r), None)
+        for r in requirements
+        if r.marker is None or r.marker.evaluate({**target.markers, "extra": ""})
+    ]
+    provider = Provider(
+        source,
+        target,
+        policy=policy,
+        baseline=base,
+        cutoff=cutoff,
+        pre=pre,
+        user_names=frozenset(r.name for r in roots if _is_exact(r.req)),
+        constraints={canonicalize_name(k): v for k, v in (constraints or {}).items()},
+        cache=cache,
+        forward=forward,
+    )
+    conflict = lookahead(roots, provider)
+    if conflict is not None:
+        return Unresolvable(reason=conflict)
+    recorder = _VisitRecorder()
+    resolver: Resolver[Req, Cand, str] = Resolver(provider, recorder)
+    try:
+        result = resolver.resolve(roots, max_rounds=max_rounds)
+    except ResolutionImpossible as e:
+        return Unresolvable(reason=explain(e.causes, provider), visited=tuple(recorder.visited))
+    except ResolutionTooDeep:
+        return _too_deep(roots, provider, fallback, max_rounds=max_rounds, visited=recorder)
+    pins: dict[NormalizedName, Version] = {c.name: c.version for c in result.mapping.values()}
+    return Plan(
+        pins=pins,
+        moved=moved(base, pins, provider.user_names),
+        visited=tuple(recorder.visited),
+        depths=_depths(result.graph),
+        forward=tuple(sorted(n for n in provider.forwarded if n in pins)),
+    )
+
+
+def _depths(graph: Any) -> dict[NormalizedName, int]:
+    """Each identifier's distance from the root of resolvelib's graph (None), by name."""
+    out: dict[NormalizedName, int] = {}
+    frontier: list[Any] = [None]
+    depth = 0
+    seen: set[Any] = {None}
+    while frontier:
+        depth += 1
+        nxt = []
+        for node in frontier:
+            for child in graph.iter_children(node):
+                if child in seen:
+                    continue
+                seen.add(child)
+                nxt.append(child)
+                out.setdefault(canonicalize_name(str(child).split("[", 1)[0]), depth)
+        frontier = nxt
+    return out
+
+
+def _too_deep(
+    roots: Sequence[Req],
+    provider: Provider,
+    fallback: Fallback | None,
+    *,
+    max_rounds: int,
+    visited: _VisitRecorder,
+) -> Plan | Unresolvable:
+    """A resolution past ``max_rounds``: ``fallback``'s answer to the same question (the
+    provider's inputs), else unresolvable."""
+    if fallback is not None:
+        return fallback(
+            [r.req for r in roots],
+            policy=provider.policy,
+            baseline=provider.baseline,
+            cutoff=provider.cutoff,
+            constraints=provider.constraints,
+            pre=provider.pre,
+            user_names=provider.user_names,
+        )
+    return Unresolvable(
+        reason=f"the resolver gave up after {max_rounds} rounds",
+        visited=tuple(visited.visited),
+    )
+
+
+def lookahead(roots: Sequence[Req], provider: Provider) -> str | None:
+    """A conflict one level down, found without search: every version a bounded requirement
+    allows needs something that excludes a version the user pinned exactly.
+
+    "every trl in >=0.18.0,<=0.24.0 needs datasets>=3.0.0, and you ask for datasets==2.21.0"
+    is what uv's PubGrub says at once and resolvelib finds only after a long backtrack.
+    """
+    exact: dict[NormalizedName, Version] = {}
+    for r in roots:
+        if _is_exact(r.req):
+            exact[r.name] = Version(next(iter(r.req.specifier)).version)
+    if not exact:
+        return None
+    for r in roots:
+        if r.name in exact or r.req.extras or not _upper_bounded(r.req.specifier):
+            continue
+        versions = provider.matching(r.name, r.req.specifier)
+        if not versions or len(versions) > LOOKAHEAD_MAX:
+            continue
+        prefetch = getattr(provider.source, "prefetch_dependencies", None)
+        if prefetch is not None:
+            prefetch([(r.name, pv.version) for pv in versions])
+        for name, pinned in exact.items():
+            if name == r.name:
+                continue
+            needs: set[str] = set()
+            for pv in versions:
+                specs = [
+                    d.specifier
+                    for d in provider.source.dependencies(r.name, pv.version)
+                    if canonicalize_name(d.name) == name
+                    and (d.marker is None or provider.marker_ok(d.marker, frozenset()))
+                ]
+                combined = SpecifierSet()
+                for s in specs:
+                    combined &= s
+                if not specs or combined.contains(pinned, prereleases=True):
+                    break
+                needs.add(str(combined))
+            else:
+                return (
+                    f"every {r.name} in {r.req.specifier} needs {name}{' or '.join(sorted(needs))}"
+                    f", and you ask for {name}=={pinned}"
+                )
+    return None
+
+
+def _upper_bounded(spec: SpecifierSet) -> bool:
+    return any(s.operator in ("<", "<=", "==", "~=", "===") for s in spec)
+
+
+def _is_exact(req: Requirement) -> bool:
+    specs = list(req.specifier)
+    return len(specs) == 1 and specs[0].operator in ("==", "===") and "*" not in specs[0].version
+
+
+def explain(causes: Iterable[RequirementInformation[Req, Cand]], provider: Provider) -> str:
+    """The conflict in words: who asks for what, deduplicated, and why nothing fits."""
+    parts: list[str] = []
+    for info in causes:
+        req = info.requirement.req
+        who = (
+            "you ask for"
+            if info.parent is None
+            else f"{info.parent.name} {info.parent.version} needs"
+        )
+        text = f"{who} {canonicalize_name(req.name)}{req.specifier or ' (any version)'}"
+        if text not in parts:
+            parts.append(text)
+    if not parts:
+        return "no version satisfies the requirements"
+    names = sorted({canonicalize_name(i.requirement.req.name) for i in causes})
+    why = [w for n in names if (w := provider.why_none(n))]
+    tail = f" ({'; '.join(why)})" if why else ""
+    return f"no version of {', '.join(names)} fits: " + "; ".join(parts) + tail
