@@ -51,23 +51,25 @@ class Command:
         return fn
 
 
-_COMMANDS = "envbisect.cli.commands"
-_COMMITS = "envbisect.cli.commitcmd"
-_LIVING = "envbisect.cli.livingcmd"
+def _in(module: str, name: str, *, tail: bool = False) -> Command:
+    """The command whose function ``name`` is in cli/commands/``module``.py."""
+    return Command((f"envbisect.cli.commands.{module}", name), tail=tail)
+
+
 COMMANDS: dict[str, Command] = {
-    "run": Command((_COMMANDS, "cmd_run"), tail=True),
-    "probe": Command((_COMMANDS, "cmd_probe"), tail=True),
-    "repro": Command((_COMMANDS, "cmd_repro")),
-    "commits": Command((_COMMITS, "cmd_commits"), tail=True),
-    "diff": Command((_COMMANDS, "cmd_diff"), tail=True),
-    "lock": Command((_COMMANDS, "cmd_lock"), tail=True),
-    "pins": Command((_COMMANDS, "cmd_pins")),
-    "versions": Command((_COMMANDS, "cmd_versions")),
-    "matrix": Command((_LIVING, "cmd_matrix")),  # commands.cmd_matrix unless --update
-    "publish": Command((_COMMANDS, "cmd_publish")),
-    "ci-template": Command((_LIVING, "cmd_ci_template")),
-    "env": Command((_COMMANDS, "cmd_env")),
-    "completion": Command((_COMMANDS, "cmd_completion")),
+    "run": _in("run", "cmd_run", tail=True),
+    "probe": _in("probe", "cmd_probe", tail=True),
+    "repro": _in("repro", "cmd_repro"),
+    "commits": _in("commits", "cmd_commits", tail=True),
+    "diff": _in("diff", "cmd_diff", tail=True),
+    "lock": _in("lock", "cmd_lock", tail=True),
+    "pins": _in("pins", "cmd_pins"),
+    "versions": _in("versions", "cmd_versions"),
+    "matrix": _in("matrix", "cmd_matrix"),  # the whole matrix, or --update
+    "publish": _in("publish", "cmd_publish"),
+    "ci-template": _in("ci_template", "cmd_ci_template"),
+    "env": _in("env", "cmd_env"),
+    "completion": _in("completion", "cmd_completion"),
 }
 
 
@@ -188,7 +190,7 @@ def _main(argv: Sequence[str] | None) -> int:
         finally:
             progress.close()  # the live display ends before the answer or an error
     except NoAnswer as e:
-        from envbisect.cli.commands import no_answer
+        from envbisect.cli.context import no_answer
         from envbisect.core.results.search import SearchResult
 
         if isinstance(e.result, SearchResult):  # the search ran and its report is written

@@ -1,4 +1,4 @@
-"""``envbisect commits`` and the commit lines of ``run --commits``.
+"""``envbisect commits``, and the commit refs and lines ``run --commits`` shares.
 
 The answer is printed from the typed ``CommitAnswer`` (core/results/commits.py), commit subjects
 through ``for_terminal``: they are their authors' text.
