@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 
-from envbisect.cli.flags import common_options, extras, probe_env
+from envbisect.cli.readflags import common_options, extras, probe_env
 from envbisect.errors import NoAnswer
 from envbisect.progress import Progress
 from envbisect.textsafe import for_terminal

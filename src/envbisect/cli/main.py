@@ -27,8 +27,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from envbisect.cli import flags as o
 from envbisect.cli import implied
+from envbisect.cli import readflags as o
 from envbisect.cli.context import Context
 from envbisect.cli.display import COLOR, RichProgress, error_json, print_error, stderr_console
 from envbisect.cli.parser import build_parser, subparser, suggest

@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 
 from envbisect.cli.context import Context, print_result, repro_for, search_options
-from envbisect.cli.flags import common_options
+from envbisect.cli.readflags import common_options
 from envbisect.core.names import project_name
 from envbisect.core.results.search import RunResult
 from envbisect.errors import UsageError

@@ -4,7 +4,7 @@ typed ``DiffResult`` (core/results/diff.py)."""
 from __future__ import annotations
 
 from envbisect.cli.context import Context, print_result, repro_for
-from envbisect.cli.flags import common_options
+from envbisect.cli.readflags import common_options
 
 
 def cmd_diff(ctx: Context) -> int:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 from envbisect.cli.context import Context, print_plans, repro_for
-from envbisect.cli.flags import common_options, extras
+from envbisect.cli.readflags import common_options, extras
 from envbisect.core.results.parts import Status
 from envbisect.textsafe import for_terminal
 

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from envbisect.cli.context import Context, machine, print_plans
-from envbisect.cli.flags import matrix_common
+from envbisect.cli.readflags import matrix_common
 from envbisect.errors import UsageError
 from envbisect.redact import mask_env_map
 from envbisect.textsafe import for_terminal

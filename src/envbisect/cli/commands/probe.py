@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from envbisect.cli.context import Context, print_plans, repro_for
 from envbisect.cli.display import STYLE, escape
-from envbisect.cli.flags import common_options, extras
+from envbisect.cli.readflags import common_options, extras
 from envbisect.core.results.probe import EXIT_PROBE_FAILED
 from envbisect.errors import UsageError
 from envbisect.textsafe import for_terminal

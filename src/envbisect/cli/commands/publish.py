@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 from envbisect.cli.context import Context
-from envbisect.cli.flags import common_options
+from envbisect.cli.readflags import common_options
 from envbisect.errors import UsageError
 
 

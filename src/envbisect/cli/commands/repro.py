@@ -12,7 +12,7 @@ from pathlib import Path
 
 from envbisect.cli.context import Context
 from envbisect.cli.display import escape
-from envbisect.cli.flags import common_options
+from envbisect.cli.readflags import common_options
 from envbisect.textsafe import for_terminal
 
 

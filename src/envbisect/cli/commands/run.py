@@ -16,7 +16,7 @@ from envbisect.cli.context import (
     search_options,
 )
 from envbisect.cli.display import escape
-from envbisect.cli.flags import common_options, extras
+from envbisect.cli.readflags import common_options, extras
 from envbisect.core.names import project_name
 from envbisect.core.results.parts import Status
 from envbisect.errors import UsageError
