@@ -13,7 +13,7 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from rich.console import Console
 
@@ -52,6 +52,22 @@ def repro_for(ctx: Context, *, default_for: str | None = None, pins: bool = Fals
         # LLaMA-Factory refuses to start outside its checked ranges: we test outside them.
         extra_env={"DISABLE_VERSION_CHECK": "1"} if pins else None,
         user_env=probe_env(a),
+    )
+
+
+class Requested(TypedDict):
+    """What every environment asks for, as the modes' options name it (``**requested(a)``)."""
+
+    with_reqs: tuple[str, ...]
+    pins: tuple[str, ...]
+    extras: tuple[str, ...]
+    pre: bool
+
+
+def requested(args: argparse.Namespace) -> Requested:
+    """--with, --pins, --extras and --pre, for run, run --by-date, probe and lock."""
+    return Requested(
+        with_reqs=tuple(args.with_reqs), pins=tuple(args.pins), extras=extras(args), pre=args.pre
     )
 
 

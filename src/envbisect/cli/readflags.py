@@ -88,18 +88,11 @@ def indexes(args: argparse.Namespace, torch_index: str | None = None) -> IndexCo
 
 def check_url(flag: str, url: str) -> None:
     """An index URL httpx and uv can use: http(s) or file, with a host, well formed."""
-    from urllib.parse import urlsplit
-
+    from envbisect.core.names import split_url
     from envbisect.redact import mask_text as mask_url  # urlsplit may be what fails
 
     hint = "an index URL looks like https://pypi.org/simple (user:password@ before the host)"
-    try:
-        parts = urlsplit(url)
-        parts.port  # noqa: B018  (raises on a bad port)
-    except ValueError as e:
-        raise UsageError(
-            f"{flag} {mask_url(url)!r} is not a URL ({e})", hint=hint, ref="bad-url"
-        ) from None
+    parts = split_url(url, what=flag, hint=hint, ref="bad-url")
     ok = (parts.scheme in ("http", "https") and parts.hostname) or parts.scheme == "file"
     if not ok or any(c.isspace() or ord(c) < 32 for c in url):
         raise UsageError(

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import json
 
-from envbisect.cli.context import Context, print_plans, repro_for
-from envbisect.cli.readflags import common_options, extras
+from envbisect.cli.context import Context, print_plans, repro_for, requested
+from envbisect.cli.readflags import common_options
 from envbisect.core.results.parts import Status
 from envbisect.textsafe import for_terminal
 
@@ -18,12 +18,9 @@ def cmd_lock(ctx: Context) -> int:
     repro = repro_for(ctx, pins=bool(a.pins or a.from_lock))
     opts = LockOptions(
         common=common_options(a, command=ctx.command, repro=repro),
-        with_reqs=tuple(a.with_reqs),
-        pins=tuple(a.pins),
-        extras=extras(a),
+        **requested(a),
         from_lock=a.from_lock,
         good_date=a.good_date,
-        pre=a.pre,
         strategy=a.strategy,
         no_project=a.no_project,
     )

@@ -6,9 +6,9 @@ on stderr (coloured by its kind), the built-in probes' reports and the outcome o
 
 from __future__ import annotations
 
-from envbisect.cli.context import Context, print_plans, repro_for
+from envbisect.cli.context import Context, print_plans, repro_for, requested
 from envbisect.cli.display import STYLE, escape
-from envbisect.cli.readflags import common_options, extras
+from envbisect.cli.readflags import common_options
 from envbisect.core.results.probe import EXIT_PROBE_FAILED
 from envbisect.errors import UsageError
 from envbisect.textsafe import for_terminal
@@ -31,12 +31,9 @@ def cmd_probe(ctx: Context) -> int:
     repro = repro_for(ctx, pins=bool(a.pins or a.lock))
     popts = ProbeOptions(
         common=common_options(a, command=ctx.command, repro=repro),
-        with_reqs=tuple(a.with_reqs),
-        pins=tuple(a.pins),
-        extras=extras(a),
+        **requested(a),
         lock=a.lock,
         exclude_newer=a.exclude_newer,
-        pre=a.pre,
         allow_sdist=a.allow_sdist,
     )
     if a.dry_run:

@@ -13,10 +13,11 @@ from envbisect.cli.context import (
     print_plans,
     print_result,
     repro_for,
+    requested,
     search_options,
 )
 from envbisect.cli.display import escape
-from envbisect.cli.readflags import common_options, extras
+from envbisect.cli.readflags import common_options
 from envbisect.core.names import project_name
 from envbisect.core.results.parts import Status
 from envbisect.errors import UsageError
@@ -43,14 +44,11 @@ def cmd_run(ctx: Context) -> int:
     opts = RunOptions(
         package=a.package,
         common=common_options(a, command=ctx.command, repro=repro),
+        **requested(a),
         good=a.good,
         bad=a.bad,
-        with_reqs=tuple(a.with_reqs),
         exclude_newer=a.exclude_newer,
-        pre=a.pre,
         allow_sdist=a.allow_sdist,
-        pins=tuple(a.pins),
-        extras=extras(a),
         baseline=a.baseline,
         rest=a.rest,
         search=search_options(a),
@@ -105,10 +103,7 @@ def _run_by_date(ctx: Context) -> int:
         good=a.good,
         bad=a.bad,
         common=common_options(a, command=ctx.command, repro=repro),
-        with_reqs=tuple(a.with_reqs),
-        pins=tuple(a.pins),
-        extras=extras(a),
-        pre=a.pre,
+        **requested(a),
         search=search_options(a),
     )
     res = run_by_date(opts, ctx.progress)  # no answer: NoAnswer with the result (main.py)
