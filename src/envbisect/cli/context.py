@@ -17,7 +17,6 @@ from typing import TYPE_CHECKING, Any, TypedDict
 
 from rich.console import Console
 
-from envbisect.cli.readflags import common_options, extras, probe_env
 from envbisect.errors import NoAnswer
 from envbisect.progress import Progress
 from envbisect.textsafe import for_terminal
@@ -40,6 +39,7 @@ class Context:
 def repro_for(ctx: Context, *, default_for: str | None = None, pins: bool = False) -> Any:
     """The repro of the command line: --repro FILE, the command after --, --probe, or the
     package's default probe."""
+    from envbisect.cli.readflags import probe_env
     from envbisect.env.repro import Repro
 
     a = ctx.args
@@ -66,6 +66,8 @@ class Requested(TypedDict):
 
 def requested(args: argparse.Namespace) -> Requested:
     """--with, --pins, --extras and --pre, for run, run --by-date, probe and lock."""
+    from envbisect.cli.readflags import extras
+
     return Requested(
         with_reqs=tuple(args.with_reqs), pins=tuple(args.pins), extras=extras(args), pre=args.pre
     )
@@ -82,6 +84,7 @@ def search_options(args: argparse.Namespace) -> Any:
 
 def listing_options(ctx: Context) -> ListingOptions:
     """What ``pins`` and ``versions`` read with: the indexes, the target's platform, extras."""
+    from envbisect.cli.readflags import common_options, extras
     from envbisect.modes.listing import ListingOptions
 
     return ListingOptions(

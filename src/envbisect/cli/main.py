@@ -28,7 +28,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from envbisect.cli import implied
-from envbisect.cli import readflags as o
 from envbisect.cli.context import Context
 from envbisect.cli.display import COLOR, RichProgress, error_json, print_error, stderr_console
 from envbisect.cli.parser import build_parser, subparser, suggest
@@ -165,6 +164,8 @@ def _main(argv: Sequence[str] | None) -> int:
             _project_defaults(args, args_list, progress, verbose=verbose)
             if getattr(args, "python", "") is None and args.command != "env":
                 _default_python(args, progress)
+            from envbisect.cli import readflags as o  # the flags read back: after parsing
+
             if hasattr(args, "index_url"):  # one line: which indexes, and where each came from
                 torch = getattr(args, "torch_backend", None)
                 also = (
@@ -234,9 +235,10 @@ def _default_python(args: argparse.Namespace, progress: RichProgress) -> None:
 
 def _say_held_back(progress: RichProgress, args: argparse.Namespace) -> None:
     """One line naming the interpreter variables of this shell that probes go without."""
+    from envbisect.cli.readflags import probe_env
     from envbisect.env.scrub import held_back
 
-    names = held_back(os.environ, o.probe_env(args))
+    names = held_back(os.environ, probe_env(args))
     if names:
         progress.message(
             f"envbisect: {', '.join(names)} from your shell {'does' if len(names) == 1 else 'do'}"
