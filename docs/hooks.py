@@ -154,7 +154,7 @@ def _head(exit_code: int) -> type[errors.EnvbisectError]:
 def exit_codes_markdown() -> str:
     """One row per exit code: the error classes' own, then the CLI's."""
     from envbisect.cli import main
-    from envbisect.cli.commands import EXIT_PROBE_FAILED
+    from envbisect.core.results.probe import EXIT_PROBE_FAILED
 
     by_code: dict[int, list[type[errors.EnvbisectError]]] = {}
     for cls in error_classes():

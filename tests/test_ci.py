@@ -15,7 +15,7 @@ import pytest
 import yaml
 
 from envbisect import __version__
-from envbisect.cli.livingcmd import workflow
+from envbisect.cli.commands.ci_template import workflow
 from envbisect.cli.parser import build_parser
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -24,7 +24,7 @@ import pytest
 import yaml
 
 from envbisect import __version__
-from envbisect.cli.livingcmd import DISTRIBUTION, workflow
+from envbisect.cli.commands.ci_template import DISTRIBUTION, workflow
 from envbisect.env.uv import find_uv
 from support.index_server import IndexFile, LocalIndex
 from support.wheels import build_wheel

@@ -2,7 +2,7 @@
 cli/flags.py). Light on purpose: the CLI imports it before it knows the command, and the
 executors (exec/) read their part of it, so it lives above both.
 
-Who does what: cli/flags.py reads the flags into a ``CommonOptions``; the session
+Who does what: cli/readflags.py reads the flags into a ``CommonOptions``; the session
 (modes/session.py) is the one that acts on it, including the one choice left to the machine
 (``TorchChoice``: nvidia-smi is asked when the indexes are first needed, not here).
 """

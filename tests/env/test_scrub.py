@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from conftest import RecordingProgress
-from envbisect.cli.flags import probe_env
+from envbisect.cli.readflags import probe_env
 from envbisect.core.results.parts import Status
 from envbisect.core.results.search import RunResult
 from envbisect.core.runreport import report_markdown

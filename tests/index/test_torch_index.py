@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from conftest import RecordingProgress
-from envbisect.cli.flags import common_options
 from envbisect.cli.parser import build_parser
+from envbisect.cli.readflags import common_options
 from envbisect.core.results.parts import Status
 from envbisect.env import envreport
 from envbisect.env.repro import Repro

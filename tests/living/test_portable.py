@@ -20,8 +20,8 @@ from typing import Any
 import pytest
 from packaging.pylock import Pylock
 
-from envbisect.cli.flags import index_settings
 from envbisect.cli.parser import build_parser
+from envbisect.cli.readflags import index_settings
 from envbisect.core.living.spec import MatrixSpec, parse_matrix
 from envbisect.env.uv import find_uv
 from envbisect.errors import UsageError

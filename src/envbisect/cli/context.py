@@ -1,26 +1,29 @@
 """What every subcommand is handed (``Context``) and the pieces several of them share: the
-repro of the command line, the search options, and how a search's answer is printed.
+repro of the command line, the search options, and how an answer, a dry run's plans and "no
+answer" are printed.
 
-Below cli/commands.py and cli/commitcmd.py, which both import it (so neither imports the
-other's private helpers).
+Below the modules of cli/commands/ (one per command), which all import it, so that no command
+imports another's private helpers; main.py prints a search's "no answer" with it too.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from rich.console import Console
 
-from envbisect.cli.flags import probe_env
+from envbisect.errors import NoAnswer
 from envbisect.progress import Progress
 from envbisect.textsafe import for_terminal
 
 if TYPE_CHECKING:
     from envbisect.core.results.search import SearchResult
+    from envbisect.modes.listing import ListingOptions
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -36,6 +39,7 @@ class Context:
 def repro_for(ctx: Context, *, default_for: str | None = None, pins: bool = False) -> Any:
     """The repro of the command line: --repro FILE, the command after --, --probe, or the
     package's default probe."""
+    from envbisect.cli.readflags import probe_env
     from envbisect.env.repro import Repro
 
     a = ctx.args
@@ -51,12 +55,42 @@ def repro_for(ctx: Context, *, default_for: str | None = None, pins: bool = Fals
     )
 
 
+class Requested(TypedDict):
+    """What every environment asks for, as the modes' options name it (``**requested(a)``)."""
+
+    with_reqs: tuple[str, ...]
+    pins: tuple[str, ...]
+    extras: tuple[str, ...]
+    pre: bool
+
+
+def requested(args: argparse.Namespace) -> Requested:
+    """--with, --pins, --extras and --pre, for run, run --by-date, probe and lock."""
+    from envbisect.cli.readflags import extras
+
+    return Requested(
+        with_reqs=tuple(args.with_reqs), pins=tuple(args.pins), extras=extras(args), pre=args.pre
+    )
+
+
 def search_options(args: argparse.Namespace) -> Any:
     """--confidence, --probabilistic and --max-probes as the modes take them."""
     from envbisect.modes.searchoptions import SearchOptions
 
     return SearchOptions(
         confidence=args.confidence, probabilistic=args.probabilistic, max_probes=args.max_probes
+    )
+
+
+def listing_options(ctx: Context) -> ListingOptions:
+    """What ``pins`` and ``versions`` read with: the indexes, the target's platform, extras."""
+    from envbisect.cli.readflags import common_options, extras
+    from envbisect.modes.listing import ListingOptions
+
+    return ListingOptions(
+        common=common_options(ctx.args, command=ctx.command),
+        extras=extras(ctx.args),
+        platform=getattr(ctx.args, "platform", None),
     )
 
 
@@ -70,6 +104,42 @@ def print_result(ctx: Context, res: SearchResult, lines: list[str]) -> None:
     if res.lock_path:
         print(f"known-good lockfile: {res.lock_path}")
     print(f"report: {res.report_path}")
+
+
+def print_plans(ctx: Context, plans: Sequence[dict[str, Any]]) -> int:
+    """``--dry-run``: the plans on stdout (one JSON object with --json), exit 0."""
+    from envbisect.modes.dryrun import render
+
+    if ctx.args.json:
+        print(json.dumps({"dry_run": True, "plans": list(plans)}, indent=2))
+    else:
+        print("\n".join(render(plans)))
+    return 0
+
+
+def no_answer(
+    ctx: Context, res: SearchResult, why: NoAnswer | None = None, *, hint: str = ""
+) -> int:
+    """One behaviour for "no answer" in every mode: the verdict and the report on stdout (or
+    the result with an ``error`` object, with --json), the error and a hint on stderr, exit 1."""
+    from envbisect.cli.display import error_json, print_error
+    from envbisect.core.runreport import verdict_line
+
+    if why is None:
+        why = NoAnswer(
+            f"the ends did not verify: {res.reason}",
+            hint=hint or "pick --good/--bad that pass and fail",
+        )
+        print_line = verdict_line(res)
+    else:
+        print_line = why.message
+    if ctx.args.json:
+        print(json.dumps({**res.to_dict(), "error": error_json(why)}, indent=2))
+    else:
+        print(for_terminal(print_line))
+        print(f"report: {res.report_path}")
+    print_error(why)
+    return 1
 
 
 def machine() -> str:

@@ -1,85 +1,24 @@
 """Every command-line option, declared once, and attached to the subcommands that take it.
 
 (pip's ``cmdoptions`` habit.) An ``Opt`` is the flags and the ``add_argument`` keywords; a
-subcommand lists the options it takes, and ``common_options`` reads the parsed ones into the
-``CommonOptions`` every mode shares. An option may be attached with another help text or
-default where the same flag means the same thing in other words (``--python`` of ``env``).
+subcommand lists the options it takes (cli/parser.py), and cli/readflags.py reads the parsed
+ones into the ``CommonOptions`` every mode shares. An option may be attached with another help
+text or default where the same flag means the same thing in other words (``Opt.but``:
+``--python`` of ``env``, ``--package`` of ``commits``). The value types are cli/argtypes.py's.
 """
 
 from __future__ import annotations
 
 import argparse
-import math
-import os
-import re
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field, replace
+from collections.abc import Iterable
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any
 
-from packaging.utils import canonicalize_name
-
-from envbisect.errors import UsageError
+from envbisect.cli.argtypes import count, count0, jobs, probability, seconds
 from envbisect.exec.executor import EXECUTORS
-from envbisect.model import IndexConfig
-from envbisect.options import CommonOptions, TorchChoice
-
-if TYPE_CHECKING:
-    from envbisect.index.settings import IndexSettings
 
 DEFAULT_INDEX = "https://pypi.org/simple"
-
-
-MIN_TIMEOUT = 1.0  # below this a probe cannot even start Python
-
-
-def _positive(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
-    if not math.isfinite(value):
-        raise argparse.ArgumentTypeError(f"{text!r} is not a finite number of seconds")
-    if value <= 0:
-        raise argparse.ArgumentTypeError("must be more than 0 seconds")
-    if value < MIN_TIMEOUT:
-        raise argparse.ArgumentTypeError(f"must be at least {MIN_TIMEOUT:g} second")
-    return value
-
-
-MAX_JOBS = 256
-
-
-def _whole(minimum: int, maximum: int | None = None) -> Callable[[str], int]:
-    """An argparse type: a whole number from ``minimum`` (to ``maximum``)."""
-
-    def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-        if value < minimum:
-            raise argparse.ArgumentTypeError(f"must be {minimum} or more")
-        if maximum is not None and value > maximum:
-            raise argparse.ArgumentTypeError(f"must be at most {maximum}")
-        return value
-
-    return parse
-
-
-count = _whole(1)  # runs, probes, cells
-count0 = _whole(0)  # GPUs per probe
-jobs = _whole(1, MAX_JOBS)
-
-
-def _probability(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a probability") from None
-    if not 0.5 <= value < 1.0:
-        raise argparse.ArgumentTypeError("must be at least 0.5 and below 1 (e.g. 0.95)")
-    return value
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,18 +29,25 @@ class Opt:
     def add(self, parser: argparse.ArgumentParser, **override: Any) -> None:
         parser.add_argument(*self.flags, **{**self.kw, **override})
 
+    def but(self, **override: Any) -> Opt:
+        """The same option, attached with another help text, default or requirement."""
+        return Opt(self.flags, {**self.kw, **override})
+
 
 def opt(*flags: str, **kw: Any) -> Opt:
     return Opt(flags, kw)
 
 
+def many(*flags: str, **kw: Any) -> Opt:
+    """A repeatable option: each use adds one value to a list (none given: [])."""
+    return Opt(flags, {"action": "append", "default": [], **kw})
+
+
 # -- what goes into each environment, and where it comes from ------------------------------------
 
-WITH = opt(
+WITH = many(
     "--with",
     dest="with_reqs",
-    action="append",
-    default=[],
     metavar="REQ",
     help="a requirement of every environment (repeatable)",
 )
@@ -121,10 +67,8 @@ ALLOW_SDIST = opt(
     action="store_true",
     help="let uv build sdists (runs their setup.py; wheels only by default)",
 )
-PINS = opt(
+PINS = many(
     "--pins",
-    action="append",
-    default=[],
     metavar="SOURCE",
     help="the project's pins: a folder, pyproject.toml, requirements file, pylock.toml, "
     "installed:PYTHON, name==version from the index, an environment report (pip freeze, pip "
@@ -144,17 +88,13 @@ INDEX_URL = opt(
     metavar="URL",
     help=f"the main index (default: as uv's settings, then pip's, name it; else {DEFAULT_INDEX})",
 )
-EXTRA_INDEX_URL = opt(
+EXTRA_INDEX_URL = many(
     "--extra-index-url",
-    action="append",
-    default=[],
     metavar="URL",
     help="another index, consulted before the main one as uv does (repeatable)",
 )
-FIND_LINKS = opt(
+FIND_LINKS = many(
     "--find-links",
-    action="append",
-    default=[],
     metavar="DIR",
     help="a folder of wheels (repeatable)",
 )
@@ -175,11 +115,9 @@ REFRESH = opt(
     help="revalidate every cached index page whatever its age (uv's --refresh): see a release "
     "published minutes ago",
 )
-REFRESH_PACKAGE = opt(
+REFRESH_PACKAGE = many(
     "--refresh-package",
     metavar="NAME",
-    action="append",
-    default=[],
     help="revalidate NAME's cached index pages only (repeatable)",
 )
 COLOR = opt(
@@ -217,20 +155,16 @@ REPRO = opt(
     help="a Python file run as python -X faulthandler FILE; a PEP 723 '# /// script' block "
     "in it adds its dependencies to --with and its requires-python sets --python",
 )
-PROBE = opt(
+PROBE = many(
     "--probe",
     dest="probes",
-    action="append",
-    default=[],
     metavar="NAME[:ARGS]",
     help="a built-in probe: import:PKG[,PKG], datasets-json, lora-step, "
     "llamafactory-train (repeatable; the environment fails if any fails)",
 )
-ENV = opt(
+ENV = many(
     "--env",
     dest="probe_env",
-    action="append",
-    default=[],
     metavar="NAME=VALUE",
     help="set NAME=VALUE for every probe (repeatable). Interpreter variables that change what "
     "runs or what it imports (PYTHONOPTIMIZE, PYTHONPATH, PYTHONWARNINGS, PYTHONHASHSEED...) "
@@ -240,7 +174,7 @@ ENV = opt(
 )
 TIMEOUT = opt(
     "--timeout",
-    type=_positive,
+    type=seconds,
     default=600.0,
     metavar="SECONDS",
     help="kill a probe after this long (default 600)",
@@ -327,7 +261,7 @@ ANY_FAILURE = opt(
 )
 CONFIDENCE = opt(
     "--confidence",
-    type=_probability,
+    type=probability,
     default=0.95,
     metavar="P",
     help="probabilistic search: stop when one boundary has this probability (default 0.95)",
@@ -380,7 +314,7 @@ BAD_REF = opt(
 )
 BUILD_TIMEOUT = opt(
     "--build-timeout",
-    type=_positive,
+    type=seconds,
     metavar="SECONDS",
     help="cut a build from source after this long: that commit is untestable (default: no limit)",
 )
@@ -392,6 +326,114 @@ DRY_RUN = opt(
     "matrix: every cell), print the plans (--json: with their pins and conflicts), build "
     "nothing",
 )
+
+
+# -- what one command takes (declared here too, so that every option is in one place) --------
+
+PACKAGE = opt("--package", metavar="NAME", help="the package to bisect")
+GOOD = opt("--good", metavar="V", help="a version that works (default: an end)")
+BAD = opt("--bad", metavar="V", help="a version that fails (default: an end)")
+BY_DATE = opt(
+    "--by-date",
+    action="store_true",
+    help="bisect the whole environment by date: --good and --bad are dates, each probe "
+    "resolves everything as of a release's upload time, and the culprit release is named",
+)
+BASELINE = opt(
+    "--baseline",
+    metavar="SOURCE",
+    help="an environment to stay close to: a lockfile, pylock.toml or installed:PYTHON "
+    "(the broken environment, typically)",
+)
+REST = opt(
+    "--rest",
+    choices=("baseline", "contemporary", "latest"),
+    help="the rest of each environment: kept at the baseline where possible, as of the "
+    "candidate's upload time, or latest (default: baseline when one is given, "
+    "else latest)",
+)
+LOCK = opt(
+    "--lock",
+    metavar="FILE",
+    help="a lockfile (requirements.txt with == pins, or pylock.toml): exactly that environment",
+)
+FROM_LOCK = opt(
+    "--from",
+    dest="from_lock",
+    metavar="LOCK",
+    help="upgrade mode: your working environment (a lockfile, pylock.toml or "
+    "installed:PYTHON); take every upgrade that keeps the repro passing",
+)
+GOOD_DATE = opt(
+    "--good-date",
+    metavar="DATE",
+    help="a date whose environment passed (default: the upload of the newest exact pin)",
+)
+STRATEGY = opt(
+    "--strategy",
+    choices=("auto", "history", "descent"),
+    default="auto",
+    help="auto (default): each round, hold back the package the failure names (cannot "
+    "import name 'x' from 'pkg'), else search by date from the start (or against --from), "
+    "following the failures down from the newest environment where no start passes or none "
+    "builds; history: the search by date or against --from every round; descent: follow "
+    "the failures down from the start",
+)
+NO_PROJECT = opt(
+    "--no-project",
+    action="store_true",
+    help="a release named as the pins source (--pins NAME==VERSION) stays out of the lock "
+    "(default: the lock holds it)",
+)
+FULL = opt(
+    "--full", action="store_true", help="probe every cell (no inference, no --max-cells limit)"
+)
+MAX_CELLS = opt(
+    "--max-cells",
+    type=count,
+    default=500,
+    metavar="N",
+    help="refuse larger matrices without --full (default 500)",
+)
+UPDATE = opt(
+    "--update",
+    action="store_true",
+    help="keep the published table current: from DIR/<matrix>/results.json, probe only the "
+    "cells whose axis versions are new on the index; the published cells keep their "
+    "outcomes and lockfiles; a version yanked, gone or no longer selected leaves the "
+    "table with a note; what changed goes to the table's history and feed.xml",
+)
+RECHECK = opt(
+    "--recheck",
+    type=count0,
+    metavar="DAYS",
+    help="with --update: probe again every published measured cell older than DAYS, in "
+    "exactly its locked environment (what it had installed), and record an outcome that "
+    "changed (0: every one)",
+)
+OUTPUT = opt(
+    "--output",
+    metavar="FILE",
+    help="write it there (e.g. .github/workflows/living-tables.yml); default: stdout",
+)
+INSTALL = opt(
+    "--install",
+    metavar="SPEC",
+    default=None,
+    help="what the workflow installs with uv tool install (default: envbisect-ml==THIS "
+    "VERSION, envbisect's name on PyPI), a git URL, or . for the checkout itself",
+)
+QUICK = opt(
+    "--quick",
+    action="store_true",
+    help="do not import torch or test compiled packages against numpy",
+)
+
+
+# The same flag in other words, where several commands say it so.
+TARGET_PYTHON = PYTHON.but(help="the target interpreter (a version uv can find, or a path)")
+NO_CONFIG_LINKS = NO_CONFIG.but(help="ignore the find-links folders of your settings")
+METADATA_CACHE = CACHE_DIR.but(help="the metadata cache")
 
 # Groups, as subcommands take them.
 INDEX = (
@@ -416,212 +458,3 @@ def attach(parser: argparse.ArgumentParser, *opts: Opt | Iterable[Opt]) -> None:
     for o in opts:
         for one in (o,) if isinstance(o, Opt) else o:
             one.add(parser)
-
-
-# -- reading them back ------------------------------------------------------------------------
-
-
-def index_settings(args: argparse.Namespace) -> IndexSettings:
-    """The indexes the flags, the environment and the configuration files name, and where
-    each came from (index/settings.py has the order); read once per invocation."""
-    from envbisect.index.settings import resolve as resolve_indexes  # not for --help
-
-    cached = getattr(args, "_index_settings", None)
-    if cached is not None:
-        return cast("IndexSettings", cached)
-    if getattr(args, "index_url", None) == "":
-        check_url("--index-url", "")  # not PyPI by default: an empty flag is a mistake
-    found = resolve_indexes(
-        index_url=getattr(args, "index_url", None),
-        extra_index_urls=tuple(getattr(args, "extra_index_url", ())),
-        environ=os.environ,
-        cwd=Path.cwd(),
-        # A command without index flags (matrix, publish) takes its indexes from its file
-        # and only the wheel folders from the flags and the settings (matrix_options).
-        no_config=getattr(args, "no_config", False)
-        or not (hasattr(args, "index_url") or hasattr(args, "find_links")),
-        find_links=tuple(getattr(args, "find_links", ())),
-        project=(conf.origin, conf.values) if (conf := getattr(args, "_project", None)) else None,
-    )
-    for f in (found.main, *found.extra):
-        check_url(f.origin, f.url)
-    args._index_settings = found
-    return found
-
-
-def indexes(args: argparse.Namespace, torch_index: str | None = None) -> IndexConfig:
-    found = index_settings(args)
-    url = found.main.url
-    extra = tuple(f.url for f in found.extra)
-    links = []
-    for f in found.links:
-        p = f.url
-        if "://" in p:
-            check_url(f.origin, p)
-            links.append(p)
-        elif not p or not Path(p).is_dir():
-            raise UsageError(
-                f"{f.origin} {p}: no such folder"
-                if f.origin == "--find-links"
-                else f"find-links {p} (from {f.origin}): no such folder",
-                hint="pass a folder of wheels (or a URL); every environment would be "
-                "untestable"
-                + (
-                    "" if f.origin == "--find-links" else "; or --no-config to ignore your settings"
-                ),
-                ref="bad-find-links",
-            )
-        else:
-            links.append(str(Path(p).resolve()))
-    return IndexConfig(
-        index_url=url,
-        extra_index_urls=extra,
-        find_links=tuple(links),
-        torch_index=torch_index,
-        index_strategy="unsafe-best-match" if found.pip_rule else "first-index",
-    )
-
-
-def check_url(flag: str, url: str) -> None:
-    """An index URL httpx and uv can use: http(s) or file, with a host, well formed."""
-    from urllib.parse import urlsplit
-
-    from envbisect.redact import mask_text as mask_url  # urlsplit may be what fails
-
-    hint = "an index URL looks like https://pypi.org/simple (user:password@ before the host)"
-    try:
-        parts = urlsplit(url)
-        parts.port  # noqa: B018  (raises on a bad port)
-    except ValueError as e:
-        raise UsageError(
-            f"{flag} {mask_url(url)!r} is not a URL ({e})", hint=hint, ref="bad-url"
-        ) from None
-    ok = (parts.scheme in ("http", "https") and parts.hostname) or parts.scheme == "file"
-    if not ok or any(c.isspace() or ord(c) < 32 for c in url):
-        raise UsageError(
-            f"{flag} {mask_url(url)!r} is not an http(s) or file URL", hint=hint, ref="bad-url"
-        )
-
-
-def torch_index(args: argparse.Namespace) -> str | TorchChoice | None:
-    """PyTorch's variant folder ``--torch-backend`` names, or for ``auto`` the choice left to
-    the session (it asks nvidia-smi when the indexes are first needed, not while the options
-    are read); None: torch from the main index."""
-    from envbisect.index import pytorch
-
-    backend = getattr(args, "torch_backend", None)
-    mirror = getattr(args, "torch_index_url", None)
-    if backend == "none":
-        return None  # said so: torch from the main index, whatever a report's build
-    if backend is None:
-        if mirror:
-            raise UsageError(
-                "--torch-index-url needs --torch-backend",
-                hint="e.g. --torch-backend cu121 --torch-index-url https://mirror/whl",
-                ref="bad-torch-backend",
-            )
-        return None
-    if not pytorch.valid_backend(backend):
-        raise UsageError(
-            f"--torch-backend {backend!r} is not a PyTorch index variant",
-            hint="use cpu, cu118, cu121, cu124, cu126, cu128, rocm6.2, xpu, auto or none",
-            ref="bad-torch-backend",
-        )
-    if backend == "auto":
-        return TorchChoice(mirror=mirror or pytorch.OFFICIAL)
-    return pytorch.variant_url(backend, mirror or pytorch.OFFICIAL)
-
-
-_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-# What envbisect or the executor sets for every probe, and where the user's own value goes.
-_ENV_RESERVED = {
-    "PATH": "probes inherit your PATH, with the environment's bin folder first",
-    "VIRTUAL_ENV": "it is the candidate environment's path",
-    "CUDA_VISIBLE_DEVICES": "probes inherit it from your shell, or --gpus-per-probe N gives "
-    "each probe its own GPUs",
-}
-
-
-def probe_env(args: argparse.Namespace) -> dict[str, str]:
-    """``--env NAME=VALUE`` flags as a mapping; a malformed one is a UsageError."""
-    from envbisect.redact import mask_env
-
-    out: dict[str, str] = {}
-    for item in getattr(args, "probe_env", None) or ():
-        name, sep, value = item.partition("=")
-        if not sep or not name:
-            shown = name + sep + mask_env(name, value) if sep else mask_env("", item)
-            raise UsageError(
-                f"--env {shown!r} is not NAME=VALUE",
-                hint="e.g. --env PYTHONOPTIMIZE=1 (an empty value: --env NAME=)",
-                ref="bad-env",
-            )
-        if not _ENV_NAME.fullmatch(name):
-            raise UsageError(
-                f"--env {name!r}: not a variable name",
-                hint="a name is ASCII letters, digits and _, not starting with a digit "
-                "(e.g. --env PYTHONOPTIMIZE=1)",
-                ref="bad-env",
-            )
-        if name in out:
-            raise UsageError(
-                f"--env {name} is given twice",
-                hint=f"pass {name} once, with the value the probes should see",
-                ref="bad-env",
-            )
-        if name in _ENV_RESERVED or name.startswith("ENVBISECT_"):
-            why = _ENV_RESERVED.get(name, "envbisect's own variables tell a probe its run")
-            raise UsageError(
-                f"--env {name}: envbisect sets it for every probe",
-                hint=f"leave it out: {why}",
-                ref="bad-env",
-            )
-        out[name] = value
-    return out
-
-
-def extras(args: argparse.Namespace) -> tuple[str, ...]:
-    return tuple(e.strip() for e in (getattr(args, "extras", None) or "").split(",") if e.strip())
-
-
-def common_options(args: argparse.Namespace, *, command: str, repro: Any = None) -> CommonOptions:
-    """What every mode takes from the same flags; a flag a subcommand lacks keeps its default."""
-    base = CommonOptions()
-    results = getattr(args, "results", None)
-    torch = torch_index(args)
-    return CommonOptions(
-        repro=repro,
-        indexes=indexes(args, torch if isinstance(torch, str) else None),
-        torch_auto=torch if isinstance(torch, TorchChoice) else None,
-        python=getattr(args, "python", None),
-        offline=getattr(args, "offline", base.offline),
-        refresh=getattr(args, "refresh", False),
-        refresh_packages=tuple(
-            sorted({canonicalize_name(n) for n in getattr(args, "refresh_package", None) or ()})
-        ),
-        cache_dir=getattr(args, "cache_dir", None),
-        results=(results or base.results).resolve(),
-        timeout=getattr(args, "timeout", base.timeout),
-        keep_envs=getattr(args, "keep_envs", base.keep_envs),
-        native_backtrace=getattr(args, "native_backtrace", base.native_backtrace),
-        any_failure=getattr(args, "any_failure", base.any_failure),
-        repeat=getattr(args, "repeat", base.repeat),
-        jobs=getattr(args, "jobs", base.jobs),
-        executor=getattr(args, "executor", None) or base.executor,
-        ray_address=getattr(args, "ray_address", None),
-        gpus_per_probe=getattr(args, "gpus_per_probe", None) or base.gpus_per_probe,
-        dry_run=getattr(args, "dry_run", False),
-        env=tuple(sorted(probe_env(args).items())),
-        build_timeout=getattr(args, "build_timeout", None),
-        command=command,
-    )
-
-
-def matrix_common(args: argparse.Namespace, spec: Any, *, command: str) -> CommonOptions:
-    """The options of a matrix run (``spec``: its ``MatrixSpec``): the file may name an
-    executor and GPUs per probe; the command line's win."""
-    return replace(
-        common_options(args, command=command),
-        executor=args.executor or spec.executor or "local",
-        gpus_per_probe=spec.gpus_per_probe if args.gpus_per_probe is None else args.gpus_per_probe,
-    )

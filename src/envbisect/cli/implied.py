@@ -71,7 +71,7 @@ def _reports(args: argparse.Namespace, cwd: Path) -> list[ReportFacts]:
 def _with_releases(args: argparse.Namespace, spec: str, cwd: Path) -> ReportFacts | None:
     """The report read again with the index at hand, so that the lines said name the release
     each dev version maps to (the mode reads it the same way, from the same cache)."""
-    from envbisect.cli.flags import index_settings
+    from envbisect.cli.readflags import index_settings
     from envbisect.diskcache import default_cache_dir
     from envbisect.env.pinsource import load_pins
     from envbisect.errors import EnvbisectError

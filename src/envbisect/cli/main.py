@@ -27,7 +27,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from envbisect.cli import flags as o
 from envbisect.cli import implied
 from envbisect.cli.context import Context
 from envbisect.cli.display import COLOR, RichProgress, error_json, print_error, stderr_console
@@ -51,23 +50,25 @@ class Command:
         return fn
 
 
-_COMMANDS = "envbisect.cli.commands"
-_COMMITS = "envbisect.cli.commitcmd"
-_LIVING = "envbisect.cli.livingcmd"
+def _in(module: str, name: str, *, tail: bool = False) -> Command:
+    """The command whose function ``name`` is in cli/commands/``module``.py."""
+    return Command((f"envbisect.cli.commands.{module}", name), tail=tail)
+
+
 COMMANDS: dict[str, Command] = {
-    "run": Command((_COMMANDS, "cmd_run"), tail=True),
-    "probe": Command((_COMMANDS, "cmd_probe"), tail=True),
-    "repro": Command((_COMMANDS, "cmd_repro")),
-    "commits": Command((_COMMITS, "cmd_commits"), tail=True),
-    "diff": Command((_COMMANDS, "cmd_diff"), tail=True),
-    "lock": Command((_COMMANDS, "cmd_lock"), tail=True),
-    "pins": Command((_COMMANDS, "cmd_pins")),
-    "versions": Command((_COMMANDS, "cmd_versions")),
-    "matrix": Command((_LIVING, "cmd_matrix")),  # commands.cmd_matrix unless --update
-    "publish": Command((_COMMANDS, "cmd_publish")),
-    "ci-template": Command((_LIVING, "cmd_ci_template")),
-    "env": Command((_COMMANDS, "cmd_env")),
-    "completion": Command((_COMMANDS, "cmd_completion")),
+    "run": _in("run", "cmd_run", tail=True),
+    "probe": _in("probe", "cmd_probe", tail=True),
+    "repro": _in("repro", "cmd_repro"),
+    "commits": _in("commits", "cmd_commits", tail=True),
+    "diff": _in("diff", "cmd_diff", tail=True),
+    "lock": _in("lock", "cmd_lock", tail=True),
+    "pins": _in("pins", "cmd_pins"),
+    "versions": _in("versions", "cmd_versions"),
+    "matrix": _in("matrix", "cmd_matrix"),  # the whole matrix, or --update
+    "publish": _in("publish", "cmd_publish"),
+    "ci-template": _in("ci_template", "cmd_ci_template"),
+    "env": _in("env", "cmd_env"),
+    "completion": _in("completion", "cmd_completion"),
 }
 
 
@@ -163,6 +164,8 @@ def _main(argv: Sequence[str] | None) -> int:
             _project_defaults(args, args_list, progress, verbose=verbose)
             if getattr(args, "python", "") is None and args.command != "env":
                 _default_python(args, progress)
+            from envbisect.cli import readflags as o  # the flags read back: after parsing
+
             if hasattr(args, "index_url"):  # one line: which indexes, and where each came from
                 torch = getattr(args, "torch_backend", None)
                 also = (
@@ -188,7 +191,7 @@ def _main(argv: Sequence[str] | None) -> int:
         finally:
             progress.close()  # the live display ends before the answer or an error
     except NoAnswer as e:
-        from envbisect.cli.commands import no_answer
+        from envbisect.cli.context import no_answer
         from envbisect.core.results.search import SearchResult
 
         if isinstance(e.result, SearchResult):  # the search ran and its report is written
@@ -232,9 +235,10 @@ def _default_python(args: argparse.Namespace, progress: RichProgress) -> None:
 
 def _say_held_back(progress: RichProgress, args: argparse.Namespace) -> None:
     """One line naming the interpreter variables of this shell that probes go without."""
+    from envbisect.cli.readflags import probe_env
     from envbisect.env.scrub import held_back
 
-    names = held_back(os.environ, o.probe_env(args))
+    names = held_back(os.environ, probe_env(args))
     if names:
         progress.message(
             f"envbisect: {', '.join(names)} from your shell {'does' if len(names) == 1 else 'do'}"

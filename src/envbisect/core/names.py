@@ -2,17 +2,20 @@
 
 Checked before any path is built from them (``results/<name>-<hash>/``, ``results/<matrix>/``)
 and before what an environment says it holds is written into a lockfile: a name is a PEP 503
-project name, a version a PEP 440 version, a matrix name a plain file name. Pure functions.
+project name, a version a PEP 440 version, a matrix name a plain file name; a URL the user
+typed (an index, a repository) is split once, the same way. Pure functions.
 """
 
 from __future__ import annotations
 
 import re
+from urllib.parse import SplitResult, urlsplit
 
 from packaging.utils import InvalidName, NormalizedName, canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from envbisect.errors import UsageError
+from envbisect.redact import mask_text
 
 # PyTorch's own packages: served by its index (the CPU/CUDA/ROCm variant folders), and the
 # ones whose local version label (``+cu121``) names such a build.
@@ -78,3 +81,16 @@ def slug(text: str, *, what: str) -> str:
             ref="bad-name",
         )
     return text
+
+
+def split_url(text: str, *, what: str, hint: str, ref: str) -> SplitResult:
+    """``text`` split as a URL, or a ``UsageError`` naming ``what`` (a bad port counts); the
+    URL is shown masked, as ``mask_text`` masks it: it may hold a password."""
+    try:
+        parts = urlsplit(text)
+        parts.port  # noqa: B018  (raises on a bad port)
+    except ValueError as e:
+        raise UsageError(
+            f"{what} {mask_text(text)!r} is not a URL ({e})", hint=hint, ref=ref
+        ) from None
+    return parts

@@ -228,6 +228,11 @@ def read_nvidia_smi() -> dict[str, Any] | None:
     return parse_nvidia_smi(head, gpus)
 
 
+def has_gpu() -> bool:
+    """Whether nvidia-smi lists a GPU on this machine (a CUDA repro can run here)."""
+    return bool((read_nvidia_smi() or {}).get("gpus"))
+
+
 def parse_nvidia_smi(head: str, gpus_csv: str) -> dict[str, Any]:
     driver = re.search(r"Driver Version:\s*([\d.]+)", head)
     cuda = re.search(r"CUDA Version:\s*([\d.]+)", head)

@@ -26,9 +26,9 @@ import subprocess
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from urllib.parse import urlsplit
 
 from envbisect.core.commits import SHA, Commit, web_base
+from envbisect.core.names import split_url
 from envbisect.env.runner import run_captured
 from envbisect.errors import InfrastructureError, UsageError
 from envbisect.redact import mask_text
@@ -100,13 +100,7 @@ def check_repo(text: str, *, origin: Path) -> Repo:
     if not text or text.startswith("-") or any(c.isspace() or ord(c) < 32 for c in text):
         raise UsageError(f"--repo {text!r} is not a repository", hint=_REPO_HINT, ref="bad-repo")
     if "://" in text:
-        try:
-            parts = urlsplit(text)
-            parts.port  # noqa: B018  (raises on a bad port)
-        except ValueError as e:
-            raise UsageError(
-                f"--repo {mask_text(text)!r} is not a URL ({e})", hint=_REPO_HINT, ref="bad-repo"
-            ) from None
+        parts = split_url(text, what="--repo", hint=_REPO_HINT, ref="bad-repo")
         if parts.scheme not in _SCHEMES or (parts.scheme != "file" and not parts.hostname):
             raise UsageError(
                 f"--repo {mask_text(text)!r}: git over {parts.scheme or 'that'} is not allowed",

@@ -1,7 +1,8 @@
 """``envbisect probe``: build one environment, run the repro in it, record it.
 
 The environment is the ``--with`` requirements plus the requirements of ``--pins`` that apply
-to the target (uv resolves them) plus every pin of ``--lock`` (exactly those versions).
+to the target (uv resolves them) plus every pin of ``--lock`` (exactly those versions). The
+answer is the typed ``ProbeResult`` (core/results/probe.py).
 """
 
 from __future__ import annotations
@@ -9,8 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from envbisect.core.results.probe import ProbeResult
 from envbisect.errors import UsageError
-from envbisect.model import EnvSpec, ProbeRecord
+from envbisect.model import EnvSpec
 from envbisect.modes.searchoptions import check_requirements, parse_exclude_newer
 from envbisect.modes.session import Session, Want
 from envbisect.options import CommonOptions
@@ -29,14 +31,16 @@ class ProbeOptions:
     allow_sdist: bool = False
 
 
-def probe_one(opts: ProbeOptions, progress: Progress | None = None) -> tuple[ProbeRecord, bool]:
-    """The environment's record (``--repeat`` runs), and whether it came from the store."""
+def probe_one(opts: ProbeOptions, progress: Progress | None = None) -> ProbeResult:
+    """What the environment did (``--repeat`` runs), and whether it came from the store."""
     with Session(opts.common, progress) as session:
         spec = _spec(opts, session)
         try:
-            return session.probe(spec)
+            rec, reused = session.probe(spec)
         except KeyboardInterrupt as e:
             raise session.interrupted(e) from e
+        repro = session.repro
+    return ProbeResult.of(rec, reused=reused, repro=repro.describe(), env=repro.user_env)
 
 
 def plan_one(opts: ProbeOptions, progress: Progress | None = None) -> list[dict[str, Any]]:

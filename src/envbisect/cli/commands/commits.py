@@ -1,4 +1,4 @@
-"""``envbisect commits`` and the commit lines of ``run --commits``.
+"""``envbisect commits``, and the commit refs and lines ``run --commits`` shares.
 
 The answer is printed from the typed ``CommitAnswer`` (core/results/commits.py), commit subjects
 through ``for_terminal``: they are their authors' text.
@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 
 from envbisect.cli.context import Context, print_result, repro_for, search_options
-from envbisect.cli.flags import common_options
+from envbisect.cli.readflags import common_options
 from envbisect.core.names import project_name
 from envbisect.core.results.search import RunResult
 from envbisect.errors import UsageError

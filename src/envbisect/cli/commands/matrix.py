@@ -1,30 +1,22 @@
-"""Living tables on the command line: ``matrix --update`` and ``ci-template``.
+"""``envbisect matrix``: a whole compatibility matrix, or with ``--update`` what is new since
+the published table.
 
-Who does what: ``modes.living.update`` plans and probes an update, ``modes.living.publish``
-merges and publishes it (and says what changed); this module prints the answer, writes
-``run.json`` and the CI workflow (``envbisect/templates/living-tables.yml``, shipped as package
-data). Heavy modules are imported inside the commands, as in cli/commands.py.
+Who does what: ``modes.living.matrix`` runs the cells, ``modes.living.update`` plans and probes
+an update, ``modes.living.publish`` merges and publishes it (and says what changed); this
+module prints the answer and writes ``run.json``.
 """
 
 from __future__ import annotations
 
 import json
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from envbisect import __version__
-from envbisect.cli.commands import cmd_matrix as cmd_matrix_whole
-from envbisect.cli.context import Context, machine
-from envbisect.cli.flags import matrix_common
+from envbisect.cli.context import Context, machine, print_plans
+from envbisect.cli.readflags import matrix_common
 from envbisect.errors import UsageError
+from envbisect.redact import mask_env_map
 from envbisect.textsafe import for_terminal
-
-TEMPLATE = "living-tables.yml"
-# The line of the template that says what the workflow installs (``--install``).
-_INSTALL = "  ENVBISECT: envbisect-ml\n"
-# envbisect's distribution on PyPI (the PyPI project "envbisect" is an unrelated tool).
-DISTRIBUTION = "envbisect-ml"
 
 
 def cmd_matrix(ctx: Context) -> int:
@@ -76,8 +68,6 @@ def cmd_matrix_update(ctx: Context) -> int:
             for line in res.lines():
                 print(for_terminal(line))
         return 0
-    from envbisect.redact import mask_env_map
-
     out = inside(common.results, common.results / spec.name)
     block = res.block()
     run_meta = {
@@ -128,41 +118,45 @@ def _print_update(name: str, res: Any, pub: Any, out: Path) -> None:
     print(f"tables: {out / 'table.md'}, {out / 'table.html'}; feed: {out / 'feed.xml'}")
 
 
-def workflow(install: str | None = None) -> str:
-    """The CI workflow's text, installing ``install`` (``uv tool install`` takes it); by
-    default envbisect's distribution at the version that writes it."""
-    text = resources.files("envbisect").joinpath("templates").joinpath(TEMPLATE).read_text("utf-8")
-    if install is None:
-        install = f"{DISTRIBUTION}=={__version__}"
-    elif not install.strip() or not install.isprintable():
-        raise UsageError(
-            f"--install {install!r}: not a package to install",
-            hint=f"a requirement ({DISTRIBUTION}=={__version__}), a git URL, or .",
+def cmd_matrix_whole(ctx: Context) -> int:
+    """``envbisect matrix FILE``: every cell (the monotone rows inferred unless --full)."""
+    from envbisect.modes.living.matrix import load_matrix, matrix_options, run_matrix
+    from envbisect.modes.living.publish import publish_table
+    from envbisect.modes.outputs import inside
+    from envbisect.modes.session import Session
+
+    a = ctx.args
+    spec = load_matrix(Path(a.file))
+    common = matrix_common(a, spec, command=ctx.command)
+    res = run_matrix(spec, common, full=a.full, max_cells=a.max_cells, progress=ctx.progress)
+    if common.dry_run:
+        return print_plans(ctx, res.plans)
+    run_meta = {
+        "command": ctx.command,
+        "measured": res.started,
+        "machine": machine(),
+        "targets": res.targets,
+        "axis_versions": res.axes,
+        "counts": res.counts(),
+        "full": a.full,
+        "jobs": a.jobs,
+        **({"env": mask_env_map(common.env)} if common.env else {}),
+    }
+    out = inside(common.results, common.results / spec.name)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "run.json").write_text(json.dumps(run_meta, indent=2) + "\n", encoding="utf-8")
+    with Session(matrix_options(spec, common), ctx.progress) as session:
+        pub = publish_table(spec, session)
+    counts = res.counts()
+    if a.json:
+        print(json.dumps({"matrix": spec.name, **run_meta, **pub.to_dict()}, indent=2))
+    else:
+        print(
+            f"{spec.name}: {counts['cells']} cells: {counts['built']} built, "
+            f"{counts['reused']} reused, {counts['inferred']} inferred, "
+            f"{counts['unresolvable']} unresolvable"
         )
-    # A JSON string is a YAML double-quoted scalar: any printable text stays one value.
-    return text.replace(_INSTALL, f"  ENVBISECT: {json.dumps(install)}\n", 1)
-
-
-def cmd_ci_template(ctx: Context) -> int:
-    text = workflow(ctx.args.install)
-    if ctx.args.output is None:
-        print(text, end="")
-        return 0
-    path = Path(ctx.args.output)
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
-    except OSError as e:
-        raise UsageError(
-            f"cannot write {path}: {e.strerror}",
-            hint="pass --output a file in a folder you can write, e.g. "
-            ".github/workflows/living-tables.yml",
-        ) from e
-    ctx.progress.message(
-        f"envbisect: wrote {path}: commit it; it runs every Monday and on "
-        "demand (workflow_dispatch)"
-    )
-    print(path)
+        print(f"tables: {out / 'table.md'}, {out / 'table.html'}")
     return 0
 
 

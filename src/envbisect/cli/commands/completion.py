@@ -1,0 +1,15 @@
+"""``envbisect completion``: a shell's completion script, made from the parser itself."""
+
+from __future__ import annotations
+
+from envbisect.cli.context import Context
+
+
+def cmd_completion(ctx: Context) -> int:
+    """A completion script from the parser itself. shtab rather than argcomplete: the script
+    is static, so a TAB runs no Python (argcomplete starts envbisect on every TAB), and it
+    needs no global activation step."""
+    import shtab
+
+    print(shtab.complete(ctx.parser, shell=ctx.args.shell))
+    return 0

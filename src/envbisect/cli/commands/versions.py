@@ -1,0 +1,29 @@
+"""``envbisect versions``: a package's versions and why each excluded one is, printed from the
+typed ``VersionsResult`` (core/results/versions.py decides the reasons)."""
+
+from __future__ import annotations
+
+import json
+
+from envbisect.cli.context import Context, listing_options
+from envbisect.textsafe import for_terminal
+
+
+def cmd_versions(ctx: Context) -> int:
+    from envbisect.modes.listing import list_versions
+
+    a = ctx.args
+    res = list_versions(
+        a.package,
+        listing_options(ctx),
+        pins=tuple(a.pins),
+        pre=a.pre,
+        allow_sdist=a.allow_sdist,
+        progress=ctx.progress,
+    )
+    if a.json:
+        print(json.dumps(res.to_dict(), indent=2))
+        return 0
+    for line in res.lines():
+        print(for_terminal(line))
+    return 0
