@@ -7,8 +7,9 @@ every instance carries a stable kebab-case reference, a one-line message and a h
     EnvbisectError                      (exit 3 unless a subclass says otherwise)
     ├── UsageError                      exit 2: the user asked for something that cannot be
     │   ├── UnknownPackage                      done as asked (bad flag, missing repro file,
-    │   ├── NoCandidates                        unknown version, empty range)
-    │   └── UnknownVersion
+    │   ├── NoCandidates                        unknown version, empty range, a published
+    │   ├── UnknownVersion                      results.json that cannot be read)
+    │   └── ResultsMalformed
     ├── NoAnswer                        exit 1: the question has no answer (the ends did not
     │                                           verify: good end fails, bad end passes)
     ├── InfrastructureError             exit 3: the machine or the network let us down
@@ -59,6 +60,12 @@ class NoCandidates(UsageError):
 
 class UnknownVersion(UsageError):
     ref = "unknown-version"
+
+
+class ResultsMalformed(UsageError):
+    """A published ``results.json`` (or one of its cells) that cannot be read as written."""
+
+    ref = "results-malformed"
 
 
 class Unanswered(enum.Enum):

@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from envbisect.errors import UsageError
+from envbisect.errors import ResultsMalformed, UsageError
 from envbisect.model import InstalledDist, OutcomeKind
 
 Versions = tuple[tuple[str, str], ...]  # (package, version), in axis order
@@ -23,7 +23,7 @@ Key = tuple[str, Versions]  # (python, versions): one cell of a table
 # What a cell of the row walk (strategy.rows) ends as.
 STATES = ("measured", "inferred", "unresolvable", "untestable", "unknown")
 KINDS = tuple(k.value for k in OutcomeKind)
-MALFORMED = "results-malformed"
+MALFORMED = ResultsMalformed.ref
 HINT = (
     "results.json is written by envbisect publish: restore the committed one "
     "(git checkout -- results/), or run the matrix again"
@@ -154,7 +154,7 @@ def read_cells(raw: object, *, source: str) -> tuple[PublishedCell, ...]:
         try:
             out.append(PublishedCell.from_dict(d))
         except UsageError as e:
-            raise UsageError(f"{source}, cell {n}: {e.message}", hint=e.hint, ref=e.ref) from e
+            raise ResultsMalformed(f"{source}, cell {n}: {e.message}", hint=e.hint) from e
     return tuple(out)
 
 
@@ -162,8 +162,8 @@ def cells_to_dicts(cells: Sequence[PublishedCell]) -> list[dict[str, Any]]:
     return [c.to_dict() for c in cells]
 
 
-def _malformed(message: str) -> UsageError:
-    return UsageError(f"malformed published cell: {message}", hint=HINT, ref=MALFORMED)
+def _malformed(message: str) -> ResultsMalformed:
+    return ResultsMalformed(f"malformed published cell: {message}", hint=HINT)
 
 
 def _field(

@@ -17,7 +17,7 @@ from envbisect.core.living import history
 from envbisect.core.living.cell import PublishedCell, read_cells
 from envbisect.core.living.history import Change
 from envbisect.core.living.meta import MatrixMeta, malformed
-from envbisect.errors import UsageError
+from envbisect.errors import ResultsMalformed, UsageError
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -43,7 +43,7 @@ class PublishedTable:
         try:
             meta = MatrixMeta.from_dict(d["matrix"])
         except UsageError as e:
-            raise UsageError(f"{source}: {e.message}", hint=e.hint, ref=e.ref) from e
+            raise ResultsMalformed(f"{source}: {e.message}", hint=e.hint) from e
         return cls(
             meta=meta,
             cells=read_cells(d["cells"], source=source),

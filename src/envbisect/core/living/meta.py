@@ -12,8 +12,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from envbisect.core.living.cell import HINT, MALFORMED
-from envbisect.errors import UsageError
+from envbisect.core.living.cell import HINT
+from envbisect.errors import ResultsMalformed
 
 _OWN = ("name", "description", "axes", "probes")
 
@@ -82,5 +82,5 @@ def _text(value: object) -> str | None:
     return None if value is None else str(value)
 
 
-def malformed(message: str) -> UsageError:
-    return UsageError(f"malformed results.json: {message}", hint=HINT, ref=MALFORMED)
+def malformed(message: str) -> ResultsMalformed:
+    return ResultsMalformed(f"malformed results.json: {message}", hint=HINT)

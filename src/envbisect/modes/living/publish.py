@@ -25,12 +25,12 @@ else:  # pragma: no cover
 
 from envbisect.core.living import feed, findings, history, page, tables
 from envbisect.core.living import update as cellupdate
-from envbisect.core.living.cell import HINT, MALFORMED, Key, PublishedCell
+from envbisect.core.living.cell import HINT, Key, PublishedCell
 from envbisect.core.living.document import PublishedTable
 from envbisect.core.living.history import Change
 from envbisect.core.living.meta import MatrixMeta
 from envbisect.core.living.spec import MatrixSpec
-from envbisect.errors import StoreError, UsageError
+from envbisect.errors import ResultsMalformed, StoreError, UsageError
 from envbisect.modes.living.matrix import public_indexes
 from envbisect.modes.outputs import inside, write_lockfiles
 from envbisect.modes.portable import PublicSources
@@ -386,8 +386,8 @@ def read_table(folder: Path) -> PublishedTable:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except ValueError as e:  # not JSON at all: the same error as a malformed document
-        raise UsageError(
-            f"malformed results.json: {path} is not JSON ({e})", hint=HINT, ref=MALFORMED
+        raise ResultsMalformed(
+            f"malformed results.json: {path} is not JSON ({e})", hint=HINT
         ) from e
     table = PublishedTable.from_dict(data, source=str(path))
     return replace(table, meta=replace(table.meta, run=without_paths(table.meta.run)))
