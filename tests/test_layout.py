@@ -9,6 +9,7 @@ counts too.
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -208,3 +209,69 @@ def test_dependencies_run_one_way() -> None:
         f"{m} -> {d}" for m, deps in GRAPH.items() for d in deps if _layer(d) > _layer(m)
     )
     assert upward == []
+
+
+# -- the house by feature: the architecture page names every module, one name one meaning -----
+
+ARCHITECTURE = SRC.parents[1] / "docs" / "explanation" / "architecture.md"
+
+
+def _layout_block() -> str:
+    text = ARCHITECTURE.read_text(encoding="utf-8")
+    start = text.index("```text\nsrc/envbisect/", text.index("## The layout"))
+    return text[start : text.index("```\n", start + 8)]
+
+
+def test_the_architecture_page_names_every_module() -> None:
+    """The page's tree is the tree: every module and every folder of src/envbisect/ is named
+    in its layout block (a module under the folder's line), so a reader trusts it."""
+    words = set(re.findall(r"[a-z_]+/?", _layout_block()))
+    missing = sorted(
+        p.relative_to(SRC).as_posix()
+        for p in SRC.rglob("*.py")
+        if "probes" not in p.parts
+        and p.stem not in {"__init__", "__main__"}
+        and p.stem not in words
+    )
+    folders = sorted(
+        d.relative_to(SRC).as_posix()
+        for d in SRC.rglob("*")
+        if d.is_dir() and (d / "__init__.py").exists() and f"{d.name}/" not in words
+    )
+    assert missing == [] and folders == []
+
+
+# A file name two modules share names one feature on two floors (or a wing and a mode of the
+# same command); anything else is two meanings under one name, which a reader cannot tell apart.
+SHARED_NAMES = {
+    "bydate": "run --by-date's mode and answer; lock's search by date",
+    "commits": "the commit search: its data (core), mode, answer and command",
+    "diff": "diff's answer (core/results) and its command",
+    "lock": "lock's answer (core/results) and its command",
+    "matrix": "running a matrix (modes/living) and its command",
+    "outputs": "what a run leaves (modes) and what lock leaves (modes/lock)",
+    "pins": "pins's answer (core/results) and its command",
+    "probe": "probe's mode, answer and command",
+    "publish": "publishing a matrix (modes/living) and its command",
+    "repro": "the repro under test (env) and the repro command (cli/commands)",
+    "reproduce": "reproducing a bug report: its mode and its answer",
+    "run": "run's mode and command",
+    "update": "keeping a table current: what it decides (core/living) and does (modes/living)",
+    "versions": "versions's answer and command",
+    "envreport": "the environment report: collected (env) and read (core/envreport/)",
+    "env": "the edges' layer (env/) and ``envbisect env``, which reports on an environment",
+    "living": "the living tables' wing on both floors (core/living/, modes/living/)",
+}
+
+
+def test_two_modules_share_a_name_only_as_one_feature() -> None:
+    seen: dict[str, list[str]] = {}
+    for p in SRC.rglob("*.py"):
+        if p.stem not in {"__init__", "__main__"} and "probes" not in p.parts:
+            seen.setdefault(p.stem, []).append(p.relative_to(SRC).as_posix())
+    for d in SRC.rglob("*"):
+        if d.is_dir() and (d / "__init__.py").exists():
+            seen.setdefault(d.name, []).append(d.relative_to(SRC).as_posix() + "/")
+    shared = {name for name, where in seen.items() if len(where) > 1}
+    assert shared - set(SHARED_NAMES) == set(), {n: seen[n] for n in shared - set(SHARED_NAMES)}
+    assert set(SHARED_NAMES) - shared == set(), "no longer shared: take it out of SHARED_NAMES"
