@@ -22,6 +22,78 @@ LIMIT = 20
 Cell = PublishedCell
 
 
+def _versions(d: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
+    return tuple((str(k), str(v)) for k, v in d["versions"].items())
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Entry:
+    """A cell as a change names it: its Python and versions, and what it showed (an added
+    cell) or had shown (a removed one: ``why`` it left, the ``value`` that took it out)."""
+
+    python: str
+    versions: tuple[tuple[str, str], ...]
+    outcome: str
+    why: str | None = None  # removed only
+    value: str | None = None  # removed only: "" when no value of its own took it out
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "python": self.python,
+            "versions": dict(self.versions),
+            "outcome": self.outcome,
+        }
+        if self.why is not None:
+            out |= {"why": self.why, "value": self.value or ""}
+        return out
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> Entry:
+        why = d.get("why")
+        return cls(
+            python=str(d["python"]),
+            versions=_versions(d),
+            outcome=str(d["outcome"]),
+            why=None if why is None else str(why),
+            value=None if why is None else str(d.get("value") or ""),
+        )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Changed:
+    """A cell whose outcome changed: before and after, on a recheck in its locked environment
+    or because it was measured again, and the reason its new outcome gives."""
+
+    python: str
+    versions: tuple[tuple[str, str], ...]
+    before: str
+    after: str
+    recheck: bool
+    reason: str | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "python": self.python,
+            "versions": dict(self.versions),
+            "before": self.before,
+            "after": self.after,
+            "recheck": self.recheck,
+            "reason": self.reason,
+        }
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> Changed:
+        reason = d.get("reason")
+        return cls(
+            python=str(d["python"]),
+            versions=_versions(d),
+            before=str(d["before"]),
+            after=str(d["after"]),
+            recheck=bool(d.get("recheck", False)),
+            reason=None if reason is None else str(reason),
+        )
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Change:
     """One publish that changed the table."""
@@ -29,9 +101,9 @@ class Change:
     date: str  # when it was published (RFC 3339, UTC)
     since: str | None  # the publish before it (None: the first)
     command: str
-    added: tuple[dict[str, Any], ...] = ()  # {python, versions, outcome}
-    removed: tuple[dict[str, Any], ...] = ()  # {python, versions, outcome, why}
-    changed: tuple[dict[str, Any], ...] = ()  # {python, versions, before, after, recheck}
+    added: tuple[Entry, ...] = ()
+    removed: tuple[Entry, ...] = ()  # each with why it left
+    changed: tuple[Changed, ...] = ()
     rechecked: int = 0
     lines: tuple[str, ...] = ()  # the change in words, as it was when published
     run: str = ""  # the run it came from (run.json's "measured"): a run's rechecks count once
@@ -59,9 +131,9 @@ class Change:
             "since": self.since,
             "command": self.command,
             "headline": self.headline(),
-            "added": list(self.added),
-            "removed": list(self.removed),
-            "changed": list(self.changed),
+            "added": [e.to_dict() for e in self.added],
+            "removed": [e.to_dict() for e in self.removed],
+            "changed": [e.to_dict() for e in self.changed],
             "rechecked": self.rechecked,
             "lines": list(self.lines),
             "run": self.run,
@@ -73,9 +145,9 @@ class Change:
             date=str(d["date"]),
             since=None if d.get("since") is None else str(d["since"]),
             command=str(d.get("command", "")),
-            added=tuple(d.get("added", ())),
-            removed=tuple(d.get("removed", ())),
-            changed=tuple(d.get("changed", ())),
+            added=tuple(Entry.from_dict(e) for e in d.get("added", ())),
+            removed=tuple(Entry.from_dict(e) for e in d.get("removed", ())),
+            changed=tuple(Changed.from_dict(e) for e in d.get("changed", ())),
             rechecked=int(d.get("rechecked", 0)),
             lines=tuple(str(x) for x in d.get("lines", ())),
             run=str(d.get("run", "")),
@@ -99,8 +171,11 @@ def append(history: Sequence[Change], change: Change | None, limit: int = LIMIT)
     return out[-limit:]
 
 
-def _summary(cell: Cell) -> dict[str, Any]:
-    return {"python": cell.python, "versions": cell.versions_dict(), "outcome": tables.plain(cell)}
+def _summary(cell: Cell, *, why: str | None = None, value: str | None = None) -> Entry:
+    versions = tuple((str(k), str(v)) for k, v in cell.versions_dict().items())
+    return Entry(
+        python=cell.python, versions=versions, outcome=tables.plain(cell), why=why, value=value
+    )
 
 
 def diff(
@@ -130,20 +205,20 @@ def diff(
         values = [*k[1], ("python", k[0])]
         found = [(f"{p} {v}", w) for p, v in values if (w := (why_removed or {}).get((k[0], p, v)))]
         value, why = found[0] if found else ("", "no longer in the matrix")
-        removed.append({**_summary(c), "why": why, "value": value})
+        removed.append(_summary(c, why=why, value=value))
     changed = []
     for k, c in now.items():
         old = before.get(k)
         if old is not None and tables.plain(old) != tables.plain(c):
             changed.append(
-                {
-                    "python": k[0],
-                    "versions": dict(k[1]),
-                    "before": tables.plain(old),
-                    "after": tables.plain(c),
-                    "recheck": k in rechecked,
-                    "reason": findings.reason(c),
-                }
+                Changed(
+                    python=k[0],
+                    versions=tuple((str(p), str(v)) for p, v in k[1]),
+                    before=tables.plain(old),
+                    after=tables.plain(c),
+                    recheck=k in rechecked,
+                    reason=findings.reason(c),
+                )
             )
     n_rechecked = sum(1 for k in rechecked if k in now and k in before)
     if previous is not None and not (added or removed or changed or n_rechecked):
@@ -195,41 +270,40 @@ def describe(
         out += [f"found: {tables.where(f, found)}" for f in found]
     out += _left(change.removed)
     if change.rechecked:
-        n = sum(1 for c in change.changed if c["recheck"])
+        n = sum(1 for c in change.changed if c.recheck)
         what = f"{n} changed" if n else "no outcome changed"
         out.append(
             f"rechecked {change.rechecked} cell{'s' * (change.rechecked != 1)} in their "
             f"locked environments: {what}"
         )
     for c in change.changed:
-        how = "on a recheck in its locked environment" if c["recheck"] else "measured again"
-        why = f": {c['reason']}" if c.get("reason") else ""
-        out.append(f"changed {how}: {_combo(c)}: {c['before']} → {c['after']}{why}")
+        how = "on a recheck in its locked environment" if c.recheck else "measured again"
+        why = f": {c.reason}" if c.reason else ""
+        out.append(f"changed {how}: {_combo(c)}: {c.before} → {c.after}{why}")
     return out
 
 
-def _left(removed: Sequence[Mapping[str, Any]]) -> list[str]:
+def _left(removed: Sequence[Entry]) -> list[str]:
     """The cells that left, by the value that took them out (a yanked release takes its
     whole row or column); a cell that left for no value of its own, one by one."""
-    groups: dict[tuple[str, str, str], list[Mapping[str, Any]]] = {}
+    groups: dict[tuple[str, str, str], list[Entry]] = {}
     out = []
     for r in removed:
-        if not r.get("value"):
-            out.append(f"left the table: {_combo(r)} ({r['why']}; it was {r['outcome']})")
+        if not r.value:
+            out.append(f"left the table: {_combo(r)} ({r.why}; it was {r.outcome})")
             continue
-        groups.setdefault((str(r["python"]), str(r["value"]), str(r["why"])), []).append(r)
+        groups.setdefault((r.python, r.value, str(r.why)), []).append(r)
     for (python, value, why), cells in groups.items():
         n = f"{len(cells)} cell{'s' * (len(cells) != 1)}"
         out.append(
             f"left the table: {value} on Python {python} ({why}): {n}, "
-            f"they were {_counts([str(c['outcome']) for c in cells])}"
+            f"they were {_counts([c.outcome for c in cells])}"
         )
     return out
 
 
-def _combo(entry: Mapping[str, Any]) -> str:
-    versions = tuple((str(k), str(v)) for k, v in entry["versions"].items())
-    return f"{combo(versions)} (Python {entry['python']})"
+def _combo(entry: Entry | Changed) -> str:
+    return f"{combo(entry.versions)} (Python {entry.python})"
 
 
 def _counts(outcomes: Sequence[str]) -> str:
