@@ -246,25 +246,20 @@ class Store:
             "runs": json.dumps([_run_dict(r) for r in rec.runs]) if rec.runs else None,
             "host": rec.host or None,
         }
-        cols = ", ".join(values)
-        marks = ", ".join("?" for _ in values)
-        try:
-            with self._db:
-                self._db.execute(
-                    f"INSERT OR REPLACE INTO probes ({cols}) VALUES ({marks})",
-                    tuple(values.values()),
-                )
-        except sqlite3.Error as e:
-            raise _translate(e, self.path) from e
+        self._replace("probes", values)
 
     def put_cell(self, row: Mapping[str, Any]) -> None:
         """One matrix cell's state (measured, inferred, unresolvable, untestable)."""
+        self._replace("matrix_cells", row)
+
+    def _replace(self, table: str, row: Mapping[str, Any]) -> None:
+        """Write ``row`` (column: value) into ``table``, replacing a row with its key."""
         cols = ", ".join(row)
         marks = ", ".join("?" for _ in row)
         try:
             with self._db:
                 self._db.execute(
-                    f"INSERT OR REPLACE INTO matrix_cells ({cols}) VALUES ({marks})",
+                    f"INSERT OR REPLACE INTO {table} ({cols}) VALUES ({marks})",
                     tuple(row.values()),
                 )
         except sqlite3.Error as e:

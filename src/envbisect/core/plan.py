@@ -100,20 +100,23 @@ class Unresolvable:
     visited: tuple[tuple[str, str], ...] = ()
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Question:
+    """What a ``Fallback`` is asked: the planner's inputs (its provider's) for one plan."""
+
+    requirements: Sequence[Requirement]
+    policy: Policy = Policy.LATEST
+    baseline: Mapping[NormalizedName, Version] = field(default_factory=dict)
+    cutoff: datetime | None = None
+    constraints: Mapping[NormalizedName, SpecifierSet] = field(default_factory=dict)
+    pre: bool = False
+    user_names: frozenset[NormalizedName] = frozenset()
+
+
 class Fallback(Protocol):
     """Another resolver for the same question (uv): used when resolvelib runs too long."""
 
-    def __call__(
-        self,
-        requirements: Sequence[Requirement],
-        *,
-        policy: Policy,
-        baseline: Mapping[NormalizedName, Version],
-        cutoff: datetime | None,
-        constraints: Mapping[NormalizedName, SpecifierSet],
-        pre: bool,
-        user_names: frozenset[NormalizedName],
-    ) -> Plan | Unresolvable: ...
+    def __call__(self, question: Question, /) -> Plan | Unresolvable: ...
 
 
 def moved(

@@ -14,29 +14,27 @@ source that is no ``PlanMemo`` (the tests' snapshots) is planned for as always.
 
 from __future__ import annotations
 
+import functools
 import hashlib
+import inspect
 import json
-from collections.abc import Mapping, Sequence
-from datetime import datetime
-from typing import Any, Protocol, runtime_checkable
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, ParamSpec, Protocol, runtime_checkable
 
 from packaging.requirements import Requirement
-from packaging.specifiers import SpecifierSet
 from packaging.utils import canonicalize_name
 from packaging.version import Version
 
 from envbisect.core import resolve
 from envbisect.core.plan import (
-    Fallback,
-    MatchCache,
     MetadataSource,
     PackageVersion,
     Plan,
     PlanTarget,
-    Policy,
     Unresolvable,
 )
-from envbisect.core.resolve import MAX_ROUNDS
+
+P = ParamSpec("P")
 
 # Bumped when what a key or an entry holds changes meaning.
 FORMAT = 1
@@ -74,33 +72,35 @@ class _Recording:
         return self.source.dependencies(name, version)
 
 
+def _with_signature_of(
+    planner: Callable[P, Plan | Unresolvable],
+) -> Callable[[Callable[..., Plan | Unresolvable]], Callable[P, Plan | Unresolvable]]:
+    """``planner``'s signature for the function decorated: it is called with every argument
+    ``planner`` takes, its defaults filled in, by name."""
+    signature = inspect.signature(planner)
+
+    def decorate(
+        remembered: Callable[..., Plan | Unresolvable],
+    ) -> Callable[P, Plan | Unresolvable]:
+        @functools.wraps(remembered)
+        def call(*args: P.args, **kwargs: P.kwargs) -> Plan | Unresolvable:
+            bound = signature.bind(*args, **kwargs)
+            bound.apply_defaults()
+            return remembered(**bound.arguments)
+
+        return call
+
+    return decorate
+
+
+@_with_signature_of(resolve.plan)
 def plan(
     requirements: Sequence[Requirement],
     source: MetadataSource,
     target: PlanTarget,
-    *,
-    policy: Policy = Policy.LATEST,
-    baseline: Mapping[str, Version] | None = None,
-    cutoff: datetime | None = None,
-    pre: bool = False,
-    constraints: Mapping[str, SpecifierSet] | None = None,
-    fallback: Fallback | None = None,
-    max_rounds: int = MAX_ROUNDS,
-    cache: MatchCache | None = None,
-    forward: bool = False,
+    **kw: Any,
 ) -> Plan | Unresolvable:
     """``core.resolve.plan``, remembered by a source that is a ``PlanMemo`` (see above)."""
-    kw: dict[str, Any] = dict(
-        policy=policy,
-        baseline=baseline,
-        cutoff=cutoff,
-        pre=pre,
-        constraints=constraints,
-        fallback=fallback,
-        max_rounds=max_rounds,
-        cache=cache,
-        forward=forward,
-    )
     if not isinstance(source, PlanMemo):
         return resolve.plan(requirements, source, target, **kw)
     key = memo_key(requirements, target, kw)

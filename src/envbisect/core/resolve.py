@@ -30,6 +30,7 @@ from envbisect.core.plan import (
     Plan,
     PlanTarget,
     Policy,
+    Question,
     Unresolvable,
     moved,
 )
@@ -148,13 +149,15 @@ def _too_deep(
     provider's inputs), else unresolvable."""
     if fallback is not None:
         return fallback(
-            [r.req for r in roots],
-            policy=provider.policy,
-            baseline=provider.baseline,
-            cutoff=provider.cutoff,
-            constraints=provider.constraints,
-            pre=provider.pre,
-            user_names=provider.user_names,
+            Question(
+                requirements=[r.req for r in roots],
+                policy=provider.policy,
+                baseline=provider.baseline,
+                cutoff=provider.cutoff,
+                constraints=provider.constraints,
+                pre=provider.pre,
+                user_names=provider.user_names,
+            )
         )
     return Unresolvable(
         reason=f"the resolver gave up after {max_rounds} rounds",

@@ -36,6 +36,7 @@ from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from envbisect.core.envreport.read import is_freeze, read_report
+from envbisect.core.envreport.report import EnvReport
 from envbisect.core.pins.from_report import Releases, report_pins
 from envbisect.core.pins.reqfile import Reader
 from envbisect.core.pins.scriptmeta import read_script_metadata
@@ -215,6 +216,12 @@ def _report(text: str, label: str, releases: Releases | None) -> PinSet:
         raise UsageError(
             f"{label} is empty", hint=f"paste {REPORT_FORMS} into it", ref="pins-empty"
         )
+    return report_pins(report_with_versions(text, label), origin=label, releases=releases)
+
+
+def report_with_versions(text: str, label: str) -> EnvReport:
+    """The environment report ``text`` (``label``: what names it in an error) holds; one that
+    names no package versions is a usage error."""
     report = read_report(text)
     if report is None or not report.rows:
         raise UsageError(
@@ -222,7 +229,7 @@ def _report(text: str, label: str, releases: Releases | None) -> PinSet:
             hint=f"add the reporter's environment to it: {REPORT_FORMS}",
             ref="pins-no-versions",
         )
-    return report_pins(report, origin=label, releases=releases)
+    return report
 
 
 def _script(text: str, label: str) -> PinSet:

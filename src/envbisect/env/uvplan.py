@@ -14,17 +14,13 @@ from __future__ import annotations
 import re
 import subprocess
 import tempfile
-from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime
 from pathlib import Path
 
-from packaging.requirements import Requirement
-from packaging.specifiers import SpecifierSet
 from packaging.utils import NormalizedName, canonicalize_name
 from packaging.version import InvalidVersion, Version
 
-from envbisect.core.plan import Plan, Policy, Unresolvable, moved
+from envbisect.core.plan import Plan, Policy, Question, Unresolvable, moved
 from envbisect.env.uv import Uv, index_args
 from envbisect.env.uvfailure import uv_failure
 from envbisect.errors import IndexUnreachable
@@ -41,26 +37,16 @@ class UvFallback:
     indexes: IndexConfig
     only_binary: bool = True
 
-    def __call__(
-        self,
-        requirements: Sequence[Requirement],
-        *,
-        policy: Policy,
-        baseline: Mapping[NormalizedName, Version],
-        cutoff: datetime | None,
-        constraints: Mapping[NormalizedName, SpecifierSet],
-        pre: bool,
-        user_names: frozenset[NormalizedName],
-    ) -> Plan | Unresolvable:
+    def __call__(self, q: Question) -> Plan | Unresolvable:
         with tempfile.TemporaryDirectory(prefix="envbisect-uvplan-") as tmp:
             folder = Path(tmp)
             reqs = folder / "requirements.in"
-            reqs.write_text("".join(f"{r}\n" for r in requirements))
+            reqs.write_text("".join(f"{r}\n" for r in q.requirements))
             cons = folder / "constraints.txt"
-            cons.write_text("".join(f"{n}{s}\n" for n, s in constraints.items() if str(s)))
+            cons.write_text("".join(f"{n}{s}\n" for n, s in q.constraints.items() if str(s)))
             out = folder / "requirements.txt"
-            if policy is Policy.BASELINE:
-                out.write_text("".join(f"{n}=={v}\n" for n, v in baseline.items()))
+            if q.policy is Policy.BASELINE:
+                out.write_text("".join(f"{n}=={v}\n" for n, v in q.baseline.items()))
             args = [
                 self.uv.binary,
                 "pip",
@@ -77,18 +63,18 @@ class UvFallback:
                 str(out),
             ]
             args += index_args(self.indexes, only_binary=self.only_binary)
-            if policy is Policy.CONTEMPORARY and cutoff is not None:
-                args += ["--exclude-newer", cutoff.isoformat()]
-                for name in user_names:  # what the user pinned exactly, whatever its date
+            if q.policy is Policy.CONTEMPORARY and q.cutoff is not None:
+                args += ["--exclude-newer", q.cutoff.isoformat()]
+                for name in q.user_names:  # what the user pinned exactly, whatever its date
                     args += ["--exclude-newer-package", f"{name}=2999-01-01T00:00:00Z"]
-            if pre:
+            if q.pre:
                 args += ["--prerelease", "allow"]
             proc = subprocess.run(
                 [*args, str(reqs)], capture_output=True, text=True, env=self.uv.env(self.indexes)
             )
             if proc.returncode != 0:
                 text = mask_text(proc.stderr.strip())
-                names = [r.name for r in requirements]
+                names = [r.name for r in q.requirements]
                 refused = uv_failure(
                     text,
                     offline=self.uv.offline,
@@ -109,7 +95,9 @@ class UvFallback:
                 )
             pins = parse_pins(out.read_text())
         return Plan(
-            pins=pins, moved=moved(baseline, pins, user_names), visited=(("uv", "pip compile"),)
+            pins=pins,
+            moved=moved(q.baseline, pins, q.user_names),
+            visited=(("uv", "pip compile"),),
         )
 
 

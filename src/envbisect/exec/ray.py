@@ -117,11 +117,7 @@ class RayExecutor:
             else:
                 ray.init(address=address, **init)
         except (ConnectionError, RuntimeError, ValueError) as e:
-            raise InfrastructureError(
-                f"cannot reach the Ray cluster at {address}: {_first_line(e)}",
-                hint="start it (ray start --head) or pass its address: --ray-address HOST:PORT",
-                ref="ray-unreachable",
-            ) from e
+            raise _unreachable(address, _first_line(e)) from e
         try:
             self.nodes = self._check_nodes()
             self._check_gpus()
@@ -282,11 +278,15 @@ def _reachable(address: str) -> None:
         with socket.create_connection((host.strip("[]"), int(port)), timeout=5):
             pass
     except (OSError, ValueError) as e:
-        raise InfrastructureError(
-            f"cannot reach the Ray cluster at {address}: {e}",
-            hint="start it (ray start --head) or pass its address: --ray-address HOST:PORT",
-            ref="ray-unreachable",
-        ) from e
+        raise _unreachable(address, str(e)) from e
+
+
+def _unreachable(address: str | None, why: str) -> InfrastructureError:
+    return InfrastructureError(
+        f"cannot reach the Ray cluster at {address}: {why}",
+        hint="start it (ray start --head) or pass its address: --ray-address HOST:PORT",
+        ref="ray-unreachable",
+    )
 
 
 def _gpus(node: dict[str, Any]) -> float:

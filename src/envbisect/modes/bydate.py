@@ -41,7 +41,7 @@ from envbisect.modes.planning import read_pins
 from envbisect.modes.searchoptions import (
     SearchOptions,
     check_requirements,
-    parse_exclude_newer,
+    parse_date_flag,
 )
 from envbisect.modes.session import Session, Want
 from envbisect.options import CommonOptions
@@ -353,19 +353,8 @@ def _confirm(
     )
 
 
-def _date(flag: str, value: str) -> datetime:
-    try:
-        when = parse_exclude_newer(value)
-    except UsageError as e:
-        raise UsageError(
-            f"{flag} {value!r} is not a date", hint=e.hint or "", ref="bad-date"
-        ) from e
-    assert when is not None
-    return when
-
-
 def _dates(opts: DateOptions) -> tuple[datetime, datetime]:
-    good, bad = _date("--good", opts.good), _date("--bad", opts.bad)
+    good, bad = parse_date_flag("--good", opts.good), parse_date_flag("--bad", opts.bad)
     now = opts.now or datetime.now(timezone.utc)
     for flag, value in (("--good", good), ("--bad", bad)):
         if value > now + timedelta(minutes=5):

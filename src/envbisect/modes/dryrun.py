@@ -16,7 +16,7 @@ from typing import Any
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
-from envbisect.core.plan import Plan, Policy
+from envbisect.core.plan import Plan, Question
 from envbisect.env.uvplan import UvFallback
 from envbisect.modes.session import Session, Want
 
@@ -47,13 +47,10 @@ def plan_views(
                 only_binary=w.spec.only_binary,
             )
             planned = uv(
-                [Requirement(r) for r in w.spec.requirements],
-                policy=Policy.LATEST,
-                baseline={},
-                cutoff=None,
-                constraints={},
-                pre=w.spec.prerelease,
-                user_names=frozenset(),
+                Question(
+                    requirements=[Requirement(r) for r in w.spec.requirements],
+                    pre=w.spec.prerelease,
+                )
             )
             if isinstance(planned, Plan):
                 view["pins"] = {str(n): str(v) for n, v in sorted(planned.pins.items())}

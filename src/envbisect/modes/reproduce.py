@@ -27,12 +27,11 @@ from envbisect.core.envreport.bugreport import (
     read_bug_report,
     reported_outcome,
 )
-from envbisect.core.envreport.read import read_report
 from envbisect.core.envreport.report import EnvReport
 from envbisect.core.pins.sources import PinSet
 from envbisect.core.results.parts import ProbeRow
 from envbisect.core.results.reproduce import ReproResult, ReproStatus, decide, next_commands
-from envbisect.env.pinsource import REPORT_FORMS, STDIN, read_source
+from envbisect.env.pinsource import STDIN, read_source, report_with_versions
 from envbisect.env.repro import Repro, command_step, file_step
 from envbisect.errors import UsageError
 from envbisect.model import EnvSpec, ProbeRecord
@@ -142,13 +141,7 @@ def _read(opts: ReproOptions) -> tuple[str, str, EnvReport, BugReport]:
             hint="save the issue's text (its System Info and its repro) to a file",
             ref="repro-empty",
         )
-    env_report = read_report(text)
-    if env_report is None or not env_report.rows:
-        raise UsageError(
-            f"the report {label} names no package versions",
-            hint=f"add the reporter's environment to it: {REPORT_FORMS}",
-            ref="pins-no-versions",
-        )
+    env_report = report_with_versions(text, f"the report {label}")
     bug = read_bug_report(text)
     _check_repro(bug, label)
     return text, label, env_report, bug

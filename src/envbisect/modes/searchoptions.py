@@ -81,6 +81,18 @@ def parse_exclude_newer(value: str | None) -> datetime | None:
     return dt if dt.tzinfo else dt.replace(tzinfo=timezone.utc)
 
 
+def parse_date_flag(flag: str, value: str) -> datetime:
+    """The date a flag such as ``--good`` names, its error naming that flag."""
+    try:
+        when = parse_exclude_newer(value)
+    except UsageError as e:
+        raise UsageError(
+            f"{flag} {value!r} is not a date", hint=e.hint or "", ref="bad-date"
+        ) from e
+    assert when is not None
+    return when
+
+
 def check_requirements(package: str, reqs: tuple[str, ...]) -> None:
     for text in reqs:
         try:

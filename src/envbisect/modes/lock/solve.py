@@ -45,7 +45,10 @@ from envbisect.modes.lock.descent import Descent
 from envbisect.modes.lock.outputs import write_lock_outputs
 from envbisect.modes.lock.upgrade import Upgrade
 from envbisect.modes.planning import read_pins
-from envbisect.modes.searchoptions import check_requirements, parse_exclude_newer
+from envbisect.modes.searchoptions import (
+    check_requirements,
+    parse_date_flag,
+)
 from envbisect.modes.session import Session, Want
 from envbisect.options import CommonOptions
 from envbisect.progress import Progress
@@ -85,7 +88,7 @@ def run_lock(opts: LockOptions, progress: Progress | None = None) -> LockResult:
             hint="use --from LOCK for upgrade mode, or --good-date DATE, not both",
             ref="lock-start",
         )
-    good_date = _date(opts.good_date) if opts.good_date else None
+    good_date = parse_date_flag("--good-date", opts.good_date) if opts.good_date else None
     with Session(opts.common, progress) as session:
         return _Lock(opts, session, good_date).run()
 
@@ -485,14 +488,3 @@ def _v(text: str) -> Version | None:
         return Version(text)
     except ValueError:
         return None
-
-
-def _date(value: str) -> datetime:
-    try:
-        when = parse_exclude_newer(value)
-    except UsageError as e:
-        raise UsageError(
-            f"--good-date {value!r} is not a date", hint=e.hint or "", ref="bad-date"
-        ) from e
-    assert when is not None
-    return when
