@@ -27,7 +27,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import unquote
 
-from .index_server import LocalIndex
+from .index_server import LocalIndex, LoopbackServer
 
 JSON = "application/vnd.pypi.simple.v1+json"
 
@@ -180,7 +180,7 @@ class HostileIndex:
                 except OSError:
                     return
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server = LoopbackServer(("127.0.0.1", 0), Handler)
         self.server.daemon_threads = True
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
         return self

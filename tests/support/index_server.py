@@ -20,6 +20,7 @@ from __future__ import annotations
 import hashlib
 import html
 import json
+import sys
 import threading
 import zipfile
 from collections import Counter
@@ -32,6 +33,21 @@ from typing import Any
 from urllib.parse import quote, unquote
 
 from packaging.utils import canonicalize_name
+
+
+class LoopbackServer(ThreadingHTTPServer):
+    """A threading HTTP server on which a client hanging up mid-answer is not an error.
+
+    uv drops a download it no longer needs (a build that failed, a resolution that moved on);
+    the stdlib server would print a BrokenPipeError traceback to stderr, into the output of the
+    command under test. Any other error in a handler is still printed.
+    """
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        if isinstance(sys.exc_info()[1], ConnectionError):
+            return
+        super().handle_error(request, client_address)
+
 
 # The cache headers PyPI sends: project pages for 10 minutes, files forever.
 PAGE = "max-age=600, public"
@@ -264,7 +280,7 @@ class LocalIndex:
                         index.sent[f"{self.command} {self.path}"] += len(body)
                     self.wfile.write(body)
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server = LoopbackServer(("127.0.0.1", 0), Handler)
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
         return self
 
