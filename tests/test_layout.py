@@ -184,7 +184,7 @@ def test_the_cycle_finder_finds_a_cycle() -> None:
 def test_the_graph_sees_every_kind_of_import() -> None:
     """Module level, ``from package import module``, under TYPE_CHECKING, in a function."""
     assert "envbisect.cli.readflags" in GRAPH["envbisect.cli.main"]  # from envbisect.cli import
-    assert "envbisect.index.client" in GRAPH["envbisect.modes.session"]  # under TYPE_CHECKING
+    assert "envbisect.index.client" in GRAPH["envbisect.modes.edges"]  # under TYPE_CHECKING
     assert "envbisect.modes.run" in GRAPH["envbisect.cli.commands.run"]  # inside a function
 
 
