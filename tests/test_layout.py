@@ -49,9 +49,9 @@ def test_pure_modules_do_no_io(path: Path) -> None:
             assert called not in FORBIDDEN_CALLS, f"{path.name}:{node.lineno} calls {called}()"
 
 
-def test_modules_stay_under_about_600_lines() -> None:
+def test_modules_stay_under_500_lines() -> None:
     long = {p.relative_to(SRC).as_posix(): n for p in SRC.rglob("*.py")
-            if (n := len(p.read_text(encoding="utf-8").splitlines())) > 630}  # fmt: skip
+            if (n := len(p.read_text(encoding="utf-8").splitlines())) > 500}  # fmt: skip
     assert long == {}
 
 
@@ -185,7 +185,7 @@ def test_the_cycle_finder_finds_a_cycle() -> None:
 def test_the_graph_sees_every_kind_of_import() -> None:
     """Module level, ``from package import module``, under TYPE_CHECKING, in a function."""
     assert "envbisect.cli.readflags" in GRAPH["envbisect.cli.main"]  # from envbisect.cli import
-    assert "envbisect.index.client" in GRAPH["envbisect.modes.session"]  # under TYPE_CHECKING
+    assert "envbisect.index.client" in GRAPH["envbisect.modes.edges"]  # under TYPE_CHECKING
     assert "envbisect.modes.run" in GRAPH["envbisect.cli.commands.run"]  # inside a function
 
 

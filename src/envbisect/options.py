@@ -3,8 +3,9 @@ cli/flags.py). Light on purpose: the CLI imports it before it knows the command,
 executors (exec/) read their part of it, so it lives above both.
 
 Who does what: cli/readflags.py reads the flags into a ``CommonOptions``; the session
-(modes/session.py) is the one that acts on it, including the one choice left to the machine
-(``TorchChoice``: nvidia-smi is asked when the indexes are first needed, not here).
+(modes/session.py, its edges in modes/edges.py) is the one that acts on it, including the one
+choice left to the machine (``TorchChoice``: nvidia-smi is asked when the indexes are first
+needed, not here).
 """
 
 from __future__ import annotations

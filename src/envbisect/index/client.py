@@ -14,31 +14,29 @@ run, also under threads (a lock per key: two threads never fetch the same page a
 disk (``cache_dir``, see index_cache.py), pages while fresh and METADATA texts forever, shared
 between runs. ``offline=True`` answers from the disk cache only, whatever the age of the entries.
 
-Who does what: ``IndexClient`` makes the requests and decides when to use each cache;
-index/cache.py keeps the disk entries, index/metadata.py decides how a wheel's METADATA is
-fetched (wheelmeta.py reads it out of what came back and checks hashes), index/localfiles.py reads
-``file://`` indexes and find-links folders, redact.py masks credentials (re-exported here with
-the cache's public names).
+Who does what: ``IndexClient`` decides which index answers and when to use each cache;
+index/fetch.py sends the requests (retries, credentials), index/pages.py checks and reads the
+pages that come back, index/cache.py keeps the disk entries, index/metadata.py decides how a
+wheel's METADATA is fetched (wheelmeta.py reads it out of what came back and checks hashes),
+index/localfiles.py reads ``file://`` indexes and find-links folders, redact.py masks
+credentials (re-exported here with the cache's public names).
 """
 
 from __future__ import annotations
 
 import contextlib
 import hashlib
-import json
 import threading
 import time
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any, TypeVar
-from urllib.parse import unquote, urlsplit
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
-from envbisect import __version__
 from envbisect.core.names import TORCH_PACKAGES, is_project_name
 from envbisect.diskcache import DiskCache, default_cache_dir
 from envbisect.errors import (
@@ -47,7 +45,7 @@ from envbisect.errors import (
     UnknownPackage,
     UsageError,
 )
-from envbisect.index import metadata, retry
+from envbisect.index import metadata
 from envbisect.index.cache import (
     BODIES,
     DERIVED,
@@ -62,14 +60,15 @@ from envbisect.index.cache import (
     metadata_from_entry,
     page_from_entry,
 )
-from envbisect.index.limits import DEADLINE, MAX_PAGE_BYTES, read_body, settled
+from envbisect.index.fetch import Fetcher, offline_miss
+from envbisect.index.limits import DEADLINE, MAX_PAGE_BYTES
 from envbisect.index.localfiles import file_index_project, find_links_files, local_sha256
+from envbisect.index.pages import fresh_page, parse_page
 from envbisect.index.pytorch import fill_upload_times
 from envbisect.index.simple import (
     ProjectFiles,
     parse_simple_html,
     parse_simple_json,
-    simple_json_rows,
 )
 from envbisect.index.wheelmeta import local_metadata
 from envbisect.model import DistFile, IndexConfig
@@ -80,7 +79,6 @@ if TYPE_CHECKING:  # httpx is imported when the first request is made: a warm pl
 
 # Public names, including those defined elsewhere and kept importable from here.
 __all__ = [
-    "ACCEPT",
     "IndexClient",
     "IndexStats",
     "ProjectFiles",
@@ -92,16 +90,6 @@ __all__ = [
     "parse_simple_json",
     "strip_credentials",
 ]
-
-ACCEPT = (
-    "application/vnd.pypi.simple.v1+json, "
-    "application/vnd.pypi.simple.v1+html;q=0.2, "
-    "text/html;q=0.01"
-)
-_JSON = "application/vnd.pypi.simple.v1+json"
-_HTML = ("text/html", "application/vnd.pypi.simple.v1+html", "")
-_RETRY_STATUS = {429, 500, 502, 503, 504}
-_NOT_AN_INDEX = "is this URL a package index (PEP 503/691)? PyPI's is https://pypi.org/simple"
 
 _T = TypeVar("_T")
 _R = TypeVar("_R")
@@ -117,14 +105,6 @@ class _KeyedLocks:
     def __call__(self, key: str) -> threading.Lock:
         with self._guard:
             return self._locks.setdefault(key, threading.Lock())
-
-
-def _offline_miss(url: str) -> InfrastructureError:
-    return InfrastructureError(
-        f"offline, and {mask_url(url)} is not in the cache",
-        hint="run once online with the same cache directory to fill it",
-        ref="offline-miss",
-    )
 
 
 class IndexClient:
@@ -150,10 +130,6 @@ class IndexClient:
         refresh: bool | Collection[str] = False,
     ) -> None:
         self.config = config
-        self.deadline = DEADLINE if deadline is None else deadline
-        self.max_page_bytes = MAX_PAGE_BYTES if max_page_bytes is None else max_page_bytes
-        self.retries = max(1, retries)
-        self.backoff = backoff
         self.offline = offline
         # Pages revalidated whatever their age, once each this run (uv's --refresh): all of
         # them (True) or those projects' (canonical names).
@@ -164,34 +140,24 @@ class IndexClient:
         self.stats = IndexStats()
         self._clock = clock
         self._cache = DiskCache(Path(cache_dir)) if cache_dir is not None else None
-        self._transport, self._timeout = transport, timeout
-        self._http: httpx.Client | None = None
-        self._http_lock = threading.Lock()
+        self._fetcher = Fetcher(
+            index_urls=self.index_urls,
+            stats=self.stats,
+            transport=transport,
+            timeout=timeout,
+            retries=retries,
+            backoff=backoff,
+            offline=offline,
+            deadline=DEADLINE if deadline is None else deadline,
+            max_page_bytes=MAX_PAGE_BYTES if max_page_bytes is None else max_page_bytes,
+        )
         self._memo: dict[str, ProjectFiles] = {}
         self._metadata: dict[str, str] = {}
         self._derived: dict[str, Any] = {}
         self._locks = _KeyedLocks()
 
-    @property
-    def _client(self) -> httpx.Client:
-        """The HTTP client, made at the first request (importing httpx and reading the
-        system's certificates take longer than a warm plan)."""
-        with self._http_lock:
-            if self._http is None:
-                import httpx
-
-                self._http = httpx.Client(
-                    transport=self._transport,
-                    timeout=self._timeout,
-                    follow_redirects=True,
-                    headers={"User-Agent": f"envbisect/{__version__}", "Accept": ACCEPT},
-                )
-            return self._http
-
     def close(self) -> None:
-        with self._http_lock:
-            if self._http is not None:
-                self._http.close()
+        self._fetcher.close()
 
     def __enter__(self) -> IndexClient:
         return self
@@ -370,13 +336,13 @@ class IndexClient:
             self.stats.add(cache_hits=1)
             return self._cached_files(cached, url, key, index, shown)
         if self.offline:
-            raise _offline_miss(url)
+            raise offline_miss(url)
         headers = {}
         if cached is not None and cached.etag:
             headers["If-None-Match"] = cached.etag
         if cached is not None and cached.last_modified:
             headers["If-Modified-Since"] = cached.last_modified
-        resp = self._request(url, headers=headers)
+        resp = self._fetcher.request(url, headers=headers)
         fetched, max_age, store = freshness(resp.headers, self._clock())
         if resp.status_code == 304 and cached is not None:
             self.stats.add(revalidated=1)
@@ -391,9 +357,9 @@ class IndexClient:
             if store and self._cache is not None:
                 self._cache.write(PAGES, url, page.header())
             return files
-        page = _fresh_page(resp, shown, fetched=fetched, max_age=max_age)
+        page = fresh_page(resp, shown, fetched=fetched, max_age=max_age)
         page = replace(page, body_sha256=body_digest(page.body))
-        files = _parse_page(page, key, index, shown)  # garbage raises here, before caching
+        files = parse_page(page, key, index, shown)  # garbage raises here, before caching
         if store and self._cache is not None:
             self._cache.write_bytes(BODIES, page.body_sha256, page.body.encode("utf-8"))
             self._cache.write(PAGES, url, page.header())
@@ -440,10 +406,10 @@ class IndexClient:
             parsed = None
             if body is not None:
                 with contextlib.suppress(InfrastructureError):
-                    parsed = _parse_page(replace(page, body=body), key, index, shown)
+                    parsed = parse_page(replace(page, body=body), key, index, shown)
             if parsed is None:  # damaged: as a miss, fetched afresh
                 if self.offline:
-                    raise _offline_miss(url)
+                    raise offline_miss(url)
                 with self._locks(f"refetch:{url}"):
                     self._cache_forget(url)
                     parsed = self._fetch_project(url.rstrip("/").rsplit("/", 1)[0], key)
@@ -509,122 +475,8 @@ class IndexClient:
                 self.stats.add(cache_hits=1)
                 return cached
         if self.offline:
-            raise _offline_miss(f.url)
-        text = metadata.fetch(f, self._get).decode("utf-8", errors="replace")
+            raise offline_miss(f.url)
+        text = metadata.fetch(f, self._fetcher.get).decode("utf-8", errors="replace")
         if self._cache is not None:
             self._cache.write(METADATA, f.url, metadata_entry(f.url, text))
         return text
-
-    def _get(
-        self, url: str, *, headers: Mapping[str, str], sink: IO[bytes] | None = None
-    ) -> httpx.Response:
-        """``_request`` with the credentials of ``url``'s index (index/metadata.py's ``Get``)."""
-        return self._request(url, headers=headers, auth=self._auth_for(url), sink=sink)
-
-    def _auth_for(self, url: str) -> httpx.Auth | None:
-        """Credentials of a configured index on the same origin, as uv does: file URLs are
-        kept without them, yet a private index's files need them too."""
-        target = urlsplit(url)
-        for base in self.index_urls():
-            parts = urlsplit(base)
-            same = (parts.scheme, parts.hostname, parts.port) == (
-                target.scheme,
-                target.hostname,
-                target.port,
-            )
-            if same and parts.username is not None:
-                import httpx
-
-                return httpx.BasicAuth(unquote(parts.username), unquote(parts.password or ""))
-        return None
-
-    def _request(
-        self,
-        url: str,
-        *,
-        headers: Mapping[str, str] | None = None,
-        auth: httpx.Auth | None = None,
-        sink: IO[bytes] | None = None,
-    ) -> httpx.Response:
-        """GET, retried on transport errors and 429/5xx (index/retry.py: Retry-After, jitter).
-        The body is read into the response (at most ``MAX_PAGE_BYTES``), or streamed into
-        ``sink`` when the answer is 200, within ``DEADLINE`` seconds (ten times that into a
-        sink). Offline, nothing is sent: every request of this client goes through here."""
-        if self.offline:
-            raise _offline_miss(url)
-        import httpx
-
-        last, wait_for = None, None  # the last error; the last answer's Retry-After
-        for attempt in range(self.retries):
-            if attempt:
-                time.sleep(retry.delay(attempt, self.backoff, wait_for, time.time()))
-            try:
-                with self._client.stream("GET", url, headers=headers, auth=auth) as resp:
-                    into = sink if sink is not None and resp.status_code == 200 else None
-                    body = read_body(resp, url, into, self.deadline, self.max_page_bytes)
-            except httpx.RequestError as e:
-                last, wait_for = e, None
-                continue
-            self.stats.add(requests=1, bytes_fetched=resp.num_bytes_downloaded)
-            resp = settled(resp, body)
-            if resp.status_code in _RETRY_STATUS:
-                last, wait_for = None, resp.headers.get("retry-after")
-                continue
-            return resp
-        reason = f"{type(last).__name__}" if last is not None else "server errors"
-        raise IndexUnreachable(
-            f"cannot reach {mask_url(url)} ({reason}, {self.retries} attempts)",
-            hint="check the network and the index URL (--index-url); "
-            "a rerun reuses every probe already finished",
-        ) from last
-
-
-def _fresh_page(resp: httpx.Response, shown: str, *, fetched: float, max_age: float) -> Page:
-    """A project page as answered (a 404 is a page too: the index lacks the project); an
-    answer that refuses the credentials, or any other failure, is an error."""
-    if resp.status_code in (401, 403):
-        raise InfrastructureError(
-            f"{shown} answered HTTP {resp.status_code}: the credentials are missing or wrong",
-            hint="check the user name and password in --index-url / --extra-index-url",
-            ref="index-auth",
-        )
-    if resp.status_code != 404 and not resp.is_success:
-        raise IndexUnreachable(
-            f"{shown} answered HTTP {resp.status_code}",
-            hint="check the index URL and any credentials it needs",
-        )
-    return Page(
-        url=strip_credentials(str(resp.url)),
-        status=resp.status_code,
-        content_type=resp.headers.get("content-type", "").split(";")[0].strip().lower(),
-        body=resp.text if resp.status_code != 404 else "",
-        etag=resp.headers.get("etag"),
-        last_modified=resp.headers.get("last-modified"),
-        fetched=fetched,
-        max_age=max_age,
-    )
-
-
-def _parse_page(page: Page, key: str, index: str, shown: str) -> ProjectFiles | None:
-    """Files of a fetched or cached page; None for a 404. ``shown`` is the URL for messages.
-    A JSON page's rows stay raw until a version of them is asked for (see ``ProjectFiles``)."""
-    if page.status == 404:
-        return None
-    try:
-        if page.content_type == _JSON:
-            rows = simple_json_rows(json.loads(page.body))
-            return ProjectFiles(name=key, source=index, rows=rows, page_url=page.url, index=index)
-        if page.content_type in _HTML:
-            files = parse_simple_html(page.body, page.url, index=index)
-            return ProjectFiles(name=key, source=index, files=files)
-    except (ValueError, KeyError, TypeError, AttributeError) as e:
-        raise InfrastructureError(
-            f"{shown} did not answer a readable Simple API page ({e})",
-            hint=_NOT_AN_INDEX,
-            ref="index-garbage",
-        ) from e
-    raise InfrastructureError(
-        f"{shown} answered {page.content_type or 'no content type'}, not a Simple API page",
-        hint=_NOT_AN_INDEX,
-        ref="index-garbage",
-    )

@@ -1,7 +1,8 @@
 """Fetching a wheel's core metadata: its metadata file, a range read, or the whole wheel.
 
-Who does what: ``IndexClient`` (client.py) keeps the caches (in memory and on disk), answers
-offline and makes every request (``Get``: a GET with the index's credentials for that URL);
+Who does what: ``IndexClient`` (client.py) keeps the caches (in memory and on disk) and answers
+offline; its ``Fetcher`` (fetch.py) makes every request (``Get``: a GET with the index's
+credentials for that URL);
 ``fetch`` here decides what to ask for, cheapest first: the PEP 658 metadata file, even
 unadvertised (PyPI serves one for every wheel, and some proxies drop the attribute that says
 so); then a lazy read of the wheel's central directory through range requests; the whole

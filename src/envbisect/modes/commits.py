@@ -9,8 +9,9 @@ Who does what:
     drive.bisect       the loop: plan each commit, probe through the session, record
     session            the store, the executor, --jobs, --repeat: a commit probe is a probe
     env/srcbuild.py    (in the worker) the commit's checkout and its build, through uv
-This module maps refs to commits, holds the rest of the environment fixed and turns the
-search's end into a ``CommitAnswer``; it never decides an outcome itself.
+    commitsource.py    the repository (its mirror), the refs, the range of commits
+This module holds the rest of the environment fixed and turns the search's end into a
+``CommitAnswer``; it never decides an outcome itself.
 
 The points are the good end and every first-parent commit after it up to the bad end,
 oldest first (a merge is one point: what it brought in is judged as one change, as the
@@ -23,28 +24,28 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from packaging.utils import canonicalize_name
-from packaging.version import InvalidVersion, Version
+from packaging.version import Version
 
 from envbisect.core.commits import (
     BuildInfo,
     Commit,
-    build_info,
-    match_tag,
-    repo_from_metadata,
-    tag_candidates,
-    tag_version,
-    web_base,
 )
 from envbisect.core.results.commits import CommitAnswer, CommitBreakpoint, ProbedCommit
 from envbisect.core.results.parts import ProbeRow, Status
 from envbisect.core.results.search import RunResult
-from envbisect.diskcache import default_cache_dir
-from envbisect.env import git as g
-from envbisect.errors import EnvbisectError, InfrastructureError, NoAnswer, UsageError
+from envbisect.errors import EnvbisectError, InfrastructureError, NoAnswer
 from envbisect.model import InstalledDist, OutcomeKind, SourceBuild
+from envbisect.modes.commitsource import (
+    Range,
+    Ref,
+    Source,
+    commit_range,
+    find_ref,
+    is_version,
+    open_source,
+)
 from envbisect.modes.drive import bisect
 from envbisect.modes.outputs import inside, write_report
 from envbisect.modes.searchoptions import CommitRefs, SearchOptions
@@ -67,176 +68,6 @@ class CommitOptions:
     with_reqs: tuple[str, ...] = ()
     allow_sdist: bool = False
     search: SearchOptions = field(default_factory=lambda: SearchOptions())
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Source:
-    """A repository, its mirror on this machine and how git runs for it."""
-
-    git: g.Git
-    repo: g.Repo
-    mirror: Path
-    web: str | None  # where links point (the repository's host, or the metadata's)
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Ref:
-    flag: str
-    asked: str  # what the user (or the release search) named
-    name: str  # the ref or tag it resolved to
-    sha: str
-    version: str | None  # the release a tag names, if it names one
-
-
-# -- the repository ------------------------------------------------------------------------------
-
-
-def open_source(
-    session: Session, package: str, repo: str | None, versions: Sequence[str]
-) -> Source:
-    """The repository (``--repo``, else the one the package's metadata names) and its mirror,
-    cloned or brought up to date now (as it is, with --offline)."""
-    progress = session.progress
-    origin = session.repro.origin if session.opts.repro is not None else Path.cwd()
-    if repo is None:
-        found = _metadata_repo(session, package, versions)
-        if found is None:
-            raise UsageError(
-                f"no repository known for {package}: its metadata names no source on a "
-                "known code host (Project-URL Source, Repository or Homepage)",
-                hint="pass --repo URL (a git URL, or the path of a local clone)",
-                ref="no-repo",
-            )
-        progress.message(f"envbisect: {package}'s repository, from its metadata: {found}")
-        repo = found
-    where = g.check_repo(repo, origin=origin)
-    git = g.Git(binary=g.find_git(), offline=session.opts.offline)
-    cache = session.opts.cache_dir or default_cache_dir()
-    mirror, done = g.mirror(git, where, cache)
-    said = {
-        "cloned": f"cloned into {mirror}",
-        "fetched": "fetched (up to date)",
-        "offline": "used as it is (--offline)",
-    }
-    progress.message(f"envbisect: mirror of {where.shown}: {said[done]}")
-    web = where.web
-    if web is None and where.local:  # a local clone: its origin's host, else the metadata's
-        origin_url = g.origin_url(git, Path(where.url))
-        web = web_base(origin_url) if origin_url else None
-        if web is None:
-            web = _metadata_repo(session, package, versions, quiet=True)
-    return Source(git=git, repo=where, mirror=mirror, web=web)
-
-
-def _metadata_repo(
-    session: Session, package: str, versions: Sequence[str], *, quiet: bool = False
-) -> str | None:
-    """The repository the metadata of the first of ``versions`` the index has names (none
-    given: of the newest version)."""
-    for v in versions or _newest(session, package):
-        try:
-            text = session.client.metadata_for(package, v)
-        except EnvbisectError:
-            if quiet:
-                continue
-            raise
-        return repo_from_metadata(text)
-    return None
-
-
-def find_ref(src: Source, package: str, text: str, flag: str) -> Ref:
-    """The commit a release version or a ref names: a version's tag (v1.2.0, 1.2.0,
-    NAME-1.2.0, NAME-v1.2.0) first, so that a version is never read as an abbreviated commit
-    id; else the ref itself (a tag, a branch, a commit id)."""
-    g.check_ref(text, flag)
-    tags = g.tags(src.git, src.mirror)
-    if _is_version(text):
-        tag = match_tag(tags, package, text)
-        sha = g.resolve(src.git, src.mirror, tag) if tag is not None else None
-        if tag is not None and sha is not None:
-            return Ref(flag=flag, asked=text, name=tag, sha=sha, version=text)
-    sha = g.resolve(src.git, src.mirror, text)
-    if sha is not None:
-        named = tag_version(text, package) if text in tags else None
-        return Ref(
-            flag=flag,
-            asked=text,
-            name=text,
-            sha=sha,
-            version=str(named) if named is not None else None,
-        )
-    if _is_version(text):
-        tried = ", ".join(tag_candidates(package, text))
-        raise UsageError(
-            f"no tag for {package} {text} in {src.repo.shown} (tried {tried}, and any tag "
-            "of those forms naming the same version)",
-            hint=f"name its commit: {flag} TAG-OR-COMMIT",
-            ref="no-tag",
-        )
-    raise UsageError(
-        f"{flag} {text}: no such tag, branch or commit in {src.repo.shown}",
-        hint=f"git ls-remote --tags {src.repo.shown} lists its tags; or name a commit id",
-        ref="unknown-ref",
-    )
-
-
-def _is_version(text: str) -> bool:
-    try:
-        Version(text)
-    except InvalidVersion:
-        return False
-    return text[:1].isdigit()
-
-
-# -- the range --------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Range:
-    points: tuple[Commit, ...]  # the good end first, the bad end last
-    start: str  # why the good end is not the good ref itself, or ""
-    build: BuildInfo
-
-
-def commit_range(src: Source, package: str, good: Ref, bad: Ref, progress: Progress) -> Range:
-    """The good end and the first-parent commits after it up to the bad end, oldest first.
-    A good ref that is not an ancestor of the bad one (a maintenance branch) starts the range
-    at their merge base, as ``git bisect`` tests the merge base first."""
-    git, mirror = src.git, src.mirror
-    start = ""
-    old = good.sha
-    if good.sha == bad.sha:
-        raise UsageError(
-            f"{good.name} and {bad.name} are the same commit ({good.sha[:12]})",
-            hint="name two different refs",
-            ref="same-ends",
-        )
-    if not g.is_ancestor(git, mirror, good.sha, bad.sha):
-        base = g.merge_base(git, mirror, good.sha, bad.sha)
-        if base is None or g.is_ancestor(git, mirror, bad.sha, good.sha):
-            raise UsageError(
-                f"{good.name} does not come before {bad.name}: nothing lies between them",
-                hint="were the ends swapped? --good names the older ref",
-                ref="bad-range",
-            )
-        start = (
-            f"{good.name} is not an ancestor of {bad.name}: the range starts at their "
-            f"merge base {base[:12]}"
-        )
-        progress.message(f"envbisect: {start}")
-        old = base
-    points = (g.commit(git, mirror, old), *g.first_parent(git, mirror, old, bad.sha))
-    info = build_info(
-        g.show(git, mirror, bad.sha, "pyproject.toml"),
-        g.show(git, mirror, bad.sha, "setup.py"),
-        g.files(git, mirror, bad.sha),
-    )
-    progress.message(f"envbisect: {info.describe(package)}")
-    progress.message(
-        f"envbisect: {len(points) - 1} first-parent commit(s) after {good.name} "
-        f"up to {bad.name}; each built from source"
-    )
-    return Range(points=points, start=start, build=info)
 
 
 # -- the search ---------------------------------------------------------------------------------
@@ -426,7 +257,7 @@ def run_commits(opts: CommitOptions, progress: Progress | None = None) -> RunRes
 
 def _run(opts: CommitOptions, session: Session) -> RunResult:
     package = opts.package
-    versions = [v for v in (opts.bad, opts.good) if _is_version(v)]
+    versions = [v for v in (opts.bad, opts.good) if is_version(v)]
     src = open_source(session, package, opts.repo, versions)
     good = find_ref(src, package, opts.good, "--good")
     bad = find_ref(src, package, opts.bad, "--bad")
@@ -534,14 +365,6 @@ def after_release(
         fix=fix,
     )
     return ans
-
-
-def _newest(session: Session, package: str) -> list[str]:
-    try:
-        known = sorted(session.client.project_files(package).versions(), reverse=True)
-    except EnvbisectError:
-        return []
-    return [str(v) for v in known[:1]]
 
 
 def _base(

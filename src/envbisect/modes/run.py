@@ -103,11 +103,11 @@ def _run(opts: RunOptions, session: Session, exclude_newer: datetime | None) -> 
     points = _Points(opts=opts, session=session, planner=planner, cl=cl)
     source = None
     if opts.commits is not None and not session.opts.dry_run:
-        from envbisect.modes import commits
+        from envbisect.modes.commitsource import open_source
 
         # Before any build: a repository that cannot be had stops the run at once.
         newest = [labels[bis.new.index], labels[bis.old.index]]
-        source = commits.open_source(session, opts.package, opts.commits.repo, newest)
+        source = open_source(session, opts.package, opts.commits.repo, newest)
     if session.opts.dry_run:  # both ends, as the search would build them first
         from envbisect.modes.dryrun import plan_views
 

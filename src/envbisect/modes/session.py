@@ -1,13 +1,12 @@
 """One session per invocation: the one place that wires the core to the edges.
 
-Who does what: the session finds uv and the interpreter (``target_for``, once per request;
-interp.py keeps the answers on disk between invocations),
-opens the index client, the store and the executor on first use and closes them on exit;
-makes environment specs for its target (``env_spec``: the id says what the interpreter *is*,
-never where it lives), the run id and the result header; and probes: it looks each
-environment up in the store, ships the ones it lacks as ``ProbeTask``s to the executor, and
-records what comes back (only the controller writes the store). Every mode opens one;
-nothing else opens a store or inspects an interpreter.
+Who does what: the session opens the edges on first use and closes them on exit (edges.py:
+uv, the interpreters, the index clients, the store, the executor); it makes environment specs
+for its target (``env_spec``: the id says what the interpreter *is*, never where it lives),
+the run id and the result header; and probes: it looks each environment up in the store,
+claims the ones it lacks (two runs never probe one at once), ships them as ``ProbeTask``s to
+the executor or builds the next ones ahead, and records what comes back (only the controller
+writes the store). Every mode opens one.
 """
 
 from __future__ import annotations
@@ -16,7 +15,6 @@ import contextlib
 import hashlib
 import json
 import os
-import sys
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
@@ -28,26 +26,22 @@ from envbisect.core.names import project_name
 from envbisect.core.outcome import failed, untestable
 from envbisect.core.results.parts import Moved, ProbeRow, RowVerdict
 from envbisect.core.results.search import SearchResult
-from envbisect.core.target import Target, for_version, version_request
-from envbisect.diskcache import default_cache_dir
-from envbisect.env import guard, runner, worker
-from envbisect.env.interp import locate
-from envbisect.env.repro import Repro
-from envbisect.env.uv import Uv, find_uv
+from envbisect.core.target import Target
+from envbisect.env import runner, worker
 from envbisect.env.worker import ProbeTask, check_native_backtrace, run_task
-from envbisect.errors import EnvbisectError, Interrupted, UsageError
-from envbisect.exec import Executor, make_executor
+from envbisect.errors import EnvbisectError, Interrupted
+from envbisect.exec import Executor
 from envbisect.model import EnvSpec, IndexConfig, OutcomeKind, ProbeRecord, SourceBuild
+from envbisect.modes.edges import Edges
 from envbisect.modes.sharing import CLAIM_POLL, Renewal, drop_build
 from envbisect.options import CommonOptions
 from envbisect.progress import Progress
 from envbisect.redact import mask_env_map, mask_text
-from envbisect.store import Claimant, Store, refuse_foreign
+from envbisect.store import Claimant
 
 if TYPE_CHECKING:  # a probe without pins never reads an index: no httpx at startup
     import httpx
 
-    from envbisect.index.client import IndexClient
 
 R = TypeVar("R", bound=SearchResult)
 
@@ -69,7 +63,7 @@ class Want:
     source_repo: str | None = None  # a spec with a source: the mirror its commit comes from
 
 
-class Session:
+class Session(Edges):
     """Use as a context manager; everything it opened is closed on exit."""
 
     def __init__(
@@ -81,19 +75,9 @@ class Session:
         executor: Executor | None = None,
         plan_only: bool = False,
     ) -> None:
-        self.plan_only = plan_only  # nothing is built: a missing interpreter is planned for
-        self._opts = opts
-        if not (plan_only or opts.dry_run):  # someone else's folder: refused before any work
-            refuse_foreign(opts.results)
-        self.progress = progress or Progress()
-        self._transport = transport
-        self._executor = executor
-        self._own_executor = executor is None  # one handed in is its owner's to close
-        self._uv: Uv | None = None
-        self._targets: dict[str | None, tuple[str, Target]] = {}
-        self._client: IndexClient | None = None
-        self._others: dict[IndexConfig, IndexClient] = {}  # index_client's, by config
-        self._store: Store | None = None
+        super().__init__(
+            opts, progress, transport=transport, executor=executor, plan_only=plan_only
+        )
         self._gdb_checked = False
         self._gdb_warned = False
         self._labels: dict[str, str] = {}  # env id -> the label its probe was reported as
@@ -102,8 +86,6 @@ class Session:
         self._ahead_pool: ThreadPoolExecutor | None = None
         self._me = Claimant.this_process()  # this run, as its claims in the store name it
         self._beat: Renewal | None = None
-
-    # -- lifetime -------------------------------------------------------------------------------
 
     def __enter__(self) -> Session:
         return self
@@ -114,122 +96,13 @@ class Session:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        if self._executor is not None and self._own_executor:
-            if exc is not None:
-                self._executor.cancel_all()
-            else:
-                self._executor.close()
+        self._stop_executor(exc)
         self._end_ahead()
         if self._beat is not None:
             self._beat.stop()
             with contextlib.suppress(EnvbisectError):
                 self.store.release(self._me)  # claims left by an interruption
-        if self._client is not None:
-            self._client.close()
-        for other in self._others.values():
-            other.close()
-        if self._store is not None:
-            self._store.close()
-
-    # -- the edges, opened on first use ------------------------------------------------------
-
-    @property
-    def opts(self) -> CommonOptions:
-        """The options, with the choice they leave to this machine made on first use:
-        ``--torch-backend auto``'s variant (nvidia-smi, once, said through the reporter)."""
-        if self._opts.torch_auto is not None:
-            self._opts = _choose_torch(self._opts, self.progress)
-        return self._opts
-
-    @property
-    def uv(self) -> Uv:
-        """uv, as every call of it runs in this session (offline with ``--offline``)."""
-        if self._uv is None:
-            self._uv = Uv(
-                binary=find_uv(),
-                offline=self.opts.offline,
-                refresh=self.opts.refresh,
-                refresh_packages=self.opts.refresh_packages,
-            )
-        return self._uv
-
-    def target_for(self, request: str | None) -> tuple[str, Target]:
-        """The interpreter uv finds for ``request`` and its facts (once per request).
-
-        A session that only plans (``plan_only``, ``--dry-run``) and is asked for a CPython
-        version this machine lacks plans for that version on this platform (said); a build
-        then needs the interpreter, and uv's error says how to get one."""
-        if request not in self._targets:
-            cache = self.opts.cache_dir or default_cache_dir()
-            try:
-                self._targets[request] = locate(self.uv, request, cache)
-            except UsageError as e:
-                wanted = version_request(request)
-                if e.ref != "python-not-found" or wanted is None:
-                    raise
-                if not (self.plan_only or self.opts.dry_run):
-                    raise
-                host = locate(self.uv, sys.executable, cache)[1]
-                self.progress.message(
-                    f"envbisect: no Python {wanted[0]}.{wanted[1]} here: planning for CPython "
-                    f"{wanted[0]}.{wanted[1]} on this platform ({host.short.split('-', 1)[-1]});"
-                    f" building needs the interpreter (uv python install "
-                    f"{wanted[0]}.{wanted[1]})"
-                )
-                self._targets[request] = (str(request), for_version(host, *wanted))
-        return self._targets[request]
-
-    @property
-    def python(self) -> str:
-        return self.target_for(self.opts.python)[0]
-
-    @property
-    def target(self) -> Target:
-        return self.target_for(self.opts.python)[1]
-
-    @property
-    def client(self) -> IndexClient:
-        if self._client is None:
-            self._client = self._new_client(self.opts.indexes)
-        return self._client
-
-    def _new_client(self, config: IndexConfig) -> IndexClient:
-        from envbisect.index.client import IndexClient
-
-        return IndexClient(
-            config,
-            transport=self._transport,
-            cache_dir=self.opts.cache_dir or default_cache_dir(),
-            offline=self.opts.offline,
-            refresh=self.opts.refresh or self.opts.refresh_packages,
-        )
-
-    def index_client(self, config: IndexConfig) -> IndexClient:
-        """A client of other indexes than the session's (the public ones a lockfile names),
-        read the way the session's are: the same transport, cache and --offline."""
-        if config == self.opts.indexes:
-            return self.client
-        if config not in self._others:
-            self._others[config] = self._new_client(config)
-        return self._others[config]
-
-    @property
-    def store(self) -> Store:
-        if self._store is None:
-            self._store = Store(self.opts.results)
-        return self._store
-
-    @property
-    def executor(self) -> Executor:
-        if self._executor is None:
-            guard.token()  # worker processes inherit the owner's tag: they die with it
-            self._executor = make_executor(self.opts)
-        return self._executor
-
-    @property
-    def repro(self) -> Repro:
-        assert self.opts.repro is not None, "this mode runs no repro"
-        return self.opts.repro
+        self._close_edges()
 
     # -- what the session names -------------------------------------------------------------------
 
@@ -601,20 +474,6 @@ def _first_runs(rec: ProbeRecord, runs: int) -> ProbeRecord:
     first = next((i for i, o in enumerate(rec.all_runs) if failed(o)), None)
     outcome = rec.outcome if first is not None and first < runs else kept[0]
     return replace(rec, runs=kept if runs > 1 else (), outcome=outcome)
-
-
-def _choose_torch(opts: CommonOptions, progress: Progress) -> CommonOptions:
-    """``opts`` with ``--torch-backend auto`` made a variant: the newest CUDA build the driver
-    supports, else the CPU build."""
-    from envbisect.env import envreport  # nvidia-smi; a module attribute, for tests
-    from envbisect.index import pytorch
-
-    assert opts.torch_auto is not None
-    smi = envreport.read_nvidia_smi()
-    backend = pytorch.resolve_backend("auto", smi.get("cuda") if smi else None)
-    progress.message(f"envbisect: --torch-backend auto chose {backend}")
-    url = pytorch.variant_url(backend, opts.torch_auto.mirror)
-    return replace(opts, indexes=replace(opts.indexes, torch_index=url), torch_auto=None)
 
 
 def _stale(rec: ProbeRecord, opts: CommonOptions) -> bool:

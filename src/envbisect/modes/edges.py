@@ -1,0 +1,193 @@
+"""The edges a session opens on first use: uv, interpreters, index clients, store, executor.
+
+Who does what: ``Edges`` finds uv and the interpreter (``target_for``, once per request;
+interp.py keeps the answers on disk between invocations), opens the index clients, the store
+and the executor when first asked, makes ``--torch-backend auto``'s choice, and closes what it
+opened; ``Session`` (session.py) builds on it to name environments and probe them. Nothing
+else opens a store or inspects an interpreter.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
+from envbisect.core.target import Target, for_version, version_request
+from envbisect.diskcache import default_cache_dir
+from envbisect.env import guard
+from envbisect.env.interp import locate
+from envbisect.env.repro import Repro
+from envbisect.env.uv import Uv, find_uv
+from envbisect.errors import UsageError
+from envbisect.exec import Executor, make_executor
+from envbisect.model import IndexConfig
+from envbisect.options import CommonOptions
+from envbisect.progress import Progress
+from envbisect.store import Store, refuse_foreign
+
+if TYPE_CHECKING:  # a probe without pins never reads an index: no httpx at startup
+    import httpx
+
+    from envbisect.index.client import IndexClient
+
+
+class Edges:
+    """What a ``Session`` opens on first use, and closes when it ends (``_stop_executor``,
+    then ``_close_edges``)."""
+
+    def __init__(
+        self,
+        opts: CommonOptions,
+        progress: Progress | None = None,
+        *,
+        transport: httpx.BaseTransport | None = None,
+        executor: Executor | None = None,
+        plan_only: bool = False,
+    ) -> None:
+        self.plan_only = plan_only  # nothing is built: a missing interpreter is planned for
+        self._opts = opts
+        if not (plan_only or opts.dry_run):  # someone else's folder: refused before any work
+            refuse_foreign(opts.results)
+        self.progress = progress or Progress()
+        self._transport = transport
+        self._executor = executor
+        self._own_executor = executor is None  # one handed in is its owner's to close
+        self._uv: Uv | None = None
+        self._targets: dict[str | None, tuple[str, Target]] = {}
+        self._client: IndexClient | None = None
+        self._others: dict[IndexConfig, IndexClient] = {}  # index_client's, by config
+        self._store: Store | None = None
+
+    # -- lifetime -------------------------------------------------------------------------------
+
+    def _stop_executor(self, exc: BaseException | None) -> None:
+        """The executor this session made: its tasks cancelled after an error, else closed."""
+        if self._executor is not None and self._own_executor:
+            if exc is not None:
+                self._executor.cancel_all()
+            else:
+                self._executor.close()
+
+    def _close_edges(self) -> None:
+        """The index clients and the store, closed (the executor is stopped first)."""
+        if self._client is not None:
+            self._client.close()
+        for other in self._others.values():
+            other.close()
+        if self._store is not None:
+            self._store.close()
+
+    # -- the edges, opened on first use ------------------------------------------------------
+
+    @property
+    def opts(self) -> CommonOptions:
+        """The options, with the choice they leave to this machine made on first use:
+        ``--torch-backend auto``'s variant (nvidia-smi, once, said through the reporter)."""
+        if self._opts.torch_auto is not None:
+            self._opts = _choose_torch(self._opts, self.progress)
+        return self._opts
+
+    @property
+    def uv(self) -> Uv:
+        """uv, as every call of it runs in this session (offline with ``--offline``)."""
+        if self._uv is None:
+            self._uv = Uv(
+                binary=find_uv(),
+                offline=self.opts.offline,
+                refresh=self.opts.refresh,
+                refresh_packages=self.opts.refresh_packages,
+            )
+        return self._uv
+
+    def target_for(self, request: str | None) -> tuple[str, Target]:
+        """The interpreter uv finds for ``request`` and its facts (once per request).
+
+        A session that only plans (``plan_only``, ``--dry-run``) and is asked for a CPython
+        version this machine lacks plans for that version on this platform (said); a build
+        then needs the interpreter, and uv's error says how to get one."""
+        if request not in self._targets:
+            cache = self.opts.cache_dir or default_cache_dir()
+            try:
+                self._targets[request] = locate(self.uv, request, cache)
+            except UsageError as e:
+                wanted = version_request(request)
+                if e.ref != "python-not-found" or wanted is None:
+                    raise
+                if not (self.plan_only or self.opts.dry_run):
+                    raise
+                host = locate(self.uv, sys.executable, cache)[1]
+                self.progress.message(
+                    f"envbisect: no Python {wanted[0]}.{wanted[1]} here: planning for CPython "
+                    f"{wanted[0]}.{wanted[1]} on this platform ({host.short.split('-', 1)[-1]});"
+                    f" building needs the interpreter (uv python install "
+                    f"{wanted[0]}.{wanted[1]})"
+                )
+                self._targets[request] = (str(request), for_version(host, *wanted))
+        return self._targets[request]
+
+    @property
+    def python(self) -> str:
+        return self.target_for(self.opts.python)[0]
+
+    @property
+    def target(self) -> Target:
+        return self.target_for(self.opts.python)[1]
+
+    @property
+    def client(self) -> IndexClient:
+        if self._client is None:
+            self._client = self._new_client(self.opts.indexes)
+        return self._client
+
+    def _new_client(self, config: IndexConfig) -> IndexClient:
+        from envbisect.index.client import IndexClient
+
+        return IndexClient(
+            config,
+            transport=self._transport,
+            cache_dir=self.opts.cache_dir or default_cache_dir(),
+            offline=self.opts.offline,
+            refresh=self.opts.refresh or self.opts.refresh_packages,
+        )
+
+    def index_client(self, config: IndexConfig) -> IndexClient:
+        """A client of other indexes than the session's (the public ones a lockfile names),
+        read the way the session's are: the same transport, cache and --offline."""
+        if config == self.opts.indexes:
+            return self.client
+        if config not in self._others:
+            self._others[config] = self._new_client(config)
+        return self._others[config]
+
+    @property
+    def store(self) -> Store:
+        if self._store is None:
+            self._store = Store(self.opts.results)
+        return self._store
+
+    @property
+    def executor(self) -> Executor:
+        if self._executor is None:
+            guard.token()  # worker processes inherit the owner's tag: they die with it
+            self._executor = make_executor(self.opts)
+        return self._executor
+
+    @property
+    def repro(self) -> Repro:
+        assert self.opts.repro is not None, "this mode runs no repro"
+        return self.opts.repro
+
+
+def _choose_torch(opts: CommonOptions, progress: Progress) -> CommonOptions:
+    """``opts`` with ``--torch-backend auto`` made a variant: the newest CUDA build the driver
+    supports, else the CPU build."""
+    from envbisect.env import envreport  # nvidia-smi; a module attribute, for tests
+    from envbisect.index import pytorch
+
+    assert opts.torch_auto is not None
+    smi = envreport.read_nvidia_smi()
+    backend = pytorch.resolve_backend("auto", smi.get("cuda") if smi else None)
+    progress.message(f"envbisect: --torch-backend auto chose {backend}")
+    url = pytorch.variant_url(backend, opts.torch_auto.mirror)
+    return replace(opts, indexes=replace(opts.indexes, torch_index=url), torch_auto=None)
