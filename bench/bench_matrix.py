@@ -145,8 +145,8 @@ def main() -> int:
         print(f"# envbisect matrix benchmark ({sys.executable}, {os.cpu_count()} cores)\n")
         print("| grid | cells | probed (monotone) | inferred | unresolvable | probed (--full) |")
         print("|---|---:|---:|---:|---:|---:|")
-        print(f"| gridapp x gridlib | {c['cells']} | {c['built']} | {c['inferred']} | "
-              f"{c['unresolvable']} | {full['built']} |")  # fmt: skip
+        print(f"| gridapp x gridlib | {c.cells} | {c.built} | {c.inferred} | "
+              f"{c.unresolvable} | {full.built} |")  # fmt: skip
         times: dict[int, list[float]] = {1: [], 2: []}
         for r in range(args.rounds):
             for jobs in (1, 2):

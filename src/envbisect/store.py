@@ -17,7 +17,7 @@ import sqlite3
 import time
 import uuid
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
@@ -160,6 +160,26 @@ def _written_by_envbisect(folder: Path) -> bool:
         return False
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CellRow:
+    """One matrix cell in the store (table ``matrix_cells``): what became of it (``state``:
+    measured, inferred, unresolvable, untestable) and the probe that says so."""
+
+    matrix: str
+    python: str
+    cell: str  # its axis versions, as JSON ({package: version}, in axis order)
+    state: str
+    env_id: str | None = None  # the probe's environment (measured; inferred: its source's)
+    repro_id: str | None = None
+    kind: str | None = None  # the outcome's kind (OutcomeKind's value)
+    signature: str = ""
+    inferred_from: str | None = None  # the cell (JSON) whose outcome an inferred one took
+    updated_at: str
+
+
+_CELL_COLUMNS = tuple(f.name for f in fields(CellRow))
+
+
 class Store:
     """A results database in ``results_dir``. Use as a context manager."""
 
@@ -248,9 +268,9 @@ class Store:
         }
         self._replace("probes", values)
 
-    def put_cell(self, row: Mapping[str, Any]) -> None:
-        """One matrix cell's state (measured, inferred, unresolvable, untestable)."""
-        self._replace("matrix_cells", row)
+    def put_cell(self, row: CellRow) -> None:
+        """One matrix cell's row, replacing the one of its (matrix, python, cell)."""
+        self._replace("matrix_cells", {c: getattr(row, c) for c in _CELL_COLUMNS})
 
     def _replace(self, table: str, row: Mapping[str, Any]) -> None:
         """Write ``row`` (column: value) into ``table``, replacing a row with its key."""
@@ -265,11 +285,16 @@ class Store:
         except sqlite3.Error as e:
             raise _translate(e, self.path) from e
 
-    def cells(self, matrix: str) -> list[dict[str, Any]]:
+    def cells(self, matrix: str) -> list[CellRow]:
+        """Every cell row of ``matrix``."""
         try:
-            cur = self._db.execute("SELECT * FROM matrix_cells WHERE matrix = ?", (matrix,))
-            names = [c[0] for c in cur.description]
-            return [dict(zip(names, row, strict=True)) for row in cur]
+            cur = self._db.execute(
+                f"SELECT {', '.join(_CELL_COLUMNS)} FROM matrix_cells WHERE matrix = ?",
+                (matrix,),
+            )
+            return [
+                CellRow(**{c: v for c, v in zip(_CELL_COLUMNS, row, strict=True)}) for row in cur
+            ]
         except sqlite3.Error as e:
             raise _translate(e, self.path) from e
 

@@ -9,6 +9,7 @@ probe behind; a node without envbisect, or with another version, is one clear er
 
 from __future__ import annotations
 
+import fcntl
 import os
 import signal
 import subprocess
@@ -48,7 +49,21 @@ LOOPBACK = {"127.0.0.1", "::ffff:127.0.0.1", "::1"}
 
 
 @pytest.fixture(scope="module", autouse=True)
-def _token(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+def _one_worker_at_a_time(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """This file's tests run on one xdist worker at a time: a second one waits here until the
+    first has done them. ``ray stop --force`` (a cluster's clean start and its end) stops every
+    Ray process on the machine, so two workers' clusters would stop each other's."""
+    shared = tmp_path_factory.getbasetemp().parent  # every worker's, as xdist lays them out
+    with open(shared / "ray-tests.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _token(_one_worker_at_a_time: None, tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     """Every cluster here uses Ray's token authentication, as a real one should."""
     saved = {k: os.environ.get(k) for k in ("RAY_AUTH_MODE", "RAY_AUTH_TOKEN_PATH")}
     use_token(tmp_path_factory.mktemp("ray-token"))

@@ -84,12 +84,12 @@ def test_grid_comes_out_right_cell_by_cell_with_fewer_probes(
         assert cell.outcome is not None and cell.outcome.kind.value == truth, cell.label()
     counts = res.counts()
     # Monotone rows: every row's ends, plus a bisection in the rows that change.
-    assert counts["built"] == counter.started < 40
-    assert counts["inferred"] > 0 and counts["inferred"] + counts["built"] == 40
+    assert counts.built == counter.started < 40
+    assert counts.inferred > 0 and counts.inferred + counts.built == 40
     full = run_matrix(
         spec, CommonOptions(results=tmp_path / "r", cache_dir=tmp_path / "c"), full=True
     )
-    assert full.counts()["inferred"] == 0 and full.counts()["reused"] == counts["built"]
+    assert full.counts().inferred == 0 and full.counts().reused == counts.built
 
 
 def test_interrupted_matrix_resumes(index: LocalIndex, python: str, tmp_path: Path) -> None:
@@ -102,7 +102,7 @@ def test_interrupted_matrix_resumes(index: LocalIndex, python: str, tmp_path: Pa
         )
     assert type(e.value).__name__ == "Interrupted"
     res = run_matrix(spec, CommonOptions(results=tmp_path / "r", cache_dir=tmp_path / "c"))
-    assert res.counts()["reused"] == 5  # the five finished probes were not run again
+    assert res.counts().reused == 5  # the five finished probes were not run again
 
 
 def test_publish_and_the_page_in_a_real_browser(
@@ -278,4 +278,4 @@ def test_a_non_monotone_row_is_caught_by_the_middle_check(
     kinds = {dict(c.versions)["bumplib"]: c.outcome.kind.value for c in res.cells if c.outcome}
     # Both ends pass, the middle crashes: the halves are searched, nothing is mis-inferred.
     assert kinds == {f"1.{i}.0": ("crash" if 3 <= i <= 5 else "pass") for i in range(9)}
-    assert res.counts()["built"] < 9
+    assert res.counts().built < 9

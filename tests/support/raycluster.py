@@ -52,10 +52,12 @@ def refresh_auth() -> None:
     AuthenticationTokenLoader.instance().reset_cache()
 
 
-def raylet_pids() -> set[int]:
-    out = subprocess.run(
-        ["pgrep", "-f", "core/src/ray/raylet/raylet"], capture_output=True, text=True
-    ).stdout
+def raylet_pids(gcs: str | None = None) -> set[int]:
+    """The raylets running here; with ``gcs`` (HOST:PORT), only those of that cluster."""
+    pattern = "core/src/ray/raylet/raylet"
+    if gcs is not None:
+        pattern += f".*--gcs-address={re.escape(gcs)}( |$)"
+    out = subprocess.run(["pgrep", "-f", pattern], capture_output=True, text=True).stdout
     return {int(p) for p in out.split()}
 
 
@@ -70,7 +72,7 @@ class RayCluster:
         return f"127.0.0.1:{self.port}"
 
     def _start(self, args: list[str], python: str | None = None) -> int:
-        before = raylet_pids()
+        before = raylet_pids(self.address)
         cmd = [
             python or self.python,
             "-m",
@@ -86,7 +88,7 @@ class RayCluster:
             raise RuntimeError(f"ray start failed: {proc.stdout[-2000:]}{proc.stderr[-2000:]}")
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
-            new = raylet_pids() - before
+            new = raylet_pids(self.address) - before
             if new:
                 pid = max(new)
                 self.nodes.append(pid)
@@ -116,9 +118,14 @@ class RayCluster:
         )
 
     def kill_node(self, raylet: int) -> None:
-        """The node dies as a machine would: its raylet killed, its workers with it."""
+        """The node dies as a machine would: its raylet killed, its workers with it. Returns
+        once the raylet is gone (a signal is delivered when the process next runs: on a busy
+        machine a task could still be leased to it otherwise)."""
         os.kill(raylet, signal.SIGKILL)
         self.nodes.remove(raylet)
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and _running(raylet):
+            time.sleep(0.05)
 
     def stop(self) -> None:
         subprocess.run(
@@ -127,6 +134,15 @@ class RayCluster:
             env=ray_env(),
             timeout=120,
         )
+
+
+def _running(pid: int) -> bool:
+    """Whether ``pid`` still runs (a zombie does not)."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except (FileNotFoundError, ProcessLookupError):
+        return False
 
 
 _LISTEN = re.compile(r"^LISTEN\s+\d+\s+\d+\s+(\S+):(\d+)\s+\S+\s+users:\(\(\"([^\"]+)\",pid=(\d+)")

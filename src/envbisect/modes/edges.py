@@ -58,6 +58,10 @@ class Edges:
         self._client: IndexClient | None = None
         self._others: dict[IndexConfig, IndexClient] = {}  # index_client's, by config
         self._store: Store | None = None
+        self._open()
+
+    def _open(self) -> None:
+        """What a subclass keeps beside the edges, set up last in ``__init__``."""
 
     # -- lifetime -------------------------------------------------------------------------------
 

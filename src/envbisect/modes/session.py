@@ -20,7 +20,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, replace
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
 from envbisect.core.names import project_name
 from envbisect.core.outcome import failed, untestable
@@ -30,18 +30,12 @@ from envbisect.core.target import Target
 from envbisect.env import runner, worker
 from envbisect.env.worker import ProbeTask, check_native_backtrace, run_task
 from envbisect.errors import EnvbisectError, Interrupted
-from envbisect.exec import Executor
 from envbisect.model import EnvSpec, IndexConfig, OutcomeKind, ProbeRecord, SourceBuild
 from envbisect.modes.edges import Edges
 from envbisect.modes.sharing import CLAIM_POLL, Renewal, drop_build
 from envbisect.options import CommonOptions
-from envbisect.progress import Progress
 from envbisect.redact import mask_env_map, mask_text
 from envbisect.store import Claimant
-
-if TYPE_CHECKING:  # a probe without pins never reads an index: no httpx at startup
-    import httpx
-
 
 R = TypeVar("R", bound=SearchResult)
 
@@ -66,18 +60,8 @@ class Want:
 class Session(Edges):
     """Use as a context manager; everything it opened is closed on exit."""
 
-    def __init__(
-        self,
-        opts: CommonOptions,
-        progress: Progress | None = None,
-        *,
-        transport: httpx.BaseTransport | None = None,
-        executor: Executor | None = None,
-        plan_only: bool = False,
-    ) -> None:
-        super().__init__(
-            opts, progress, transport=transport, executor=executor, plan_only=plan_only
-        )
+    def _open(self) -> None:
+        """Called by ``Edges.__init__``: the state of probing (nothing is opened here)."""
         self._gdb_checked = False
         self._gdb_warned = False
         self._labels: dict[str, str] = {}  # env id -> the label its probe was reported as

@@ -10,13 +10,18 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from envbisect.cli.context import Context, machine, print_plans
 from envbisect.cli.readflags import matrix_common
+from envbisect.core.living.lastrun import LastRun
 from envbisect.errors import UsageError
 from envbisect.redact import mask_env_map
 from envbisect.textsafe import for_terminal
+
+if TYPE_CHECKING:
+    from envbisect.modes.living.publish import Published
+    from envbisect.modes.living.update import UpdateResult
 
 
 def cmd_matrix(ctx: Context) -> int:
@@ -69,24 +74,24 @@ def cmd_matrix_update(ctx: Context) -> int:
                 print(for_terminal(line))
         return 0
     out = inside(common.results, common.results / spec.name)
-    block = res.block()
-    run_meta = {
-        "command": ctx.command,
+    note = res.note()
+    run_meta = LastRun(
+        command=ctx.command,
         # An update that probed nothing measured nothing: the table's date stays the last
         # measurement's, and ``checked`` says when the index was last read for it.
-        "measured": res.matrix.started
-        if block["new"] or block["rechecked"]
+        measured=res.matrix.started
+        if note.probed
         else _published_measured(out, res.matrix.started),
-        "checked": res.matrix.started,
-        "machine": machine(),
-        "targets": res.matrix.targets,
-        "axis_versions": res.matrix.axes,
-        "counts": res.matrix.counts(),
-        "full": a.full,
-        "jobs": a.jobs,
-        "update": block,
-        **({"env": mask_env_map(common.env)} if common.env else {}),
-    }
+        checked=res.matrix.started,
+        machine=machine(),
+        targets=res.matrix.targets,
+        axis_versions=res.matrix.axes,
+        counts=res.matrix.counts(),
+        full=a.full,
+        jobs=a.jobs,
+        update=note,
+        env=mask_env_map(common.env) if common.env else {},
+    ).to_dict()
     (out / "run.json").write_text(json.dumps(run_meta, indent=2) + "\n", encoding="utf-8")
     with Session(matrix_options(spec, common), ctx.progress) as session:
         pub = publish_table(spec, session)
@@ -101,12 +106,11 @@ def cmd_matrix_update(ctx: Context) -> int:
     return 0
 
 
-def _print_update(name: str, res: Any, pub: Any, out: Path) -> None:
-    counts = res.matrix.counts()
+def _print_update(name: str, res: UpdateResult, pub: Published, out: Path) -> None:
+    n = res.matrix.counts()
     print(
-        f"{name}: {counts['cells']} new cell(s): {counts['built']} built, "
-        f"{counts['reused']} reused, {counts['inferred']} inferred, "
-        f"{counts['unresolvable']} unresolvable; {len(res.rechecked)} rechecked, "
+        f"{name}: {n.cells} new cell(s): {n.built} built, {n.reused} reused, "
+        f"{n.inferred} inferred, {n.unresolvable} unresolvable; {len(res.rechecked)} rechecked, "
         f"{sum(g.cells for g in res.gone)} left the table"
     )
     if pub.change is not None:
@@ -131,30 +135,29 @@ def cmd_matrix_whole(ctx: Context) -> int:
     res = run_matrix(spec, common, full=a.full, max_cells=a.max_cells, progress=ctx.progress)
     if common.dry_run:
         return print_plans(ctx, res.plans)
-    run_meta = {
-        "command": ctx.command,
-        "measured": res.started,
-        "machine": machine(),
-        "targets": res.targets,
-        "axis_versions": res.axes,
-        "counts": res.counts(),
-        "full": a.full,
-        "jobs": a.jobs,
-        **({"env": mask_env_map(common.env)} if common.env else {}),
-    }
+    run_meta = LastRun(
+        command=ctx.command,
+        measured=res.started,
+        machine=machine(),
+        targets=res.targets,
+        axis_versions=res.axes,
+        counts=res.counts(),
+        full=a.full,
+        jobs=a.jobs,
+        env=mask_env_map(common.env) if common.env else {},
+    ).to_dict()
     out = inside(common.results, common.results / spec.name)
     out.mkdir(parents=True, exist_ok=True)
     (out / "run.json").write_text(json.dumps(run_meta, indent=2) + "\n", encoding="utf-8")
     with Session(matrix_options(spec, common), ctx.progress) as session:
         pub = publish_table(spec, session)
-    counts = res.counts()
+    n = res.counts()
     if a.json:
         print(json.dumps({"matrix": spec.name, **run_meta, **pub.to_dict()}, indent=2))
     else:
         print(
-            f"{spec.name}: {counts['cells']} cells: {counts['built']} built, "
-            f"{counts['reused']} reused, {counts['inferred']} inferred, "
-            f"{counts['unresolvable']} unresolvable"
+            f"{spec.name}: {n.cells} cells: {n.built} built, {n.reused} reused, "
+            f"{n.inferred} inferred, {n.unresolvable} unresolvable"
         )
         print(f"tables: {out / 'table.md'}, {out / 'table.html'}")
     return 0
@@ -162,9 +165,10 @@ def cmd_matrix_whole(ctx: Context) -> int:
 
 def _published_measured(folder: Path, default: str) -> str:
     """The ``measured`` date of the committed ``results.json`` (``default`` if unreadable)."""
+    from envbisect.modes.living.publish import read_table
+
     try:
-        meta = json.loads((folder / "results.json").read_text(encoding="utf-8"))["matrix"]
-    except (OSError, ValueError, KeyError, TypeError):
+        measured = read_table(folder).meta.measured
+    except (OSError, ValueError, UsageError):
         return default
-    value = meta.get("measured") if isinstance(meta, dict) else None
-    return value if isinstance(value, str) else default
+    return measured if measured is not None else default

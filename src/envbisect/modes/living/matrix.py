@@ -25,6 +25,7 @@ from packaging.utils import canonicalize_name
 from packaging.version import Version
 
 from envbisect.core.candidates import build_candidates
+from envbisect.core.living.lastrun import COUNTED, Counts
 from envbisect.core.living.spec import SCHEMA_HINT, MatrixSpec, parse_matrix, select_versions
 from envbisect.core.outcome import untestable
 from envbisect.core.plan import Plan, Policy
@@ -41,6 +42,7 @@ from envbisect.modes.planning import RunPlanner, read_pins
 from envbisect.modes.session import Session, Want
 from envbisect.options import CommonOptions
 from envbisect.progress import Progress
+from envbisect.store import CellRow
 from envbisect.strategy.rows import Cell, MatrixRows
 
 if sys.version_info >= (3, 11):
@@ -62,21 +64,16 @@ class MatrixResult:
     started: str = ""
     plans: list[dict[str, Any]] = field(default_factory=list)  # --dry-run: every cell's plan
 
-    def counts(self) -> dict[str, int]:
-        out = {
-            "cells": len(self.cells),
-            "built": 0,
-            "reused": 0,
-            "inferred": 0,
-            "unresolvable": 0,
-            "untestable": 0,
-        }
+    def counts(self) -> Counts:
+        """What became of the cells (``built``: probed by this run, ``reused``: stored)."""
+        n: dict[str, int] = dict.fromkeys(COUNTED, 0)
+        n["cells"] = len(self.cells)
         for c in self.cells:
             if c.state == "measured":
-                out["reused" if c.reused else "built"] += 1
-            elif c.state in out:
-                out[c.state] += 1
-        return out
+                n["reused" if c.reused else "built"] += 1
+            elif c.state in n:
+                n[c.state] += 1
+        return Counts(**n)
 
 
 def matrix_indexes(spec: MatrixSpec, folders: tuple[str, ...] = ()) -> IndexConfig:
@@ -371,17 +368,17 @@ def _plan_cell(
     cell.spec = session.env_spec(planned.requirements(), target=target)
 
 
-def _cell_row(matrix: str, cell: Cell, repro_id: str) -> dict[str, object]:
+def _cell_row(matrix: str, cell: Cell, repro_id: str) -> CellRow:
     o = cell.outcome
-    return {
-        "matrix": matrix,
-        "python": cell.python,
-        "cell": cell.key,
-        "state": cell.state,
-        "env_id": cell.spec.env_id if cell.spec else None,
-        "repro_id": repro_id,
-        "kind": o.kind.value if o else None,
-        "signature": (o.signature if o else "") or cell.reason,
-        "inferred_from": cell.inferred_from,
-        "updated_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-    }
+    return CellRow(
+        matrix=matrix,
+        python=cell.python,
+        cell=cell.key,
+        state=cell.state,
+        env_id=cell.spec.env_id if cell.spec else None,
+        repro_id=repro_id,
+        kind=o.kind.value if o else None,
+        signature=(o.signature if o else "") or cell.reason,
+        inferred_from=cell.inferred_from,
+        updated_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+    )

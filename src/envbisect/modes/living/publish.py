@@ -28,6 +28,7 @@ from envbisect.core.living import update as cellupdate
 from envbisect.core.living.cell import HINT, Key, PublishedCell
 from envbisect.core.living.document import PublishedTable
 from envbisect.core.living.history import Change
+from envbisect.core.living.lastrun import LastRun, UpdateNote
 from envbisect.core.living.meta import MatrixMeta
 from envbisect.core.living.spec import MatrixSpec
 from envbisect.errors import ResultsMalformed, StoreError, UsageError
@@ -47,31 +48,29 @@ _FOLDER = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 def published_cells(spec: MatrixSpec, store: Store) -> list[PublishedCell]:
     """Every cell of the matrix the store knows (its rows), with the details a table shows."""
     out: list[PublishedCell] = []
-    by_key = {(r["python"], r["cell"]): r for r in store.cells(spec.name)}
+    by_key = {(r.python, r.cell): r for r in store.cells(spec.name)}
     for (python, key), row in sorted(by_key.items()):
         source = row
-        if row["state"] == "inferred" and row["inferred_from"]:
-            source = by_key.get((python, row["inferred_from"]), row)
+        if row.state == "inferred" and row.inferred_from:
+            source = by_key.get((python, row.inferred_from), row)
         rec = (
-            store.get(source["env_id"], source["repro_id"])
-            if source["env_id"] and source["repro_id"]
-            else None
+            store.get(source.env_id, source.repro_id) if source.env_id and source.repro_id else None
         )
-        mine = rec if row["state"] == "measured" else None  # an inferred cell has no run
+        mine = rec if row.state == "measured" else None  # an inferred cell has no run
         out.append(
             PublishedCell(
                 python=python,
                 versions=tuple(json.loads(key).items()),
-                state=row["state"],
-                kind=row["kind"],
+                state=row.state,
+                kind=row.kind,
                 signal=rec.outcome.signal if rec else None,
-                signature=_ENV_PATH.sub("<env>/", row["signature"] or ""),
+                signature=_ENV_PATH.sub("<env>/", row.signature or ""),
                 library=rec.outcome.library if rec else None,
                 seconds=round(mine.build_seconds + mine.probe_seconds, 2) if mine else None,
                 measured_at=mine.started_at if mine else None,
                 installed=mine.installed if mine else (),
-                inferred_from=row["inferred_from"],
-                env_id=row["env_id"],
+                inferred_from=row.inferred_from,
+                env_id=row.env_id,
             )
         )
     return out
@@ -119,7 +118,8 @@ def publish_table(spec: MatrixSpec, session: Session, *, now: datetime | None = 
     try:
         fresh = published_cells(spec, session.store)
         run_meta = _run_meta(out)
-        if not fresh and published.is_file() and not run_meta.get("update"):
+        last = LastRun.from_dict(run_meta)
+        if not fresh and published.is_file() and last.update is None:
             return _republish(spec, session, out)
         before = _read_published(out)[0] if published.is_file() else None
     except (ValueError, KeyError, TypeError, AttributeError) as e:
@@ -144,9 +144,9 @@ def publish_table(spec: MatrixSpec, session: Session, *, now: datetime | None = 
         run=run_meta,
     )
     old_cells = list(before.cells) if before is not None else None
-    cells = cellupdate.merge(old_cells or [], fresh, run_meta.get("axis_versions"))
+    cells = cellupdate.merge(old_cells or [], fresh, last.axis_versions)
     past = list(before.history) if before is not None else []
-    change = _change(old_cells, cells, axes, run_meta, past, now)
+    change = _change(old_cells, cells, axes, last, past, now)
     hist = history.append(past, change)
     fresh_keys = {c.key for c in fresh}
     written, rec_files, cells = _write_locks(spec, session, out, meta, cells, only=fresh_keys)
@@ -170,42 +170,35 @@ def _change(
     old: list[PublishedCell] | None,
     cells: list[PublishedCell],
     axes: list[str],
-    run_meta: Mapping[str, Any],
+    last: LastRun,
     past: list[Change],
     now: datetime | None,
 ) -> Change | None:
     """This publish's history entry: ``run.json``'s ``update`` says why cells left and which
     were rechecked (counted once: a second publish of the same run rechecked nothing)."""
-    update = run_meta.get("update") or {}
-    why = {
-        (str(g["python"]), str(g["package"]), str(g["version"])): str(g["why"])
-        for g in update.get("gone", [])
-    }
-    run = str(run_meta.get("measured", ""))
+    update = last.update or UpdateNote()
+    run = last.measured
     again = not past or past[-1].run != run
-    rechecked = frozenset(
-        (str(r["python"]), tuple((str(k), str(v)) for k, v in r["versions"].items()))
-        for r in (update.get("rechecked", []) if again else [])
-    )
+    rechecked = frozenset(r.key for r in update.rechecked) if again else frozenset()
     date = (now or datetime.now(timezone.utc)).isoformat(timespec="seconds")
-    since = past[-1].date if past else (None if old is None else str(_meta_of(old, run_meta)))
+    since = past[-1].date if past else (None if old is None else _measured(old, last))
     return history.diff(
         old,
         cells,
         axes,
         date=date,
         since=since,
-        command=str(run_meta.get("command", "")),
-        why_removed=why,
+        command=last.command,
+        why_removed=update.why_removed(),
         rechecked=rechecked,
         run=run,
     )
 
 
-def _meta_of(old: list[PublishedCell], run_meta: Mapping[str, Any]) -> str:
+def _measured(old: list[PublishedCell], last: LastRun) -> str:
     """When the cells published before were measured: the newest of their dates."""
     dates = [c.measured_at for c in old if c.measured_at]
-    return max(dates, default=str(run_meta.get("measured", "?")))
+    return max(dates, default=last.measured or "?")
 
 
 def _write_locks(

@@ -24,6 +24,7 @@ from packaging.version import Version
 
 from envbisect.core.candidates import build_candidates
 from envbisect.core.living.cell import Key, PublishedCell, combo
+from envbisect.core.living.lastrun import Recheck, UpdateNote
 from envbisect.core.living.spec import MatrixSpec
 from envbisect.core.living.update import (
     AxisNow,
@@ -48,6 +49,7 @@ from envbisect.modes.outputs import inside
 from envbisect.modes.session import Session, Want
 from envbisect.options import CommonOptions
 from envbisect.progress import Progress
+from envbisect.store import CellRow
 from envbisect.strategy.rows import Cell
 
 
@@ -58,26 +60,23 @@ class UpdateResult:
     matrix: MatrixResult
     plans: list[UpdatePlan] = field(default_factory=list)
     gone: list[Gone] = field(default_factory=list)  # every value that left, all Pythons
-    # {python, versions, before, after}: each recheck's outcome next to the published one
-    rechecked: list[dict[str, Any]] = field(default_factory=list)
-    not_rechecked: list[dict[str, Any]] = field(default_factory=list)  # could not be built
+    rechecked: list[Recheck] = field(default_factory=list)  # each outcome beside the published
+    not_rechecked: list[Recheck] = field(default_factory=list)  # could not be built
 
-    def block(self) -> dict[str, Any]:
+    def note(self) -> UpdateNote:
         """``run.json``'s ``update``: what publishing needs to say why and what was checked."""
-        return {
-            "new": sum(len(p.new) for p in self.plans),
-            "gone": [g.to_dict() for g in self.gone],
-            "rechecked": [
-                {"python": r["python"], "versions": r["versions"]} for r in self.rechecked
-            ],
-            "not_rechecked": self.not_rechecked,
-        }
+        return UpdateNote(
+            new=sum(len(p.new) for p in self.plans),
+            gone=tuple(self.gone),
+            rechecked=tuple(self.rechecked),
+            not_rechecked=tuple(self.not_rechecked),
+        )
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "plans": [p.to_dict() for p in self.plans],
-            **self.block(),
-            "rechecks": self.rechecked,
+            **self.note().to_dict(),
+            "rechecks": [r.to_dict() for r in self.rechecked],
         }
 
     def lines(self) -> list[str]:
@@ -244,28 +243,24 @@ def _rechecked(
     when: datetime,
 ) -> None:
     """What one recheck saw: into the result, and (unless untestable) the store's cell row."""
-    entry = {
-        "python": cell.python,
-        "versions": cell.versions_dict(),
-        "before": cell.kind,
-        "after": rec.outcome.kind.value,
-    }
+    entry = Recheck(
+        python=cell.python, versions=cell.versions, before=cell.kind, after=rec.outcome.kind.value
+    )
     if rec.outcome.kind is OutcomeKind.UNTESTABLE:
-        result.not_rechecked.append({**entry, "why": rec.outcome.signature})
+        result.not_rechecked.append(replace(entry, why=rec.outcome.signature))
         return
     assert want.spec is not None
     result.rechecked.append(entry)
     session.store.put_cell(
-        {
-            "matrix": spec.name,
-            "python": cell.python,
-            "cell": json.dumps(cell.versions_dict()),
-            "state": "measured",
-            "env_id": want.spec.env_id,
-            "repro_id": session.repro.repro_id,
-            "kind": rec.outcome.kind.value,
-            "signature": rec.outcome.signature,
-            "inferred_from": None,
-            "updated_at": when.isoformat(timespec="seconds"),
-        }
+        CellRow(
+            matrix=spec.name,
+            python=cell.python,
+            cell=json.dumps(cell.versions_dict()),
+            state="measured",
+            env_id=want.spec.env_id,
+            repro_id=session.repro.repro_id,
+            kind=rec.outcome.kind.value,
+            signature=rec.outcome.signature,
+            updated_at=when.isoformat(timespec="seconds"),
+        )
     )
