@@ -292,9 +292,7 @@ class Store:
                 f"SELECT {', '.join(_CELL_COLUMNS)} FROM matrix_cells WHERE matrix = ?",
                 (matrix,),
             )
-            return [
-                CellRow(**{c: v for c, v in zip(_CELL_COLUMNS, row, strict=True)}) for row in cur
-            ]
+            return [CellRow(**dict(zip(_CELL_COLUMNS, row, strict=True))) for row in cur]
         except sqlite3.Error as e:
             raise _translate(e, self.path) from e
 

@@ -43,11 +43,7 @@ class Counts:
     def from_dict(cls, d: object) -> Counts:
         if not isinstance(d, Mapping):
             raise malformed(f"'counts' is {d!r}, not an object")
-        got = {name: d.get(name, 0) for name in COUNTED}
-        for name, value in got.items():
-            if not isinstance(value, int) or isinstance(value, bool):
-                raise malformed(f"'counts' has {name} {value!r}, not a number")
-        return cls(**got)
+        return cls(**{name: _whole(d.get(name, 0), f"'counts' has {name}") for name in COUNTED})
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -127,11 +123,8 @@ class UpdateNote:
     def from_dict(cls, d: object) -> UpdateNote:
         if not isinstance(d, Mapping):
             raise malformed(f"'update' is {d!r}, not an object")
-        new = d.get("new", 0)
-        if not isinstance(new, int) or isinstance(new, bool):
-            raise malformed(f"'update' has new {new!r}, not a number")
         return cls(
-            new=new,
+            new=_whole(d.get("new", 0), "'update' has new"),
             gone=tuple(_gone(g) for g in _list(d, "gone")),
             rechecked=tuple(Recheck.from_dict(r) for r in _list(d, "rechecked")),
             not_rechecked=tuple(Recheck.from_dict(r) for r in _list(d, "not_rechecked")),
@@ -191,9 +184,6 @@ class LastRun:
         for name, value in (("targets", targets), ("env", env)):
             if not isinstance(value, Mapping):
                 raise malformed(f"'{name}' is {value!r}, not an object")
-        jobs = d.get("jobs", 1)
-        if not isinstance(jobs, int) or isinstance(jobs, bool):
-            raise malformed(f"'jobs' is {jobs!r}, not a number")
         update = d.get("update")
         return cls(
             command=str(d.get("command") or ""),
@@ -208,7 +198,7 @@ class LastRun:
             ),
             counts=Counts.from_dict(d.get("counts", {})),
             full=bool(d.get("full", False)),
-            jobs=jobs,
+            jobs=_whole(d.get("jobs", 1), "'jobs' is"),
             update=UpdateNote.from_dict(update) if update else None,
             env={str(k): str(v) for k, v in env.items()},
         )
@@ -234,6 +224,13 @@ def _list(d: Mapping[str, Any], name: str) -> list[Any]:
     value = d.get(name, [])
     if not isinstance(value, list):
         raise malformed(f"'update' has {name} {value!r}, not a list")
+    return value
+
+
+def _whole(value: object, what: str) -> int:
+    """``value`` if it is a whole number (not a bool), else the error ``what`` begins."""
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise malformed(f"{what} {value!r}, not a number")
     return value
 
 
