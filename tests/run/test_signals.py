@@ -285,3 +285,23 @@ def test_kill_at_random_moments_then_rerun(
     data = json.loads(again.stdout)
     assert data["first_bad"] == "1.5.0"
     assert len(data["reused"]) == before, (before, data["reused"])
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP])
+def test_a_signal_while_the_parser_is_built_ends_quietly(sig: signal.Signals) -> None:
+    """The handlers are in place before the command's own ``except`` is: a signal in between
+    (here sent while the parser is being built, where CI once caught one) is said in one line
+    and exits 128 + signal, no traceback."""
+    code = (
+        "import os, signal, envbisect.cli.main as m\n"
+        "built = m.build_parser\n"
+        "def slow():\n"
+        f"    os.kill(os.getpid(), {int(sig)})\n"
+        "    return built()\n"
+        "m.build_parser = slow\n"
+        "raise SystemExit(m.main(['versions', '--help']))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert "Traceback" not in done.stderr, done.stderr
+    assert done.returncode == 128 + sig, done.stderr
+    assert f"{sig.name} received" in done.stderr

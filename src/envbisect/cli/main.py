@@ -110,6 +110,12 @@ def _guarded(argv: Sequence[str] | None) -> int:
     saved = {s: signal.signal(s, _on_signal) for s in _FORWARDED}
     try:
         return _main(argv)
+    except _Signalled as e:
+        # Came before _main's own handler was in place (the parser being built): nothing
+        # started yet, so end as quietly as a signal during the run would.
+        sig = signal.Signals(e.signum)
+        print_error(Interrupted(f"{sig.name} received: interrupted", hint="run the same command again"))
+        return 128 + sig.value
     finally:
         for s, handler in saved.items():
             with contextlib.suppress(TypeError, ValueError):
