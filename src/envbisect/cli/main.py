@@ -114,7 +114,9 @@ def _guarded(argv: Sequence[str] | None) -> int:
         # Came before _main's own handler was in place (the parser being built): nothing
         # started yet, so end as quietly as a signal during the run would.
         sig = signal.Signals(e.signum)
-        print_error(Interrupted(f"{sig.name} received: interrupted", hint="run the same command again"))
+        print_error(
+            Interrupted(f"{sig.name} received: interrupted", hint="run the same command again")
+        )
         return 128 + sig.value
     finally:
         for s, handler in saved.items():
