@@ -67,6 +67,20 @@ def implicated(
     return out
 
 
+def evidence(
+    outcome: Outcome, installed: Sequence[InstalledDist], modules: Mapping[str, str]
+) -> list[str]:
+    """The suspects the failure itself gives (kinds 1 and 2 above: the owner the message
+    names, then the owners of the frames), without the rest of the environment."""
+    have = {str(canonicalize_name(d.name)) for d in installed}
+    out = named_owners(outcome, installed, modules)
+    for top in reversed(frame_modules(outcome.detail)):
+        name = owner(top, modules, have)
+        if name and name not in out:
+            out.append(name)
+    return out
+
+
 def named_owners(
     outcome: Outcome, installed: Sequence[InstalledDist], modules: Mapping[str, str]
 ) -> list[str]:

@@ -98,6 +98,9 @@ class Plan:
 class Unresolvable:
     reason: str
     visited: tuple[tuple[str, str], ...] = ()
+    # resolvelib ran past its rounds with no fallback to ask: not an answer about the
+    # requirements (uv may well resolve them), so never remembered as one.
+    gave_up: bool = False
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -37,7 +37,9 @@ from envbisect.core.plan import (
 P = ParamSpec("P")
 
 # Bumped when what a key or an entry holds changes meaning.
-FORMAT = 1
+# 2: resolvelib's give-ups are no longer kept (an old memo may hold one as "unresolvable"),
+# and the provider's preference order changed (constraints count as requirements).
+FORMAT = 2
 
 
 @runtime_checkable
@@ -111,7 +113,9 @@ def plan(
             return found
     recording = _Recording(source)
     result = resolve.plan(requirements, recording, target, **kw)
-    if result.visited[:1] != (("uv", "pip compile"),):  # uv's answer reads its own cache
+    # uv's answer reads its own cache; a give-up is no answer (uv may resolve it).
+    gave_up = isinstance(result, Unresolvable) and result.gave_up
+    if result.visited[:1] != (("uv", "pip compile"),) and not gave_up:
         source.keep(key, to_entry(result), list(recording.read))
     return result
 

@@ -64,7 +64,7 @@ def plan(
     pre: bool = False,
     constraints: Mapping[str, SpecifierSet] | None = None,
     fallback: Fallback | None = None,
-    max_rounds: int = MAX_ROUNDS,
+    max_rounds: int | None = None,
     cache: MatchCache | None = None,
     forward: bool = False,
 ) -> Plan | Unresolvable:
@@ -78,6 +78,8 @@ def plan(
     A resolution that runs past ``max_rounds`` is handed to
     ``fallback`` (uv, in practice) with the same inputs, when one is given.
     """
+    if max_rounds is None:  # read at call time: a test may make the give-up come early
+        max_rounds = MAX_ROUNDS
     base = {canonicalize_name(k): v for k, v in (baseline or {}).items()}
     roots = [
         Req(strip_marker(r), None)
@@ -162,6 +164,7 @@ def _too_deep(
     return Unresolvable(
         reason=f"the resolver gave up after {max_rounds} rounds",
         visited=tuple(visited.visited),
+        gave_up=True,
     )
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 import subprocess
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -36,8 +37,12 @@ class UvFallback:
     python: str
     indexes: IndexConfig
     only_binary: bool = True
+    # Called before uv is asked (the session says once per run that uv planned something).
+    notice: Callable[[Question], None] | None = None
 
     def __call__(self, q: Question) -> Plan | Unresolvable:
+        if self.notice is not None:
+            self.notice(q)
         with tempfile.TemporaryDirectory(prefix="envbisect-uvplan-") as tmp:
             folder = Path(tmp)
             reqs = folder / "requirements.in"

@@ -25,7 +25,7 @@ from packaging.utils import canonicalize_name
 
 from envbisect.core.candidates import build_candidates
 from envbisect.core.outcome import same_failure
-from envbisect.core.plan import MatchCache, Plan, PlanTarget, Policy, Unresolvable
+from envbisect.core.plan import Fallback, MatchCache, Plan, PlanTarget, Policy, Unresolvable
 from envbisect.core.planmemo import plan
 from envbisect.core.results.bydate import Confirmation, DateResult
 from envbisect.core.results.diff import Culprit
@@ -112,6 +112,7 @@ class _Planning:
     ptarget: PlanTarget
     pre: bool
     cache: MatchCache = field(default_factory=dict)
+    fallback: Fallback | None = None  # uv, where resolvelib gives up
 
     def as_of(self, when: datetime) -> Plan | Unresolvable:
         return plan(
@@ -122,6 +123,7 @@ class _Planning:
             cutoff=when,
             pre=self.pre,
             cache=self.cache,
+            fallback=self.fallback,
         )
 
 
@@ -182,6 +184,7 @@ def _planning(opts: DateOptions, session: Session) -> _Planning:
         source=IndexMetadataSource(session.client, target, allow_sdist=False),
         ptarget=PlanTarget(markers=env, python_version=target.python_version),
         pre=opts.pre,
+        fallback=session.uv_planner(),
     )
 
 
@@ -333,6 +336,7 @@ def _confirm(
         planning.ptarget,
         policy=Policy.BASELINE,
         baseline=baseline,
+        fallback=planning.fallback,
     )
     if not isinstance(toggled, Plan):
         return Confirmation(

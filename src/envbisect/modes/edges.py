@@ -13,12 +13,14 @@ import sys
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
+from envbisect.core.plan import Question
 from envbisect.core.target import Target, for_version, version_request
 from envbisect.diskcache import default_cache_dir
 from envbisect.env import guard
 from envbisect.env.interp import locate
 from envbisect.env.repro import Repro
 from envbisect.env.uv import Uv, find_uv
+from envbisect.env.uvplan import UvFallback
 from envbisect.errors import UsageError
 from envbisect.exec import Executor, make_executor
 from envbisect.model import IndexConfig
@@ -58,6 +60,7 @@ class Edges:
         self._client: IndexClient | None = None
         self._others: dict[IndexConfig, IndexClient] = {}  # index_client's, by config
         self._store: Store | None = None
+        self._uv_planned = False  # the uv fallback was said (once a run)
         self._open()
 
     def _open(self) -> None:
@@ -103,6 +106,30 @@ class Edges:
                 refresh_packages=self.opts.refresh_packages,
             )
         return self._uv
+
+    def uv_planner(self, python: str | None = None, *, only_binary: bool = True) -> UvFallback:
+        """uv, for every plan resolvelib gives up on in this session (run, lock, matrix,
+        diff, by date): the same pins, constraints and cut-off, answered by ``uv pip
+        compile``. Said once a run, on stderr."""
+
+        def notice(q: Question) -> None:
+            if self._uv_planned:
+                return
+            self._uv_planned = True
+            asked = ", ".join(str(r) for r in list(q.requirements)[:3])
+            more = f" and {len(q.requirements) - 3} more" if len(q.requirements) > 3 else ""
+            self.progress.message(
+                f"envbisect: the resolver gave up on a plan ({asked}{more}); uv planned it, "
+                "as it plans any other the resolver gives up on in this run"
+            )
+
+        return UvFallback(
+            uv=self.uv,
+            python=python or self.python,
+            indexes=self.opts.indexes,
+            only_binary=only_binary,
+            notice=notice,
+        )
 
     def target_for(self, request: str | None) -> tuple[str, Target]:
         """The interpreter uv finds for ``request`` and its facts (once per request).

@@ -27,7 +27,6 @@ from envbisect.core.candidates import CandidateList, build_candidates
 from envbisect.core.plan import Plan, Unresolvable
 from envbisect.core.results.parts import ProbeRow, RowVerdict, SearchSummary, StandIn, Status, moves
 from envbisect.core.results.search import RunResult
-from envbisect.env.uvplan import UvFallback
 from envbisect.errors import NoCandidates, UnknownVersion, UsageError
 from envbisect.index.source import IndexMetadataSource
 from envbisect.model import Candidate, EnvSpec, OutcomeKind
@@ -381,10 +380,5 @@ def _planner(opts: RunOptions, session: Session) -> RunPlanner | None:
         policy=choose_policy(opts.rest, has_baseline=has_baseline),
         pre=opts.pre,
         extras=opts.extras,
-        fallback=UvFallback(
-            uv=session.uv,
-            python=session.python,
-            indexes=session.opts.indexes,
-            only_binary=not opts.allow_sdist,
-        ),
+        fallback=session.uv_planner(only_binary=not opts.allow_sdist),
     )

@@ -15,6 +15,13 @@ the newest version without the failure:
 An untestable point (unresolvable with the rest, no installable file, a failed build) never
 narrows the gap: its nearest untried neighbour is probed instead. Probes: at most
 1 + ceil(log2(n - 1)) for n versions, all testable. Pure: no IO.
+
+``floor``: the oldest point the rest of the newest environment allows as it is (below it, a
+package that requires the newer versions, trl's ``transformers>=X``, must be held back too:
+coupled). The search starts at the floor, as if the points below did not exist, and goes
+below it only when the floor has the failure too (or nothing from it up is testable): a
+coupled hold-back costs its second search only where one is needed, at most
+2 + ceil(log2(floor)) + ceil(log2(n - floor)) probes in all.
 """
 
 from __future__ import annotations
@@ -35,6 +42,7 @@ class HoldBack(Points[int]):
     reference: Outcome
     same: Callable[[Outcome, Outcome], bool] = same_failure
     repeat: int = 1
+    floor: int = 0
     seen: dict[int, bool] = field(default_factory=dict)  # testable point -> has the failure
     skipped: set[int] = field(default_factory=set)
 
@@ -69,8 +77,8 @@ class HoldBack(Points[int]):
         untried = [i for i in range(0 if lo is None else lo + 1, hi) if self._untried(i)]
         if not untried:
             return []
-        if lo is None:  # the oldest testable point first
-            return untried
+        if lo is None:  # the oldest testable point first, the floor's part before the rest
+            return [i for i in untried if i >= self.floor] or untried
         mid = (lo + hi) // 2
         return sorted(untried, key=lambda i: (abs(i - mid), i))
 

@@ -34,6 +34,9 @@ class Constraint:
     failed: str
     moved_with: tuple[Moved, ...] = ()
     interaction: tuple[str, ...] = ()  # the other packages it needs
+    # Coupled: the packages whose newest release requires first_bad or newer (trl's
+    # transformers>=X), held back with it in last_good's environment, "name old -> new".
+    held_with: tuple[str, ...] = ()
     round: int = 0
     moment: str = ""
     still_needed: Outcome | None = None
@@ -73,6 +76,8 @@ class Constraint:
             text += f" (moved with it: {', '.join(m.describe() for m in self.moved_with)})"
         if self.interaction:
             text += f" (an interaction with {', '.join(self.interaction)})"
+        if self.held_with:
+            text += f" (held back with it: {', '.join(self.held_with)})"
         return text
 
     def held_line(self) -> str:
@@ -95,6 +100,7 @@ class Constraint:
             "evidence": {"passed": self.passed, "failed": self.failed},
             "moved_with": [m.to_dict() for m in self.moved_with],
             "interaction": list(self.interaction),
+            **({"held_with": list(self.held_with)} if self.held_with else {}),
             "round": self.round,
             "found_by": self.found_by,
             **(

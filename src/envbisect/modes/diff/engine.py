@@ -106,6 +106,7 @@ class DiffEngine:
             baseline=baseline,
             constraints=self.spans,
             cache=self.cache,
+            fallback=self.session.uv_planner(),
         )
         if not isinstance(planned, Plan):
             return None, planned.reason

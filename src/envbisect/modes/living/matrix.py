@@ -31,7 +31,6 @@ from envbisect.core.outcome import untestable
 from envbisect.core.plan import Plan, Policy
 from envbisect.core.target import Target
 from envbisect.env.repro import Repro
-from envbisect.env.uvplan import UvFallback
 from envbisect.errors import UsageError
 from envbisect.index.client import IndexClient
 from envbisect.index.pytorch import OFFICIAL, variant_url
@@ -264,7 +263,7 @@ def _planner(spec: MatrixSpec, session: Session, python: str, target: Target) ->
         with_reqs=spec.with_reqs,
         policy=Policy(spec.rest),
         extras=spec.extras,
-        fallback=UvFallback(uv=session.uv, python=python, indexes=session.opts.indexes),
+        fallback=session.uv_planner(python),
     )
 
 

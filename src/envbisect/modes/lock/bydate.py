@@ -24,7 +24,7 @@ from packaging.version import Version
 
 from envbisect.core.candidates import build_candidates
 from envbisect.core.outcome import same_failure
-from envbisect.core.plan import MatchCache, Plan, PlanTarget, Policy, Unresolvable
+from envbisect.core.plan import Fallback, MatchCache, Plan, PlanTarget, Policy, Unresolvable
 from envbisect.core.planmemo import plan
 from envbisect.core.results.lock import Constraint
 from envbisect.core.results.parts import ProbeRow, moves
@@ -53,6 +53,7 @@ class DateSearch:
     source: IndexMetadataSource
     ptarget: PlanTarget
     cache: MatchCache
+    fallback: Fallback
     now: datetime
     roots: list[Requirement]
     constraints: Constraints
@@ -213,6 +214,7 @@ class DateSearch:
             pre=self.opts.pre,
             cache=self.cache,
             constraints={k: v for k, v in held.items() if k != name},
+            fallback=self.fallback,
         )
 
     def _toggle(

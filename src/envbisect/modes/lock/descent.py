@@ -3,6 +3,14 @@ pin on a new Python: the environment of the pin's day cannot be built here), or 
 built, start from the newest environment and follow its failures down, as a person with uv
 would, one failure at a time.
 
+Coupled packages (trl with transformers, peft with transformers, datasets with pyarrow): a
+suspect is held back past what the rest of the newest environment allows as it is (trl's
+newest requires transformers>=4.56.2; the release pinned needs 4.47): below that floor each
+version is planned with the rest re-resolved, so the requirer comes down with it (said in the
+constraint: "held back with it: trl"). The search starts at the floor and goes below it only
+when the floor fails the same way (strategy/holdback.py). When a suspect cannot be held back
+at all, the requirers that bound it are the next suspects.
+
 Who does what: modes/lock/solve.py runs the rounds and hands each failing newest environment to
 ``Descent.step``. The failure names its suspects (core/implicate.py: the module the message
 names, the distributions that own the traceback's frames, then the packages closest to the
@@ -26,7 +34,7 @@ from packaging.specifiers import SpecifierSet
 from packaging.utils import canonicalize_name
 from packaging.version import Version
 
-from envbisect.core.implicate import implicated, missing_module, named_owners
+from envbisect.core.implicate import evidence, implicated, missing_module, named_owners
 from envbisect.core.outcome import failed, same_failure
 from envbisect.core.plan import Plan, PlanTarget, Unresolvable
 from envbisect.core.results.lock import Constraint
@@ -39,7 +47,9 @@ from envbisect.modes.session import Session, Want
 from envbisect.strategy.constraints import Constraints
 from envbisect.strategy.holdback import HoldBack
 
-MAX_SUSPECTS = 6  # suspects tried for one failure before the descent gives up
+# Suspects tried for one failure before the descent gives up, unless the failure's own
+# evidence (and the requirers that bound it) names more.
+MAX_SUSPECTS = 6
 MAX_SCANNED = 40  # suspects whose metadata is read for a module that is not installed
 
 
@@ -79,24 +89,31 @@ class Descent:
         held = lock.constraints.specifiers()
         rec = session.store.get(row.env_id, session.repro.repro_id)
         modules = ((rec.env_report or {}).get("modules") if rec is not None else None) or {}
-        suspects = [
+        rest = [
             s
             for s in implicated(row.outcome, row.installed, modules, newest.depths)
             if canonicalize_name(s) in newest.pins
         ]
+        # The evidence first (the owner the message names, the frames' owners), then the
+        # packages whose requirement bounds one of those from below (the requirer that
+        # blocks a hold-back: trl for transformers), then the rest by distance from the pins.
+        named = [s for s in evidence(row.outcome, row.installed, modules) if s in rest]
+        bounders = [b for b in self._bounders(named, newest) if b not in named]
+        suspects = [*named, *bounders, *(s for s in rest if s not in named + bounders)]
         suspects = self._who_brought(missing_module(row.outcome), suspects, newest, held)
+        cap = max(MAX_SUSPECTS, len(named) + len(bounders))
         self.say(
             f"{row.version} fails ({row.outcome.describe()}); suspects, in order: "
-            + (", ".join(suspects[:MAX_SUSPECTS]) or "none")
+            + (", ".join(suspects[:cap]) or "none")
         )
         why: list[str] = []
-        for i, name in enumerate(suspects[:MAX_SUSPECTS]):
+        for i, name in enumerate(suspects[:cap]):
             found = self._hold(name, newest, row, held)
             if isinstance(found, Constraint):
                 self.say(f"{name}{found.specifier}: {found.describe()}", quiet=True)
                 return found
             why.append(found)
-            after = suspects[i + 1] if i + 1 < min(len(suspects), MAX_SUSPECTS) else None
+            after = suspects[i + 1] if i + 1 < min(len(suspects), cap) else None
             self.say(found + (f"; next suspect: {after}" if after else ""))
         raise NoAnswer(
             f"the descent found no package to hold back for {row.outcome.describe()}"
@@ -154,9 +171,9 @@ class Descent:
         brought = []
         for name in suspects[:MAX_SCANNED]:
             current = newest.pins[canonicalize_name(name)]
-            versions = self._versions(name, current, held.get(name, SpecifierSet()), newest)
+            versions, floor = self._versions(name, current, held.get(name, SpecifierSet()), newest)
             try:
-                deps = self.lock.source.dependencies(name, versions[0])
+                deps = self.lock.source.dependencies(name, versions[floor])
             except EnvbisectError:  # metadata that cannot be read: not a reason to suspect
                 continue
             if any(
@@ -172,32 +189,66 @@ class Descent:
             )
         return brought + [s for s in suspects if s not in brought]
 
+    def _bounders(self, names: list[str], newest: Plan) -> list[str]:
+        """The packages of the newest environment whose requirement on one of ``names`` has
+        a lower bound (``trl 0.24`` needs ``transformers>=4.56.2``), in ``names``' order,
+        then by name."""
+        markers = {**self.lock.ptarget.markers, "extra": ""}
+        wanted = {canonicalize_name(n): i for i, n in enumerate(names)}
+        found: dict[str, int] = {}
+        for parent, version in newest.pins.items():
+            for r in self.lock.source.dependencies(parent, version):
+                i = wanted.get(canonicalize_name(r.name))
+                if i is None or not (r.marker is None or r.marker.evaluate(markers)):
+                    continue
+                if any(s.operator in (">=", ">", "~=", "==", "===") for s in r.specifier):
+                    found[str(parent)] = min(i, found.get(str(parent), i))
+        return sorted(found, key=lambda p: (found[p], p))
+
     def _versions(
         self, name: str, current: Version, held: SpecifierSet, newest: Plan
-    ) -> list[Version]:
+    ) -> tuple[list[Version], int]:
         """The versions of ``name`` the target can install, up to ``current``, that the
-        constraints and the requirements on it allow (the pins', and those of the packages
-        of the newest environment, at their versions there), oldest first."""
+        constraints and the pins allow (the requirements given, and those of each release
+        pinned exactly, which cannot move), oldest first; and the floor: the index of the
+        oldest of them that the other packages of the newest environment, at their versions
+        there, also allow (below it, they must be held back too)."""
         spec = held
         markers = {**self.lock.ptarget.markers, "extra": ""}
+        fixed: dict[str, Version] = {}
         for r in self.lock.roots:
             if canonicalize_name(r.name) == name:
                 spec &= r.specifier
+            exact = [s.version for s in r.specifier if s.operator in ("==", "===")]
+            pinned = newest.pins.get(canonicalize_name(r.name))
+            if len(exact) == 1 and "*" not in exact[0] and pinned is not None:
+                fixed[canonicalize_name(r.name)] = pinned
+        rest = SpecifierSet()
         for parent, version in newest.pins.items():
             for r in self.lock.source.dependencies(parent, version):
                 if canonicalize_name(r.name) != name:
                     continue
                 if r.marker is None or r.marker.evaluate(markers):
-                    spec &= r.specifier
-        versions = {
-            pv.version
-            for pv in self.lock.source.versions(canonicalize_name(name))
-            if pv.installable
-            and pv.version <= current
-            and spec.contains(pv.version, prereleases=True)
-            and (self.lock.pre or not pv.version.is_prerelease or pv.version == current)
-        }
-        return sorted(versions | {current})
+                    if parent in fixed:
+                        spec &= r.specifier
+                    else:
+                        rest &= r.specifier
+        versions = sorted(
+            {
+                pv.version
+                for pv in self.lock.source.versions(canonicalize_name(name))
+                if pv.installable
+                and pv.version <= current
+                and spec.contains(pv.version, prereleases=True)
+                and (self.lock.pre or not pv.version.is_prerelease or pv.version == current)
+            }
+            | {current}
+        )
+        floor = next(
+            (i for i, v in enumerate(versions) if rest.contains(v, prereleases=True)),
+            len(versions) - 1,
+        )
+        return versions, floor
 
     def _hold(
         self, name: str, newest: Plan, row: ProbeRow, held: Mapping[str, SpecifierSet]
@@ -206,7 +257,7 @@ class Descent:
         constraint, or why there is none."""
         lock, session = self.lock, self.lock.session
         current = newest.pins[canonicalize_name(name)]
-        versions = self._versions(name, current, held.get(name, SpecifierSet()), newest)
+        versions, floor = self._versions(name, current, held.get(name, SpecifierSet()), newest)
         if len(versions) < 2:
             return f"{name} {current}: no older version here that the pins allow"
         plans: dict[int, Plan] = {len(versions) - 1: newest}
@@ -226,6 +277,7 @@ class Descent:
             reference=row.outcome,
             same=(lambda a, b: failed(a)) if any_failure else same_failure,
             repeat=session.opts.repeat,
+            floor=floor,
         )
         log = drive(hb, session, want)
         lock.rows += log.rows
@@ -256,10 +308,32 @@ class Descent:
             passed=rows[lo].version,
             failed=rows[hi].version,
             moved_with=moved,
+            held_with=self._held_with(name, versions[lo], newest, good),
             round=len(lock.constraints.held) + 1,
             found_by="descent",
             last_good_outcome=below if below is not None and failed(below) else None,
         )
+
+    def _held_with(
+        self, name: str, last_good: Version, newest: Plan, good: Plan
+    ) -> tuple[str, ...]:
+        """The packages whose version in the newest environment does not allow
+        ``last_good`` and that were held back with it in last_good's environment."""
+        markers = {**self.lock.ptarget.markers, "extra": ""}
+        out = []
+        for parent, version in sorted(newest.pins.items()):
+            after = good.pins.get(parent)
+            if parent == name or after is None or after >= version:
+                continue
+            for r in self.lock.source.dependencies(parent, version):
+                if canonicalize_name(r.name) != name:
+                    continue
+                if (r.marker is None or r.marker.evaluate(markers)) and not r.specifier.contains(
+                    last_good, prereleases=True
+                ):
+                    out.append(f"{parent} {version} -> {after}")
+                    break
+        return tuple(out)
 
 
 def _s(v: Version | None) -> str | None:
