@@ -124,8 +124,9 @@ def test_a_pin_that_only_picks_a_build_does_not_move_the_start(
     res = run_lock(options(stacks, python, tmp_path, "bopin", with_reqs=("bopin==1.0.0",
                            "bo-build==1.0.0+cpu"), strategy="history"), progress)  # fmt: skip
     assert res.status is Status.FOUND
-    (start,) = [r for r in res.rows if r.version.startswith("as of")]
-    assert "upload of bopin==1.0.0" in start.version, start.version
+    assert any("starting point as of 2024-06-01 00:00:00 (upload of bopin==1.0.0)" in m
+               for m in progress.messages), progress.messages  # fmt: skip
+    (start,) = [r for r in res.rows if r.version.startswith("2024-06-01 00:00:00 (start")]
     assert start.outcome.kind is OutcomeKind.PASS
     assert any("bo-build==1.0.0+cpu only picks a build (a local version)" in m
                for m in progress.messages), progress.messages  # fmt: skip
