@@ -34,6 +34,13 @@ TORCH_PACKAGES: frozenset[NormalizedName] = frozenset(
     )
 )
 
+# Built against one torch build and pinned to its version (torchvision 0.28.0 requires
+# torch==2.13.0): which build is said only by the local label, which the pin ignores (PEP 440:
+# ==2.13.0 matches 2.13.0+cpu). The planner pairs them by build (core/planprovider.py).
+TORCH_BUILT: frozenset[NormalizedName] = frozenset(
+    canonicalize_name(n) for n in ("torchvision", "torchaudio", "torchtext")
+)
+
 # Starts with a letter or digit: never "." or "..", never hidden, never absolute.
 SLUG = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
 _NAME_HINT = (

@@ -89,9 +89,13 @@ class Plan:
     # Packages with no file for the target as of the cutoff, moved forward to their first
     # installable release (``plan(forward=True)``), in name order.
     forward: tuple[NormalizedName, ...] = ()
+    # Pins without a local label that a build with one would also meet (torch 2.13.0, with
+    # 2.13.0+cpu in a --find-links folder: ``==2.13.0`` lets the installer take either):
+    # written ``===`` so the environment holds the build planned.
+    exact: frozenset[NormalizedName] = frozenset()
 
     def requirements(self) -> list[str]:
-        return [f"{n}=={v}" for n, v in sorted(self.pins.items())]
+        return [f"{n}{'===' if n in self.exact else '=='}{v}" for n, v in sorted(self.pins.items())]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

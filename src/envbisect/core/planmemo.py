@@ -154,6 +154,7 @@ def to_entry(result: Plan | Unresolvable) -> dict[str, Any]:
         "visited": [list(v) for v in result.visited],
         "depths": dict(result.depths),
         "forward": list(result.forward),
+        "exact": sorted(result.exact),
     }
 
 
@@ -171,6 +172,7 @@ def from_entry(entry: Mapping[str, Any]) -> Plan | Unresolvable | None:
             visited=visited,
             depths={canonicalize_name(n): int(d) for n, d in entry["depths"].items()},
             forward=tuple(canonicalize_name(n) for n in entry["forward"]),
+            exact=frozenset(canonicalize_name(n) for n in entry["exact"]),
         )
     except (KeyError, TypeError, ValueError, AttributeError):
         return None

@@ -24,6 +24,7 @@ from resolvelib.resolvers import (
     RequirementInformation,
 )
 
+from envbisect.core.names import TORCH_BUILT
 from envbisect.core.plan import MatchCache, MetadataSource, PackageVersion, PlanTarget, Policy
 
 # -- resolvelib's three types: requirement, candidate, identifier ------------------------------
@@ -273,6 +274,8 @@ class Provider(AbstractProvider[Req, Cand, str]):
         for req in self.source.dependencies(candidate.name, candidate.version):
             if req.marker is not None and not self.marker_ok(req.marker, candidate.extras):
                 continue
+            if candidate.name in TORCH_BUILT:
+                req = same_build(req, candidate.version)
             deps.append(Req(strip_marker(req), candidate))
         return deps
 
@@ -295,6 +298,33 @@ class Provider(AbstractProvider[Req, Cand, str]):
             if marker.evaluate(env):
                 return True
         return False
+
+
+def same_build(req: Requirement, version: Version) -> Requirement:
+    """A torch-family package's exact requirement on torch, narrowed to its own build.
+
+    torchvision 0.28.0+cpu requires ``torch==2.13.0``, which PEP 440 lets any 2.13.0 meet:
+    PyPI's CUDA build, the CPU one, a ROCm one. It was built against the torch of its own
+    label (PyTorch's index pairs them so), and with another it fails at import ("operator
+    torchvision::nms does not exist"). So the requirement becomes ``===2.13.0+cpu`` for a
+    ``+cpu`` torchvision and ``===2.13.0`` for one without a label (PyPI's)."""
+    if canonicalize_name(req.name) != "torch":
+        return req
+    specs = list(req.specifier)
+    if len(specs) != 1 or specs[0].operator != "==" or "*" in specs[0].version:
+        return req
+    wanted = Version(specs[0].version)
+    if wanted.local:
+        return req
+    build = f"{wanted.public}+{version.local}" if version.local else wanted.public
+    return _narrowed(str(req), build)
+
+
+@functools.lru_cache(maxsize=1 << 10)
+def _narrowed(text: str, build: str) -> Requirement:
+    clone = Requirement(text)
+    clone.specifier = SpecifierSet(f"==={build}")
+    return clone
 
 
 def strip_marker(req: Requirement) -> Requirement:

@@ -23,6 +23,7 @@ from resolvelib.resolvers import (
     ResolutionTooDeep,
 )
 
+from envbisect.core.names import TORCH_PACKAGES
 from envbisect.core.plan import (
     Fallback,
     MatchCache,
@@ -111,12 +112,27 @@ def plan(
         return _too_deep(roots, provider, fallback, max_rounds=max_rounds, visited=recorder)
     pins: dict[NormalizedName, Version] = {c.name: c.version for c in result.mapping.values()}
     return Plan(
+        exact=local_twins(pins, source),
         pins=pins,
         moved=moved(base, pins, provider.user_names),
         visited=tuple(recorder.visited),
         depths=_depths(result.graph),
         forward=tuple(sorted(n for n in provider.forwarded if n in pins)),
     )
+
+
+def local_twins(
+    pins: Mapping[NormalizedName, Version], source: MetadataSource
+) -> frozenset[NormalizedName]:
+    """The pins without a local label that a version with one would also meet (the same
+    public version, another build): each must be installed as ``===``."""
+    out = set()
+    for name, v in pins.items():
+        if v.local or name not in TORCH_PACKAGES:
+            continue
+        if any(pv.version.local and pv.version.public == v.public for pv in source.versions(name)):
+            out.add(name)
+    return frozenset(out)
 
 
 def _depths(graph: Any) -> dict[NormalizedName, int]:
