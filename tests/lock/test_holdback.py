@@ -87,14 +87,35 @@ def test_two_jobs_split_the_gap() -> None:
     assert (hb.last_good, hb.first_bad) == (5, 6)
 
 
+def test_a_coupled_search_starts_at_the_floor_and_goes_below_only_when_it_fails() -> None:
+    ref = missing("a")
+    # The floor (what the requirer's newest allows) passes: nothing below it is probed.
+    hb = HoldBack(n=10, reference=ref, floor=6)
+    assert run(hb, lambda i: ref if i >= 8 else PASS) == [6, 7, 8]
+    assert (hb.last_good, hb.first_bad) == (7, 8)
+    # The floor fails the same way: the oldest below it next, then halving.
+    hb = HoldBack(n=10, reference=ref, floor=6)
+    visited = run(hb, lambda i: ref if i >= 3 else PASS)
+    assert visited[:2] == [6, 0]
+    assert (hb.last_good, hb.first_bad, hb.exhausted) == (2, 3, False)
+    # Every version fails: exhausted after the floor and the oldest.
+    hb = HoldBack(n=10, reference=ref, floor=6)
+    assert run(hb, lambda i: ref) == [6, 0] and hb.exhausted
+
+
 @settings(max_examples=300, deadline=None)
-@given(data=st.data(), c=st.integers(min_value=1, max_value=4))
+@given(data=st.data(), c=st.integers(min_value=1, max_value=4), coupled=st.booleans())
 def test_the_descent_finds_every_masked_failure_within_the_bound(
-    data: st.DataObject, c: int
+    data: st.DataObject, c: int, coupled: bool
 ) -> None:
+    """``coupled``: each package's versions below a random floor need their requirer held
+    back with them (strategy/holdback.py's ``floor``); the bound for a coupled search is
+    c·(2·ceil(log2 n) + 3) + c + 2: the floor's part and the part below it, each a search."""
     sizes = [data.draw(st.integers(min_value=2, max_value=40), label=f"n{i}") for i in range(c)]
     firsts = [data.draw(st.integers(min_value=1, max_value=k - 1), label=f"t{i}")
               for i, k in enumerate(sizes)]  # fmt: skip
+    floors = [data.draw(st.integers(min_value=0, max_value=k - 1), label=f"f{i}") if coupled
+              else 0 for i, k in enumerate(sizes)]  # fmt: skip
     names = [f"p{i}" for i in range(c)]
 
     def outcome(env: tuple[int, ...]) -> Outcome:
@@ -119,7 +140,7 @@ def test_the_descent_finds_every_masked_failure_within_the_bound(
     while now.kind is not OutcomeKind.PASS:
         culprit = names.index(now.signature.rsplit("'", 2)[-2])  # the package it names
         top = newest()[culprit]
-        hb = HoldBack(n=top + 1, reference=now)
+        hb = HoldBack(n=top + 1, reference=now, floor=min(floors[culprit], top))
 
         def at(v: int, culprit: int = culprit) -> Outcome:
             env = list(newest())
@@ -134,4 +155,5 @@ def test_the_descent_finds_every_masked_failure_within_the_bound(
         assert probe(newest(without=i)).kind is OutcomeKind.FAIL
     assert held == {i: t - 1 for i, t in enumerate(firsts)}  # exactly the c constraints
     n = max(sizes)
-    assert len(probed) <= c * (math.ceil(math.log2(n)) + 2) + c + 2
+    per = 2 * math.ceil(math.log2(n)) + 3 if coupled else math.ceil(math.log2(n)) + 2
+    assert len(probed) <= c * per + c + 2
