@@ -52,7 +52,7 @@ from packaging.utils import canonicalize_name
 from packaging.version import Version
 
 from envbisect.core.pins.sources import PinSet
-from envbisect.core.plan import MatchCache, Plan, PlanTarget
+from envbisect.core.plan import Fallback, MatchCache, Plan, PlanTarget
 from envbisect.core.planmemo import plan
 from envbisect.core.results.diff import DiffResult, changes_between
 from envbisect.core.results.parts import Status
@@ -90,8 +90,9 @@ def _run(opts: DiffOptions, session: Session) -> DiffResult:
     cache: MatchCache = {}
     good_set, bad_set = read_pins([opts.good, opts.bad], client, cwd=session.repro.origin)
     _same_python(good_set, bad_set, target)
-    good = _exact(good_set, "GOOD", source, ptarget, env, cache)
-    bad = _exact(bad_set, "BAD", source, ptarget, env, cache)
+    fallback = session.uv_planner()
+    good = _exact(good_set, "GOOD", source, ptarget, env, cache, fallback)
+    bad = _exact(bad_set, "BAD", source, ptarget, env, cache, fallback)
     changes = changes_between(good, bad)
     if not changes:
         raise UsageError(
@@ -148,11 +149,13 @@ def _exact(
     ptarget: PlanTarget,
     env: dict[str, str],
     cache: MatchCache,
+    fallback: Fallback,
 ) -> dict[str, Version]:
     """Exact versions of a lock; a source with ranges is resolved (newest versions)."""
     if pins.is_lock:
         return {canonicalize_name(n): v for n, v in pins.baseline(env).items()}
-    planned = plan([p.requirement for p in pins.applicable(env)], source, ptarget, cache=cache)
+    reqs = [p.requirement for p in pins.applicable(env)]
+    planned = plan(reqs, source, ptarget, cache=cache, fallback=fallback)
     if not isinstance(planned, Plan):
         raise UsageError(
             f"{which} ({pins.source}) has no consistent environment: {planned.reason}",
