@@ -4,9 +4,10 @@ each other), as packages on the tests' index.
 oldapp 1.0.0 (pinned, day 0) imports ``fa`` from od-a, ``fb`` from od-b and ``fc`` from od-c,
 in that order, and uses od-helper and od-ok. As of its day the environment cannot be built
 here: od-helper 1.0.0, the only release then, has a wheel for another platform only, and its
-first release with a wheel for every target, 2.0.0 (day 40), needs od-base 2 (day 35). By day
-40 every one of the three had dropped its name (od-a 1.2.0 day 20, od-b 2.0.0 day 25, od-c
-1.1.0 day 30), so no moment in time both builds here and passes; and each failure hides the
+first release with a wheel for every target, 2.0.0 (day 40), needs od-base 2 (day 35, its
+first release: nothing of it existed on day 0, so nothing moves forward to it). By day 40
+every one of the three had dropped its name (od-a 1.2.0 day 20, od-b 2.0.0 day 25, od-c 1.1.0
+day 30), so no moment in time both builds here and passes; and each failure hides the
 next (the newest fails on ``fa`` alone). od-ok's newest works: it is never held back.
 
 tdapp 1.0.0 uses td-mid, which calls td-deep; td-deep 2.0.0 raises inside its own code (a
@@ -59,7 +60,6 @@ def add_descent_family(root: Path, index: LocalIndex, epoch: datetime) -> None:
     add_app("oldapp", app, ("od-helper", "od-a", "od-b", "od-c", "od-ok"))
     add("od-helper", "1.0.0", 0, "", tag=FOREIGN_TAG)
     add("od-helper", "2.0.0", 40, "", requires=("od-base>=2",))
-    add("od-base", "1.0.0", 0, "")
     add("od-base", "2.0.0", 35, "")
     fa, fb, fc = (
         "def fa():\n    return 1\n",

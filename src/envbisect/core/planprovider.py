@@ -169,9 +169,10 @@ class Provider(AbstractProvider[Req, Cand, str]):
         self, name: NormalizedName, spec: SpecifierSet, explicit_pre: bool
     ) -> list[PackageVersion]:
         """With ``forward``: a project that had releases by the cutoff, none of them
-        installable here (no wheel for this Python or platform), is taken at its first
-        installable release after the cutoff (oldest first, ``_order``), and said in the
-        plan's ``forward``."""
+        installable here or allowed by what requires it (no wheel for this Python or
+        platform; torch 2.13.0, pinned, needs a setuptools newer than the day), is taken at
+        its first installable release after the cutoff that is allowed (oldest first,
+        ``_order``), and said in the plan's ``forward``."""
         assert self.cutoff is not None
         cutoff = self.cutoff
         versions = [
@@ -180,7 +181,11 @@ class Provider(AbstractProvider[Req, Cand, str]):
             if spec.contains(pv.version, prereleases=True)
             and (self.pre or explicit_pre or not pv.version.is_prerelease)
         ]
-        if not any(pv.upload_time is not None and pv.upload_time <= cutoff for pv in versions):
+        existed = any(
+            pv.upload_time is not None and pv.upload_time <= cutoff
+            for pv in self.source.versions(name)
+        )
+        if not existed:
             return []  # nothing of it existed then: no environment of that day had it
         later = [
             pv
