@@ -59,10 +59,27 @@ sys.path.insert(0, str(ROOT / "src"))
 from realworld_cases import CASES as NEW_CASES  # noqa: E402
 from realworld_cases import Case  # noqa: E402
 from realworld_judge import VERDICTS, Judgement, cell, check_ranges, judge  # noqa: E402
+from realworld_llamafactory import CASES as LF_CASES  # noqa: E402
 from realworld_simple import CASES as SIMPLE_CASES  # noqa: E402
 from revision import archived  # noqa: E402
 
-CASES: tuple[Case, ...] = SIMPLE_CASES + NEW_CASES
+CASES: tuple[Case, ...] = SIMPLE_CASES + NEW_CASES + LF_CASES
+
+
+def torch_wheels() -> str:
+    """The folder of CPU torch wheels the LLaMA-Factory cases read (``{wheels}`` in their
+    arguments): ENVBISECT_TORCH_WHEELS, else pip's configured find-links folder."""
+    folder = os.environ.get("ENVBISECT_TORCH_WHEELS", "").strip()
+    if not folder:
+        got = subprocess.run([sys.executable, "-m", "pip", "config", "get", "global.find-links"],
+                             capture_output=True, text=True, check=False)  # fmt: skip
+        folder = got.stdout.strip().split()[0] if got.returncode == 0 and got.stdout.strip() else ""
+    if not folder:
+        raise SystemExit(
+            "the LLaMA-Factory cases need a folder holding a CPU build of torch 2.13.0 for "
+            "CPython 3.11: set ENVBISECT_TORCH_WHEELS (or pip's global.find-links)"
+        )
+    return folder
 
 
 # -- running ----------------------------------------------------------------------------------
@@ -101,6 +118,8 @@ HEAD = {"run": ["run"], "by-date": ["run", "--by-date"], "diff": ["diff"], "lock
 
 def command(case: Case, work: Path, meta: Path, timeout: int) -> list[str]:
     args = list(case.args)
+    if any("{wheels}" in a for a in args):
+        args = [a.replace("{wheels}", torch_wheels()) for a in args]
     for name in case.files:
         args = [a.replace("{" + name + "}", str(work / name)) for a in args]
     return [

@@ -272,8 +272,12 @@ def _diff(case: Case, out: Mapping[str, Any]) -> tuple[str, list[str], list[Chec
 
 def _lock(case: Case, out: Mapping[str, Any]) -> tuple[str, list[str], list[Check]]:
     """Every constraint the case holds (in any order), none more, each answering its
-    failure."""
-    held = case.held or (Held(package=case.package, specifier=case.truth, failure=case.failure),)
+    failure. A case whose truth is "" holds nothing back: the newest environment passes."""
+    held = case.held or (
+        (Held(package=case.package, specifier=case.truth, failure=case.failure),)
+        if case.truth
+        else ()
+    )
     truth = [(str(canonicalize_name(h.package)), h.specifier) for h in held]
     cons = list(out.get("constraints") or [])
     named = [(str(canonicalize_name(c["package"])), str(c["specifier"])) for c in cons]
@@ -317,4 +321,5 @@ def judge(case: Case, out: Mapping[str, Any]) -> Judgement:
     ]
     verdict = "wrong version" if wrong else "wrong failure" if unlike else "right"
     return Judgement(verdict=verdict, answer=cell(answer, 160),
-                     failure=_describe(checks[0][1]), notes=(*wrong, *unlike))  # fmt: skip
+                     failure=_describe(checks[0][1]) if checks else "",
+                     notes=(*wrong, *unlike))  # fmt: skip

@@ -1,0 +1,64 @@
+"""The real-world suite's LLaMA-Factory cases (issue 38): a known-good lock for a release of
+LLaMA-Factory itself, on CPython 3.11 with the CPU build of torch 2.13.0 from a folder of
+wheels (``{wheels}``: ENVBISECT_TORCH_WHEELS, or pip's find-links folder), PyPI for the rest.
+
+Each is what a user types: the release pinned, torch pinned to pick the CPU build, and a repro
+that imports the release and its ``run_exp`` (``llmtuner`` before 0.8, ``llamafactory`` from
+it). Each answer was verified by hand with plain uv: ``uv pip install --require-hashes -r``
+the lock (plus the wheel folder), the repro run and passing; then each constraint's first bad
+release installed in its place (``--no-deps``), the repro run and failing as stated.
+"""
+
+from __future__ import annotations
+
+from realworld_cases import Case, Failure
+
+R_PY = """\
+try:
+    import llamafactory as lf
+    from llamafactory.train.tuner import run_exp
+except ModuleNotFoundError as e:
+    if e.name != "llamafactory":
+        raise
+    import llmtuner as lf
+    from llmtuner.train.tuner import run_exp
+print(lf.__name__, getattr(lf, "__version__", "?"), run_exp.__name__)
+"""
+
+ENDS = (
+    "the release's own pins: the release and torch==2.13.0 (which only picks the CPU build: it"
+    " does not move the start), no --good-date"
+)
+
+
+def fail(line: str) -> Failure:
+    return Failure(kind="fail", line=line)
+
+
+def args(release: str) -> tuple[str, ...]:
+    return ("--with", release, "--with", "torch==2.13.0", "--find-links", "{wheels}",
+            "--repro", "{r.py}")  # fmt: skip
+
+
+PYARROW_NUMPY = fail("ImportError: pyarrow requires NumPy 2.0 or newer, found 1.26.4")
+
+CASES: tuple[Case, ...] = (
+    Case(
+        name="lock-llamafactory-090",
+        kind="a LLaMA-Factory release of 2024 with today's torch, lock",
+        mode="lock",
+        package="pyarrow",
+        truth="<26.0.0",
+        failure=PYARROW_NUMPY,
+        python="3.11",
+        args=args("llamafactory==0.9.0"),
+        repro=(),
+        files={"r.py": R_PY},
+        source="https://github.com/hiyouga/LLaMA-Factory/releases/tag/v0.9.0",
+        verified="the lock (pyarrow 25.0.1, numpy 1.26.4, datasets 2.21.0, transformers 4.45.0)"
+        " installs with hashes required and imports llamafactory 0.9.0 and run_exp; pyarrow"
+        " 26.0.0 in its place: pyarrow requires NumPy 2.0 (llamafactory 0.9.0 caps numpy<2)",
+        ends=ENDS,
+        cost="torch 2.13.0+cpu from the wheel folder; about 2 GiB of uv cache",
+    ),
+)
