@@ -102,3 +102,26 @@ def test_each_variant_pairs_with_its_own(index: LocalIndex, python: str, label: 
     got = planned(index, python, [f"torch==2.1.0+{label}", "torchvision"], folder)
     assert isinstance(got, Plan), got
     assert got.pins["torchvision"] == Version(f"0.16.0+{label}")
+
+
+def test_a_lock_writes_the_twinned_torch_exactly_and_reads_it_back(tmp_path: Path) -> None:
+    """requirements.txt: ``torch===2.2.0`` where a ``+cpu`` twin is at hand (uv and pip take
+    ``===`` with --require-hashes), and envbisect reads its own lock back as a lock."""
+    from envbisect.core.lockfile import LockEntry, requirements_lock
+    from envbisect.core.pins.sources import parse_requirements
+    from envbisect.model import DistFile
+
+    f = DistFile(filename="torch-2.2.0-py3-none-any.whl", url="https://x/t.whl",
+                 hashes=(("sha256", "a" * 64),))  # fmt: skip
+    text = requirements_lock(
+        [LockEntry(name="torch", version="2.2.0", index=None, files=(f,), exact=True),
+         LockEntry(name="six", version="1.16.0", index=None, files=(f,))],
+        header=["test"],
+    )  # fmt: skip
+    assert "torch===2.2.0 \\" in text and "six==1.16.0 \\" in text
+    pins = parse_requirements(text, origin="lock.txt")
+    assert pins.is_lock
+    assert {p.name: str(p.exact_version) for p in pins.requirements} == {
+        "torch": "2.2.0",
+        "six": "1.16.0",
+    }

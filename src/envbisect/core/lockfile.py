@@ -27,6 +27,9 @@ class LockEntry:
     version: str
     index: str | None
     files: tuple[DistFile, ...]  # the files of this version usable on the target, with hashes
+    # Written ``===``: a build with a local label (2.13.0+cpu in a --find-links folder) would
+    # meet ``==2.13.0`` too, and an installer would take it and refuse its unlisted hash.
+    exact: bool = False
 
 
 def index_options(indexes: IndexConfig, used: set[str] | None = None) -> list[str]:
@@ -57,7 +60,7 @@ def requirements_lock(
     out += index_options(indexes, used) if indexes is not None else []
     for e in sorted(entries, key=lambda e: canonicalize_name(e.name)):
         hashes = sorted({h for f in e.files if (h := f.hash("sha256"))})
-        line = f"{e.name}=={e.version}"
+        line = f"{e.name}{'===' if e.exact else '=='}{e.version}"
         if not hashes:
             out.append(f"{line}  # no hash known for this file")
             continue

@@ -10,14 +10,18 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TypeVar
 
+from packaging.utils import canonicalize_name
+from packaging.version import InvalidVersion, Version
+
 from envbisect import __version__
 from envbisect.core.lockfile import LockEntry, pylock, requirements_lock
-from envbisect.core.names import is_project_name, is_version
+from envbisect.core.names import TORCH_PACKAGES, is_project_name, is_version
 from envbisect.core.results.search import SearchResult
 from envbisect.core.runreport import report_markdown
 from envbisect.core.target import Target
 from envbisect.errors import EnvbisectError, UsageError
 from envbisect.index.client import IndexClient, local_sha256
+from envbisect.index.simple import ProjectFiles
 from envbisect.model import InstalledDist
 from envbisect.modes.portable import PublicSources, portable_entries, public_config
 from envbisect.modes.session import Session
@@ -163,6 +167,18 @@ def inside(results: Path, path: Path) -> Path:
     return path
 
 
+def _twinned(name: str, version: str, pf: ProjectFiles) -> bool:
+    """A torch package at a version without a local label, with a labelled build of the
+    same version among its files (PyPI's torch 2.13.0 beside a folder's 2.13.0+cpu)."""
+    if canonicalize_name(name) not in TORCH_PACKAGES:
+        return False
+    try:
+        v = Version(version)
+    except InvalidVersion:
+        return False
+    return not v.local and any(o.local and o.public == v.public for o in pf.versions())
+
+
 def lock_entries(
     installed: tuple[InstalledDist, ...],
     target: Target,
@@ -197,7 +213,13 @@ def lock_entries(
                     f = replace(f, hashes=(("sha256", digest),))
             files.append(f)
         index = pf.source if pf.source.startswith(("http://", "https://")) else None
-        return LockEntry(name=name, version=version, index=index, files=tuple(files))
+        return LockEntry(
+            name=name,
+            version=version,
+            index=index,
+            files=tuple(files),
+            exact=_twinned(name, version, pf),
+        )
 
     # read_installed checked these already; a store written by an older envbisect did not.
     return [one(d) for d in installed if is_project_name(d.name) and is_version(d.version)]

@@ -60,9 +60,10 @@ class Pin:
 
     @property
     def exact_version(self) -> Version | None:
-        """The version of an ``==X`` clause (no wildcard), if the pin has one."""
+        """The version of an ``==X`` or ``===X`` clause (no wildcard), if the pin has one
+        (envbisect's own locks write ``torch===2.13.0`` where a ``+cpu`` twin is at hand)."""
         for spec in self.requirement.specifier:
-            if spec.operator == "==" and not spec.version.endswith(".*"):
+            if spec.operator in ("==", "===") and not spec.version.endswith(".*"):
                 try:
                     return Version(spec.version)
                 except InvalidVersion:
