@@ -31,7 +31,7 @@ from packaging.utils import canonicalize_name
 from packaging.version import Version
 
 from envbisect.core.candidates import build_candidates, file_version
-from envbisect.core.names import TORCH_PACKAGES
+from envbisect.core.names import TORCH_BUILT, TORCH_PACKAGES
 from envbisect.core.plan import MatchCache, Plan, PlanTarget, Policy, Unresolvable
 from envbisect.core.planmemo import plan
 from envbisect.core.results.lock import Constraint, LockOutcome, LockResult
@@ -272,6 +272,9 @@ class _Lock(DateSearch):
                 hint="loosen the pins, or check the --python target",
                 ref="lock-unresolvable",
             )
+        note = other_builds(newest)
+        if note:
+            session.progress.message(f"envbisect: {note}")
         if session.opts.dry_run:
             return self.dry_run(newest)
         try:
@@ -507,6 +510,21 @@ def _pins(planned: Plan) -> Pins:
 
 def _str_pins(planned: Plan) -> dict[str, str]:
     return {str(n): str(v) for n, v in planned.pins.items()}
+
+
+def other_builds(planned: Plan) -> str:
+    """Said when the plan takes a torch build without a label although a labelled one of the
+    same version is at hand (a folder of CPU wheels): the torch family paired it so."""
+    family = sorted(n for n in planned.pins if n in TORCH_BUILT)
+    if not family or not (planned.exact & {"torch"}):
+        return ""
+    with_it = ", ".join(f"{n} {planned.pins[n]}" for n in family)
+    torch = planned.pins[canonicalize_name("torch")]
+    return (
+        f"torch {torch} is the index's build, not the labelled one at hand: these indexes "
+        f"have no labelled build of {with_it} to go with it (torch, torchvision and "
+        "torchaudio come from one build)"
+    )
 
 
 def build_only(name: str, version: str, files: Sequence[DistFile], *, torch_index: bool) -> str:
