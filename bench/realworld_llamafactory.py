@@ -41,8 +41,36 @@ def args(release: str) -> tuple[str, ...]:
 
 
 PYARROW_NUMPY = fail("ImportError: pyarrow requires NumPy 2.0 or newer, found 1.26.4")
+FLASH_ATTENTION = fail(
+    "ImportError: cannot import name 'LlamaFlashAttention2' from"
+    " 'transformers.models.llama.modeling_llama'"
+)
+LOGPROBS = fail("ImportError: cannot import name 'logprobs_from_logits' from 'trl.core'")
 
 CASES: tuple[Case, ...] = (
+    Case(
+        name="lock-llmtuner-063",
+        kind="LLaMA-Factory 0.6 (llmtuner), coupled transformers and trl, lock",
+        mode="lock",
+        package="transformers",
+        truth="<4.48.0",
+        failure=FLASH_ATTENTION,
+        python="3.11",
+        args=args("llmtuner==0.6.3"),
+        repro=(),
+        files={"r.py": R_PY},
+        source="https://github.com/hiyouga/LLaMA-Factory/releases/tag/v0.6.3",
+        verified="the lock (transformers 4.47.1, trl 0.13.0) installs with hashes required and"
+        " imports llmtuner 0.6.3 and run_exp; transformers 4.48.0 in its place:"
+        " LlamaFlashAttention2; trl 0.14.0: logprobs_from_logits. trl's newest requires"
+        " transformers>=4.56.2: transformers is held back with trl (coupled)",
+        ends=ENDS,
+        held=(
+            Held(package="transformers", specifier="<4.48.0", failure=FLASH_ATTENTION),
+            Held(package="trl", specifier="<0.14.0", failure=LOGPROBS),
+        ),
+        cost="torch 2.13.0+cpu from the wheel folder; about 2 GiB of uv cache",
+    ),
     Case(
         name="lock-llamafactory-090",
         kind="a LLaMA-Factory release of 2024 with today's torch, lock",
