@@ -11,7 +11,7 @@ release installed in its place (``--no-deps``), the repro run and failing as sta
 
 from __future__ import annotations
 
-from realworld_cases import Case, Failure
+from realworld_cases import Case, Failure, Held
 
 R_PY = """\
 try:
