@@ -21,11 +21,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
 from realworld_cases import CASES as NEW_CASES
 from realworld_cases import HUB_A, HUB_B
 from realworld_judge import check_ranges, judge, outcome_of, range_problems
+from realworld_llamafactory import CASES as LF_CASES
 from realworld_simple import CASES as SIMPLE_CASES
 
 from envbisect.core.outcome import same_failure
 
-CASES = {c.name: c for c in (*SIMPLE_CASES, *NEW_CASES)}
+CASES = {c.name: c for c in (*SIMPLE_CASES, *NEW_CASES, *LF_CASES)}
 
 
 def _fail(line: str) -> dict[str, Any]:
@@ -51,7 +52,7 @@ def _run(first: str, outcome: dict[str, Any], **extra: Any) -> dict[str, Any]:
 
 def test_every_case_has_a_range_whose_ends_are_not_the_answer() -> None:
     assert check_ranges(tuple(CASES.values())) == []
-    assert len(CASES) == len(SIMPLE_CASES) + len(NEW_CASES)  # names are unique
+    assert len(CASES) == len(SIMPLE_CASES) + len(NEW_CASES) + len(LF_CASES)  # names unique
     assert {c.mode for c in CASES.values()} == {"run", "by-date", "diff", "lock"}
 
 
@@ -229,3 +230,20 @@ def test_errors_ambiguity_and_no_answer_have_their_verdicts() -> None:
     )
     assert judge(case, {"status": "no-answer", "reason": "r"}).verdict == "no answer"
     assert judge(case, {"status": "dry-run"}).verdict == "error"
+
+
+def test_a_lock_that_holds_nothing_back_and_one_with_coupled_constraints() -> None:
+    """A case whose truth is "" is right only when nothing is held back; a case of several
+    constraints only with each of them, each answering its failure."""
+    nothing = replace(CASES["lock-llamafactory-090"], truth="", held=())
+    assert judge(nothing, {"status": "found", "constraints": []}).verdict == "right"
+    one = {"package": "pyarrow", "specifier": "<26.0.0", "outcome": None}
+    assert judge(nothing, {"status": "found", "constraints": [one]}).verdict == "wrong version"
+    case = CASES["lock-llmtuner-063"]
+    flash = _fail("ImportError: cannot import name 'LlamaFlashAttention2' from "
+                  "'transformers.models.llama.modeling_llama'")  # fmt: skip
+    logprobs = _fail("ImportError: cannot import name 'logprobs_from_logits' from 'trl.core'")
+    both = [{"package": "trl", "specifier": "<0.14.0", "outcome": logprobs},
+            {"package": "transformers", "specifier": "<4.48.0", "outcome": flash}]  # fmt: skip
+    assert judge(case, {"status": "found", "constraints": both}).verdict == "right"
+    assert judge(case, {"status": "found", "constraints": both[1:]}).verdict == "wrong version"
