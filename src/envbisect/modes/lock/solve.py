@@ -21,7 +21,7 @@ exact pin (or the first release moment after it at which the requirements resolv
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 
@@ -30,20 +30,19 @@ from packaging.specifiers import SpecifierSet
 from packaging.utils import canonicalize_name
 from packaging.version import Version
 
-from envbisect.core.candidates import build_candidates, file_version
-from envbisect.core.names import TORCH_BUILT, TORCH_PACKAGES
 from envbisect.core.plan import MatchCache, Plan, PlanTarget, Policy, Unresolvable
 from envbisect.core.planmemo import plan
 from envbisect.core.results.lock import Constraint, LockOutcome, LockResult
 from envbisect.core.results.parts import ProbeRow, Status
 from envbisect.errors import NoAnswer, UsageError
 from envbisect.index.source import IndexMetadataSource
-from envbisect.model import DistFile, OutcomeKind
+from envbisect.model import OutcomeKind
 from envbisect.modes.bydate import timeline
 from envbisect.modes.drive import drive
 from envbisect.modes.lock.bydate import DateSearch
 from envbisect.modes.lock.descent import Descent
 from envbisect.modes.lock.outputs import write_lock_outputs
+from envbisect.modes.lock.start import newest_pin_upload, other_builds
 from envbisect.modes.lock.upgrade import Upgrade
 from envbisect.modes.planning import read_pins
 from envbisect.modes.searchoptions import (
@@ -199,7 +198,13 @@ class _Lock(DateSearch):
             return f"--from {self.opts.from_lock}", dict(self.from_pins), None
         when, why = self.good_date, "--good-date"
         if when is None:
-            when, why = self._newest_pin_upload()
+            when, why = newest_pin_upload(
+                self.roots,
+                self.session.client,
+                self.session.target,
+                torch_index=bool(self.session.opts.indexes.torch_index),
+                say=self.session.progress.message,
+            )
         planned = self.as_of(when)
         if isinstance(planned, Plan):
             label = f"as of {when:%Y-%m-%d %H:%M:%S} ({why})"
@@ -218,48 +223,6 @@ class _Lock(DateSearch):
             f"nor at any of the {len(moments)} release moment(s) after it",
             hint="give --good-date DATE of an environment that works, or --from LOCK",
         )
-
-    def _newest_pin_upload(self) -> tuple[datetime, str]:
-        """The upload of the newest exact pin (``NoAnswer``: nothing is pinned exactly).
-
-        A pin that only picks a build (``build_only``: torch==2.13.0+cpu, a wheel from a
-        --find-links folder, torch from --torch-backend's index) says which file, not which
-        day: it does not move the start, unless every exact pin is one (said once)."""
-        client, target = self.session.client, self.session.target
-        best: tuple[datetime, str] | None = None
-        builds: tuple[datetime, str] | None = None
-        said: list[str] = []
-        for r in self.roots:
-            exact = [s.version for s in r.specifier if s.operator in ("==", "===")]
-            if len(exact) != 1 or "*" in exact[0]:
-                continue
-            files = client.project_files(r.name).files
-            only = build_only(r.name, exact[0], files, torch_index=bool(self.torch_index))
-            for c in build_candidates(files, target, pre=True).candidates:
-                if c.version != _v(exact[0]) or c.upload_time is None:
-                    continue
-                found = (c.upload_time, f"upload of {r.name}=={exact[0]}")
-                if only:
-                    builds = found if builds is None or found[0] > builds[0] else builds
-                elif best is None or c.upload_time > best[0]:
-                    best = found
-            if only:
-                said.append(f"{r.name}=={exact[0]} only picks a build ({only})")
-        if said and best is not None:
-            self.session.progress.message(f"envbisect: {'; '.join(said)}: not the start's date")
-        best = best or builds
-        if best is None:
-            raise NoAnswer(
-                "no starting point: nothing is pinned exactly, so there is no date the "
-                "environment is known to have worked",
-                hint="give --good-date DATE (an environment that worked then) or --from LOCK "
-                "(your working environment)",
-            )
-        return best
-
-    @property
-    def torch_index(self) -> str | None:
-        return self.session.opts.indexes.torch_index
 
     # -- the search ----------------------------------------------------------------------------
 
@@ -510,45 +473,6 @@ def _pins(planned: Plan) -> Pins:
 
 def _str_pins(planned: Plan) -> dict[str, str]:
     return {str(n): str(v) for n, v in planned.pins.items()}
-
-
-def other_builds(planned: Plan) -> str:
-    """Said when the plan takes a torch build without a label although a labelled one of the
-    same version is at hand (a folder of CPU wheels): the torch family paired it so."""
-    family = sorted(n for n in planned.pins if n in TORCH_BUILT)
-    if not family or not (planned.exact & {"torch"}):
-        return ""
-    with_it = ", ".join(f"{n} {planned.pins[n]}" for n in family)
-    torch = planned.pins[canonicalize_name("torch")]
-    return (
-        f"torch {torch} is the index's build, not the labelled one at hand: these indexes "
-        f"have no labelled build of {with_it} to go with it (torch, torchvision and "
-        "torchaudio come from one build)"
-    )
-
-
-def build_only(name: str, version: str, files: Sequence[DistFile], *, torch_index: bool) -> str:
-    """Why a pin ``name==version`` only picks a build of a release (a variant), not the
-    release: "" when it picks the release.
-
-    A local version (``2.13.0+cpu``), a version whose files come from a --find-links folder
-    only, or a torch package read from the PyTorch index (--torch-backend)."""
-    v = _v(version)
-    if v is None:
-        return ""
-    if v.local:
-        return "a local version"
-    if torch_index and canonicalize_name(name) in TORCH_PACKAGES:
-        return "the PyTorch index's build"
-    # ==2.13.0 is met by 2.13.0+cpu too (PEP 440): the build the planner takes, newest first.
-    mine = [
-        f for f in files if (fv := file_version(f.filename)) is not None and fv.public == v.public
-    ]
-    if any((fv := file_version(f.filename)) is not None and fv.local for f in mine):
-        return "a local version matches it"
-    if mine and any(f.url.startswith("file:") for f in mine):
-        return "a wheel from a --find-links folder"
-    return ""
 
 
 def _v(text: str) -> Version | None:
