@@ -91,6 +91,16 @@ def index(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalIndex]:
 
 
 @pytest.fixture(scope="session")
+def stacks(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalIndex]:
+    """An index of its own for the shapes of real stacks (tests/support/stacks.py)."""
+    from support.stacks import build_stacks
+
+    idx = build_stacks(tmp_path_factory.mktemp("stacks"))
+    yield idx
+    idx.stop()
+
+
+@pytest.fixture(scope="session")
 def python() -> str:
     """The interpreter of the candidate environments: the one running the tests."""
     return sys.executable

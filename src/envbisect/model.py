@@ -200,6 +200,7 @@ class EnvSpec:
     exclude_newer: str | None = None
     prerelease: bool = False
     source: SourceBuild | None = None
+    overrides: tuple[str, ...] = ()  # uv's --overrides ("name<spec>" each, sorted)
 
     @classmethod
     def build(
@@ -212,6 +213,7 @@ class EnvSpec:
         exclude_newer: str | None = None,
         prerelease: bool = False,
         source: SourceBuild | None = None,
+        overrides: tuple[str, ...] = (),
     ) -> EnvSpec:
         # Sorted by canonical name so that argument order never changes the id.
         reqs = tuple(sorted({r.strip() for r in requirements}, key=_req_sort_key))
@@ -223,6 +225,7 @@ class EnvSpec:
             exclude_newer=exclude_newer,
             prerelease=prerelease,
             source=source,
+            overrides=tuple(sorted(set(overrides))),
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -236,6 +239,8 @@ class EnvSpec:
         }
         if self.source is not None:  # ids of specs without a source unchanged
             out["source"] = self.source.to_dict()
+        if self.overrides:  # likewise: ids of specs without overrides unchanged
+            out["overrides"] = list(self.overrides)
         return out
 
     @property

@@ -56,4 +56,7 @@ class CommonOptions:
     dry_run: bool = False  # plan every environment it would build first, build nothing
     env: tuple[tuple[str, str], ...] = ()  # --env NAME=VALUE: set for every probe, last
     build_timeout: float | None = None  # --build-timeout: the cap on a build from source
+    # --override REQ|FILE, as uv's: "name<spec>" each, sorted; every requirement on the
+    # project (the pins', any package's) takes these versions (core/overrides.py).
+    overrides: tuple[str, ...] = ()
     command: str = ""  # the command line, for reports (credentials masked there)

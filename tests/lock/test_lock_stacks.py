@@ -5,7 +5,6 @@ the locks installed with hashes required."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -18,16 +17,8 @@ from envbisect.modes.lock.solve import run_lock
 from support.index_server import LocalIndex
 from support.installs import install_and_run
 from support.locks import locked, options
-from support.stacks import build_stacks
 
 pytestmark = pytest.mark.slow
-
-
-@pytest.fixture(scope="module")
-def stacks(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalIndex]:
-    idx = build_stacks(tmp_path_factory.mktemp("stacks"))
-    yield idx
-    idx.stop()
 
 
 @pytest.mark.parametrize("strategy", ["auto", "descent"])

@@ -51,6 +51,14 @@ WITH = many(
     metavar="REQ",
     help="a requirement of every environment (repeatable)",
 )
+OVERRIDE = many(
+    "--override",
+    dest="overrides",
+    metavar="REQ|FILE",
+    help="as uv's: every requirement on the project (the pins', any package's) takes these "
+    "versions, e.g. transformers==4.52.4 where the release caps it lower; or a file of "
+    "such lines (repeatable)",
+)
 PYTHON = opt(
     "--python",
     metavar="VERSION",
@@ -448,7 +456,7 @@ INDEX = (
     TORCH_BACKEND,
     TORCH_INDEX_URL,
 )
-ENVIRONMENT = (WITH, *INDEX, PYTHON, EXCLUDE_NEWER, PRE, ALLOW_SDIST)
+ENVIRONMENT = (WITH, OVERRIDE, *INDEX, PYTHON, EXCLUDE_NEWER, PRE, ALLOW_SDIST)
 PROBING = (REPRO, PROBE, ENV, TIMEOUT, NATIVE_BACKTRACE, RESULTS, KEEP_ENVS, JSON)
 EXECUTION = (EXECUTOR, RAY_ADDRESS, GPUS_PER_PROBE)
 SEARCH = (JOBS, REPEAT, *EXECUTION, CONFIDENCE, PROBABILISTIC, MAX_PROBES)

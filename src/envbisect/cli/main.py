@@ -195,6 +195,12 @@ def _main(argv: Sequence[str] | None) -> int:
                 )
             if hasattr(args, "probe_env"):
                 _say_held_back(progress, args)
+            if getattr(args, "overrides", None):
+                shown = ", ".join(o.read_overrides(args.overrides))
+                progress.message(
+                    f"envbisect: overrides: {shown} (every requirement on these projects takes "
+                    "these versions, as uv's --overrides)"
+                )
             return command.run(ctx)
         finally:
             progress.close()  # the live display ends before the answer or an error

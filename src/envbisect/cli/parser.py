@@ -173,7 +173,7 @@ DIFF = Sub(
         o.opt("good", metavar="GOOD"),
         o.opt("bad", metavar="BAD"),
         o.ANY_FAILURE.but(help="count any failure as the failure, not only one like BAD's"),
-        o.JOBS, o.REPEAT, o.EXECUTION, o.INDEX, o.PYTHON, o.PROBING,
+        o.OVERRIDE, o.JOBS, o.REPEAT, o.EXECUTION, o.INDEX, o.PYTHON, o.PROBING,
     ),
 )  # fmt: skip
 LOCK = Sub(
@@ -193,7 +193,8 @@ LOCK = Sub(
         o.ANY_FAILURE.but(
             help="count any failure as the failure, not only one like the newest's"
         ),
-        o.WITH, o.INDEX, o.PYTHON, o.PRE, o.JOBS, o.REPEAT, o.EXECUTION, o.PROBING, o.DRY_RUN,
+        o.WITH, o.OVERRIDE, o.INDEX, o.PYTHON, o.PRE, o.JOBS, o.REPEAT, o.EXECUTION, o.PROBING,
+        o.DRY_RUN,
     ),
 )  # fmt: skip
 MATRIX = Sub(
@@ -212,7 +213,7 @@ MATRIX = Sub(
             "variables from your shell never reach them): part of what was probed, and "
             "recorded in DIR/<matrix>/run.json"
         ),
-        o.FULL, o.MAX_CELLS,
+        o.FULL, o.MAX_CELLS, o.OVERRIDE,
         o.FIND_LINKS.but(
             help="a folder of wheels of this machine (repeatable): replaces "
             "the file's find_links and stands in for its torch_backend index; default: "

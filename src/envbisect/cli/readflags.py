@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import os
 import re
+from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
@@ -177,6 +178,39 @@ def probe_env(args: argparse.Namespace) -> dict[str, str]:
     return out
 
 
+def read_overrides(values: Sequence[str]) -> tuple[str, ...]:
+    """``--override`` values: a requirement, or a file of them (a value naming a file that
+    exists, or one ending in .txt), as "name<spec>" texts, sorted."""
+    from envbisect.core.overrides import parse
+
+    lines: list[tuple[str, str]] = []
+    for value in values:
+        path = Path(value).expanduser()
+        if path.is_file() or value.endswith(".txt"):
+            try:
+                text = path.read_text(encoding="utf-8")
+            except OSError as e:
+                raise UsageError(
+                    f"--override {value}: cannot read it ({e.strerror or e})",
+                    hint="give a requirement (transformers==4.52.4) or a file of them",
+                    ref="bad-override",
+                ) from None
+            lines += [(f"--override {value}", ln) for ln in text.splitlines()]
+        else:
+            lines.append(("--override", value))
+    found: dict[str, str] = {}
+    for origin, line in lines:
+        for name, text in parse([line], origin=origin).items():
+            if name in found and found[name] != text:
+                raise UsageError(
+                    f"--override: {name} is overridden twice ({found[name]}, {text})",
+                    hint="give one override per project",
+                    ref="bad-override",
+                )
+            found[name] = text
+    return tuple(sorted(found.values()))
+
+
 def extras(args: argparse.Namespace) -> tuple[str, ...]:
     return tuple(e.strip() for e in (getattr(args, "extras", None) or "").split(",") if e.strip())
 
@@ -210,6 +244,7 @@ def common_options(args: argparse.Namespace, *, command: str, repro: Any = None)
         dry_run=getattr(args, "dry_run", False),
         env=tuple(sorted(probe_env(args).items())),
         build_timeout=getattr(args, "build_timeout", None),
+        overrides=read_overrides(getattr(args, "overrides", None) or ()),
         command=command,
     )
 

@@ -60,6 +60,7 @@ class _Recording:
 
     def __init__(self, source: MetadataSource) -> None:
         self.source = source
+        self.overrides = getattr(source, "overrides", {})
         self.read: dict[str, None] = {}
         prefetch = getattr(source, "prefetch_dependencies", None)
         if prefetch is not None:

@@ -24,6 +24,7 @@ from resolvelib.resolvers import (
 )
 
 from envbisect.core.names import TORCH_PACKAGES
+from envbisect.core.overrides import apply
 from envbisect.core.plan import (
     Fallback,
     MatchCache,
@@ -82,8 +83,11 @@ def plan(
     if max_rounds is None:  # read at call time: a test may make the give-up come early
         max_rounds = MAX_ROUNDS
     base = {canonicalize_name(k): v for k, v in (baseline or {}).items()}
+    # --override (core/overrides.py): a source that reads dependencies through overrides
+    # says which; the roots take them here, but for an exact pin (the candidate under test).
+    overrides = getattr(source, "overrides", None) or {}
     roots = [
-        Req(strip_marker(r), None)
+        Req(strip_marker(r if _is_exact(r) else apply(r, overrides)), None)
         for r in requirements
         if r.marker is None or r.marker.evaluate({**target.markers, "extra": ""})
     ]

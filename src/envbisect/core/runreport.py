@@ -113,6 +113,14 @@ def report_markdown(res: SearchResult, *, when: datetime) -> str:
         f"- command: {md_code(res.command)}",
         f"- repro: {md_code(res.repro)}",
         *([f"- set for every probe (--env): {passed}"] if passed else []),
+        *(
+            [
+                f"- overrides (every requirement on these takes these versions): "
+                f"{', '.join(md_code(o) for o in res.overrides)}"
+            ]
+            if res.overrides
+            else []
+        ),
         f"- target: {_md(res.target)}",
         f"- candidates in range: {res.candidates}; environments built this run: "
         f"{sum(1 for r in res.rows if not r.reused and r.build_seconds > 0)}; "

@@ -296,6 +296,10 @@ class Materializer:
             args += ["--exclude-newer", spec.exclude_newer]
         if spec.prerelease:
             args += ["--prerelease", "allow"]
+        if spec.overrides:  # uv reads them from a file; it lives in the environment's folder
+            listed = vpython.parent.parent / "envbisect-overrides.txt"
+            listed.write_text("".join(f"{o}\n" for o in spec.overrides), encoding="utf-8")
+            args += ["--overrides", str(listed)]
         return args
 
     def _install(

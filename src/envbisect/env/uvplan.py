@@ -21,6 +21,7 @@ from pathlib import Path
 from packaging.utils import NormalizedName, canonicalize_name
 from packaging.version import InvalidVersion, Version
 
+from envbisect.core.overrides import for_environment
 from envbisect.core.plan import Plan, Policy, Question, Unresolvable, moved
 from envbisect.env.uv import Uv, index_args
 from envbisect.env.uvfailure import uv_failure
@@ -39,6 +40,7 @@ class UvFallback:
     only_binary: bool = True
     # Called before uv is asked (the session says once per run that uv planned something).
     notice: Callable[[Question], None] | None = None
+    overrides: tuple[str, ...] = ()  # --override: uv's --overrides
 
     def __call__(self, q: Question) -> Plan | Unresolvable:
         if self.notice is not None:
@@ -50,6 +52,10 @@ class UvFallback:
             cons = folder / "constraints.txt"
             cons.write_text("".join(f"{n}{s}\n" for n, s in q.constraints.items() if str(s)))
             out = folder / "requirements.txt"
+            over = folder / "overrides.txt"
+            # An exact pin of the question (the candidate) keeps its version (core/overrides.py).
+            overrides = for_environment(self.overrides, [str(r) for r in q.requirements])
+            over.write_text("".join(f"{o}\n" for o in overrides))
             if q.policy is Policy.BASELINE:
                 out.write_text("".join(f"{n}=={v}\n" for n, v in q.baseline.items()))
             args = [
@@ -64,6 +70,7 @@ class UvFallback:
                 "--no-annotate",
                 "-c",
                 str(cons),
+                *(["--overrides", str(over)] if self.overrides else []),
                 "-o",
                 str(out),
             ]

@@ -28,6 +28,7 @@ from packaging.version import Version
 
 from envbisect import __version__
 from envbisect.core.candidates import judge, parse_version
+from envbisect.core.overrides import apply_all, as_specifiers
 from envbisect.core.plan import PackageVersion
 from envbisect.core.target import Target
 from envbisect.errors import EnvbisectError, UnknownPackage
@@ -43,15 +44,25 @@ class IndexMetadataSource:
         *,
         allow_sdist: bool = False,
         preferred: Mapping[str, Version] | None = None,
+        overrides: Sequence[str] = (),
     ) -> None:
         self.client = client
         self.target = target
         self.allow_sdist = allow_sdist
+        # --override: every requirement on these projects takes their versions (what a
+        # version requires is read through them; core/resolve.py applies them to the roots).
+        self.overrides = as_specifiers(overrides)
         self._supported = frozenset(target.supported_tags())
         # What judging a page depends on: the tags, the Python version and sdists allowed.
         self._target_key = hashlib.sha256(
             repr((target.identity, sorted(map(str, self._supported)), allow_sdist)).encode()
         ).hexdigest()[:24]
+        # What a plan remembered depends on besides: the overrides.
+        self._memo_key = self._target_key + (
+            "|" + hashlib.sha256(repr(sorted(overrides)).encode()).hexdigest()[:16]
+            if overrides
+            else ""
+        )
         self._tokens: dict[str, str | None] = {}
         # The versions fetched ahead: the baseline's where there is one, else the newest.
         self.preferred = {canonicalize_name(k): v for k, v in (preferred or {}).items()}
@@ -100,6 +111,10 @@ class IndexMetadataSource:
         return out
 
     def dependencies(self, name: str, version: Version) -> Sequence[Requirement]:
+        deps = self._dependencies(name, version)
+        return apply_all(deps, self.overrides) if self.overrides else deps
+
+    def _dependencies(self, name: str, version: Version) -> Sequence[Requirement]:
         key = (canonicalize_name(name), version)
         with self._lock:
             if key in self._deps:
@@ -128,7 +143,7 @@ class IndexMetadataSource:
     def recall(self, key: str) -> Mapping[str, Any] | None:
         if os.environ.get("ENVBISECT_NO_PLAN_MEMO"):
             return None
-        entry = self.client.recall(f"plan|{_CODE}|{self._target_key}|{key}")
+        entry = self.client.recall(f"plan|{_CODE}|{self._memo_key}|{key}")
         if not isinstance(entry, dict) or not isinstance(entry.get("read"), dict):
             return None
         try:
@@ -149,7 +164,7 @@ class IndexMetadataSource:
         if any(t is None for t in tokens.values()):
             return  # a folder or a merged index: no one digest names what was read
         value = {"read": tokens, "plan": dict(entry)}
-        self.client.remember(f"plan|{_CODE}|{self._target_key}|{key}", value)
+        self.client.remember(f"plan|{_CODE}|{self._memo_key}|{key}", value)
 
     def _token(self, name: str) -> str | None:
         """The digest of what the index says of ``name`` now ("unknown": it has none)."""

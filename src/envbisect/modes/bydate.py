@@ -181,7 +181,9 @@ def _planning(opts: DateOptions, session: Session) -> _Planning:
         )
     return _Planning(
         roots=tuple(roots),
-        source=IndexMetadataSource(session.client, target, allow_sdist=False),
+        source=IndexMetadataSource(
+            session.client, target, allow_sdist=False, overrides=session.opts.overrides
+        ),
         ptarget=PlanTarget(markers=env, python_version=target.python_version),
         pre=opts.pre,
         fallback=session.uv_planner(),

@@ -45,6 +45,7 @@ def plan_views(
                 python=session.python,
                 indexes=w.spec.indexes,
                 only_binary=w.spec.only_binary,
+                overrides=w.spec.overrides,
             )
             planned = uv(
                 Question(

@@ -129,6 +129,7 @@ class Edges:
             indexes=self.opts.indexes,
             only_binary=only_binary,
             notice=notice,
+            overrides=self.opts.overrides,
         )
 
     def target_for(self, request: str | None) -> tuple[str, Target]:

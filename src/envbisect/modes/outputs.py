@@ -102,6 +102,16 @@ def write_lockfiles(
     # others at a few versions) for every package it holds: the best match across indexes,
     # pip's rule, finds each pinned file wherever it is (its hash decides).
     strategy = " --index-strategy unsafe-best-match" if len(used) > 1 else ""
+    # Built with --override: the lock holds versions some of its packages do not allow, so
+    # it is installed as listed (every package is in it, each hash-pinned), not resolved.
+    if session.opts.overrides:
+        strategy += " --no-deps"
+        notes.append(
+            "built with overrides ("
+            + ", ".join(session.opts.overrides)
+            + "): install it as listed, --no-deps (pip and uv would refuse the versions its "
+            "packages do not allow)"
+        )
     major, minor = target.version[0], target.version[1]
     markers = target.marker_environment()
     env_marker = (
@@ -130,7 +140,8 @@ def write_lockfiles(
                 *header,
                 *notes,
                 f"Install: uv pip install{strategy} --require-hashes -r {req.name}  "
-                f"(or pip install --require-hashes -r {req.name}, or {sync})",
+                f"(or pip install{' --no-deps' if session.opts.overrides else ''} "
+                f"--require-hashes -r {req.name}, or {sync})",
             ],
         ),
         encoding="utf-8",

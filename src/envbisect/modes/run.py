@@ -372,7 +372,11 @@ def _planner(opts: RunOptions, session: Session) -> RunPlanner | None:
         package=opts.package,
         target=target,
         source=IndexMetadataSource(
-            client, target, allow_sdist=opts.allow_sdist, preferred=baseline_versions
+            client,
+            target,
+            allow_sdist=opts.allow_sdist,
+            preferred=baseline_versions,
+            overrides=session.opts.overrides,
         ),
         pins=pinsets,
         baseline_pins=base,

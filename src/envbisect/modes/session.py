@@ -24,6 +24,7 @@ from typing import Any, TypeVar
 
 from envbisect.core.names import project_name
 from envbisect.core.outcome import failed, untestable
+from envbisect.core.overrides import for_environment
 from envbisect.core.results.parts import Moved, ProbeRow, RowVerdict
 from envbisect.core.results.search import SearchResult
 from envbisect.core.target import Target
@@ -109,6 +110,7 @@ class Session(Edges):
             exclude_newer=exclude_newer,
             prerelease=prerelease,
             source=source,
+            overrides=for_environment(self.opts.overrides, requirements),
         )
 
     def run_id(self, name: str, fields: dict[str, Any]) -> str:
@@ -124,6 +126,7 @@ class Session(Edges):
                 "indexes": self.opts.indexes.to_dict(),
                 "any_failure": self.opts.any_failure,
                 **({"repeat": self.opts.repeat} if self.opts.repeat != 1 else {}),
+                **({"overrides": list(self.opts.overrides)} if self.opts.overrides else {}),
             },
             sort_keys=True,
         )
@@ -139,6 +142,7 @@ class Session(Edges):
             command=mask_text(self.opts.command),
             repro=self.repro.describe(),
             env=mask_env_map(self.repro.user_env),
+            overrides=self.opts.overrides,
             run_id=run_id,
             **kw,
         )

@@ -51,6 +51,7 @@ class SearchResult:
     command: str = ""
     repro: str = ""
     env: Mapping[str, str] = field(default_factory=dict)  # --env, credentials masked
+    overrides: tuple[str, ...] = ()  # --override, as every environment took them
     run_id: str = ""
     report_path: str | None = None
     lock_path: str | None = None
@@ -152,7 +153,12 @@ class SearchResult:
 
     def header_dict(self) -> dict[str, Any]:
         """Where the question was asked: the target, ``--env`` and the run id."""
-        return {"target": self.target, "env": dict(self.env), "run_id": self.run_id}
+        return {
+            "target": self.target,
+            "env": dict(self.env),
+            **({"overrides": list(self.overrides)} if self.overrides else {}),
+            "run_id": self.run_id,
+        }
 
     def mode_dict(self) -> dict[str, Any]:
         """The mode's own keys, after the common ones (none for a plain search)."""

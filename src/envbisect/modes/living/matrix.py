@@ -258,7 +258,7 @@ def _planner(spec: MatrixSpec, session: Session, python: str, target: Target) ->
         package=spec.axes[0].package,
         also_moving=tuple(a.package for a in spec.axes[1:]),
         target=target,
-        source=IndexMetadataSource(client, target),
+        source=IndexMetadataSource(client, target, overrides=session.opts.overrides),
         pins=read_pins(spec.pins, client, cwd=spec.path.parent, extras=spec.extras),
         with_reqs=spec.with_reqs,
         policy=Policy(spec.rest),

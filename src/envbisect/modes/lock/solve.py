@@ -100,7 +100,9 @@ class _Lock(DateSearch):
         self.opts, self.session, self.good_date = opts, session, good_date
         target, client = session.target, session.client
         self.env = target.marker_environment()
-        self.source = IndexMetadataSource(client, target, allow_sdist=False)
+        self.source = IndexMetadataSource(
+            client, target, allow_sdist=False, overrides=session.opts.overrides
+        )
         self.ptarget = PlanTarget(markers=self.env, python_version=target.python_version)
         self.cache: MatchCache = {}
         # What resolvelib gives up on, uv plans (said once): in every plan of the lock, the
