@@ -72,6 +72,30 @@ CASES: tuple[Case, ...] = (
         cost="torch 2.13.0+cpu from the wheel folder; about 2 GiB of uv cache",
     ),
     Case(
+        name="lock-llamafactory-083",
+        kind="a LLaMA-Factory release of mid-2024, three failures hiding each other, lock",
+        mode="lock",
+        package="transformers",
+        truth="<4.48.0",
+        failure=FLASH_ATTENTION,
+        python="3.11",
+        args=args("llamafactory==0.8.3"),
+        repro=(),
+        files={"r.py": R_PY},
+        source="https://github.com/hiyouga/LLaMA-Factory/releases/tag/v0.8.3",
+        verified="the lock (transformers 4.47.1, trl 0.13.0, pyarrow 25.0.1, numpy 1.26.4)"
+        " installs with hashes required and imports llamafactory 0.8.3 and run_exp; in its"
+        " place transformers 4.48.0: LlamaFlashAttention2; pyarrow 26.0.0: NumPy 2; trl"
+        " 0.14.0: logprobs_from_logits. trl's newest requires transformers>=4.56.2 (coupled)",
+        ends=ENDS,
+        held=(
+            Held(package="transformers", specifier="<4.48.0", failure=FLASH_ATTENTION),
+            Held(package="pyarrow", specifier="<26.0.0", failure=PYARROW_NUMPY),
+            Held(package="trl", specifier="<0.14.0", failure=LOGPROBS),
+        ),
+        cost="torch 2.13.0+cpu from the wheel folder; about 2 GiB of uv cache",
+    ),
+    Case(
         name="lock-llamafactory-090",
         kind="a LLaMA-Factory release of 2024 with today's torch, lock",
         mode="lock",
