@@ -1,10 +1,11 @@
 """``--override``, as uv's, in every mode (tests/support/stacks.py: ovapp 1.0.0 requires
-ov-lib<=1.5 but works only with ov-lib 2.0.0, and 2.5.0 dropped what it imports). Real uv
-environments on the local index, the real CLI."""
+ov-lib<=1.5 but works with 2.0.0 too; 2.5.0 breaks it). Real uv environments on the local
+index, the real CLI."""
 
 from __future__ import annotations
 
 import json
+import shlex
 import subprocess
 from pathlib import Path
 
@@ -30,15 +31,17 @@ def test_probe_builds_the_environment_off_the_pins(
     repro = write_repro(tmp_path, "ovapp")
     args = ["probe", "--with", "ovapp==1.0.0", "--repro", str(repro), "--json",
             *common(stacks, python, tmp_path)]  # fmt: skip
-    on = envbisect(*args)  # on the pins: ov-lib 1.5.0, no NEW
-    assert on.returncode == 4, on.stderr  # the probe failed
-    assert "NEW" in json.loads(on.stdout)["outcome"]["signature"]
-    off = envbisect(*args, "--override", "ov-lib==2.0.0")
-    assert off.returncode == 0, off.stderr
+    on = envbisect(*args)  # on the pins: ov-lib 1.5.0
+    assert on.returncode == 0, on.stderr
+    assert {d["name"]: d["version"] for d in json.loads(on.stdout)["installed"]}[
+        "ov-lib"
+    ] == "1.5.0"
+    off = envbisect(*args, "--override", "ov-lib==2.5.0")
+    assert off.returncode == 4, off.stderr  # the probe failed
     data = json.loads(off.stdout)
-    assert data["outcome"]["kind"] == "pass"
-    assert {d["name"]: d["version"] for d in data["installed"]}["ov-lib"] == "2.0.0"
-    assert "overrides: ov-lib==2.0.0" in off.stderr
+    assert data["outcome"]["signature"] == "RuntimeError: f was removed"
+    assert {d["name"]: d["version"] for d in data["installed"]}["ov-lib"] == "2.5.0"
+    assert "overrides: ov-lib==2.5.0" in off.stderr
     # The same from a file, and planned the same without building anything.
     listed = tmp_path / "over.txt"
     listed.write_text("# off the pins\nov-lib==2.0.0\n")
@@ -46,6 +49,8 @@ def test_probe_builds_the_environment_off_the_pins(
     assert dry.returncode == 0, dry.stderr
     (plan,) = json.loads(dry.stdout)["plans"]
     assert plan["pins"]["ov-lib"] == "2.0.0" and plan["pins"]["ovapp"] == "1.0.0"
+    built = envbisect(*args, "--override", str(listed))
+    assert built.returncode == 0, built.stderr  # 2.0.0, above the cap, works
 
 
 def test_run_bisects_versions_above_the_cap(
@@ -115,3 +120,64 @@ def test_a_bad_override_is_a_usage_error(stacks: LocalIndex, python: str, tmp_pa
     assert_clean_error(probe("--override", "ov-lib==1", "--override", "ov-lib==2"), 2,
                        "overridden twice")  # fmt: skip
     assert_clean_error(probe("--override", str(tmp_path / "none.txt")), 2, "cannot read it")
+
+
+REPORT = """\
+### System Info
+
+```text
+$ pip freeze
+ovapp==1.0.0
+ov-lib==2.5.0
+```
+
+### Reproduction
+
+```python
+import ovapp
+ovapp.run()
+```
+
+It fails:
+
+```
+Traceback (most recent call last):
+  File "/home/me/repro.py", line 2, in <module>
+    ovapp.run()
+  File "/home/me/.venv/lib/python3.11/site-packages/ovapp/__init__.py", line 5, in run
+    f()
+  File "/home/me/.venv/lib/python3.11/site-packages/ov_lib/__init__.py", line 4, in f
+    raise RuntimeError('f was removed')
+RuntimeError: f was removed
+```
+"""
+
+
+def test_repro_builds_an_off_pin_report_as_listed_and_run_bisects_from_it(
+    stacks: LocalIndex, python: str, tmp_path: Path
+) -> None:
+    """The report runs ov-lib 2.5.0 under ovapp 1.0.0, which requires ov-lib<=1.5: repro
+    builds exactly that (said: off the pins), reproduces the failure, and the run it prints
+    (overriding the same) finds 2.5.0, 2.0.0 passing, above the cap."""
+    issue = tmp_path / "issue.md"
+    issue.write_text(REPORT)
+    out = envbisect("repro", str(issue), *common(stacks, python, tmp_path), cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    assert lines[0].startswith("reproduced: the same failure")
+    assert "off the pins: ov-lib 2.5.0 (ovapp 1.0.0 requires <=1.5)" in lines[1]
+    assert "envbisect: off the pins: ov-lib 2.5.0 (ovapp 1.0.0 requires <=1.5)" in out.stderr
+    run = next(ln for ln in lines if ln.startswith("next: envbisect run"))
+    argv = shlex.split(run.removeprefix("next: ").split("   # ")[0])
+    assert "--override" in argv and argv[argv.index("--override") + 1] == "ov-lib==2.5.0"
+    found = envbisect(*argv[1:], "--json", cwd=tmp_path)
+    assert found.returncode == 0, found.stderr
+    data = json.loads(found.stdout)
+    assert (data["first_bad"], data["last_good"]) == ("2.5.0", "2.0.0")
+    assert [r["version"] for r in data["reused"]] == ["2.5.0"]  # the report's, from the store
+    # Without the override the report's environment cannot be built at all.
+    plain = envbisect("probe", "--pins", str(issue), "--dry-run", "--json",
+                      *common(stacks, python, tmp_path / "p"), "--", "true")  # fmt: skip
+    assert "ov-lib" in plain.stdout and (
+        "unresolvable" in plain.stdout or "conflict" in plain.stdout
+    )

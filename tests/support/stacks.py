@@ -14,9 +14,9 @@ bopin 1.0.0 (day 0) pins nothing but uses bo-lib, which dropped ``f`` in 2.0.0 (
 bo-build 1.0.0+cpu, uploaded on day 200, is a build-only pin (a local version, as torch's
 ``+cpu``): the start of a lock must stay at bopin's day, not move to bo-build's upload.
 
-ovapp 1.0.0 requires ov-lib<=1.5 but uses ``NEW``, which ov-lib added in 2.0.0 (day 20): a
-user runs it off its pins (``--override``), as LLaMA-Factory users run a newer transformers
-than their release allows. ov-lib 2.5.0 (day 30) dropped ``f``, which ovapp also uses.
+ovapp 1.0.0 requires ov-lib<=1.5 and works with every ov-lib up to 2.0.0 (day 20); 2.5.0
+(day 30) made ``f``, which ovapp calls, raise. Users run it off its pins (``--override``), as
+LLaMA-Factory users run a newer transformers than their release allows.
 """
 
 from __future__ import annotations
@@ -79,10 +79,11 @@ def build_stacks(root: Path) -> LocalIndex:
     add("bo-build", "1.0.0", 0)
     add("bo-build", "1.0.0+cpu", 200)
 
-    add("ovapp", "1.0.0", 0, "from ov_lib import f\nimport ov_lib\n\ndef run():\n    f()\n"
-        "    ov_lib.NEW\n", ("ov-lib<=1.5",))  # fmt: skip
-    f, new = "def f():\n    return 1\n", "NEW = 1\n"
-    for version, day, body in (("1.0.0", 0, f), ("1.5.0", 10, f), ("2.0.0", 20, f + new),
-                               ("2.5.0", 30, new)):  # fmt: skip
+    add("ovapp", "1.0.0", 0, "from ov_lib import f\n\ndef run():\n    f()\n",
+        ("ov-lib<=1.5",))  # fmt: skip
+    f = "def f():\n    return 1\n"
+    gone = "\n\n\ndef f():\n    raise RuntimeError('f was removed')\n"
+    for version, day, body in (("1.0.0", 0, f), ("1.5.0", 10, f), ("2.0.0", 20, f),
+                               ("2.5.0", 30, gone)):  # fmt: skip
         add("ov-lib", version, day, body)
     return index.start()

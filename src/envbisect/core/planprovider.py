@@ -25,6 +25,7 @@ from resolvelib.resolvers import (
 )
 
 from envbisect.core.names import TORCH_BUILT
+from envbisect.core.overrides import apply_all
 from envbisect.core.plan import MatchCache, MetadataSource, PackageVersion, PlanTarget, Policy
 
 # -- resolvelib's three types: requirement, candidate, identifier ------------------------------
@@ -67,8 +68,10 @@ class Provider(AbstractProvider[Req, Cand, str]):
         constraints: Mapping[NormalizedName, SpecifierSet],
         cache: MatchCache | None = None,
         forward: bool = False,
+        overrides: Mapping[NormalizedName, SpecifierSet] | None = None,
     ) -> None:
         self.forward = forward
+        self.overrides = overrides or {}
         self.forwarded: set[NormalizedName] = set()
         self._found: dict[tuple[str, frozenset[int]], tuple[tuple[Any, ...], list[Cand]]] = {}
         self._satisfied: dict[tuple[int, Version], bool] = {}
@@ -276,13 +279,18 @@ class Provider(AbstractProvider[Req, Cand, str]):
             # name[extra] depends on name==version itself, plus what the extras bring.
             base = Requirement(f"{candidate.name}=={candidate.version}")
             deps.append(Req(base, candidate))
-        for req in self.source.dependencies(candidate.name, candidate.version):
+        for req in self.requires(candidate.name, candidate.version):
             if req.marker is not None and not self.marker_ok(req.marker, candidate.extras):
                 continue
             if candidate.name in TORCH_BUILT:
                 req = same_build(req, candidate.version)
             deps.append(Req(strip_marker(req), candidate))
         return deps
+
+    def requires(self, name: NormalizedName, version: Version) -> Sequence[Requirement]:
+        """What a version requires, as --override has it (core/overrides.py)."""
+        deps = self.source.dependencies(name, version)
+        return apply_all(deps, self.overrides) if self.overrides else deps
 
     def marker_ok(self, marker: Marker, extras: frozenset[str]) -> bool:
         # The same markers recur on every version of a project: each is evaluated once per

@@ -83,11 +83,15 @@ def plan(
     if max_rounds is None:  # read at call time: a test may make the give-up come early
         max_rounds = MAX_ROUNDS
     base = {canonicalize_name(k): v for k, v in (baseline or {}).items()}
-    # --override (core/overrides.py): a source that reads dependencies through overrides
-    # says which; the roots take them here, but for an exact pin (the candidate under test).
-    overrides = getattr(source, "overrides", None) or {}
+    # --override (core/overrides.py): the source says which. Every requirement on such a
+    # project takes the override's versions, except where a root pins it exactly (the
+    # candidate under test, a cell's axis): there that pin is the override.
+    overrides = dict(getattr(source, "overrides", None) or {})
+    for r in requirements:
+        if _is_exact(r) and canonicalize_name(r.name) in overrides:
+            overrides[canonicalize_name(r.name)] = r.specifier
     roots = [
-        Req(strip_marker(r if _is_exact(r) else apply(r, overrides)), None)
+        Req(strip_marker(apply(r, overrides)), None)
         for r in requirements
         if r.marker is None or r.marker.evaluate({**target.markers, "extra": ""})
     ]
@@ -102,6 +106,7 @@ def plan(
         constraints={canonicalize_name(k): v for k, v in (constraints or {}).items()},
         cache=cache,
         forward=forward,
+        overrides=overrides,
     )
     conflict = lookahead(roots, provider)
     if conflict is not None:
@@ -217,7 +222,7 @@ def lookahead(roots: Sequence[Req], provider: Provider) -> str | None:
             for pv in versions:
                 specs = [
                     d.specifier
-                    for d in provider.source.dependencies(r.name, pv.version)
+                    for d in provider.requires(r.name, pv.version)
                     if canonicalize_name(d.name) == name
                     and (d.marker is None or provider.marker_ok(d.marker, frozenset()))
                 ]

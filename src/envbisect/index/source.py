@@ -28,7 +28,7 @@ from packaging.version import Version
 
 from envbisect import __version__
 from envbisect.core.candidates import judge, parse_version
-from envbisect.core.overrides import apply_all, as_specifiers
+from envbisect.core.overrides import as_specifiers
 from envbisect.core.plan import PackageVersion
 from envbisect.core.target import Target
 from envbisect.errors import EnvbisectError, UnknownPackage
@@ -49,8 +49,8 @@ class IndexMetadataSource:
         self.client = client
         self.target = target
         self.allow_sdist = allow_sdist
-        # --override: every requirement on these projects takes their versions (what a
-        # version requires is read through them; core/resolve.py applies them to the roots).
+        # --override: every requirement on these projects takes their versions (the planner
+        # applies them, core/resolve.py; plans remembered are kept apart by them).
         self.overrides = as_specifiers(overrides)
         self._supported = frozenset(target.supported_tags())
         # What judging a page depends on: the tags, the Python version and sdists allowed.
@@ -111,10 +111,6 @@ class IndexMetadataSource:
         return out
 
     def dependencies(self, name: str, version: Version) -> Sequence[Requirement]:
-        deps = self._dependencies(name, version)
-        return apply_all(deps, self.overrides) if self.overrides else deps
-
-    def _dependencies(self, name: str, version: Version) -> Sequence[Requirement]:
         key = (canonicalize_name(name), version)
         with self._lock:
             if key in self._deps:

@@ -18,8 +18,13 @@ from __future__ import annotations
 import hashlib
 import platform
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
+
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
+from packaging.version import InvalidVersion, Version
 
 from envbisect.core.envreport.bugreport import (
     BugReport,
@@ -28,12 +33,14 @@ from envbisect.core.envreport.bugreport import (
     reported_outcome,
 )
 from envbisect.core.envreport.report import EnvReport
+from envbisect.core.overrides import off_pins
 from envbisect.core.pins.sources import PinSet
 from envbisect.core.results.parts import ProbeRow
 from envbisect.core.results.reproduce import ReproResult, ReproStatus, decide, next_commands
 from envbisect.env.pinsource import STDIN, read_source, report_with_versions
 from envbisect.env.repro import Repro, command_step, file_step
-from envbisect.errors import UsageError
+from envbisect.errors import EnvbisectError, UsageError
+from envbisect.index.source import IndexMetadataSource
 from envbisect.model import EnvSpec, ProbeRecord
 from envbisect.modes.drive import drive
 from envbisect.modes.outputs import inside
@@ -94,7 +101,13 @@ def run_repro(opts: ReproOptions, progress: Progress | None = None) -> ReproResu
         )
         if blocked and not common.dry_run:
             return base
-        spec = _spec(opts, session, pins)
+        off, overrides = _off_pins(session, pins)
+        if off:
+            session.progress.message(
+                f"envbisect: off the pins: {'; '.join(off)}: built as the report lists them "
+                "(overridden, as uv's --override)"
+            )
+        spec = _spec(opts, session, pins, overrides)
         target = f"{session.target.short} (Python {session.target.python_version})"
         follow = next_commands(
             report=report_path,
@@ -104,8 +117,15 @@ def run_repro(opts: ReproOptions, progress: Progress | None = None) -> ReproResu
             repro_args=repro_args,
             flags=opts.carry,
             named=len(env_report.rows),
+            overrides=overrides,
         )
-        base = replace(base, requirements=spec.requirements, target=target, env_id=spec.env_id)
+        base = replace(
+            base,
+            requirements=spec.requirements,
+            target=target,
+            env_id=spec.env_id,
+            off_pins=tuple(off),
+        )
         if common.dry_run:
             from envbisect.modes.dryrun import plan_views
 
@@ -237,7 +257,7 @@ def _config_here(config: str, cwd: Path) -> str:
     return _DATA_DIR.sub(line, config, count=1) if m else f"{config.rstrip()}\n{line}\n"
 
 
-def _spec(opts: ReproOptions, session: Session, pins: PinSet) -> EnvSpec:
+def _spec(opts: ReproOptions, session: Session, pins: PinSet, overrides: Sequence[str]) -> EnvSpec:
     env = session.target.marker_environment()
     requirements = [*opts.with_reqs, *(str(p.requirement) for p in pins.applicable(env))]
     return session.env_spec(
@@ -245,7 +265,35 @@ def _spec(opts: ReproOptions, session: Session, pins: PinSet) -> EnvSpec:
         only_binary=not opts.allow_sdist,
         exclude_newer=opts.exclude_newer,
         prerelease=opts.pre,
+        overrides=overrides,
     )
+
+
+def _off_pins(session: Session, pins: PinSet) -> tuple[list[str], tuple[str, ...]]:
+    """The report's versions that its own packages' requirements exclude (each said once),
+    and the overrides that build them as listed ("name==version" of each such package).
+    One metadata read per package the report pins; a package whose metadata cannot be read
+    is left out of the check (the build will say what is wrong with it)."""
+    env = session.target.marker_environment()
+    versions = {
+        canonicalize_name(p.name): str(p.exact_version)
+        for p in pins.applicable(env)
+        if p.exact_version is not None
+    }
+    source = IndexMetadataSource(session.client, session.target)
+    markers = {**env, "extra": ""}
+    requires: list[tuple[str, Requirement]] = []
+    for name, version in versions.items():
+        try:
+            deps = source.dependencies(name, Version(version))
+        except (EnvbisectError, InvalidVersion):
+            continue
+        requires += [
+            (f"{name} {version}", r) for r in deps if r.marker is None or r.marker.evaluate(markers)
+        ]
+    off = off_pins(requires, versions)
+    names = {canonicalize_name(text.split(" ", 1)[0]) for text in off}
+    return off, tuple(f"{n}=={versions[n]}" for n in sorted(names))
 
 
 def _exact(pins: PinSet) -> dict[str, str]:

@@ -101,6 +101,7 @@ class Session(Edges):
         target: Target | None = None,
         indexes: IndexConfig | None = None,
         source: SourceBuild | None = None,
+        overrides: Sequence[str] = (),
     ) -> EnvSpec:
         return EnvSpec.build(
             list(requirements),
@@ -110,7 +111,7 @@ class Session(Edges):
             exclude_newer=exclude_newer,
             prerelease=prerelease,
             source=source,
-            overrides=for_environment(self.opts.overrides, requirements),
+            overrides=for_environment((*self.opts.overrides, *overrides), requirements),
         )
 
     def run_id(self, name: str, fields: dict[str, Any]) -> str:

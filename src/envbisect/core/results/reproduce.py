@@ -91,6 +91,10 @@ class ReproResult:
     installed: tuple[InstalledDist, ...] = ()
     output: str = ""  # the tail of what the repro printed here (untrusted text)
     plans: tuple[dict[str, Any], ...] = field(default=())
+    # The report's versions its own packages do not allow ("transformers 4.52.4 (llamafactory
+    # 0.9.2 requires <=4.49.0)"): the environment was built with them overridden, as the
+    # reporter runs it (DISABLE_VERSION_CHECK=1, a newer library for a newer model).
+    off_pins: tuple[str, ...] = ()
 
     @property
     def exit_code(self) -> int:
@@ -118,6 +122,8 @@ class ReproResult:
     def lines(self) -> list[str]:
         """The answer as text (data for stdout)."""
         out = [self.headline()]
+        if self.off_pins:
+            out.append(f"  off the pins: {'; '.join(self.off_pins)} (built as listed)")
         if self.status is ReproStatus.DIFFERENT and self.seen is not None:
             out.append(f"  here:     {self.seen.describe()}")
             out.append(f"  reported: {self.expected.describe() if self.expected else '?'}")
@@ -137,6 +143,7 @@ class ReproResult:
                 "env_id": self.env_id or None,
                 "reused": self.reused,
                 "installed": [d.to_dict() for d in self.installed],
+                **({"off_pins": list(self.off_pins)} if self.off_pins else {}),
             },
             "repro": self.repro,
             "repro_files": list(self.files),
@@ -176,13 +183,16 @@ def next_commands(
     repro_args: Sequence[str],
     flags: Sequence[str],
     named: int,
+    overrides: Sequence[str] = (),
 ) -> tuple[tuple[str, str], ...]:
     """``envbisect lock`` (the newest environment where the repro passes, the report's
     subject held at its version) and ``envbisect run`` (the first release of the culprit with
     this failure, the rest of the report's environment held). ``pins``: name -> the version
     used; ``named``: how many packages the report names (a short list is the reporter's own
     choice of what matters: all of them go to lock, free); ``flags``: the interpreter, torch
-    and index flags both commands take, as this run used them."""
+    and index flags both commands take, as this run used them; ``overrides``: the report's
+    versions off its packages' pins, which run must override to build the same environment
+    (lock looks for the newest environment within the pins: it takes none)."""
     target = culprit(error, pins, subject)
     if target is None:
         return ()
@@ -192,6 +202,8 @@ def next_commands(
     for name in others:
         lock += ["--with", name]
     run = ["envbisect", "run", "--package", target, "--pins", report, "--bad", pins[target]]
+    for o in overrides:
+        run += ["--override", o]
     return (
         (shlex.join([*lock, *flags, *repro_args]), "the newest environment that passes"),
         (shlex.join([*run, *flags, *repro_args]), f"the first {target} release that fails"),
