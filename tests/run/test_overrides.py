@@ -181,3 +181,26 @@ def test_repro_builds_an_off_pin_report_as_listed_and_run_bisects_from_it(
     assert "ov-lib" in plain.stdout and (
         "unresolvable" in plain.stdout or "conflict" in plain.stdout
     )
+
+
+def test_a_partial_report_is_rebuilt_as_of_its_day(
+    stacks: LocalIndex, python: str, tmp_path: Path
+) -> None:
+    """A ``llamafactory-cli env``-style block names a few packages: the others are taken as
+    of the newest upload among those it names (cpapp 1.0.0's day: cp-lib 1.0.0, which has
+    ``old_api``), not today's (cp-lib 2.1.0, which does not); said. --exclude-newer wins."""
+    issue = tmp_path / "issue.md"
+    issue.write_text("- `cpapp` version: 1.0.0\n- Python version: 3.11.7\n\n"
+                     "```python\nimport cpapp\ncpapp.run()\n```\n")  # fmt: skip
+    out = envbisect("repro", str(issue), "--json", *common(stacks, python, tmp_path),
+                    cwd=tmp_path)  # fmt: skip
+    data = json.loads(out.stdout)
+    got = {d["name"]: d["version"] for d in data["environment"]["installed"]}
+    assert got["cp-lib"] == "1.0.0", out.stderr
+    assert data["outcome"]["kind"] == "pass"
+    assert "the rest as of 2024-06-01T00:00:01Z, the newest upload among them (cpapp" in out.stderr
+    today = envbisect("repro", str(issue), "--json", "--exclude-newer", "2030-01-01",
+                      *common(stacks, python, tmp_path / "t"), cwd=tmp_path)  # fmt: skip
+    data = json.loads(today.stdout)
+    assert {d["name"]: d["version"] for d in data["environment"]["installed"]}["cp-lib"] == "2.1.0"
+    assert data["outcome"]["kind"] == "fail"

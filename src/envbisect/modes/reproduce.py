@@ -20,12 +20,14 @@ import platform
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
+from envbisect.core.candidates import build_candidates
 from envbisect.core.envreport.bugreport import (
     BugReport,
     obstacles,
@@ -107,7 +109,8 @@ def run_repro(opts: ReproOptions, progress: Progress | None = None) -> ReproResu
                 f"envbisect: off the pins: {'; '.join(off)}: built as the report lists them "
                 "(overridden, as uv's --override)"
             )
-        spec = _spec(opts, session, pins, overrides)
+        day = opts.exclude_newer or _report_day(session, pins)
+        spec = _spec(replace(opts, exclude_newer=day), session, pins, overrides)
         target = f"{session.target.short} (Python {session.target.python_version})"
         follow = next_commands(
             report=report_path,
@@ -267,6 +270,43 @@ def _spec(opts: ReproOptions, session: Session, pins: PinSet, overrides: Sequenc
         prerelease=opts.pre,
         overrides=overrides,
     )
+
+
+# Formats that list every package of the environment; the others (llamafactory-cli env,
+# transformers env, collect_env) name a few, and the rest must be chosen.
+_COMPLETE = ("pip freeze", "pip list", "conda list")
+
+
+def _report_day(session: Session, pins: PinSet) -> str | None:
+    """For a report that lists only some packages: the newest upload among the versions it
+    lists, as uv's --exclude-newer, so that the packages it does not list are those of its
+    day, not today's (said). None for a complete list, or when no upload time is known."""
+    assert pins.report is not None
+    if any(f.startswith(_COMPLETE) for f in pins.report.formats):
+        return None
+    env = session.target.marker_environment()
+    newest: tuple[datetime, str] | None = None
+    for p in pins.applicable(env):
+        v = p.exact_version
+        if v is None:
+            continue
+        try:
+            files = session.client.project_files(p.name).files
+        except EnvbisectError:
+            continue
+        for c in build_candidates(files, session.target, pre=True).candidates:
+            if c.version == v and c.upload_time and (newest is None or c.upload_time > newest[0]):
+                newest = (c.upload_time, f"{p.name} {v}")
+    if newest is None:
+        return None
+    when = (newest[0] + timedelta(seconds=1)).astimezone(timezone.utc)
+    text = when.strftime("%Y-%m-%dT%H:%M:%SZ")
+    session.progress.message(
+        f"envbisect: the report names {len(pins.requirements)} package(s) "
+        f"({', '.join(pins.report.formats)}): the rest as of {text}, the newest upload among "
+        f"them ({newest[1]}); --exclude-newer DATE chooses another day"
+    )
+    return text
 
 
 def _off_pins(session: Session, pins: PinSet) -> tuple[list[str], tuple[str, ...]]:
