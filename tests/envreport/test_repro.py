@@ -275,6 +275,28 @@ def test_a_local_torch_version_takes_the_variant_this_machine_can_run(
     assert "freeze.txt:1: torch 2.2.0+cu121: the cu121 build: public version 2.2.0" in err
 
 
+def test_a_cuda_torch_without_a_gpu_takes_the_cpu_build_of_a_folder_at_hand(
+    index: LocalIndex, python: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:  # fmt: skip
+    """No GPU (``read_nvidia_smi`` patched), no PyTorch index to reach: the report's
+    ``+cu121`` torch becomes the CPU build of the same version from the user's folder of
+    wheels (--find-links), torchvision's too, and no --torch-backend is set."""
+    monkeypatch.setattr(envreport, "read_nvidia_smi", lambda: None)
+    folder = index.variants["cpu"][0].path.parent
+    freeze = write(tmp_path, "freeze.txt", FREEZE)
+    check = write(tmp_path, "check.py", CHECK)
+    code = main(["probe", "--pins", str(freeze), "--index-url", index.url, "--find-links",
+                 str(folder), "--python", python, "--results", str(tmp_path / "r"),
+                 "--cache-dir", str(tmp_path / "c"), "--repro", str(check), "--json"])  # fmt: skip
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    got = {d["name"]: d["version"] for d in json.loads(out)["installed"]}
+    assert (got["torch"], got["torchvision"]) == ("2.2.0+cpu", "0.17.0+cpu")
+    assert f"the CPU build of the same version, from {folder} (find-links)" in err
+    assert "PyTorch's cpu index" not in err
+
+
 def test_a_llamafactory_train_repro_runs_its_yaml_from_the_results_folder(
     tmp_path: Path,
 ) -> None:

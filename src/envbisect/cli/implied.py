@@ -25,6 +25,7 @@ from envbisect.errors import UsageError
 
 if TYPE_CHECKING:  # the report's modules load when a source is a report (most are not)
     from envbisect.core.envreport.facts import ReportFacts
+    from envbisect.core.envreport.report import EnvReport
 
 Say = Callable[[str], None]
 
@@ -93,6 +94,32 @@ def _with_releases(args: argparse.Namespace, spec: str, cwd: Path) -> ReportFact
         return None  # the index is the mode's to reach, and its errors the mode's to say
 
 
+def _cpu_build_at_hand(args: argparse.Namespace, report: EnvReport) -> str | None:
+    """A local --find-links folder of the user's settings that holds a ``+cpu`` wheel of
+    the report's torch version (None: none, or the report names no torch version)."""
+    from packaging.version import InvalidVersion, Version
+
+    from envbisect.cli.readflags import index_settings
+    from envbisect.core.candidates import file_version
+
+    row = next((r for r in report.rows if r.name.lower() == "torch" and r.version), None)
+    if row is None or not hasattr(args, "find_links"):
+        return None
+    try:
+        wanted = Version(row.version).public
+    except InvalidVersion:
+        return None
+    for link in index_settings(args).links:
+        folder = Path(link.url.removeprefix("file://")).expanduser()
+        if not folder.is_dir():
+            continue
+        for wheel in folder.glob("torch-*.whl"):
+            v = file_version(wheel.name)
+            if v is not None and v.public == wanted and v.local == "cpu":
+                return link.url
+    return None
+
+
 def _report(args: argparse.Namespace, facts: ReportFacts, say: Say) -> None:
     from envbisect.core.pins.from_report import platform_note, python_request, torch_backend
 
@@ -119,7 +146,15 @@ def _report(args: argparse.Namespace, facts: ReportFacts, say: Say) -> None:
         smi = envreport.read_nvidia_smi()
         driver = smi.get("cuda") if smi and smi.get("gpus") else None
         backend, why = torch_backend(facts.variant, driver_cuda=driver)
-        if backend is not None:
+        folder = _cpu_build_at_hand(args, r) if backend == "cpu" else None
+        if folder is not None:
+            # The CPU build of the same torch in a folder of the user's settings: taken from
+            # there (the planner takes the labelled build), not from PyTorch's index.
+            say(
+                f"envbisect: {why.split(': the CPU build', 1)[0]}: the CPU build of the same "
+                f"version, from {folder} (find-links); --torch-backend chooses another"
+            )
+        elif backend is not None:
             args.torch_backend = backend
             say(f"envbisect: {why}; --torch-backend chooses another")
     for m in facts.mapped:
