@@ -113,4 +113,24 @@ CASES: tuple[Case, ...] = (
         ends=ENDS,
         cost="torch 2.13.0+cpu from the wheel folder; about 2 GiB of uv cache",
     ),
+    Case(
+        name="lock-llamafactory-095",
+        kind="LLaMA-Factory 0.9.5 with torchvision, a CPU torch at hand, lock",
+        mode="lock",
+        package="torch",
+        truth="",
+        failure=fail("RuntimeError: operator torchvision::nms does not exist"),
+        python="3.11",
+        args=args("llamafactory==0.9.5"),
+        repro=(),
+        files={"r.py": R_PY},
+        source="https://github.com/hiyouga/LLaMA-Factory/releases/tag/v0.9.5",
+        verified="nothing held back: the newest environment passes with PyPI's torch 2.13.0"
+        " and torchvision 0.28.0 (one build; written torch===2.13.0 so that the folder's"
+        " 2.13.0+cpu is not taken), installs with hashes required, imports llamafactory 0.9.5"
+        " and runs torchvision.ops.nms; the CPU torch with PyPI's torchvision fails at import"
+        " (operator torchvision::nms does not exist). No CPU torchvision is reachable here",
+        ends=ENDS,
+        cost="torch 2.13.0 (a CUDA build) from PyPI; about 4 GiB of uv cache",
+    ),
 )
