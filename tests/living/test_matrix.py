@@ -92,6 +92,27 @@ def test_grid_comes_out_right_cell_by_cell_with_fewer_probes(
     assert full.counts().inferred == 0 and full.counts().reused == counts.built
 
 
+def test_outside_pins_builds_the_cells_the_pins_rule_out(
+    index: LocalIndex, python: str, tmp_path: Path
+) -> None:
+    """``outside_pins = true``: gridapp 1.6 requires gridlib>=1.2, yet its cells with gridlib
+    1.0 and 1.1 are built (the axis versions override the requirement, as uv's --override)
+    and pass, where without it they are unresolvable."""
+    text = MATRIX.replace("timeout = 60\n", "timeout = 60\noutside_pins = true\n")
+    spec = load_matrix(write_matrix(tmp_path, index, python, text))
+    assert spec.outside_pins
+    res = run_matrix(spec, CommonOptions(results=tmp_path / "r", cache_dir=tmp_path / "c"),
+                     full=True)  # fmt: skip
+    cells = {(dict(c.versions)["gridapp"], dict(c.versions)["gridlib"]): c for c in res.cells}
+    assert not [c.label() for c in res.cells if c.state == "unresolvable"]
+    for lib in ("1.0.0", "1.1.0"):
+        c = cells[("1.6.0", lib)]
+        assert c.state == "measured" and c.outcome is not None
+        assert c.outcome.kind.value == "pass", c.label()
+        assert c.spec is not None and c.spec.overrides == ("gridapp==1.6.0", f"gridlib=={lib}")
+    assert cells[("1.5.0", "1.3.0")].outcome.kind.value == "crash"  # type: ignore[union-attr]
+
+
 def test_interrupted_matrix_resumes(index: LocalIndex, python: str, tmp_path: Path) -> None:
     spec = load_matrix(write_matrix(tmp_path, index, python))
     with pytest.raises(Exception) as e:

@@ -12,6 +12,9 @@ what was expected); version lists in, the versions an axis selects out.
     with = ["numpy<2"]                 # more requirements of every cell
     probes = ["datasets-json"]         # built-in probes (and/or repro = "file.py")
     rest = "latest"                    # baseline | contemporary | latest
+    outside_pins = false               # true: a cell's axis versions override every
+                                       # requirement on their packages (uv's --override), so
+                                       # cells beyond what the pins' packages allow are built
     timeout = 600                      # seconds per cell
     repeats = 1                        # run the probes N times; a failure in any run counts
     executor = "local"                 # local | process | ray (the command line's wins)
@@ -55,6 +58,7 @@ _MATRIX_KEYS = {
     "description",
     "python",
     "range_from",
+    "outside_pins",
     "pins",
     "extras",
     "with",
@@ -107,6 +111,7 @@ class MatrixSpec:
     torch_backend: str | None = None
     torch_index_url: str | None = None
     axes: tuple[Axis, ...] = field(default=())
+    outside_pins: bool = False
 
 
 SCHEMA_HINT = (
@@ -205,7 +210,15 @@ def parse_matrix(data: Mapping[str, Any], *, path: Path) -> MatrixSpec:
         torch_backend=backend,
         torch_index_url=t.string("torch_index_url", None),
         axes=axes,
+        outside_pins=_flag(t, "outside_pins"),
     )
+
+
+def _flag(t: _Table, key: str) -> bool:
+    value = t.table.get(key, False)
+    if not isinstance(value, bool):
+        raise t.bad(key, "true or false", value)
+    return value
 
 
 class _Runs(TypedDict):

@@ -251,6 +251,14 @@ def _run_python(
     result.cells += cells
 
 
+def _axis_overrides(spec: MatrixSpec) -> tuple[str, ...]:
+    """``outside_pins``: each axis package overridden (to the cell's own version: an exact
+    pin is its project's override, core/overrides.py)."""
+    if not spec.outside_pins:
+        return ()
+    return tuple(str(canonicalize_name(a.package)) for a in spec.axes)
+
+
 def _planner(spec: MatrixSpec, session: Session, python: str, target: Target) -> RunPlanner:
     """The planner of one Python's cells: every axis moves, the rest as the file's policy."""
     client = session.client
@@ -258,12 +266,17 @@ def _planner(spec: MatrixSpec, session: Session, python: str, target: Target) ->
         package=spec.axes[0].package,
         also_moving=tuple(a.package for a in spec.axes[1:]),
         target=target,
-        source=IndexMetadataSource(client, target, overrides=session.opts.overrides),
+        source=IndexMetadataSource(
+            client, target, overrides=(*session.opts.overrides, *_axis_overrides(spec))
+        ),
         pins=read_pins(spec.pins, client, cwd=spec.path.parent, extras=spec.extras),
         with_reqs=spec.with_reqs,
         policy=Policy(spec.rest),
         extras=spec.extras,
-        fallback=session.uv_planner(python),
+        fallback=replace(
+            session.uv_planner(python),
+            overrides=(*session.opts.overrides, *_axis_overrides(spec)),
+        ),
     )
 
 
@@ -364,7 +377,9 @@ def _plan_cell(
         cell.state, cell.reason = "unresolvable", planned.reason
         cell.outcome = untestable(f"unresolvable: {planned.reason}")
         return
-    cell.spec = session.env_spec(planned.requirements(), target=target)
+    # outside_pins: the cell's axis versions installed over what its packages allow.
+    over = tuple(p for p, _ in cell.versions if canonicalize_name(p) in planner.source.overrides)
+    cell.spec = session.env_spec(planned.requirements(), target=target, overrides=over)
 
 
 def _cell_row(matrix: str, cell: Cell, repro_id: str) -> CellRow:
