@@ -65,6 +65,7 @@ ALLOWED = {
     "tests/envreport/test_envreports.py": "a freeze line naming a reporter's local project",
     "tests/envreport/test_repro.py": "a reporter's traceback, as pasted, with their home folder",
     "tests/test_json_golden.py": "a reporter's traceback, as pasted, with their home folder",
+    "tests/run/test_overrides.py": "a reporter's traceback, as pasted, with their home folder",
     "tests/commits/test_commits.py": "an ext:: URL that would write /tmp/x, refused",
     "tests/commits/test_commits_core.py": "a file:// repository URL and an ext:: URL, refused",
 }
