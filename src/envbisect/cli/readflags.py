@@ -198,17 +198,7 @@ def read_overrides(values: Sequence[str]) -> tuple[str, ...]:
             lines += [(f"--override {value}", ln) for ln in text.splitlines()]
         else:
             lines.append(("--override", value))
-    found: dict[str, str] = {}
-    for origin, line in lines:
-        for name, text in parse([line], origin=origin).items():
-            if name in found and found[name] != text:
-                raise UsageError(
-                    f"--override: {name} is overridden twice ({found[name]}, {text})",
-                    hint="give one override per project",
-                    ref="bad-override",
-                )
-            found[name] = text
-    return tuple(sorted(found.values()))
+    return tuple(sorted(parse(lines).values()))
 
 
 def extras(args: argparse.Namespace) -> tuple[str, ...]:

@@ -21,12 +21,13 @@ from envbisect.errors import UsageError
 Overrides = Mapping[NormalizedName, SpecifierSet]
 
 
-def parse(lines: Iterable[str], *, origin: str = "--override") -> dict[NormalizedName, str]:
-    """Each override line (a requirement; blank lines, comments and options skipped) by
-    project: ``name -> "name<spec>"``. A bad line, or one project overridden twice with
-    different specifiers, is a usage error naming it."""
+def parse(lines: Iterable[tuple[str, str]]) -> dict[NormalizedName, str]:
+    """Each override line (a requirement; blank lines, comments and options skipped), with
+    where it came from (``--override``, ``--override FILE``), by project: ``name ->
+    "name<spec>"``. A bad line, or one project overridden twice with different specifiers,
+    is a usage error naming it."""
     out: dict[NormalizedName, str] = {}
-    for raw in lines:
+    for origin, raw in lines:
         line = raw.split(" #", 1)[0].strip()
         if not line or line.startswith(("#", "-")):
             continue
