@@ -19,6 +19,7 @@ user site...), so that only the candidate environment is tested. What the user p
 
 from __future__ import annotations
 
+import enum
 import hashlib
 import json
 import os
@@ -43,25 +44,72 @@ from envbisect.model import RawProbe
 # shadowing module imported), invisibly: it must not answer for a scrubbed probe.
 POLICY_VERSION = 3
 
-# name -> (script, needs an argument, what it does)
-BUILTINS: dict[str, tuple[str, bool, str]] = {
-    "import": ("import_probe.py", True, "import the packages: import:PKG[,PKG...]"),
-    "datasets-json": (
-        "datasets_json.py",
-        False,
-        "load_dataset('json') on alpaca/sharegpt data, index, map with num_proc 1 and 2",
+
+class Arg(enum.Enum):
+    """Whether a built-in probe takes ``:ARGS``."""
+
+    NONE = "none"
+    REQUIRED = "required"
+    OPTIONAL = "optional"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Builtin:
+    """A built-in probe: its script, its argument, what it does (for help and hints)."""
+
+    script: str
+    what: str
+    arg: Arg = Arg.NONE
+    metavar: str = ""  # how usage names the argument
+    choices: tuple[str, ...] = ()  # when given, the only values the argument may take
+    example: str = ""  # an argument to show in a hint
+
+    def usage(self, name: str) -> str:
+        if self.arg is Arg.REQUIRED:
+            return f"{name}:{self.metavar}"
+        if self.arg is Arg.OPTIONAL:
+            return f"{name}[:{self.metavar}]"
+        return name
+
+
+BUILTINS: dict[str, Builtin] = {
+    "import": Builtin(
+        script="import_probe.py",
+        arg=Arg.REQUIRED,
+        metavar="PKG[,PKG...]",
+        example="datasets,pyarrow",
+        what="import the packages",
     ),
-    "lora-step": (
-        "lora_step.py",
-        False,
-        "a few LoRA steps on a tiny Llama (CUDA bf16 when available, else CPU)",
+    "datasets-json": Builtin(
+        script="datasets_json.py",
+        what="load_dataset('json') on alpaca/sharegpt data, index, map with num_proc 1 and 2",
     ),
-    "llamafactory-train": (
-        "llamafactory_train.py",
-        False,
-        "a real llamafactory-cli train run: 3 LoRA SFT steps, tiny local model and data",
+    "lora-step": Builtin(
+        script="lora_step.py",
+        what="a few LoRA steps on a tiny Llama (CUDA bf16 when available, else CPU)",
+    ),
+    "llamafactory": Builtin(
+        script="llamafactory_import.py",
+        what="import llamafactory (llmtuner before 0.8), its run_exp and its CLI's main",
+    ),
+    "llamafactory-train": Builtin(
+        script="llamafactory_train.py",
+        arg=Arg.OPTIONAL,
+        metavar="STAGE",
+        # The first is the default. ppo trains a LoRA reward model (rm) first.
+        choices=("sft", "pt", "rm", "dpo", "kto", "ppo"),
+        example="ppo",
+        what="a real LLaMA-Factory train run: a few LoRA steps of STAGE (default sft), "
+        "tiny local model and data",
     ),
 }
+
+
+def probe_usage() -> str:
+    """Every built-in probe as ``--probe`` takes it, for help texts and hints."""
+    return ", ".join(b.usage(name) for name, b in BUILTINS.items())
+
+
 # Environment variables for built-in probes: never reach a hub, keep caches per probe.
 _BUILTIN_ENV = {
     "HF_HUB_OFFLINE": "1",
@@ -316,26 +364,43 @@ def command_step(argv: list[str], origin: Path) -> Step:
 
 
 def builtin_step(spec: str) -> Step:
+    """The step of ``--probe NAME[:ARGS]``; a name or an argument it cannot take is a usage
+    error here, in envbisect's own process, never an untestable probe."""
     name, _, arg = spec.partition(":")
-    if name not in BUILTINS:
-        known = ", ".join(f"{n}:ARGS" if BUILTINS[n][1] else n for n in sorted(BUILTINS))
+    probe = BUILTINS.get(name)
+    if probe is None:
         raise UsageError(
             f"no built-in probe named {name!r}",
-            hint=f"the probes are: {known}",
+            hint=f"the probes are: {probe_usage()}",
             ref="unknown-probe",
         )
-    script, needs_arg, _ = BUILTINS[name]
-    if needs_arg and not arg:
+    usage = probe.usage(name)
+    if probe.arg is Arg.REQUIRED and not arg:
         raise UsageError(
             f"--probe {name} needs an argument",
-            hint=f"e.g. --probe {name}:datasets,pyarrow",
-            ref="unknown-probe",
+            hint=f"--probe {usage}, e.g. --probe {name}:{probe.example}",
+            ref="probe-argument",
         )
+    if probe.arg is Arg.NONE and arg:
+        raise UsageError(
+            f"--probe {name} takes no argument (got {arg!r})",
+            hint=f"--probe {name}",
+            ref="probe-argument",
+        )
+    if arg and probe.choices and arg not in probe.choices:
+        raise UsageError(
+            f"--probe {name}: no {probe.metavar} named {arg!r}",
+            hint=f"--probe {usage}, {probe.metavar} one of: {', '.join(probe.choices)}",
+            ref="probe-argument",
+        )
+    if probe.choices and arg == probe.choices[0]:
+        arg = ""  # the default, named: the same probe as without it, stored once
+    script = probe.script
     folder = resources.files("envbisect.env.probes")
     paths = tuple(Path(str(folder / f)) for f in (script, "_common.py"))
     digest = hashlib.sha256(b"".join(p.read_bytes() for p in paths)).hexdigest()
     return Step(
-        label=spec,
+        label=f"{name}:{arg}" if arg else name,
         file=Path(script),  # relative: copied into the working directory, run from there
         args=(arg,) if arg else (),
         support=paths,
