@@ -201,6 +201,10 @@ class EnvSpec:
     prerelease: bool = False
     source: SourceBuild | None = None
     overrides: tuple[str, ...] = ()  # uv's --overrides ("name<spec>" each, sorted)
+    # --inherit: the interpreter's site-packages folders the environment sees (a .pth file)
+    # and what of theirs it uses ("name==version" each, sorted: never installed).
+    inherit_paths: tuple[str, ...] = ()
+    inherited: tuple[str, ...] = ()
 
     @classmethod
     def build(
@@ -214,6 +218,8 @@ class EnvSpec:
         prerelease: bool = False,
         source: SourceBuild | None = None,
         overrides: tuple[str, ...] = (),
+        inherit_paths: tuple[str, ...] = (),
+        inherited: tuple[str, ...] = (),
     ) -> EnvSpec:
         # Sorted by canonical name so that argument order never changes the id.
         reqs = tuple(sorted({r.strip() for r in requirements}, key=_req_sort_key))
@@ -226,6 +232,8 @@ class EnvSpec:
             prerelease=prerelease,
             source=source,
             overrides=tuple(sorted(set(overrides))),
+            inherit_paths=tuple(inherit_paths),
+            inherited=tuple(sorted(set(inherited))),
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -241,6 +249,8 @@ class EnvSpec:
             out["source"] = self.source.to_dict()
         if self.overrides:  # likewise: ids of specs without overrides unchanged
             out["overrides"] = list(self.overrides)
+        if self.inherit_paths:
+            out["inherit"] = {"paths": list(self.inherit_paths), "used": list(self.inherited)}
         return out
 
     @property

@@ -59,4 +59,7 @@ class CommonOptions:
     # --override REQ|FILE, as uv's: "name<spec>" each, sorted; every requirement on the
     # project (the pins', any package's) takes these versions (core/overrides.py).
     overrides: tuple[str, ...] = ()
+    # --inherit: candidate environments see the --python interpreter's own packages (a
+    # machine's CUDA torch): planned at their versions there, never downloaded or installed.
+    inherit: bool = False
     command: str = ""  # the command line, for reports (credentials masked there)

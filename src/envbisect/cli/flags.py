@@ -59,6 +59,13 @@ OVERRIDE = many(
     "versions, e.g. transformers==4.52.4 where the release caps it lower; or a file of "
     "such lines (repeatable)",
 )
+INHERIT = opt(
+    "--inherit",
+    action="store_true",
+    help="each environment sees the --python interpreter's own packages (a machine's CUDA "
+    "torch, transformers...): planned at the versions installed there and never downloaded "
+    "or installed; what the environment adds goes in front of them",
+)
 PYTHON = opt(
     "--python",
     metavar="VERSION",
@@ -456,7 +463,7 @@ INDEX = (
     TORCH_BACKEND,
     TORCH_INDEX_URL,
 )
-ENVIRONMENT = (WITH, OVERRIDE, *INDEX, PYTHON, EXCLUDE_NEWER, PRE, ALLOW_SDIST)
+ENVIRONMENT = (WITH, OVERRIDE, *INDEX, PYTHON, INHERIT, EXCLUDE_NEWER, PRE, ALLOW_SDIST)
 PROBING = (REPRO, PROBE, ENV, TIMEOUT, NATIVE_BACKTRACE, RESULTS, KEEP_ENVS, JSON)
 EXECUTION = (EXECUTOR, RAY_ADDRESS, GPUS_PER_PROBE)
 SEARCH = (JOBS, REPEAT, *EXECUTION, CONFIDENCE, PROBABILISTIC, MAX_PROBES)

@@ -193,8 +193,8 @@ LOCK = Sub(
         o.ANY_FAILURE.but(
             help="count any failure as the failure, not only one like the newest's"
         ),
-        o.WITH, o.OVERRIDE, o.INDEX, o.PYTHON, o.PRE, o.JOBS, o.REPEAT, o.EXECUTION, o.PROBING,
-        o.DRY_RUN,
+        o.WITH, o.OVERRIDE, o.INDEX, o.PYTHON, o.INHERIT, o.PRE, o.JOBS, o.REPEAT, o.EXECUTION,
+        o.PROBING, o.DRY_RUN,
     ),
 )  # fmt: skip
 MATRIX = Sub(

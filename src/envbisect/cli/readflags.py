@@ -235,6 +235,7 @@ def common_options(args: argparse.Namespace, *, command: str, repro: Any = None)
         env=tuple(sorted(probe_env(args).items())),
         build_timeout=getattr(args, "build_timeout", None),
         overrides=read_overrides(getattr(args, "overrides", None) or ()),
+        inherit=getattr(args, "inherit", False),
         command=command,
     )
 

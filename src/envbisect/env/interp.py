@@ -208,3 +208,35 @@ def python_json(proc: subprocess.CompletedProcess[str], python: str, doing: str)
 def inspect_target(python: str) -> Target:
     """Read the facts wheel selection needs off the target interpreter itself."""
     return Target.from_facts(run_python_json(python, FACTS_SCRIPT))
+
+
+# What an interpreter's own site-packages hold (``--inherit``): its folders and, read from
+# those folders only (never the user's site or a PYTHONPATH), each distribution's version.
+_INHERIT_SCRIPT = """
+import json, sysconfig, importlib.metadata as m
+paths = sorted({sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]})
+dists = {}
+for d in m.distributions(path=paths):
+    name = d.metadata["Name"]
+    if name and name.lower() not in dists:
+        dists[name.lower()] = d.version
+print(json.dumps({"paths": paths, "dists": dists}))
+"""
+
+
+def inherited(python: str) -> tuple[tuple[str, ...], dict[str, str]]:
+    """The site-packages folders of ``python`` and what they hold (canonical name ->
+    version), for candidate environments that inherit them (``--inherit``). Names and
+    versions that are not PEP 503 / PEP 440 are left out (a folder may hold anything)."""
+    from packaging.utils import canonicalize_name
+
+    from envbisect.core.names import is_project_name, is_version
+
+    found = run_python_json(python, _INHERIT_SCRIPT, doing="reading its site-packages")
+    paths = tuple(str(p) for p in found.get("paths", []) if isinstance(p, str))
+    dists = {
+        str(canonicalize_name(n)): str(v)
+        for n, v in (found.get("dists") or {}).items()
+        if isinstance(n, str) and isinstance(v, str) and is_project_name(n) and is_version(v)
+    }
+    return paths, dists

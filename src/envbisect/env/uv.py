@@ -251,6 +251,11 @@ class Materializer:
             self.remove(path)
             return self._failed(venv.stderr, start, spec, what="creating the virtualenv")
         vpython = _venv_python(path)
+        if spec.inherit_paths:  # --inherit: the interpreter's own packages, after the env's
+            for site in _site_packages(path):
+                (site / "envbisect-inherit.pth").write_text(
+                    "".join(f"{p}\n" for p in spec.inherit_paths), encoding="utf-8"
+                )
         on_phase("resolving & installing")  # one uv command: it resolves, then installs
         args = self._install_args(spec, vpython)
         tree: list[str] = []
@@ -262,9 +267,13 @@ class Materializer:
             args += srcbuild.install_args(spec)
             on_phase("building from source & installing")
         args += ["--", *spec.requirements, *tree]
-        install = self._install(
-            args, env=env, path=path, start=start, tree=tree, build_timeout=build_timeout
-        )
+        install: subprocess.CompletedProcess[str] | BuildFailed
+        if not spec.requirements and not tree:  # everything inherited: nothing to install
+            install = subprocess.CompletedProcess(args, 0, "", "")
+        else:
+            install = self._install(
+                args, env=env, path=path, start=start, tree=tree, build_timeout=build_timeout
+            )
         if isinstance(install, BuildFailed):
             return install
         if install.returncode != 0:
@@ -296,6 +305,12 @@ class Materializer:
             args += ["--exclude-newer", spec.exclude_newer]
         if spec.prerelease:
             args += ["--prerelease", "allow"]
+        if spec.inherited:  # --inherit: the interpreter's packages are never installed here
+            excluded = vpython.parent.parent / "envbisect-inherited.txt"
+            excluded.write_text(
+                "".join(f"{i.split('==')[0]}\n" for i in spec.inherited), encoding="utf-8"
+            )
+            args += ["--excludes", str(excluded)]
         if spec.overrides:  # uv reads them from a file; it lives in the environment's folder
             listed = vpython.parent.parent / "envbisect-overrides.txt"
             listed.write_text("".join(f"{o}\n" for o in spec.overrides), encoding="utf-8")

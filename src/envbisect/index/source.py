@@ -45,6 +45,7 @@ class IndexMetadataSource:
         allow_sdist: bool = False,
         preferred: Mapping[str, Version] | None = None,
         overrides: Sequence[str] = (),
+        provided: Mapping[str, str] | None = None,
     ) -> None:
         self.client = client
         self.target = target
@@ -52,15 +53,19 @@ class IndexMetadataSource:
         # --override: every requirement on these projects takes their versions (the planner
         # applies them, core/resolve.py; plans remembered are kept apart by them).
         self.overrides = as_specifiers(overrides)
+        # --inherit: packages of the interpreter, planned as they are installed there (their
+        # one version, nothing they require: the interpreter has it), never from an index.
+        self.provided = {canonicalize_name(n): Version(v) for n, v in (provided or {}).items()}
         self._supported = frozenset(target.supported_tags())
         # What judging a page depends on: the tags, the Python version and sdists allowed.
         self._target_key = hashlib.sha256(
             repr((target.identity, sorted(map(str, self._supported)), allow_sdist)).encode()
         ).hexdigest()[:24]
         # What a plan remembered depends on besides: the overrides.
+        kept = (sorted(overrides), sorted((provided or {}).items()))
         self._memo_key = self._target_key + (
-            "|" + hashlib.sha256(repr(sorted(overrides)).encode()).hexdigest()[:16]
-            if overrides
+            "|" + hashlib.sha256(repr(kept).encode()).hexdigest()[:16]
+            if overrides or provided
             else ""
         )
         self._tokens: dict[str, str | None] = {}
@@ -75,6 +80,8 @@ class IndexMetadataSource:
 
     def versions(self, name: str) -> Sequence[PackageVersion]:
         key = canonicalize_name(name)
+        if key in self.provided:
+            return [PackageVersion(name=key, version=self.provided[key])]
         with self._lock:
             if key in self._versions:
                 return self._versions[key]
@@ -112,6 +119,8 @@ class IndexMetadataSource:
 
     def dependencies(self, name: str, version: Version) -> Sequence[Requirement]:
         key = (canonicalize_name(name), version)
+        if self.provided.get(key[0]) == version:
+            return []
         with self._lock:
             if key in self._deps:
                 return self._deps[key]

@@ -10,8 +10,11 @@ else opens a store or inspects an interpreter.
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterable
 from dataclasses import replace
 from typing import TYPE_CHECKING
+
+from packaging.utils import canonicalize_name
 
 from envbisect.core.plan import Question
 from envbisect.core.target import Target, for_version, version_request
@@ -61,6 +64,7 @@ class Edges:
         self._others: dict[IndexConfig, IndexClient] = {}  # index_client's, by config
         self._store: Store | None = None
         self._uv_planned = False  # the uv fallback was said (once a run)
+        self._inherited: tuple[tuple[str, ...], dict[str, str]] | None = None
         self._open()
 
     def _open(self) -> None:
@@ -106,6 +110,31 @@ class Edges:
                 refresh_packages=self.opts.refresh_packages,
             )
         return self._uv
+
+    @property
+    def inherited(self) -> tuple[tuple[str, ...], dict[str, str]]:
+        """``--inherit``: the --python interpreter's site-packages folders and what they
+        hold (canonical name -> version); empty without --inherit. Read once."""
+        if not self.opts.inherit:
+            return (), {}
+        if self._inherited is None:
+            from envbisect.env.interp import inherited
+
+            self._inherited = inherited(self.python)
+            dists = self._inherited[1]
+            shown = ", ".join(f"{n} {v}" for n, v in sorted(dists.items())[:6])
+            more = f" and {len(dists) - 6} more" if len(dists) > 6 else ""
+            self.progress.message(
+                f"envbisect: --inherit: each environment sees {self.python}'s own "
+                f"{len(dists)} package(s) ({shown}{more}), never installs them"
+            )
+        return self._inherited
+
+    def provided(self, moving: Iterable[str] = ()) -> dict[str, str]:
+        """What the planner takes as it is installed in the interpreter (--inherit), but
+        the packages the search moves (the candidate's, a matrix's axes)."""
+        skip = {canonicalize_name(n) for n in moving}
+        return {n: v for n, v in self.inherited[1].items() if n not in skip}
 
     def uv_planner(self, python: str | None = None, *, only_binary: bool = True) -> UvFallback:
         """uv, for every plan resolvelib gives up on in this session (run, lock, matrix,

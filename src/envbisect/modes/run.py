@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 
+from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
@@ -377,6 +378,11 @@ def _planner(opts: RunOptions, session: Session) -> RunPlanner | None:
             allow_sdist=opts.allow_sdist,
             preferred=baseline_versions,
             overrides=session.opts.overrides,
+            # --inherit: the interpreter's packages as they are, but the one bisected and the
+            # ones asked for with --with (installed in front of the interpreter's).
+            provided=session.provided(
+                [opts.package, *(Requirement(r).name for r in opts.with_reqs)]
+            ),
         ),
         pins=pinsets,
         baseline_pins=base,

@@ -22,6 +22,9 @@ from dataclasses import dataclass, replace
 from types import TracebackType
 from typing import Any, TypeVar
 
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
+
 from envbisect.core.names import project_name
 from envbisect.core.outcome import failed, untestable
 from envbisect.core.overrides import for_environment
@@ -103,8 +106,9 @@ class Session(Edges):
         source: SourceBuild | None = None,
         overrides: Sequence[str] = (),
     ) -> EnvSpec:
+        inherit = self._inherit(requirements)
         return EnvSpec.build(
-            list(requirements),
+            inherit.pop("requirements"),
             python=(target or self.target).identity,
             indexes=indexes or self.opts.indexes,
             only_binary=only_binary,
@@ -112,7 +116,27 @@ class Session(Edges):
             prerelease=prerelease,
             source=source,
             overrides=for_environment((*self.opts.overrides, *overrides), requirements),
+            **inherit,
         )
+
+    def _inherit(self, requirements: Sequence[str]) -> dict[str, Any]:
+        """--inherit: the requirements the interpreter's own packages meet are left to them
+        (and every other package of theirs is excluded from the install: never downloaded);
+        the rest are installed into the environment, in front of them."""
+        paths, dists = self.inherited
+        if not paths:
+            return {"requirements": list(requirements)}
+        keep, named = [], set()
+        for text in requirements:
+            req = Requirement(text)
+            name = canonicalize_name(req.name)
+            have = dists.get(name)
+            if have is not None and not req.url and req.specifier.contains(have, prereleases=True):
+                continue
+            keep.append(text)
+            named.add(name)
+        used = [f"{n}=={v}" for n, v in dists.items() if n not in named]
+        return {"requirements": keep, "inherit_paths": paths, "inherited": used}
 
     def run_id(self, name: str, fields: dict[str, Any]) -> str:
         """The folder of a run's report: the same question asked again gets the same one.

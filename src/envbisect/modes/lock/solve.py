@@ -100,9 +100,6 @@ class _Lock(DateSearch):
         self.opts, self.session, self.good_date = opts, session, good_date
         target, client = session.target, session.client
         self.env = target.marker_environment()
-        self.source = IndexMetadataSource(
-            client, target, allow_sdist=False, overrides=session.opts.overrides
-        )
         self.ptarget = PlanTarget(markers=self.env, python_version=target.python_version)
         self.cache: MatchCache = {}
         # What resolvelib gives up on, uv plans (said once): in every plan of the lock, the
@@ -111,6 +108,13 @@ class _Lock(DateSearch):
         self.now = opts.now or datetime.now(timezone.utc)
         self.from_pins: Pins | None = None
         self.roots = self._roots()
+        self.source = IndexMetadataSource(
+            client,
+            target,
+            allow_sdist=False,
+            overrides=session.opts.overrides,
+            provided=session.provided(r.name for r in self.roots),  # --inherit
+        )
         self.constraints = Constraints()
         self.header = session.result(
             LockResult, package="(lock)", candidates=0, run_id=self._run_id()
