@@ -209,9 +209,11 @@ def train(stage, out, **extra):
         raise RuntimeError(f"{what} ({stage}) wrote no trainer_log.jsonl")
     with open(log_path, encoding="utf-8") as fh:
         logs = [json.loads(line) for line in fh if line.strip()]
-    RUNS[-1]["losses"] = [round(e["loss"], 4) for e in logs if "loss" in e]
+    # Before 0.8 every entry has every key, null where it does not apply (the last is the
+    # end of training, with a null loss).
+    RUNS[-1]["losses"] = [round(e["loss"], 4) for e in logs if e.get("loss") is not None]
     if stage == "ppo":  # the reward model's score of each step's generations
-        RUNS[-1]["rewards"] = [round(e["reward"], 4) for e in logs if "reward" in e]
+        RUNS[-1]["rewards"] = [round(e["reward"], 4) for e in logs if e.get("reward") is not None]
     RUNS[-1]["adapter_saved"] = os.path.exists(os.path.join(out, "adapter_config.json"))
 
 
