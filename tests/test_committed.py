@@ -58,7 +58,7 @@ ALLOWED = {
     "tests/cli/test_hostile.py": "/tmp/x as a hostile package name and a --results outside",
     "tests/lock/test_lock.py": "a lock from /opt/mirror and /srv/wheels must name neither",
     "tests/env/test_outcome.py": "a message with a /tmp/ address, normalised away",
-    "tests/env/test_probes_pypi.py": "this machine's CPU torch folder, the default of its variable",
+    "tests/support/pypi.py": "this machine's CPU torch folder, the default of its variable",
     "tests/env/test_scrub.py": "HOME=/home/u passed through the probe scrub",
     "tests/living/test_portable.py": "a wheel folder's file a lock must never name",
     "tests/envreport/test_bugreport.py": "a reporter's traceback, as pasted, with their home",

@@ -1,7 +1,7 @@
 """The built-in probes for real, on CPU, with the real packages (PyPI).
 
 These need PyPI (this project's machines reach it) and the CPU build of torch that lies in a
-local wheel folder (``pip config`` names it; /opt/wheels here), so that no multi-GB CUDA torch
+local wheel folder (``pip config`` names it: tests/support/pypi.py), so that no multi-GB CUDA torch
 is downloaded. They skip, saying why, where either is missing. They use uv's default cache, not
 the session's private one, so that a second run installs from hard links.
 """
@@ -14,24 +14,14 @@ import subprocess
 import sys
 from pathlib import Path
 
-import httpx
 import pytest
 
 from support.cli import envbisect
-
-WHEELS = Path(os.environ.get("ENVBISECT_TORCH_WHEELS", "/opt/wheels"))
-
-
-def _pypi_reachable() -> bool:
-    try:
-        return httpx.head("https://pypi.org/simple/pip/", timeout=10).status_code < 500
-    except httpx.HTTPError:
-        return False
-
+from support.pypi import WHEELS, pypi_reachable
 
 pytestmark = [
     pytest.mark.slow,
-    pytest.mark.skipif(not _pypi_reachable(), reason="PyPI cannot be reached from here"),
+    pytest.mark.skipif(not pypi_reachable(), reason="PyPI cannot be reached from here"),
 ]
 
 

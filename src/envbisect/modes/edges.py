@@ -10,6 +10,7 @@ else opens a store or inspects an interpreter.
 from __future__ import annotations
 
 import sys
+import threading
 from collections.abc import Iterable
 from dataclasses import replace
 from typing import TYPE_CHECKING
@@ -65,6 +66,7 @@ class Edges:
         self._store: Store | None = None
         self._uv_planned = False  # the uv fallback was said (once a run)
         self._inherited: tuple[tuple[str, ...], dict[str, str]] | None = None
+        self._inherit_lock = threading.Lock()  # builds ahead ask from their own thread
         self._open()
 
     def _open(self) -> None:
@@ -117,6 +119,10 @@ class Edges:
         hold (canonical name -> version); empty without --inherit. Read once."""
         if not self.opts.inherit:
             return (), {}
+        with self._inherit_lock:
+            return self._read_inherited()
+
+    def _read_inherited(self) -> tuple[tuple[str, ...], dict[str, str]]:
         if self._inherited is None:
             from envbisect.env.interp import inherited
 
