@@ -18,8 +18,10 @@ import pytest
 
 from envbisect.env import envreport
 from envbisect.env.forensics import parse_gdb
+from envbisect.env.repro import BUILTINS, builtin_step
+from envbisect.errors import UsageError
 from envbisect.store import SCHEMA_VERSION, Store
-from support.cli import envbisect
+from support.cli import assert_clean_error, envbisect
 from support.index_server import LocalIndex
 from support.wheels import build_c_extension_wheel
 
@@ -92,6 +94,65 @@ def test_probe_without_its_packages_is_untestable(
     out = json.loads(proc.stdout)["outcome"]
     assert out["kind"] == "untestable"
     assert out["signature"] == "not installed in this environment: torch, transformers, peft"
+
+
+def test_llamafactory_probes_without_llamafactory_are_untestable(
+    index: LocalIndex, python: str, tmp_path: Path
+) -> None:
+    proc = envbisect(*probe_args(index, python, tmp_path), "--with", "crashy==1.0.0",
+                     "--probe", "llamafactory", "--json")  # fmt: skip
+    out = json.loads(proc.stdout)["outcome"]
+    assert out["kind"] == "untestable" and out["step"] == "llamafactory"
+    assert out["signature"] == "not installed in this environment: llamafactory (nor llmtuner)"
+
+
+def test_a_bad_llamafactory_stage_is_a_usage_error(
+    index: LocalIndex, python: str, tmp_path: Path
+) -> None:
+    proc = envbisect(*probe_args(index, python, tmp_path), "--with", "crashy==1.0.0",
+                     "--probe", "llamafactory-train:ppo",
+                     "--probe", "llamafactory-train:sftt")  # fmt: skip
+    assert_clean_error(proc, 2, "--probe llamafactory-train: no STAGE named 'sftt'")
+    hint = "hint: --probe llamafactory-train[:STAGE], STAGE one of: sft, pt, rm, dpo, kto, ppo"
+    assert hint in proc.stderr
+
+
+def test_probe_arguments_are_checked_before_anything_runs() -> None:
+    # An optional argument: none, the default named, or a choice.
+    assert builtin_step("llamafactory-train").args == ()
+    assert builtin_step("llamafactory-train:sft") == builtin_step("llamafactory-train")
+    ppo = builtin_step("llamafactory-train:ppo")
+    assert ppo.args == ("ppo",) and ppo.label == "llamafactory-train:ppo"
+    assert {
+        s: builtin_step(f"llamafactory-train:{s}").args for s in ("pt", "rm", "dpo", "kto")
+    } == {s: (s,) for s in ("pt", "rm", "dpo", "kto")}
+    for spec, message, hint in [
+        ("llamafactory-train:SFT", "no STAGE named 'SFT'", "one of: sft, pt, rm, dpo, kto, ppo"),
+        ("import", "--probe import needs an argument", "e.g. --probe import:datasets,pyarrow"),
+        ("llamafactory:0.9.3", "--probe llamafactory takes no argument", "--probe llamafactory"),
+        ("lora-step:cuda", "--probe lora-step takes no argument", "--probe lora-step"),
+    ]:
+        with pytest.raises(UsageError) as err:
+            builtin_step(spec)
+        assert message in err.value.message and hint in (err.value.hint or ""), spec
+        assert err.value.exit_code == 2 and err.value.ref == "probe-argument"
+    assert builtin_step("llamafactory").file == Path("llamafactory_import.py")
+    assert {n: b.usage(n) for n, b in BUILTINS.items()} == {
+        "import": "import:PKG[,PKG...]",
+        "datasets-json": "datasets-json",
+        "lora-step": "lora-step",
+        "llamafactory": "llamafactory",
+        "llamafactory-train": "llamafactory-train[:STAGE]",
+    }
+
+
+def test_unknown_probe_hint_lists_the_llamafactory_probes(
+    index: LocalIndex, python: str, tmp_path: Path
+) -> None:
+    proc = envbisect(*probe_args(index, python, tmp_path), "--with", "crashy==1.0.0",
+                     "--probe", "llamafactory-tarin")  # fmt: skip
+    assert_clean_error(proc, 2, "no built-in probe named 'llamafactory-tarin'")
+    assert "llamafactory, llamafactory-train[:STAGE]" in proc.stderr
 
 
 def test_import_probe_maps_distribution_names(
