@@ -96,6 +96,62 @@ def test_llamafactory_train_on_cpu(tmp_path: Path) -> None:
     assert all(0 < x < 100 for x in report["losses"])
 
 
+def _cpu_torch() -> str:
+    """The version of the local CPU torch wheel for this Python, or skip."""
+    wheels = sorted(WHEELS.glob("torch-*+cpu-*.whl"))
+    if not wheels:
+        pytest.skip(f"no CPU torch wheel in {WHEELS}")
+    if f"-cp{sys.version_info[0]}{sys.version_info[1]}-" not in wheels[-1].name:
+        pytest.skip(f"the CPU torch wheel in {WHEELS} is not for this Python")
+    return wheels[-1].name.split("-")[1].split("+")[0]
+
+
+def test_llamafactory_import_and_ppo_on_cpu(tmp_path: Path) -> None:
+    """0.9.3's entry points, then PPO: a LoRA reward model (rm) trained first, then two PPO
+    steps scored by it. 0.9.3 pins trl<=0.9.6, the old PPOTrainer's (trl 0.12 removed it)."""
+    proc = probe("--find-links", str(WHEELS), "--with", f"torch=={_cpu_torch()}",
+                 "--with", "llamafactory==0.9.3", "--with", "pyarrow<20",
+                 "--probe", "llamafactory", "--probe", "llamafactory-train:ppo",
+                 tmp_path=tmp_path)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr + proc.stdout
+    data = json.loads(proc.stdout)
+    assert data["outcome"]["kind"] == "pass", data["outcome"]
+    imported, trained = data["reports"]
+    assert imported["package"] == "llamafactory" and imported["version"] == "0.9.3"
+    entry_points = {"run_exp": "llamafactory.train.tuner.run_exp", "cli": "llamafactory.cli.main"}
+    assert imported["entry_points"] == {**entry_points, "cli_command": True}
+    assert imported["stages"] == ["dpo", "kto", "ppo", "pt", "rm", "sft"]
+    assert trained["stage"] == "ppo" and trained["runner"] == "llamafactory-cli train"
+    rm, ppo = trained["runs"]
+    assert rm["stage"] == "rm" and len(rm["losses"]) == 3 and rm["adapter_saved"]
+    assert ppo["stage"] == "ppo" and len(ppo["losses"]) == len(ppo["rewards"]) == 2
+    assert ppo["adapter_saved"] and trained["steps"] == 2
+    installed = {d["name"]: d["version"] for d in data["installed"]}
+    assert installed["trl"] == "0.9.6"
+
+
+def test_llmtuner_0_6_through_run_exp(tmp_path: Path) -> None:
+    """llmtuner 0.6.3: no CLI, so run_exp in a child; pairs as ``output: [chosen, rejected]``;
+    no kto stage (untestable). Its dependencies of April 2024: peft 0.21 needs a newer
+    transformers, datasets 2.14 cannot load from today's fsspec."""
+    pins = ["llmtuner==0.6.3", "transformers==4.40.1", "datasets==2.19.0", "peft==0.10.0",
+            "trl==0.8.6", "gradio==4.28.0", "numpy<2", "pyarrow<20",
+            f"torch=={_cpu_torch()}"]  # fmt: skip
+    env = ["--find-links", str(WHEELS), *(a for p in pins for a in ("--with", p))]
+    proc = probe(*env, "--probe", "llamafactory", "--probe", "llamafactory-train:dpo",
+                 tmp_path=tmp_path)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr + proc.stdout
+    imported, trained = json.loads(proc.stdout)["reports"]
+    assert imported["package"] == "llmtuner" and imported["version"] == "0.6.3"
+    assert imported["entry_points"] == {"run_exp": "llmtuner.train.tuner.run_exp"}
+    assert trained["runner"] == "run_exp" and trained["stage"] == "dpo"
+    assert trained["steps"] == 3 and trained["adapter_saved"] is True
+    kto = probe(*env, "--probe", "llamafactory-train:kto", tmp_path=tmp_path)
+    outcome = json.loads(kto.stdout)["outcome"]
+    assert outcome["kind"] == "untestable"
+    assert outcome["signature"] == "llmtuner 0.6.3 has no kto stage"
+
+
 def test_llamafactory_train_without_llamafactory_is_untestable(tmp_path: Path) -> None:
     proc = probe("--with", "six", "--probe", "llamafactory-train", tmp_path=tmp_path)
     data = json.loads(proc.stdout)
