@@ -45,6 +45,7 @@ FLASH_ATTENTION = fail(
     "ImportError: cannot import name 'LlamaFlashAttention2' from"
     " 'transformers.models.llama.modeling_llama'"
 )
+ADAMW_TRAIN = fail("AttributeError: 'AdamW' object has no attribute 'train'")
 LOGPROBS = fail("ImportError: cannot import name 'logprobs_from_logits' from 'trl.core'")
 
 CASES: tuple[Case, ...] = (
@@ -132,5 +133,38 @@ CASES: tuple[Case, ...] = (
         " (operator torchvision::nms does not exist). No CPU torchvision is reachable here",
         ends=ENDS,
         cost="torch 2.13.0 (a CUDA build) from PyPI; about 4 GiB of uv cache",
+    ),
+    Case(
+        name="lock-llamafactory-090-ppo",
+        kind="LLaMA-Factory 0.9.0's PPO stage on CPU (a reward model, then PPO), lock",
+        mode="lock",
+        package="transformers",
+        truth="<4.45.0",
+        failure=ADAMW_TRAIN,
+        python="3.11",
+        args=(
+            "--with",
+            "llamafactory==0.9.0",
+            "--with",
+            "torch==2.13.0",
+            "--find-links",
+            "{wheels}",
+            "--probe",
+            "llamafactory-train:ppo",
+            "--strategy",
+            "descent",
+        ),
+        repro=(),
+        source="https://github.com/hiyouga/LLaMA-Factory/releases/tag/v0.9.0",
+        verified="the lock (transformers 4.44.2, tokenizers 0.19.1, trl 0.9.6, pyarrow 25.0.1)"
+        " installs with hashes required and runs the probe's reward-model LoRA and 2 PPO steps;"
+        " transformers 4.45.0 with tokenizers 0.20.3 in its place: 'AdamW' object has no"
+        " attribute 'train' (the release's trainers against transformers 4.45's optimizer)",
+        ends=ENDS,
+        held=(
+            Held(package="pyarrow", specifier="<26.0.0", failure=PYARROW_NUMPY),
+            Held(package="transformers", specifier="<4.45.0", failure=ADAMW_TRAIN),
+        ),
+        cost="torch 2.13.0+cpu from the wheel folder; each probe trains a reward model and PPO",
     ),
 )
