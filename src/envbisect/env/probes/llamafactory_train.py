@@ -233,34 +233,45 @@ def problem(run, steps):
 
 
 RUNS = []
-if STAGE == "ppo":
-    REWARD = os.path.join(WORK, "out-rm")
-    train("rm", REWARD)
-    if problem(RUNS[-1], STEPS) is None:
-        # A short generation: the prompts are a few words, the tiny model's context 128.
-        train("ppo", os.path.join(WORK, "out"), reward_model=REWARD, reward_model_type="lora",
-              max_new_tokens=8, max_steps=PPO_STEPS)  # fmt: skip
-else:
-    train(STAGE, os.path.join(WORK, "out"))
-last = RUNS[-1]
-report(
-    probe="llamafactory-train",
-    stage=STAGE,
-    package=PKG,
-    llamafactory=RELEASE,
-    runner=last["runner"],
-    device="cuda" if torch.cuda.is_available() else "cpu",
-    torch=torch.__version__,
-    torch_cuda=torch.version.cuda,
-    steps=len(last["losses"]),
-    losses=last["losses"],
-    adapter_saved=last["adapter_saved"],
-    seconds=round(sum(run["seconds"] for run in RUNS), 2),
-    runs=RUNS,
-)
+
+
+def report_runs():
+    """The report of every run so far: also when one failed (ppo's rm passed, say)."""
+    last = RUNS[-1]
+    report(
+        probe="llamafactory-train",
+        stage=STAGE,
+        package=PKG,
+        llamafactory=RELEASE,
+        runner=last["runner"],
+        device="cuda" if torch.cuda.is_available() else "cpu",
+        torch=torch.__version__,
+        torch_cuda=torch.version.cuda,
+        steps=len(last.get("losses", [])),
+        losses=last.get("losses", []),
+        adapter_saved=last.get("adapter_saved", False),
+        seconds=round(sum(run.get("seconds", 0.0) for run in RUNS), 2),
+        runs=RUNS,
+    )
+
+
+try:
+    if STAGE == "ppo":
+        REWARD = os.path.join(WORK, "out-rm")
+        train("rm", REWARD)
+        if problem(RUNS[-1], STEPS) is None:
+            # A short generation: the prompts are a few words, the tiny model's context 128.
+            train("ppo", os.path.join(WORK, "out"), reward_model=REWARD,
+                  reward_model_type="lora", max_new_tokens=8, max_steps=PPO_STEPS)  # fmt: skip
+    else:
+        train(STAGE, os.path.join(WORK, "out"))
+finally:
+    if RUNS:
+        report_runs()
 for run in RUNS:
     why = problem(run, PPO_STEPS if run["stage"] == "ppo" else STEPS)
     if why is not None:
         raise AssertionError(why)
-print(f"llamafactory-train:{STAGE}: {len(last['losses'])} steps, losses {last['losses']}, "
-      f"{sum(run['seconds'] for run in RUNS):.1f} s")  # fmt: skip
+losses = RUNS[-1]["losses"]
+seconds = sum(run["seconds"] for run in RUNS)
+print(f"llamafactory-train:{STAGE}: {len(losses)} steps, losses {losses}, {seconds:.1f} s")
