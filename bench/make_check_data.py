@@ -48,6 +48,8 @@ import httpx
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.version import InvalidVersion, Version
 
+from envbisect.core.checks.published import table_of
+
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "src" / "envbisect" / "data" / "checkdb.json"
 PYPI = "https://pypi.org/pypi"
@@ -290,31 +292,11 @@ def bitsandbytes_binaries(client: httpx.Client, files: list[Any]) -> dict[str, l
 
 
 def published(results: Path) -> list[dict[str, Any]]:
-    """The measured cells of each published table (module doc)."""
-    tables = []
-    for path in sorted(results.glob("*/results.json")):
-        data = json.loads(path.read_text(encoding="utf-8"))
-        matrix = data.get("matrix") or {}
-        cells = [
-            {
-                "python": c.get("python"),
-                "versions": c["versions"],
-                "kind": c["kind"],
-                **({"signature": c.get("signature", "")} if c["kind"] != "pass" else {}),
-            }
-            for c in data.get("cells", [])
-            if c.get("state") == "measured"
-        ]
-        tables.append(
-            {
-                "table": matrix.get("name", path.parent.name),
-                "axes": matrix.get("axes", []),
-                "probes": matrix.get("probes", []),
-                "measured": matrix.get("measured"),
-                "cells": cells,
-            }
-        )
-    return tables
+    """The measured cells of each published table (module doc), as check reads them."""
+    return [
+        table_of(json.loads(path.read_text(encoding="utf-8")), path.parent.name)
+        for path in sorted(results.glob("*/results.json"))
+    ]
 
 
 # -- the whole file -------------------------------------------------------------------------------

@@ -444,6 +444,14 @@ QUICK = opt(
     help="do not import torch or test compiled packages against numpy",
 )
 
+HERE = opt(
+    "--here",
+    action="store_true",
+    help="check this machine instead of a report: the active virtualenv's packages "
+    "(VIRTUAL_ENV or ./.venv, else envbisect's own interpreter), torch's build, and the "
+    "driver and GPUs nvidia-smi names",
+)
+
 
 # The same flag in other words, where several commands say it so.
 TARGET_PYTHON = PYTHON.but(help="the target interpreter (a version uv can find, or a path)")

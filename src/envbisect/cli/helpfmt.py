@@ -70,6 +70,7 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
         "envbisect ci-template --install .",
     ),
     "env": ("envbisect env", "envbisect env --python .venv/bin/python --json"),
+    "check": ("envbisect check issue.md", "envbisect check --here --json"),
     "completion": ("envbisect completion bash", "envbisect completion zsh"),
 }
 

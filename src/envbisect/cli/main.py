@@ -68,6 +68,7 @@ COMMANDS: dict[str, Command] = {
     "publish": _in("publish", "cmd_publish"),
     "ci-template": _in("ci_template", "cmd_ci_template"),
     "env": _in("env", "cmd_env"),
+    "check": _in("check", "cmd_check"),
     "completion": _in("completion", "cmd_completion"),
 }
 

@@ -280,6 +280,28 @@ ENV = Sub(
         o.JSON,
     ),
 )
+CHECK = Sub(
+    name="check",
+    help="check a bug report's environment (or this machine) offline: findings, each fixed",
+    usage="envbisect check (REPORT | --here) [options]",
+    description="REPORT is a bug report in Markdown (or - for stdin) with its environment "
+    "block (llamafactory-cli env, transformers env, collect_env, pip freeze...). Offline, "
+    "nothing built: versions off the release's pins (LLaMA-Factory's per stage), torch's "
+    "CUDA build against the driver and the GPU, a CPU torch where a GPU is named, "
+    "bitsandbytes and flash-attn against torch and CUDA, combinations the published tables "
+    "show failing. Each finding names the report's lines it rests on, a command line that "
+    "fixes it and the envbisect command that proves the fix. Exit 0: no finding; 1: "
+    "findings.",
+    takes=(
+        o.opt("check_report", nargs="?", metavar="REPORT", help="a Markdown file, or - for stdin"),
+        o.HERE,
+        o.RESULTS.but(
+            help="published tables to read besides those envbisect ships (default ./results, "
+            "when there)"
+        ),
+        o.JSON,
+    ),
+)
 COMPLETION = Sub(
     name="completion",
     help="print a shell completion script (bash, zsh or tcsh)",
@@ -290,7 +312,7 @@ COMPLETION = Sub(
 
 # In the order --help lists them.
 SUBCOMMANDS = (RUN, COMMITS, PROBE, REPRO, PINS, VERSIONS, DIFF, LOCK, MATRIX, PUBLISH,
-               CI_TEMPLATE, ENV, COMPLETION)  # fmt: skip
+               CI_TEMPLATE, ENV, CHECK, COMPLETION)  # fmt: skip
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -21,5 +21,6 @@ matrix       matrix, and matrix --update
 publish      publish: a matrix's tables from the store
 ci_template  ci-template: the workflow that keeps tables current
 env          env: the environment report
+check        check: a report's (or this machine's) environment, offline
 completion   completion: a shell's completion script
 """

@@ -1,0 +1,122 @@
+"""The combinations the published tables measured failing (results/*/results.json).
+
+Who does what: the package ships the tables' measured cells (bench/make_check_data.py writes
+them into checkdb.json); ``envbisect check`` adds the tables of a ``results/`` folder at hand,
+newer than what shipped (the command reads them). ``published_failures`` looks up the cell of
+the report's versions in each table whose axes the report names all of: a cell measured
+failing is a finding, with the failure's signature, and the fix is the nearest passing cell
+of the same row (one axis moved, the others as reported), proven by the table's own probes.
+Only exact versions count: a table's cell is one release, not its neighbours.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from packaging.version import InvalidVersion, Version
+
+from envbisect.core.checks.finding import Finding, Kind, command, evidence, python_flag
+from envbisect.core.checks.observed import Observed
+
+_FAILING = frozenset({"fail", "crash", "timeout"})
+
+
+def published_failures(obs: Observed, tables: Sequence[Mapping[str, Any]]) -> list[Finding]:
+    out: list[Finding] = []
+    for table in tables:
+        axes = [str(a) for a in table.get("axes", ())]
+        if not axes or not all(a in obs.packages for a in axes):
+            continue
+        mine = {a: obs.packages[a].value.split("+", 1)[0] for a in axes}
+        cells = list(table.get("cells", ()))
+        cell = next((c for c in cells if _same(c.get("versions", {}), mine)), None)
+        if cell is None or cell.get("kind") not in _FAILING:
+            continue
+        move = _nearest_passing(cells, mine, axes)
+        if move is None:
+            continue
+        axis, version = move
+        probes = [str(p) for p in table.get("probes", ())]
+        pins = [f"{a}=={version if a == axis else mine[a]}" for a in axes]
+        verify = ["envbisect", "probe"]
+        for pin in pins:
+            verify += ["--with", pin]
+        verify += python_flag(obs.python_minor())
+        for probe in probes:
+            verify += ["--probe", probe]
+        shown = " with ".join(f"{a} {mine[a]}" for a in axes)
+        signature = str(cell.get("signature") or cell.get("kind"))
+        out.append(
+            Finding(
+                kind=Kind.PUBLISHED,
+                severity="error",
+                package=axis,
+                message=f"the published table {table.get('table')} (measured "
+                f"{str(table.get('measured') or '')[:10]}, probes {', '.join(probes)}) shows "
+                f"{shown} failing: {signature}; {axis} {version} passes there with the rest as "
+                "reported",
+                evidence=evidence(*(obs.packages[a] for a in axes)),
+                fix=command("pip", "install", f"{axis}=={version}"),
+                verify=command(*verify),
+                source=f"results/{table.get('table')}/results.json",
+            )
+        )
+    return out
+
+
+def table_of(results: Mapping[str, Any], name: str) -> dict[str, Any]:
+    """A published table (a results.json's data) as the checks read it: its axes, probes, when
+    it was measured, and its measured cells (versions, outcome, a failure's signature); cells
+    never built (outside the pins) are left out."""
+    matrix = results.get("matrix") or {}
+    cells = [
+        {
+            "python": c.get("python"),
+            "versions": c["versions"],
+            "kind": c["kind"],
+            **({"signature": c.get("signature", "")} if c["kind"] != "pass" else {}),
+        }
+        for c in results.get("cells", [])
+        if c.get("state") == "measured" and "versions" in c and "kind" in c
+    ]
+    return {
+        "table": matrix.get("name", name),
+        "axes": matrix.get("axes", []),
+        "probes": matrix.get("probes", []),
+        "measured": matrix.get("measured"),
+        "cells": cells,
+    }
+
+
+def _same(versions: Mapping[str, Any], mine: Mapping[str, str]) -> bool:
+    try:
+        return all(Version(str(versions.get(a))) == Version(v) for a, v in mine.items())
+    except InvalidVersion:
+        return False
+
+
+def _nearest_passing(
+    cells: Sequence[Mapping[str, Any]], mine: Mapping[str, str], axes: Sequence[str]
+) -> tuple[str, str] | None:
+    """(axis, version): a passing cell with one axis moved, the others as reported; the last
+    axis moved first (the package paired with the first), the oldest version above the
+    reported one first (the release that fixed it), else the newest below it."""
+    for axis in reversed(axes):
+        rest = {a: v for a, v in mine.items() if a != axis}
+        passing = sorted(
+            (
+                Version(str(c["versions"][axis]))
+                for c in cells
+                if c.get("kind") == "pass" and _same(c.get("versions", {}), rest)
+            ),
+            reverse=True,
+        )
+        if not passing:
+            continue
+        here = Version(mine[axis])
+        below = [v for v in passing if v < here]
+        above = sorted(v for v in passing if v > here)
+        pick = above[0] if above else below[0]
+        return axis, str(pick)
+    return None
