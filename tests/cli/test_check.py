@@ -1,0 +1,399 @@
+"""``envbisect check``: real bug reports (LLaMA-Factory's and transformers' issues, quoted in
+tests/data/check/, each naming its issue) and one made-up report per rule the real ones do not
+reach (tests/data/check/synthetic/), each finding checked exactly: its kind, severity,
+package, the report's lines it rests on, its fix and the command that proves it; every fix
+parsed (envbisect's by envbisect's own parser, install lines as pip reads them); the exit codes,
+``--json``, a bad input as a clean usage error, and no connection opened (as
+tests/index/test_offline.py checks: every proxy variable at a listener that records any
+attempt; and an audit hook that refuses any socket). The real CLI runs in a subprocess.
+How long check takes is measured by bench/bench_check.py, never asserted here.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import socket
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from packaging.requirements import Requirement
+
+from envbisect.cli.parser import build_parser
+from envbisect.core.checks.published import table_of
+from support.cli import CLI, assert_clean_error, envbisect
+
+ROOT = Path(__file__).resolve().parents[2]
+DATA = ROOT / "tests" / "data" / "check"
+# file -> every finding: (kind, severity, package, evidence lines, fix, the command proving it)
+Expected = list[tuple[str, str, str, list[int], str, str | None]]
+REAL: dict[str, Expected] = {
+    # PPO refuses the trl the release declares: its trainer's own require_version, which
+    # DISABLE_VERSION_CHECK does not skip; the stage read from the traceback.
+    "lf-10757-ppo-trl.md": [
+        ("off-pins", "error", "trl", [8, 20, 30, 36], "pip install 'trl<=0.9.6,>=0.8.6'",
+         "envbisect lock --pins llamafactory==0.9.5 --override 'trl<=0.9.6,>=0.8.6' "
+         "--probe llamafactory-train:ppo"),
+    ],
+    # Windows, `pip install -e ".[torch,metrics]"`: PyPI's CPU torch; "cuda is no avaible".
+    "lf-7666-cpu-torch.md": [
+        ("cpu-torch", "error", "torch", [4, 15],
+         "pip install --force-reinstall torch==2.6.0 --index-url "
+         "https://download.pytorch.org/whl/cu126",
+         "envbisect probe --with torch==2.6.0 --torch-backend cu126 -- python -c "
+         "'import torch; torch.zeros(1).cuda()'"),
+    ],
+    # A development checkout between 0.8.1 and 0.8.2: both releases' vllm extra need 0.4.3.
+    "lf-4322-vllm-extra.md": [
+        ("off-pins", "warning", "vllm", [4, 16], "pip install 'vllm>=0.4.3'",
+         "envbisect lock --pins llamafactory==0.8.2 --extras vllm --python 3.10 "
+         "--probe llamafactory"),
+    ],
+    "lf-4648-flash-attn.md": [
+        ("flash-attn", "error", "flash-attn", [2, 5],
+         "pip install --no-build-isolation --no-cache-dir --force-reinstall flash-attn", None),
+    ],
+    # transformers' maintainers answered: install the official bitsandbytes (Windows from 0.43).
+    "tf-33110-bnb-windows.md": [
+        ("bitsandbytes", "error", "bitsandbytes", [11, 22],
+         "pip install --upgrade 'bitsandbytes>=0.43.0'",
+         "envbisect probe --with bitsandbytes==0.43.0 --with torch==2.4.0 --torch-backend cu118 "
+         "-- python -m bitsandbytes"),
+    ],
+    # transformers 4.6.1 is older than the shipped data: the error's own check is the evidence.
+    "tf-11799-tokenizers.md": [
+        ("off-pins", "error", "tokenizers", [24], "pip install 'tokenizers<0.11,>=0.10.1'",
+         "envbisect lock --with transformers==4.6.1 --python 3.8 --probe import:transformers"),
+    ],
+    # A checkout between 0.9.3 and 0.9.4 whose versions 0.9.3 allows: nothing to say.
+    "lf-8598-dev-checkout.md": [],
+    # Windows, the rm stage, bitsandbytes 0.45.3 has a CUDA 12.6 binary: nothing to say (the
+    # failure is a pickling error none of the rules is about).
+    "lf-7232-windows-rm.md": [],
+}  # fmt: skip
+SYNTHETIC: dict[str, Expected] = {
+    "driver-470-cu124.md": [
+        ("cuda-driver", "error", "torch", [3, 14],
+         "pip install --force-reinstall torch==2.4.0 --index-url "
+         "https://download.pytorch.org/whl/cu118",
+         "envbisect probe --with torch==2.4.0 --torch-backend cu118 -- python -c "
+         "'import torch; torch.zeros(1).cuda()'"),
+    ],
+    "cpu-torch-rtx4090.md": [
+        ("cpu-torch", "error", "torch", [2, 12],
+         "pip install --force-reinstall torch==2.5.1 --index-url "
+         "https://download.pytorch.org/whl/cu124",
+         "envbisect probe --with torch==2.5.1 --torch-backend cu124 -- python -c "
+         "'import torch; torch.zeros(1).cuda()'"),
+    ],
+    "rtx5090-cu124.md": [
+        ("gpu-arch", "error", "torch", [5, 11],
+         "pip install --force-reinstall 'torch==2.7.*' --index-url "
+         "https://download.pytorch.org/whl/cu128",
+         "envbisect probe --with 'torch==2.7.*' --torch-backend cu128 -- python -c "
+         "'import torch; torch.zeros(1).cuda()'"),
+    ],
+    "bnb-044-cu126.md": [
+        ("bitsandbytes", "error", "bitsandbytes", [5, 6],
+         "pip install --upgrade 'bitsandbytes>=0.45.0'",
+         "envbisect probe --with bitsandbytes==0.45.0 --with torch==2.6.0 --torch-backend cu126 "
+         "-- python -m bitsandbytes"),
+    ],
+    "flash-attn-wheel.md": [
+        ("flash-attn", "error", "flash-attn", [3, 4],
+         "pip install --no-build-isolation --no-cache-dir --force-reinstall flash-attn==2.5.8",
+         None),
+    ],
+    "flash-attn-turing.md": [
+        ("flash-attn", "error", "flash-attn", [11, 15, 19, 23], "pip uninstall --yes flash-attn",
+         None),
+    ],
+    "transformers5-peft017.md": [
+        ("published-failure", "error", "peft", [3, 5], "pip install peft==0.18.0",
+         "envbisect probe --with transformers==5.0.0 --with peft==0.18.0 --probe import:peft "
+         "--probe lora-step"),
+    ],
+}  # fmt: skip
+CASES = {**REAL, **{f"synthetic/{k}": v for k, v in SYNTHETIC.items()}}
+PROXIES = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy")
+
+
+def check(*args: str, **kw: Any) -> tuple[subprocess.CompletedProcess[str], dict[str, Any]]:
+    proc = envbisect("check", *args, "--json", **kw)
+    return proc, json.loads(proc.stdout) if proc.stdout.strip() else {}
+
+
+def _rows(found: dict[str, Any]) -> Expected:
+    return [
+        (f["kind"], f["severity"], f["package"], [e["line"] for e in f["evidence"]], f["fix"],
+         f["verify"])
+        for f in found["findings"]
+    ]  # fmt: skip
+
+
+# One run of the CLI per report, shared by the tests that read its answer.
+@pytest.fixture(scope="module")
+def answers() -> dict[str, tuple[int, dict[str, Any]]]:
+    out = {}
+    for name in CASES:
+        proc, data = check(str(DATA / name), cwd=ROOT)
+        assert "Traceback" not in proc.stderr, proc.stderr
+        out[name] = (proc.returncode, data)
+    return out
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_each_report_gets_exactly_its_findings(
+    name: str, answers: dict[str, tuple[int, dict[str, Any]]]
+) -> None:
+    code, data = answers[name]
+    assert _rows(data) == CASES[name]
+    assert code == (1 if CASES[name] else 0)
+    assert data["status"] == ("findings" if CASES[name] else "ok")
+
+
+def test_the_real_reports_are_from_real_issues() -> None:
+    """Six reports at least with findings, each naming its LLaMA-Factory or transformers
+    issue on its first line; the synthetic ones say that they are."""
+    with_findings = [n for n, found in REAL.items() if found]
+    assert len(with_findings) >= 6
+    for name in REAL:
+        first = (DATA / name).read_text(encoding="utf-8").splitlines()[0]
+        assert "github.com/hiyouga/LlamaFactory/issues/" in first or (
+            "github.com/huggingface/transformers/issues/" in first
+        ), name
+    assert sorted(p.name for p in DATA.glob("*.md")) == sorted(REAL)
+    for path in (DATA / "synthetic").glob("*.md"):
+        assert path.read_text(encoding="utf-8").startswith("<!-- synthetic:"), path.name
+    assert sorted(p.name for p in (DATA / "synthetic").glob("*.md")) == sorted(SYNTHETIC)
+
+
+def _pip_parses(line: str) -> None:
+    """An install line as pip reads it: pip install|uninstall, known options, requirements."""
+    words = shlex.split(line)
+    assert words[:1] == ["pip"] and words[1] in ("install", "uninstall"), line
+    takes_value = {"--index-url"}
+    flags = {"--upgrade", "--force-reinstall", "--no-build-isolation", "--no-cache-dir", "--yes"}
+    rest = iter(words[2:])
+    reqs = []
+    for word in rest:
+        if word in takes_value:
+            assert next(rest).startswith("https://"), line
+        elif word.startswith("-"):
+            assert word in flags, (word, line)
+        else:
+            reqs.append(Requirement(word))  # raises on anything pip would not read
+    assert reqs, line
+
+
+def _envbisect_parses(line: str) -> None:
+    argv = shlex.split(line)[1:]
+    if "--" in argv:  # what follows -- is the command the probe runs (cli/main.py)
+        argv = argv[: argv.index("--")]
+    args, unknown = build_parser().parse_known_args(argv)
+    assert unknown == [] and args.command in ("lock", "run", "repro", "probe"), line
+
+
+def test_every_fix_is_a_command_line_that_parses(
+    answers: dict[str, tuple[int, dict[str, Any]]],
+) -> None:
+    seen = 0
+    for _, data in answers.values():
+        for f in data["findings"]:
+            for line in (f["fix"], f["verify"]):
+                if line is None:
+                    continue
+                if line.startswith("envbisect "):
+                    _envbisect_parses(line)
+                else:
+                    _pip_parses(line)
+                seen += 1
+    assert seen >= 20
+
+
+def test_json_says_what_was_read_and_the_data(
+    answers: dict[str, tuple[int, dict[str, Any]]],
+) -> None:
+    _, data = answers["lf-10757-ppo-trl.md"]
+    assert set(data) == {"status", "report", "read", "findings", "data"}
+    read = data["read"]
+    assert read["stage"] == "ppo"
+    assert read["packages"]["llamafactory"] == "0.9.5" and read["packages"]["trl"] == "0.24.0"
+    f = data["findings"][0]
+    assert set(f) == {"kind", "severity", "package", "message", "evidence", "fix", "verify",
+                      "source"}  # fmt: skip
+    assert f["evidence"][1] == {
+        "line": 20,
+        "text": "[rank0]: ImportError: trl>=0.8.6,<=0.9.6 is required for a normal functioning "
+        "of this module, but found trl==0.24.0.",
+    }
+    assert "DISABLE_VERSION_CHECK=1 does not skip" in f["message"]
+    assert f["source"] == "llamafactory 0.9.5: train/ppo/trainer.py:CustomPPOTrainer.__init__"
+    assert "transformers-peft" in data["data"]["tables"] and data["data"]["written"]
+    _, cuda = answers["synthetic/driver-470-cu124.md"]
+    assert cuda["read"]["driver"] == "470.82.01" and cuda["read"]["torch_build"] == "12.4"
+
+
+def test_text_lists_each_finding_with_its_lines_fix_and_proof() -> None:
+    proc = envbisect("check", str(DATA / "tf-33110-bnb-windows.md"), cwd=ROOT)
+    assert proc.returncode == 1, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert lines[0].startswith("envbisect check: ") and "Windows" in lines[0]
+    assert lines[1].startswith("error [bitsandbytes] bitsandbytes 0.41.2.post2 has no Windows")
+    assert "  line 22: `python -m pip install https://github.com/jllllll/" in proc.stdout
+    assert "  fix: pip install --upgrade 'bitsandbytes>=0.43.0'" in lines
+    assert lines[-1] == "1 finding"
+    assert "\x1b[" not in proc.stdout  # plain text: nothing for NO_COLOR to turn off
+
+
+def test_stdin_is_read_as_a_report() -> None:
+    text = (DATA / "synthetic" / "driver-470-cu124.md").read_text(encoding="utf-8")
+    proc, data = check("-", input=text, cwd=ROOT)
+    assert proc.returncode == 1 and data["report"] == "<stdin>"
+    assert [f["kind"] for f in data["findings"]] == ["cuda-driver"]
+
+
+def test_bad_input_is_a_clean_usage_error(tmp_path: Path) -> None:
+    assert_clean_error(envbisect("check", cwd=tmp_path), 2, "no report to check", "[check-what]")
+    both = envbisect("check", "x.md", "--here", cwd=tmp_path)
+    assert_clean_error(both, 2, "not both")
+    assert_clean_error(envbisect("check", "missing.md", cwd=tmp_path), 2, "cannot read", "missing")
+    (tmp_path / "bin.md").write_bytes(b"\xff\xfe\x00binary")
+    assert_clean_error(envbisect("check", "bin.md", cwd=tmp_path), 2, "not UTF-8")
+    (tmp_path / "empty.md").write_text("It crashes, please help.\n")
+    assert_clean_error(envbisect("check", "empty.md", cwd=tmp_path), 2, "names no package")
+    with_json = envbisect("check", "missing.md", "--json", cwd=tmp_path)
+    assert json.loads(with_json.stdout)["error"]["ref"] == "check-report"
+
+
+def test_a_table_at_hand_counts(tmp_path: Path) -> None:
+    """--results DIR: a table published there (not shipped) is read at check time."""
+    table = {
+        "matrix": {"name": "trl-peft", "axes": ["trl", "peft"], "probes": ["import:trl"],
+                   "measured": "2026-12-01T00:00:00+00:00"},
+        "cells": [
+            {"versions": {"trl": "0.9.6", "peft": "0.12.0"}, "state": "measured",
+             "kind": "fail", "signature": "ImportError: boom"},
+            {"versions": {"trl": "0.9.6", "peft": "0.13.0"}, "state": "measured", "kind": "pass"},
+        ],
+    }  # fmt: skip
+    (tmp_path / "results" / "trl-peft").mkdir(parents=True)
+    (tmp_path / "results" / "trl-peft" / "results.json").write_text(json.dumps(table))
+    (tmp_path / "r.md").write_text("```\ntrl==0.9.6\npeft==0.12.0\n```\n")
+    proc, data = check("r.md", cwd=tmp_path)
+    assert proc.returncode == 1, proc.stderr
+    assert _rows(data) == [
+        ("published-failure", "error", "peft", [2, 3], "pip install peft==0.13.0",
+         "envbisect probe --with trl==0.9.6 --with peft==0.13.0 --probe import:trl"),
+    ]  # fmt: skip
+    elsewhere, data = check(str(tmp_path / "r.md"), "--results", str(tmp_path / "none"))
+    assert elsewhere.returncode == 0 and "trl-peft" not in data["data"]["tables"]
+
+
+def test_the_shipped_tables_are_the_published_ones() -> None:
+    """checkdb.json's tables are results/'s, as bench/make_check_data.py --published writes
+    them: re-run it after publishing."""
+    shipped = json.loads((ROOT / "src/envbisect/data/checkdb.json").read_text(encoding="utf-8"))
+    published = [
+        table_of(json.loads(p.read_text(encoding="utf-8")), p.parent.name)
+        for p in sorted((ROOT / "results").glob("*/results.json"))
+    ]
+    assert shipped["published"] == published
+    lf = shipped["releases"]["llamafactory"]
+    assert {c["stage"] for c in lf["0.9.5"]["checks"]} == {None, "ppo"}
+    assert set(shipped["releases"]["llmtuner"]) >= {"0.6.0", "0.6.1", "0.6.2", "0.6.3"}
+
+
+def test_here_checks_this_machine() -> None:
+    proc, data = check("--here", cwd=ROOT)
+    assert proc.returncode in (0, 1), proc.stderr
+    assert data["report"].startswith("this machine (") and data["read"]["python"]
+    assert data["read"]["packages"]["packaging"]
+
+
+# -- no connection -------------------------------------------------------------------------------
+
+
+class Listener:
+    """A socket on 127.0.0.1 that records every connection made to it (the proxies' target)."""
+
+    def __init__(self) -> None:
+        self.sock = socket.create_server(("127.0.0.1", 0))
+        self.sock.settimeout(0.1)
+        self.seen: list[bytes] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._serve, daemon=True)
+        self._thread.start()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.sock.getsockname()[1]}"
+
+    def _serve(self) -> None:
+        while not self._stop.is_set():
+            try:
+                conn, _ = self.sock.accept()
+            except TimeoutError:
+                continue
+            except OSError:
+                return
+            with conn:
+                conn.settimeout(2)
+                try:
+                    self.seen.append(conn.recv(200) or b"(nothing sent)")
+                except OSError:
+                    self.seen.append(b"(no request line)")
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join()
+        self.sock.close()
+
+
+@pytest.fixture
+def listener() -> Iterator[Listener]:
+    lst = Listener()
+    yield lst
+    lst.close()
+
+
+# The CLI with an audit hook that refuses every socket operation, and reports which heavy
+# modules it loaded.
+GUARDED = """
+import sys
+def refuse(event, args):
+    if event.startswith("socket.") and event != "socket.__new__":
+        raise RuntimeError(f"check opened a connection: {event} {args!r}")
+sys.addaudithook(refuse)
+from envbisect.cli.main import main
+code = main(sys.argv[1:])
+heavy = ("httpx", "torch", "resolvelib", "envbisect.index.client")
+loaded = sorted(m for m in heavy if m in sys.modules)
+print("LOADED", loaded, file=sys.stderr)
+sys.exit(code)
+"""
+
+
+@pytest.mark.parametrize(
+    "args", [["lf-10757-ppo-trl.md"], ["synthetic/transformers5-peft017.md"], ["--here"]]
+)
+def test_check_opens_no_connection(args: list[str], listener: Listener) -> None:
+    env = {k: v for k, v in os.environ.items() if k not in (*PROXIES, "NO_PROXY", "no_proxy")}
+    env.update(dict.fromkeys(PROXIES, listener.url))
+    argv = ["check", *(str(DATA / a) if a.endswith(".md") else a for a in args), "--json"]
+    proc = subprocess.run(
+        [sys.executable, "-c", GUARDED, *argv], capture_output=True, text=True, env=env,
+        cwd=ROOT, timeout=120,
+    )  # fmt: skip
+    assert proc.returncode in (0, 1), proc.stderr
+    assert "check opened a connection" not in proc.stderr
+    assert "LOADED []" in proc.stderr  # no index client, no torch, no resolver imported
+    assert listener.seen == []
+    assert json.loads(proc.stdout)["status"] in ("ok", "findings")
+    assert CLI[0] == sys.executable  # the same interpreter as every other CLI test
