@@ -2,7 +2,7 @@
 
     python bench/bench_check.py [--envbisect .venv/bin/envbisect] [--rounds 15] [--here]
 
-For each report under tests/data/check/ (and, with ``--here``, for this machine), runs
+For each report under tests/data/reports/check/ (and, with ``--here``, for this machine), runs
 ``ENVBISECT check REPORT --json`` ROUNDS times (wall time, the process from start to exit)
 and prints the median, min and max seconds; ``ENVBISECT --version`` is timed the same way
 beside them, the floor every command pays (the interpreter and envbisect's CLI starting).
@@ -19,7 +19,8 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-REPORTS = sorted((ROOT / "tests" / "data" / "check").rglob("*.md"))
+HERE = ROOT / "tests" / "data" / "reports" / "check"
+REPORTS = sorted(HERE.rglob("*.md"))
 
 
 def timed(argv: list[str], rounds: int) -> list[float]:
@@ -53,7 +54,7 @@ def main() -> int:
     for report in REPORTS:
         seconds = timed([exe, "check", str(report), "--json"], args.rounds)
         medians.append(statistics.median(seconds))
-        print(line(f"check {report.relative_to(ROOT / 'tests' / 'data' / 'check')}", seconds))
+        print(line(f"check {report.relative_to(HERE)}", seconds))
     print(f"{'every report':<42} median of medians {statistics.median(medians):.3f} s, "
           f"slowest {max(medians):.3f} s")  # fmt: skip
     if args.here:

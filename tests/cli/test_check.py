@@ -1,12 +1,13 @@
 """``envbisect check``: real bug reports (LLaMA-Factory's and transformers' issues, quoted in
-tests/data/check/, each naming its issue) and one made-up report per rule the real ones do not
-reach (tests/data/check/synthetic/), each finding checked exactly: its kind, severity,
-package, the report's lines it rests on, its fix and the command that proves it; every fix
-parsed (envbisect's by envbisect's own parser, install lines as pip reads them); the exit codes,
-``--json``, a bad input as a clean usage error, and no connection opened (as
-tests/index/test_offline.py checks: every proxy variable at a listener that records any
-attempt; and an audit hook that refuses any socket). The real CLI runs in a subprocess.
-How long check takes is measured by bench/bench_check.py, never asserted here.
+tests/data/reports/check/ with the other pasted reports, each naming its issue) and one
+made-up report per rule the real ones do not reach (tests/data/reports/check/synthetic/),
+each finding checked exactly: its kind, severity, package, the report's lines it rests on,
+its fix and the command that proves it; every fix parsed (envbisect's by envbisect's own
+parser, install lines as pip reads them); the exit codes, ``--json``, a bad input as a clean
+usage error, and no connection opened (as tests/index/test_offline.py checks: every proxy
+variable at a listener that records any attempt; and an audit hook that refuses any socket).
+The real CLI runs in a subprocess. How long check takes is measured by bench/bench_check.py,
+never asserted here.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from envbisect.core.checks.published import table_of
 from support.cli import CLI, assert_clean_error, envbisect
 
 ROOT = Path(__file__).resolve().parents[2]
-DATA = ROOT / "tests" / "data" / "check"
+DATA = ROOT / "tests" / "data" / "reports" / "check"
 # file -> every finding: (kind, severity, package, evidence lines, fix, the command proving it)
 Expected = list[tuple[str, str, str, list[int], str, str | None]]
 REAL: dict[str, Expected] = {
