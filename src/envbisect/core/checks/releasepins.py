@@ -13,7 +13,8 @@ no other stage runs). ``off_pins`` compares the report's versions with them:
                            ``pkgs_to_check_at_runtime`` (tokenizers, huggingface-hub...)
     Requires-Dist          warning: pip would not have installed it (an extra's requirement
                            counts where the report has the package: off every extra that
-                           names it)
+                           names it; of transformers and the rest, only the extras' packages
+                           their import checks, not transformers' torch extra capping torch)
 
 A development version (``0.9.4.dev0``, a git checkout) is checked against both releases
 around it and a version is reported only when both refuse it: its own pins lie between
