@@ -398,3 +398,30 @@ def test_check_opens_no_connection(args: list[str], listener: Listener) -> None:
     assert listener.seen == []
     assert json.loads(proc.stdout)["status"] in ("ok", "findings")
     assert CLI[0] == sys.executable  # the same interpreter as every other CLI test
+
+
+def test_this_machine_is_read_as_env_collects_it() -> None:
+    """--here's facts as envbisect env collects them (env/envreport.py) on a GPU machine:
+    the same rules, each piece of evidence said to be from here (line 0)."""
+    from envbisect.cli.commands.check import shipped
+    from envbisect.core.checks.diagnosis import CheckData, diagnose
+    from envbisect.core.checks.observed import from_machine
+
+    report = {
+        "python": "3.11.7",
+        "system": "Linux",
+        "installed": {"torch": "2.4.0+cu124", "bitsandbytes": "0.44.1", "numpy": "1.26.4"},
+        "torch": {"version": "2.4.0+cu124", "cuda": "12.4", "hip": None},
+    }
+    nvidia = {"driver": "470.82.01", "cuda": "11.4", "gpus": [{"name": "Tesla V100-SXM2-32GB"}]}
+    found = diagnose(from_machine(report, nvidia, origin="here"), CheckData.from_dict(shipped()))
+    assert [(f.kind.value, f.package) for f in found.findings] == [("cuda-driver", "torch")]
+    (f,) = found.findings
+    assert [e.line for e in f.evidence] == [0, 0, 0]
+    assert "driver here is 470.82.01 (supports CUDA 11.4 at most)" in f.message
+    assert f.fix == (
+        "pip install --force-reinstall torch==2.4.0 --index-url "
+        "https://download.pytorch.org/whl/cu118"
+    )
+    text = "\n".join(found.lines())
+    assert "  here: NVIDIA driver 470.82.01 (nvidia-smi)" in text
