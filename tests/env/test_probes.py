@@ -391,3 +391,10 @@ def test_probe_a_lockfile_and_pins(index: LocalIndex, python: str, tmp_path: Pat
     not_a_lock = envbisect(*probe_args(index, python, tmp_path), "--lock", str(ranges),
                            "--probe", "import:crashy")  # fmt: skip
     assert not_a_lock.returncode == 2 and "does not pin every requirement" in not_a_lock.stderr
+
+
+def test_the_probe_flag_help_names_every_built_in_probe() -> None:
+    from envbisect.cli.flags import PROBES
+    from envbisect.env.repro import probe_usage
+
+    assert probe_usage() == PROBES

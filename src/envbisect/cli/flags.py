@@ -170,12 +170,14 @@ REPRO = opt(
     help="a Python file run as python -X faulthandler FILE; a PEP 723 '# /// script' block "
     "in it adds its dependencies to --with and its requires-python sets --python",
 )
+# What env/repro.py's probe_usage() says (tests/env/test_probes.py checks it): written here so
+# that the parser imports nothing of the probes.
+PROBES = "import:PKG[,PKG...], datasets-json, lora-step, llamafactory, llamafactory-train[:STAGE]"
 PROBE = many(
     "--probe",
     dest="probes",
     metavar="NAME[:ARGS]",
-    help="a built-in probe: import:PKG[,PKG], datasets-json, lora-step, "
-    "llamafactory-train (repeatable; the environment fails if any fails)",
+    help="a built-in probe: " + PROBES + " (repeatable; the environment fails if any fails)",
 )
 ENV = many(
     "--env",

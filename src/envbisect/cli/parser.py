@@ -78,7 +78,8 @@ RUN = Sub(
     "[--repro FILE | --probe NAME | -- CMD ARGS...]",
     description="Find the first bad (or first fixed) version of one package: each probe is "
     "a fresh uv virtualenv with NAME==V and the --with requirements, the repro run in it. "
-    "With no repro, built-in probes for the package run (import, datasets-json, lora-step).",
+    "With no repro, built-in probes for the package run (import, datasets-json, lora-step; "
+    "every probe: --probe).",
     takes=(o.PACKAGE, o.BY_DATE, o.GOOD, o.BAD, o.ANY_FAILURE, o.PINS, o.EXTRAS, o.BASELINE,
            o.REST, o.SEARCH, o.ENVIRONMENT, o.PROBING, o.DRY_RUN, o.COMMITS, o.REPO, o.GOOD_REF,
            o.BAD_REF, o.BUILD_TIMEOUT),
