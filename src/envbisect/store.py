@@ -134,6 +134,8 @@ def refuse_foreign(results_dir: Path) -> bool:
         foreign = results_dir.is_dir() and any(results_dir.iterdir())
     except OSError:
         foreign = False  # unreadable: the mkdir or the database says why
+    if foreign and marker.is_file():
+        return True  # another envbisect claimed it between the two looks (two runs at once)
     if foreign and not _written_by_envbisect(results_dir):
         raise UsageError(
             f"{results_dir} is not envbisect's results folder (it holds other files and no "

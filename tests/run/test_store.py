@@ -7,6 +7,7 @@ import subprocess
 import sys
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -204,3 +205,23 @@ def test_a_results_folder_that_is_not_envbisects_is_never_written_into(tmp_path:
     (theirs / ".envbisect").write_text("")  # the user says it is envbisect's
     with Store(theirs):
         pass
+
+
+def test_a_folder_claimed_between_the_two_looks_is_ours(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two runs at once: the other one writes the marker after this one looked for it and
+    before it lists the folder (CI caught it once). The folder is envbisect's, not foreign."""
+    from envbisect.store import MARKER, refuse_foreign
+
+    folder = tmp_path / "r"
+    folder.mkdir()
+    listing = Path.iterdir
+
+    def claimed_meanwhile(self: Path) -> Any:
+        if self == folder and not (folder / MARKER).exists():
+            (folder / MARKER).write_text("envbisect\n")
+        return listing(self)
+
+    monkeypatch.setattr(Path, "iterdir", claimed_meanwhile)
+    assert refuse_foreign(folder) is True
