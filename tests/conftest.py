@@ -18,6 +18,7 @@ from envbisect.options import CommonOptions
 from envbisect.progress import Progress
 from support.corpus import build_index
 from support.index_server import LocalIndex
+from support.listener import Listener
 
 INDEX_VARIABLES = (
     "UV_INDEX_URL",
@@ -88,6 +89,14 @@ def index(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalIndex]:
     idx = build_index(tmp_path_factory.mktemp("index-files"))
     yield idx
     idx.stop()
+
+
+@pytest.fixture
+def listener() -> Iterator[Listener]:
+    """A socket on 127.0.0.1 recording every connection made to it (support/listener.py)."""
+    lst = Listener()
+    yield lst
+    lst.close()
 
 
 @pytest.fixture(scope="session")

@@ -15,11 +15,8 @@ from __future__ import annotations
 import json
 import os
 import shlex
-import socket
 import subprocess
 import sys
-import threading
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +26,7 @@ from packaging.requirements import Requirement
 from envbisect.cli.parser import build_parser
 from envbisect.core.checks.published import table_of
 from support.cli import CLI, assert_clean_error, envbisect
+from support.listener import PROXIES, Listener
 
 ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT / "tests" / "data" / "reports" / "check"
@@ -122,7 +120,6 @@ SYNTHETIC: dict[str, Expected] = {
     ],
 }  # fmt: skip
 CASES = {**REAL, **{f"synthetic/{k}": v for k, v in SYNTHETIC.items()}}
-PROXIES = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy")
 
 
 def check(*args: str, **kw: Any) -> tuple[subprocess.CompletedProcess[str], dict[str, Any]]:
@@ -319,49 +316,6 @@ def test_here_checks_this_machine() -> None:
 
 
 # -- no connection -------------------------------------------------------------------------------
-
-
-class Listener:
-    """A socket on 127.0.0.1 that records every connection made to it (the proxies' target)."""
-
-    def __init__(self) -> None:
-        self.sock = socket.create_server(("127.0.0.1", 0))
-        self.sock.settimeout(0.1)
-        self.seen: list[bytes] = []
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._serve, daemon=True)
-        self._thread.start()
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.sock.getsockname()[1]}"
-
-    def _serve(self) -> None:
-        while not self._stop.is_set():
-            try:
-                conn, _ = self.sock.accept()
-            except TimeoutError:
-                continue
-            except OSError:
-                return
-            with conn:
-                conn.settimeout(2)
-                try:
-                    self.seen.append(conn.recv(200) or b"(nothing sent)")
-                except OSError:
-                    self.seen.append(b"(no request line)")
-
-    def close(self) -> None:
-        self._stop.set()
-        self._thread.join()
-        self.sock.close()
-
-
-@pytest.fixture
-def listener() -> Iterator[Listener]:
-    lst = Listener()
-    yield lst
-    lst.close()
 
 
 # The CLI with an audit hook that refuses every socket operation, and reports which heavy

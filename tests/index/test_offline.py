@@ -8,9 +8,7 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -21,53 +19,9 @@ from envbisect.env.interp import locate
 from envbisect.env.uv import Uv, find_uv
 from support.cli import assert_clean_error, envbisect
 from support.index_server import LocalIndex
+from support.listener import PROXIES, Listener
 
 pytestmark = pytest.mark.slow
-
-PROXIES = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy")
-
-
-class Listener:
-    """A real socket on 127.0.0.1 that records the first bytes of every connection to it."""
-
-    def __init__(self) -> None:
-        self.sock = socket.create_server(("127.0.0.1", 0))
-        self.sock.settimeout(0.1)
-        self.seen: list[bytes] = []
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._serve, daemon=True)
-        self._thread.start()
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.sock.getsockname()[1]}"
-
-    def _serve(self) -> None:
-        while not self._stop.is_set():
-            try:
-                conn, _ = self.sock.accept()
-            except TimeoutError:
-                continue
-            except OSError:
-                return
-            with conn:
-                conn.settimeout(2)
-                try:
-                    self.seen.append(conn.recv(200) or b"(nothing sent)")
-                except OSError:
-                    self.seen.append(b"(no request line)")
-
-    def close(self) -> None:
-        self._stop.set()
-        self._thread.join()
-        self.sock.close()
-
-
-@pytest.fixture
-def listener() -> Iterator[Listener]:
-    lst = Listener()
-    yield lst
-    lst.close()
 
 
 @pytest.fixture
