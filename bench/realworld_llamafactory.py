@@ -11,7 +11,7 @@ release installed in its place (``--no-deps``), the repro run and failing as sta
 
 from __future__ import annotations
 
-from realworld_cases import Case, Failure, Held
+from realworld_cases import Case, Held, fail
 
 R_PY = """\
 try:
@@ -29,10 +29,6 @@ ENDS = (
     "the release's own pins: the release and torch==2.13.0 (which only picks the CPU build: it"
     " does not move the start), no --good-date"
 )
-
-
-def fail(line: str) -> Failure:
-    return Failure(kind="fail", line=line)
 
 
 def args(release: str) -> tuple[str, ...]:
