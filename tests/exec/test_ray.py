@@ -216,69 +216,6 @@ def test_a_gpu_request_no_node_can_meet_is_a_clear_error_at_once(
     assert time.monotonic() - start < 120  # Ray alone would leave the task pending for ever
 
 
-def test_a_node_killed_mid_matrix_costs_only_its_probes(
-    index: LocalIndex, python: str, tmp_path: Path, cluster: RayCluster
-) -> None:
-    """A third node joins, takes probes and dies (its raylet SIGKILLed) while they run: Ray
-    runs them again elsewhere; every cell ends right and is recorded once."""
-    (tmp_path / "slow.py").write_text("import time, bumplib\ntime.sleep(3)\nbumplib.run()\n")
-    matrix = tmp_path / "slow.toml"
-    matrix.write_text(
-        f'[matrix]\npython = ["{python}"]\nindex_url = "{index.url}"\n'
-        'repro = "slow.py"\n[[axis]]\npackage = "bumplib"\n'
-    )
-    doomed = cluster.add_node(cpus=4, gpus=0)
-    killer = subprocess.Popen(
-        [
-            sys.executable,
-            "-c",
-            f"import os, signal, time; time.sleep(9); os.kill({doomed}, signal.SIGKILL)",
-        ]
-    )
-    rec = RecordingProgress()
-    try:
-        opts = CommonOptions(
-            results=tmp_path / "r",
-            cache_dir=tmp_path / "c",
-            jobs=4,
-            executor="ray",
-            ray_address=cluster.address,
-        )
-        res = run_matrix(load_matrix(matrix), opts, full=True, progress=rec)
-    finally:
-        assert killer.wait() == 0  # the node's raylet was alive until then, and was killed
-    cluster.nodes.remove(doomed)
-    kinds = {dict(c.versions)["bumplib"]: c.outcome.kind.value for c in res.cells if c.outcome}
-    assert kinds == {f"1.{i}.0": ("crash" if 3 <= i <= 5 else "pass") for i in range(9)}
-    finished = [label for label, _, _ in rec.finished]
-    assert len(finished) == len(set(finished)) == 9  # each cell recorded once
-    with Store(tmp_path / "r") as store:
-        assert len(list(store.all())) == 9
-
-
-def test_a_node_that_died_just_before_the_run_is_left_out(cluster: RayCluster) -> None:
-    """Ray lists a killed node as alive for some seconds more: the node check's task for it
-    cannot be scheduled (Ray's TaskUnschedulableError), and the run goes on without it."""
-    doomed = cluster.add_node(cpus=1, gpus=0)
-    cluster.kill_node(doomed)
-    ex = RayExecutor(1, address=cluster.address)
-    try:
-        assert len(ex.nodes) == len(cluster.nodes)  # the head and the GPU node
-        # The tests after this one start once Ray itself counts the node dead: a task Ray
-        # still sent it would wait there for Ray's health check, slowly on a loaded machine.
-        import ray
-
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline and alive_nodes(ray) > len(cluster.nodes):
-            time.sleep(0.5)
-    finally:
-        ex.close()
-
-
-def alive_nodes(ray: Any) -> int:
-    return sum(1 for n in ray.nodes() if n.get("Alive"))
-
-
 def _probes_alive(marker: str, cli: int) -> bool:
     """A process with ``marker`` on its command line runs, other than envbisect (``cli``)."""
     found = subprocess.run(["pgrep", "-f", marker], capture_output=True, text=True)
@@ -362,6 +299,72 @@ def test_cancelling_stops_a_probe_through_the_stop_signal_not_rays_cancel(
     assert ex.forced == 0, "the task should have ended on the stop signal"
     assert fut.done()
     assert not _probes_alive(str(path), os.getpid()), "the probe outlived the cancel"
+
+
+# The tests that kill a node come after those that need the cluster whole: Ray counts a killed
+# node alive for a while (on a loaded machine, minutes), and a task leased to it meanwhile waits
+# (CI once saw the Ctrl-C test's two probes wait there for more than three minutes).
+def test_a_node_killed_mid_matrix_costs_only_its_probes(
+    index: LocalIndex, python: str, tmp_path: Path, cluster: RayCluster
+) -> None:
+    """A third node joins, takes probes and dies (its raylet SIGKILLed) while they run: Ray
+    runs them again elsewhere; every cell ends right and is recorded once."""
+    (tmp_path / "slow.py").write_text("import time, bumplib\ntime.sleep(3)\nbumplib.run()\n")
+    matrix = tmp_path / "slow.toml"
+    matrix.write_text(
+        f'[matrix]\npython = ["{python}"]\nindex_url = "{index.url}"\n'
+        'repro = "slow.py"\n[[axis]]\npackage = "bumplib"\n'
+    )
+    doomed = cluster.add_node(cpus=4, gpus=0)
+    killer = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            f"import os, signal, time; time.sleep(9); os.kill({doomed}, signal.SIGKILL)",
+        ]
+    )
+    rec = RecordingProgress()
+    try:
+        opts = CommonOptions(
+            results=tmp_path / "r",
+            cache_dir=tmp_path / "c",
+            jobs=4,
+            executor="ray",
+            ray_address=cluster.address,
+        )
+        res = run_matrix(load_matrix(matrix), opts, full=True, progress=rec)
+    finally:
+        assert killer.wait() == 0  # the node's raylet was alive until then, and was killed
+    cluster.nodes.remove(doomed)
+    kinds = {dict(c.versions)["bumplib"]: c.outcome.kind.value for c in res.cells if c.outcome}
+    assert kinds == {f"1.{i}.0": ("crash" if 3 <= i <= 5 else "pass") for i in range(9)}
+    finished = [label for label, _, _ in rec.finished]
+    assert len(finished) == len(set(finished)) == 9  # each cell recorded once
+    with Store(tmp_path / "r") as store:
+        assert len(list(store.all())) == 9
+
+
+def test_a_node_that_died_just_before_the_run_is_left_out(cluster: RayCluster) -> None:
+    """Ray lists a killed node as alive for some seconds more: the node check's task for it
+    cannot be scheduled (Ray's TaskUnschedulableError), and the run goes on without it."""
+    doomed = cluster.add_node(cpus=1, gpus=0)
+    cluster.kill_node(doomed)
+    ex = RayExecutor(1, address=cluster.address)
+    try:
+        assert len(ex.nodes) == len(cluster.nodes)  # the head and the GPU node
+        # The tests after this one start once Ray itself counts the node dead: a task Ray
+        # still sent it would wait there for Ray's health check, slowly on a loaded machine.
+        import ray
+
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and alive_nodes(ray) > len(cluster.nodes):
+            time.sleep(0.5)
+    finally:
+        ex.close()
+
+
+def alive_nodes(ray: Any) -> int:
+    return sum(1 for n in ray.nodes() if n.get("Alive"))
 
 
 @pytest.fixture(scope="module")
