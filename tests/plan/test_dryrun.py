@@ -91,6 +91,27 @@ def test_matrix_dry_run_plans_every_cell(index: LocalIndex, python: str, tmp_pat
 
 
 @pytest.mark.slow
+def test_a_contemporary_cell_moves_a_package_with_no_file_that_day_forward(
+    index: LocalIndex, python: str, tmp_path: Path
+) -> None:
+    """``rest = "contemporary"`` plans a cell as of its day; fwd-helper's release of that day
+    has no wheel here (support/descent.py), so the cell takes its first release that installs,
+    as lock does, instead of being unresolvable (old LLaMA-Factory releases need ``fire``,
+    whose first wheel came years after its first release)."""
+    (tmp_path / "repro.py").write_text("import fwdapp\n")
+    path = tmp_path / "fwd.toml"
+    path.write_text(f'[matrix]\nname = "fwd"\npython = ["{python}"]\nindex_url = "{index.url}"\n'
+                    'repro = "repro.py"\nrest = "contemporary"\nwith = ["fwdapp==1.0.0"]\n'
+                    '[[axis]]\npackage = "fwd-lib"\n')  # fmt: skip
+    proc = envbisect("matrix", str(path), "--dry-run", "--json", "--results", str(tmp_path / "r"),
+                     "--cache-dir", str(tmp_path / "c"))  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    plans = {p["pins"].get("fwd-lib"): p for p in json.loads(proc.stdout)["plans"]}
+    assert set(plans) == {"1.0.0", "2.0.0"}, plans
+    assert all(p["conflict"] is None and p["pins"]["fwd-helper"] == "1.1.0" for p in plans.values())
+
+
+@pytest.mark.slow
 def test_a_closed_stdout_ends_quietly(index: LocalIndex, python: str, tmp_path: Path) -> None:
     """``envbisect ... --json | head``: the reader is gone before the answer is printed."""
     proc = start("versions", "crashy", "--json", "--index-url", index.url, "--python", python)

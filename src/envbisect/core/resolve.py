@@ -237,6 +237,47 @@ def lookahead(roots: Sequence[Req], provider: Provider) -> str | None:
                     f"every {r.name} in {r.req.specifier} needs {name}{' or '.join(sorted(needs))}"
                     f", and you ask for {name}=={pinned}"
                 )
+    return clash(roots, exact, provider)
+
+
+def clash(
+    roots: Sequence[Req], exact: Mapping[NormalizedName, Version], provider: Provider
+) -> str | None:
+    """Two exact pins (or one and a requirement of yours) whose own requirements on a third
+    project leave no version of it: "llamafactory 0.9.2 needs tokenizers<=0.21.0,>=0.19.0;
+    transformers 4.36.2 needs tokenizers<0.19,>=0.14". Found before any search: resolvelib,
+    backtracking, would name whatever it tried last (a torch build, say) instead."""
+    asks: dict[NormalizedName, list[tuple[str, SpecifierSet]]] = {}
+    for r in roots:
+        if r.name not in exact:
+            if r.req.specifier:
+                asks.setdefault(r.name, []).append(("you ask for", r.req.specifier))
+            continue
+        found = provider.matching(r.name, r.req.specifier)
+        if len(found) != 1:
+            continue  # builds of one version (torch and torch+cpu) need different things
+        extras = frozenset(r.req.extras)
+        for d in provider.requires(r.name, found[0].version):
+            dep = canonicalize_name(d.name)
+            if dep in exact or not d.specifier:
+                continue  # an exact pin's conflicts are lookahead's (and the resolver's)
+            if d.marker is not None and not provider.marker_ok(d.marker, extras):
+                continue
+            asks.setdefault(dep, []).append((f"{r.name} {found[0].version} needs", d.specifier))
+    for name in sorted(asks):
+        by = asks[name]
+        if len(by) < 2 or not any(w != "you ask for" for w, _ in by):
+            continue
+        combined = SpecifierSet()
+        for _, spec in by:
+            combined &= spec
+        if provider.matching(name, combined) or not all(
+            provider.matching(name, spec) for _, spec in by
+        ):
+            continue  # something fits, or one side alone fits nothing (the resolver says so)
+        by.sort(key=lambda a: a[0] != "you ask for")  # as explain() says it
+        said = "; ".join(f"{who} {name}{spec}" for who, spec in by)
+        return f"no version of {name} fits: {said}"
     return None
 
 

@@ -135,7 +135,8 @@ class RunPlanner:
         """The environment with these exact versions (the candidate, or a matrix cell)."""
         cutoff = None
         if self.policy is Policy.CONTEMPORARY and uploaded is not None:
-            # "As of the candidate's upload": its own files, and what was out by then.
+            # "As of the candidate's upload": its own files, and what was out by then (a
+            # project with no file here that day: its first one that installs, as lock does).
             cutoff = uploaded + timedelta(seconds=1)
         roots = [*self.roots, *(Requirement(f"{n}=={v}") for n, v in versions.items())]
         return plan(
@@ -152,6 +153,7 @@ class RunPlanner:
             constraints=self.constraints,
             fallback=self.fallback,
             cache=self.cache,
+            forward=cutoff is not None,
         )
 
 
