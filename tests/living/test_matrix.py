@@ -113,6 +113,33 @@ def test_outside_pins_builds_the_cells_the_pins_rule_out(
     assert cells[("1.5.0", "1.3.0")].outcome.kind.value == "crash"  # type: ignore[union-attr]
 
 
+def test_outside_pins_follows_the_later_axis_where_two_disagree(
+    index: LocalIndex, python: str, tmp_path: Path
+) -> None:
+    """sideapp 1.0.0 requires sidetok<2, sidelib 2.0.0 requires sidetok>=2: the cell is built
+    as ``pip install sidelib==2.0.0`` over sideapp builds it (sidetok 2.0.0, the later axis's
+    need, overridden too), not left "unresolvable: sidetok"."""
+    (tmp_path / "side.py").write_text(
+        "import sideapp, sidelib, sidetok\nprint(sidelib.__version__, sidetok.__version__)\n"
+    )
+    path = tmp_path / "side.toml"
+    path.write_text(f'[matrix]\nname = "side"\npython = ["{python}"]\nindex_url = "{index.url}"\n'
+                    'repro = "side.py"\noutside_pins = true\n[[axis]]\npackage = "sideapp"\n'
+                    '[[axis]]\npackage = "sidelib"\n')  # fmt: skip
+    res = run_matrix(load_matrix(path), CommonOptions(results=tmp_path / "r",
+                     cache_dir=tmp_path / "c"), full=True)  # fmt: skip
+    cells = {dict(c.versions)["sidelib"]: c for c in res.cells}
+    assert set(cells) == {"1.0.0", "2.0.0"}
+    two = cells["2.0.0"]
+    assert two.state == "measured" and two.outcome is not None, two.reason
+    assert two.outcome.kind.value == "pass"
+    assert two.spec is not None and "sidetok==2.0.0" in two.spec.overrides  # as planned
+    assert {(d.name, d.version) for d in two.installed} >= {("sidelib", "2.0.0"),
+                                                             ("sidetok", "2.0.0")}  # fmt: skip
+    one = cells["1.0.0"]
+    assert one.spec is not None and not any(o.startswith("sidetok") for o in one.spec.overrides)
+
+
 def test_interrupted_matrix_resumes(index: LocalIndex, python: str, tmp_path: Path) -> None:
     spec = load_matrix(write_matrix(tmp_path, index, python))
     with pytest.raises(Exception) as e:

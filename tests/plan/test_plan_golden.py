@@ -35,6 +35,7 @@ def run_case(case: dict[str, Any]) -> dict[str, Any]:
         policy=Policy(case["policy"]),
         baseline={k: Version(v) for k, v in case["baseline"].items()},
         cutoff=datetime.fromisoformat(case["cutoff"]) if case["cutoff"] else None,
+        forward=case.get("forward", False),
     )
     if isinstance(result, Plan):
         return {

@@ -77,6 +77,14 @@ def corpus() -> dict[str, list[Version]]:
         "fixy": [Version(f"1.{i}.0", RAISE if i < 3 else PASS) for i in range(6)],
         "gappy": gappy,
         "mixed": mixed,
+        # sideapp 1.0.0 caps sidelib and sidetok below 2; sidelib 2.0.0 needs sidetok >= 2
+        # (llamafactory 0.9.2, transformers 5 and tokenizers): outside_pins follows sidelib.
+        "sidetok": [Version("1.0.0", PASS), Version("2.0.0", PASS)],
+        "sidelib": [
+            Version("1.0.0", PASS, requires=("sidetok<2",)),
+            Version("2.0.0", PASS, requires=("sidetok>=2",)),
+        ],
+        "sideapp": [Version("1.0.0", PASS, requires=("sidelib<2", "sidetok<2"))],
         "py99": [
             Version("1.0.0", PASS),
             Version("1.1.0", PASS, requires_python=">=3.99"),

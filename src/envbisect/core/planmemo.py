@@ -39,7 +39,9 @@ P = ParamSpec("P")
 # Bumped when what a key or an entry holds changes meaning.
 # 2: resolvelib's give-ups are no longer kept (an old memo may hold one as "unresolvable"),
 # and the provider's preference order changed (constraints count as requirements).
-FORMAT = 2
+# 3: two exact pins that clash are named before the search; what an exact pin needs moves
+# forward past a cutoff; torchvision and torchaudio follow an exact torch past it.
+FORMAT = 3
 
 
 @runtime_checkable

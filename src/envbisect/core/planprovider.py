@@ -73,6 +73,11 @@ class Provider(AbstractProvider[Req, Cand, str]):
         self.forward = forward
         self.overrides = overrides or {}
         self.forwarded: set[NormalizedName] = set()
+        # What an exact pin needs exactly, and what that needs exactly in turn: torch 2.13.0,
+        # pinned, needs cuda-toolkit==13.0.3, which did not exist on an older cell's day;
+        # forward takes it all the same (the pin is not of that day, so neither is what it
+        # pins). A looser requirement keeps the rule: nothing of it then, nothing of it now.
+        self.pinned_needs: set[NormalizedName] = set()
         self._found: dict[tuple[str, frozenset[int]], tuple[tuple[Any, ...], list[Cand]]] = {}
         self._satisfied: dict[tuple[int, Version], bool] = {}
         self._held: dict[int, Any] = {}
@@ -175,7 +180,8 @@ class Provider(AbstractProvider[Req, Cand, str]):
         installable here or allowed by what requires it (no wheel for this Python or
         platform; torch 2.13.0, pinned, needs a setuptools newer than the day), is taken at
         its first installable release after the cutoff that is allowed (oldest first,
-        ``_order``), and said in the plan's ``forward``."""
+        ``_order``), and said in the plan's ``forward``. A project that did not exist yet is
+        taken so only when an exact pin needs it (``pinned_needs``)."""
         assert self.cutoff is not None
         cutoff = self.cutoff
         versions = [
@@ -188,7 +194,7 @@ class Provider(AbstractProvider[Req, Cand, str]):
             pv.upload_time is not None and pv.upload_time <= cutoff
             for pv in self.source.versions(name)
         )
-        if not existed:
+        if not existed and name not in self.pinned_needs:
             return []  # nothing of it existed then: no environment of that day had it
         later = [
             pv
@@ -279,11 +285,14 @@ class Provider(AbstractProvider[Req, Cand, str]):
             # name[extra] depends on name==version itself, plus what the extras bring.
             base = Requirement(f"{candidate.name}=={candidate.version}")
             deps.append(Req(base, candidate))
+        pinned = candidate.name in self.user_names or candidate.name in self.pinned_needs
         for req in self.requires(candidate.name, candidate.version):
             if req.marker is not None and not self.marker_ok(req.marker, candidate.extras):
                 continue
             if candidate.name in TORCH_BUILT:
                 req = same_build(req, candidate.version)
+            if pinned and _exact(req):
+                self.pinned_needs.add(canonicalize_name(req.name))
             deps.append(Req(strip_marker(req), candidate))
         return deps
 
@@ -352,3 +361,8 @@ def _unmarked(req: Requirement) -> Requirement:
     clone = Requirement(str(req))
     clone.marker = None
     return clone
+
+
+def _exact(req: Requirement) -> bool:
+    specs = list(req.specifier)
+    return len(specs) == 1 and specs[0].operator in ("==", "===") and "*" not in specs[0].version

@@ -23,7 +23,7 @@ from resolvelib.resolvers import (
     ResolutionTooDeep,
 )
 
-from envbisect.core.names import TORCH_PACKAGES
+from envbisect.core.names import TORCH_BUILT, TORCH_PACKAGES
 from envbisect.core.overrides import apply
 from envbisect.core.plan import (
     Fallback,
@@ -102,7 +102,7 @@ def plan(
         baseline=base,
         cutoff=cutoff,
         pre=pre,
-        user_names=frozenset(r.name for r in roots if _is_exact(r.req)),
+        user_names=_user_names(roots),
         constraints={canonicalize_name(k): v for k, v in (constraints or {}).items()},
         cache=cache,
         forward=forward,
@@ -128,6 +128,16 @@ def plan(
         depths=_depths(result.graph),
         forward=tuple(sorted(n for n in provider.forwarded if n in pins)),
     )
+
+
+def _user_names(roots: Sequence[Req]) -> frozenset[NormalizedName]:
+    """The projects pinned exactly, which no cutoff holds back; with torch, the packages built
+    with it (torchvision, torchaudio: one build of one day, core/names.TORCH_BUILT), else a
+    cell as of a day before its torch pin would find only torchvisions for older torches."""
+    names = {r.name for r in roots if _is_exact(r.req)}
+    if "torch" in names:
+        names |= TORCH_BUILT
+    return frozenset(names)
 
 
 def local_twins(

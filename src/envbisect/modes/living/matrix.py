@@ -37,6 +37,7 @@ from envbisect.index.pytorch import OFFICIAL, variant_url
 from envbisect.index.source import IndexMetadataSource
 from envbisect.model import IndexConfig
 from envbisect.modes.drive import drive
+from envbisect.modes.living.outside import OutsidePlanners
 from envbisect.modes.planning import RunPlanner, read_pins
 from envbisect.modes.session import Session, Want
 from envbisect.options import CommonOptions
@@ -214,10 +215,24 @@ def _run_python(
     if not cells:
         return
     planner = _planner(spec, session, python, target)
+    outside = (
+        OutsidePlanners(
+            planner,
+            (*session.opts.overrides, *_axis_overrides(spec)),
+            target,
+            lambda over: replace(session.uv_planner(python), overrides=over),
+        )
+        if spec.outside_pins
+        else None
+    )
     uploads = _upload_times(client, target, spec)
-    for i, cell in enumerate(cells):
-        session.progress.planning("cells", i, len(cells))
-        _plan_cell(cell, planner, uploads, session, target)
+    try:
+        for i, cell in enumerate(cells):
+            session.progress.planning("cells", i, len(cells))
+            _plan_cell(cell, planner, uploads, session, target, outside)
+    finally:
+        if outside is not None:
+            outside.close()
     session.progress.planning("cells", len(cells), len(cells))
     rows: dict[tuple[tuple[str, str], ...], list[Cell]] = {}
     for cell in cells:
@@ -369,17 +384,24 @@ def _plan_cell(
     uploads: dict[tuple[str, str], datetime],
     session: Session,
     target: Target,
+    outside: OutsidePlanners | None = None,
 ) -> None:
     versions: dict[str, Version] = {canonicalize_name(p): Version(v) for p, v in cell.versions}
     dates = [uploads[pv] for pv in cell.versions if pv in uploads]
+    followed: tuple[str, ...] = ()
+    if outside is not None:  # outside_pins (modes/living/outside.py)
+        planner, followed = outside.for_cell(cell.versions)
     planned = planner.plan_versions(versions, max(dates) if dates else None)
     if not isinstance(planned, Plan):
         cell.state, cell.reason = "unresolvable", planned.reason
         cell.outcome = untestable(f"unresolvable: {planned.reason}")
         return
-    # outside_pins: the cell's axis versions installed over what its packages allow.
+    # outside_pins: the cell's axis versions installed over what its packages allow, and
+    # what the later axis needs where two axis packages disagree.
     over = tuple(p for p, _ in cell.versions if canonicalize_name(p) in planner.source.overrides)
-    cell.spec = session.env_spec(planned.requirements(), target=target, overrides=over)
+    cell.spec = session.env_spec(
+        planned.requirements(), target=target, overrides=(*over, *followed)
+    )
 
 
 def _cell_row(matrix: str, cell: Cell, repro_id: str) -> CellRow:
