@@ -49,6 +49,7 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.version import InvalidVersion, Version
 
 from envbisect.core.checks.published import table_of
+from envbisect.modes.living.checkdata import write_published
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "src" / "envbisect" / "data" / "checkdb.json"
@@ -351,18 +352,18 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--results", type=Path, default=ROOT / "results")
     ap.add_argument("--out", type=Path, default=OUT)
     args = ap.parse_args(argv)
-    old: dict[str, Any] = json.loads(args.out.read_text()) if args.out.is_file() else {}
     db: dict[str, Any] = {
         "schema": 1,
         "written": datetime.now(timezone.utc).strftime("%Y-%m-%d"),
         "by": "bench/make_check_data.py",
     }
-    if args.published:
-        db.update({k: old.get(k, {}) for k in ("releases", "bitsandbytes")})
-    else:
-        with httpx.Client(timeout=60, headers={"User-Agent": "envbisect-check-data"}) as client:
-            db["releases"] = from_pypi(client)
-            db["bitsandbytes"] = bitsandbytes(client)
+    if args.published:  # what every publish in this checkout does (modes/living/checkdata.py)
+        write_published(args.out, args.results)
+        print(f"wrote {args.out} ({args.out.stat().st_size // 1024} KiB)", file=sys.stderr)
+        return 0
+    with httpx.Client(timeout=60, headers={"User-Agent": "envbisect-check-data"}) as client:
+        db["releases"] = from_pypi(client)
+        db["bitsandbytes"] = bitsandbytes(client)
     db["published"] = published(args.results)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(db, indent=None, separators=(",", ":"), sort_keys=True) + "\n")

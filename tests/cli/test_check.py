@@ -219,7 +219,7 @@ def test_json_says_what_was_read_and_the_data(
     answers: dict[str, tuple[int, dict[str, Any]]],
 ) -> None:
     _, data = answers["lf-10757-ppo-trl.md"]
-    assert set(data) == {"status", "report", "read", "findings", "data"}
+    assert set(data) == {"status", "report", "read", "findings", "measured", "data"}
     read = data["read"]
     assert read["stage"] == "ppo"
     assert read["packages"]["llamafactory"] == "0.9.5" and read["packages"]["trl"] == "0.24.0"
@@ -379,3 +379,66 @@ def test_this_machine_is_read_as_env_collects_it() -> None:
     )
     text = "\n".join(found.lines())
     assert "  here: NVIDIA driver 470.82.01 (nvidia-smi)" in text
+
+
+def test_a_combination_the_table_measured_says_its_date_and_the_lock_to_use(
+    tmp_path: Path,
+) -> None:
+    """A failing cell names when it was measured and the lockfile of the passing cell its fix
+    moves to; a passing cell is said too (no finding, exit 0), with its own lockfile; a cell
+    outside the pins says so."""
+    lock = "locks/py3.11/llamafactory-0.9.2__transformers-4.49.0.txt"
+    table = {
+        "matrix": {"name": "lf-tf", "axes": ["llamafactory", "transformers"],
+                   "probes": ["llamafactory"], "measured": "2026-12-05T00:00:00+00:00"},
+        "cells": [
+            {"python": "3.11", "versions": {"llamafactory": "0.9.2", "transformers": "5.0.0"},
+             "state": "measured", "kind": "fail", "measured_at": "2026-12-05T12:30:00+00:00",
+             "signature": "ImportError: cannot import name 'AutoModelForVision2Seq'",
+             "outside": "transformers 5.0.0 is outside llamafactory 0.9.2's pins"},
+            {"python": "3.11", "versions": {"llamafactory": "0.9.2", "transformers": "4.49.0"},
+             "state": "measured", "kind": "pass", "measured_at": "2026-12-05T12:31:00+00:00",
+             "lock": lock},
+        ],
+    }  # fmt: skip
+    (tmp_path / "results" / "lf-tf").mkdir(parents=True)
+    (tmp_path / "results" / "lf-tf" / "results.json").write_text(json.dumps(table))
+    (tmp_path / "bad.md").write_text("```\nllamafactory==0.9.2\ntransformers==5.0.0\n```\n")
+    proc, data = check("bad.md", cwd=tmp_path)
+    assert proc.returncode == 1, proc.stderr
+    (f,) = [f for f in data["findings"] if f["kind"] == "published-failure"]
+    assert "measured 2026-12-05" in f["message"] and "outside the pins" in f["message"]
+    assert f"its lock: results/lf-tf/{lock}" in f["message"]
+    assert f["fix"] == "pip install transformers==4.49.0"
+    (tmp_path / "good.md").write_text("```\nllamafactory==0.9.2\ntransformers==4.49.0\n```\n")
+    proc, data = check("good.md", cwd=tmp_path)
+    assert not [f for f in data["findings"] if f["kind"] == "published-failure"]
+    (said,) = data["measured"]
+    assert "passing" in said and f"results/lf-tf/{lock}" in said and "Python 3.11" in said
+    text = envbisect("check", "good.md", cwd=tmp_path).stdout
+    assert any(line.startswith("measured: the published table lf-tf") for line in text.splitlines())
+
+
+def test_a_publish_in_the_checkout_refreshes_what_check_ships(tmp_path: Path) -> None:
+    """modes/living/checkdata.py: the tables' part of checkdb.json is rewritten from the
+    checkout's own results/ (the rest kept); a results/ elsewhere leaves it alone."""
+    from envbisect.modes.living import checkdata
+
+    root = tmp_path / "checkout"
+    shipped = root / "src" / "envbisect" / "data" / "checkdb.json"
+    shipped.parent.mkdir(parents=True)
+    (root / "pyproject.toml").write_text("[project]\nname = 'x'\n")
+    shipped.write_text(json.dumps({"schema": 1, "releases": {"a": 1}, "published": []}))
+    table = {"matrix": {"name": "t", "axes": ["a", "b"], "probes": ["p"]},
+             "cells": [{"python": "3.11", "versions": {"a": "1", "b": "2"},
+                        "state": "measured", "kind": "pass", "lock": "locks/x.txt"}]}  # fmt: skip
+    (root / "results" / "t").mkdir(parents=True)
+    (root / "results" / "t" / "results.json").write_text(json.dumps(table))
+    elsewhere = tmp_path / "results"
+    elsewhere.mkdir()
+    assert checkdata.refresh(elsewhere, shipped) == []
+    assert checkdata.refresh(root / "results", shipped) == [shipped]
+    db = json.loads(shipped.read_text())
+    assert db["releases"] == {"a": 1} and [t["table"] for t in db["published"]] == ["t"]
+    assert db["published"][0]["cells"][0]["lock"] == "locks/x.txt"
+    assert checkdata.refresh(root / "results", shipped) == []  # the same: nothing written

@@ -20,7 +20,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from envbisect.core.living import findings, page, tables
+from envbisect.core.living import findings, page, ranges, tables
 from envbisect.core.living.cell import PublishedCell
 from envbisect.core.living.document import PublishedTable
 from envbisect.core.living.meta import MatrixMeta
@@ -252,3 +252,41 @@ def test_findings_of_a_third_axis_name_their_section() -> None:
     assert found.sentence() == "b 1.1 fails with every a: ValueError: boom"
     md = tables.markdown(MatrixMeta.from_dict({"name": "m", "axes": ["a", "b", "c"]}), typed)
     assert "- b 1.1 fails with every a: ValueError: boom (2 cells)" in md
+
+
+def test_ranges_answer_both_questions_and_mark_cells_outside_the_pins() -> None:
+    """A row that passes in a window (too old below, too new above): its range, the first
+    failure on each side with its message, and the passing cells outside its pins; per
+    column, the rows that pass; the recommendation stays inside the pins."""
+
+    def cell(app: str, lib: str, kind: str, outside: str | None = None) -> dict[str, Any]:
+        return {"python": "3.11", "versions": {"app": app, "lib": lib}, "state": "measured",
+                "kind": kind, "signature": "" if kind == "pass" else f"ImportError: {lib}",
+                **({"outside": outside} if outside else {})}  # fmt: skip
+
+    cells = _cells([
+        cell("1.0", "4.0", "fail", "lib 4.0 is outside app 1.0's lib>=4.1"),
+        cell("1.0", "4.1", "pass"),
+        cell("1.0", "4.2", "pass", "lib 4.2 is outside app 1.0's lib<4.2"),
+        cell("1.0", "5.0", "fail", "lib 5.0 is outside app 1.0's lib<4.2"),
+        cell("2.0", "4.0", "fail"), cell("2.0", "4.1", "fail"), cell("2.0", "4.2", "fail"),
+        cell("2.0", "5.0", "pass"),
+    ])  # fmt: skip
+    sections = tables.grid(cells, ("app", "lib"))
+    (one, two) = ranges.row_ranges(sections)
+    assert one.sentence("lib") == (
+        "works with lib 4.1 to 4.2 (4.2 outside its pins); below: 4.0 (outside its pins) fails: "
+        "ImportError: 4.0; above: 5.0 (outside its pins) fails: ImportError: 5.0"
+    )
+    assert two.runs == (("5.0", "5.0"),) and two.below == ("4.2", "fails: ImportError: 4.2")
+    works = {c.col: c.rows for c in ranges.column_works(sections)}
+    assert works == {"4.0": (), "4.1": ("1.0",), "4.2": ("1.0",), "5.0": ("2.0",)}
+    meta = MatrixMeta(name="t", description="", axes=("app", "lib"), probes=("p",), run={})
+    md = tables.markdown(meta, cells)
+    assert "| **1.0** | ❌ fail † | ✅ pass | ✅ pass † | ❌ fail † |" in md
+    assert "- lib 4.2: 1.0 †" in md and "† outside the pins" in md
+    html = page.html_page(meta, cells, rec_files={})
+    assert "<section id='ranges'>" in html and "class='outside'" in html
+    assert findings.recommended(cells)["3.11"].versions == (("app", "2.0"), ("lib", "5.0"))
+    inside_only = [c for c in cells if c.version("app") == "1.0"]
+    assert findings.recommended(inside_only)["3.11"].version("lib") == "4.1"  # not 4.2 †

@@ -19,7 +19,7 @@ from envbisect.core.checks.cudarules import cuda_rules, torch_build
 from envbisect.core.checks.extensions import extension_rules
 from envbisect.core.checks.finding import ORDER, Finding
 from envbisect.core.checks.observed import Observed
-from envbisect.core.checks.published import published_failures
+from envbisect.core.checks.published import published
 from envbisect.core.checks.releasepins import off_pins
 
 EXIT_FINDINGS = 1
@@ -55,6 +55,7 @@ class Diagnosis:
 
     observed: Observed
     findings: tuple[Finding, ...]
+    measured: tuple[str, ...] = ()  # combinations the published tables measured passing
     data_written: str = ""
     tables: tuple[str, ...] = ()
 
@@ -103,6 +104,7 @@ class Diagnosis:
                 out.append(f"  prove it: {f.verify}")
             if f.source:
                 out.append(f"  source: {f.source}")
+        out += [f"measured: {m}" for m in self.measured]
         n = len(self.findings)
         out.append(f"{n} finding{'' if n == 1 else 's'}" if n else "no finding")
         return out
@@ -127,22 +129,25 @@ class Diagnosis:
                 "packages": {k: v.value for k, v in sorted(obs.packages.items())},
             },
             "findings": [f.to_dict() for f in self.findings],
+            "measured": list(self.measured),
             "data": {"written": self.data_written, "tables": list(self.tables)},
         }
 
 
 def diagnose(obs: Observed, data: CheckData) -> Diagnosis:
     """Every rule over ``obs``; the findings in ``ORDER``, each rule's in its own order."""
+    failing, measured = published(obs, data.tables)
     found = [
         *off_pins(obs, data.releases),
         *cuda_rules(obs),
         *extension_rules(obs, data.bitsandbytes),
-        *published_failures(obs, data.tables),
+        *failing,
     ]
     found.sort(key=lambda f: ORDER.index(f.kind))  # stable: each rule's order kept
     return Diagnosis(
         observed=obs,
         findings=tuple(found),
+        measured=tuple(measured),
         data_written=data.written,
         tables=tuple(str(t.get("table")) for t in data.tables),
     )

@@ -2,10 +2,11 @@
 
 Who does what: the package ships the tables' measured cells (bench/make_check_data.py writes
 them into checkdb.json); ``envbisect check`` adds the tables of a ``results/`` folder at hand,
-newer than what shipped (the command reads them). ``published_failures`` looks up the cell of
-the report's versions in each table whose axes the report names all of: a cell measured
-failing is a finding, with the failure's signature, and the fix is the nearest passing cell
-of the same row (one axis moved, the others as reported), proven by the table's own probes.
+newer than what shipped (the command reads them). ``published`` looks up the cell of the
+report's versions in each table whose axes the report names all of: a cell measured failing
+is a finding, with the failure's signature and its date, and the fix is the nearest passing
+cell of the same row (one axis moved, the others as reported, its lockfile named), proven by
+the table's own probes; a cell measured passing is a note (the table shows it works).
 Only exact versions count: a table's cell is one release, not its neighbours.
 """
 
@@ -22,8 +23,13 @@ from envbisect.core.checks.observed import Observed
 _FAILING = frozenset({"fail", "crash", "timeout"})
 
 
-def published_failures(obs: Observed, tables: Sequence[Mapping[str, Any]]) -> list[Finding]:
+def published(
+    obs: Observed, tables: Sequence[Mapping[str, Any]]
+) -> tuple[list[Finding], list[str]]:
+    """The findings (a combination measured failing), and the notes: a combination measured
+    passing says so too (no finding: the table proves it works), with its date and lock."""
     out: list[Finding] = []
+    notes: list[str] = []
     for table in tables:
         axes = [str(a) for a in table.get("axes", ())]
         if not axes or not all(a in obs.packages for a in axes):
@@ -31,13 +37,23 @@ def published_failures(obs: Observed, tables: Sequence[Mapping[str, Any]]) -> li
         mine = {a: obs.packages[a].value.split("+", 1)[0] for a in axes}
         cells = list(table.get("cells", ()))
         cell = next((c for c in cells if _same(c.get("versions", {}), mine)), None)
-        if cell is None or cell.get("kind") not in _FAILING:
+        if cell is None:
+            continue
+        name = str(table.get("table"))
+        probes = [str(p) for p in table.get("probes", ())]
+        shown = " with ".join(f"{a} {mine[a]}" for a in axes)
+        when = str(cell.get("measured_at") or table.get("measured") or "")[:10]
+        said = f"the published table {name} (measured {when}, probes {', '.join(probes)}"
+        said += f", Python {cell['python']})" if cell.get("python") else ")"
+        if cell.get("kind") == "pass":
+            notes.append(f"{said} shows {shown} passing{_outside(cell)}{_lock(name, cell)}")
+            continue
+        if cell.get("kind") not in _FAILING:
             continue
         move = _nearest_passing(cells, mine, axes)
         if move is None:
             continue
         axis, version = move
-        probes = [str(p) for p in table.get("probes", ())]
         pins = [f"{a}=={version if a == axis else mine[a]}" for a in axes]
         verify = ["envbisect", "probe"]
         for pin in pins:
@@ -45,24 +61,35 @@ def published_failures(obs: Observed, tables: Sequence[Mapping[str, Any]]) -> li
         verify += python_flag(obs.python_minor())
         for probe in probes:
             verify += ["--probe", probe]
-        shown = " with ".join(f"{a} {mine[a]}" for a in axes)
         signature = str(cell.get("signature") or cell.get("kind"))
+        moved = {**mine, axis: version}
+        there: Mapping[str, Any] = next(
+            (c for c in cells if c.get("kind") == "pass" and _same(c["versions"], moved)), {}
+        )
         out.append(
             Finding(
                 kind=Kind.PUBLISHED,
                 severity="error",
                 package=axis,
-                message=f"the published table {table.get('table')} (measured "
-                f"{str(table.get('measured') or '')[:10]}, probes {', '.join(probes)}) shows "
-                f"{shown} failing: {signature}; {axis} {version} passes there with the rest as "
-                "reported",
+                message=f"{said} shows {shown} failing{_outside(cell)}: {signature}; {axis} "
+                f"{version} passes there with the rest as reported{_lock(name, there)}",
                 evidence=evidence(*(obs.packages[a] for a in axes)),
                 fix=command("pip", "install", f"{axis}=={version}"),
                 verify=command(*verify),
-                source=f"results/{table.get('table')}/results.json",
+                source=f"results/{name}/results.json",
             )
         )
-    return out
+    return out, notes
+
+
+def _outside(cell: Mapping[str, Any]) -> str:
+    return " (outside the pins: built past a release's cap)" if cell.get("outside") else ""
+
+
+def _lock(table: str, cell: Mapping[str, Any]) -> str:
+    """Where the cell's lockfile is published, when it has one."""
+    lock = cell.get("lock")
+    return f" (its lock: results/{table}/{lock})" if isinstance(lock, str) and lock else ""
 
 
 def table_of(results: Mapping[str, Any], name: str) -> dict[str, Any]:
@@ -76,6 +103,9 @@ def table_of(results: Mapping[str, Any], name: str) -> dict[str, Any]:
             "versions": c["versions"],
             "kind": c["kind"],
             **({"signature": c.get("signature", "")} if c["kind"] != "pass" else {}),
+            **({"measured_at": c["measured_at"]} if c.get("measured_at") else {}),
+            **({"lock": c["lock"]} if c["kind"] == "pass" and c.get("lock") else {}),
+            **({"outside": True} if c.get("outside") else {}),
         }
         for c in results.get("cells", [])
         if c.get("state") == "measured" and "versions" in c and "kind" in c

@@ -55,6 +55,9 @@ class PublishedCell:
     env_id: str | None = None
     lock: str | None = None  # its requirements lockfile, relative to the matrix's folder
     pylock: str | None = None  # its PEP 751 lockfile beside it (None: the key is left out)
+    # outside_pins: why the cell lies outside its packages' pins, in words (None: it does
+    # not, or the table does not build such cells; the key is left out then).
+    outside: str | None = None
 
     @property
     def key(self) -> Key:
@@ -99,6 +102,8 @@ class PublishedCell:
         }
         if self.pylock is not None:
             out["pylock"] = self.pylock
+        if self.outside is not None:
+            out["outside"] = self.outside
         return out
 
     @classmethod
@@ -142,6 +147,7 @@ class PublishedCell:
             env_id=_field(d, "env_id", str, where),
             lock=_field(d, "lock", str, where),
             pylock=_field(d, "pylock", str, where),
+            outside=_field(d, "outside", str, where),
         )
 
 

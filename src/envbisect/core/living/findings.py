@@ -61,11 +61,14 @@ class Finding:
 
 
 def recommended(cells: Sequence[PublishedCell]) -> dict[str, PublishedCell]:
-    """Per Python: the passing measured cell with the newest versions, axis by axis."""
+    """Per Python: the passing measured cell with the newest versions, axis by axis (one
+    inside the pins where there is one: a table with outside_pins measures past them, and
+    recommends what its packages allow)."""
     out: dict[str, PublishedCell] = {}
     passing = [c for c in cells if c.passes]
     for py in sorted({c.python for c in passing}, key=vkey):
         mine = [c for c in passing if c.python == py]
+        mine = [c for c in mine if c.outside is None] or mine
         out[py] = max(mine, key=lambda c: [vkey(v) for _, v in c.versions])
     return out
 

@@ -20,10 +20,13 @@ from dataclasses import dataclass, field
 from urllib.parse import quote
 
 from envbisect.core.living import findings as fnd
+from envbisect.core.living import ranges
 from envbisect.core.living.cell import PublishedCell
+from envbisect.core.living.grid import Section
 from envbisect.core.living.meta import MatrixMeta
 from envbisect.core.living.tables import (
     MARKS,
+    OUTSIDE_LEGEND,
     STYLES,
     counts_text,
     grid,
@@ -150,12 +153,37 @@ def _cell_html(cell: Cell, cid: str) -> str:
     ]
     if why:
         parts.append(f"<span class='why'>{_e(why)}</span>")
+    if cell.outside:
+        parts.append(f"<span class='outside' title='{_e(cell.outside)}'>†</span>")
     if href:
         parts.append(f"<a class='lock' href='{_href(href)}'>lockfile</a>")
     return (
         f"<td class='{STYLES[s][0]}' data-cell='{cid}' tabindex='0' title='{_e(full)}'>"
         + "".join(parts)
         + "</td>"
+    )
+
+
+def ranges_html(sections: Sequence[Section], axes: Sequence[str]) -> str:
+    """The two questions a two-axis table answers (``core.living.ranges``), as lists."""
+    if len(axes) < 2:
+        return ""
+    several = len(sections) > 1
+    rows = "".join(
+        f"<li>{_e(rr.section + ', ') if several else ''}<strong>{_e(axes[0])} "
+        f"{_e(rr.row)}</strong>: {_e(rr.sentence(axes[1]))}</li>"
+        for rr in ranges.row_ranges(sections)
+    )
+    cols = "".join(
+        f"<li>{_e(cw.section + ', ') if several else ''}{_e(axes[1])} {_e(cw.col)}: "
+        + (", ".join(_e(r) + (" †" if r in cw.outside else "") for r in cw.rows) or "none")
+        + "</li>"
+        for cw in ranges.column_works(sections)
+    )
+    return (
+        f"<section id='ranges'><h2>Which {_e(axes[1])} works with each {_e(axes[0])}</h2>"
+        f"<ul class='ranges'>{rows}</ul><details><summary>Which {_e(axes[0])} works with "
+        f"each {_e(axes[1])}</summary><ul class='ranges'>{cols}</ul></details></section>"
     )
 
 
@@ -223,6 +251,7 @@ def html_page(
         counts=_e(counts_text(cells)),
         answer=answer_html(cells, rec_files, installs=installs, caveats=caveats),
         findings=findings_html(fnd.findings(cells, axes, sections)),
+        ranges=ranges_html(sections, axes),
         hide_text=(
             f"hide the {unresolvable} unresolvable cells (never built)"
             if unresolvable
@@ -231,7 +260,12 @@ def html_page(
         disabled="" if unresolvable else " disabled",
         total=len(cells),
         tables="".join(body),
-        legend=_legend(),
+        legend=_legend()
+        + (
+            f"<span class='key'>{_e(OUTSIDE_LEGEND.strip())}</span>"
+            if any(c.outside for c in cells)
+            else ""
+        ),
         data=data,
         css=_CSS,
     )
@@ -322,7 +356,7 @@ _PAGE = """<!DOCTYPE html>
 <h1>{title}</h1><p>{description}</p>
 {news}<section id="answer"><h2>Use this</h2>{answer}</section>
 <section id="findings"><h2>What it found</h2>{findings}</section>
-<details id="how"><summary>How it was measured</summary><p><code>{command}</code><br>
+{ranges}<details id="how"><summary>How it was measured</summary><p><code>{command}</code><br>
 probes: {probes}<br>measured {measured}<br>{counts}</p></details>
 <section id="table"><h2>Every cell</h2>
 <div id="legend">{legend}</div>
@@ -341,6 +375,7 @@ function show(id) {{
     v + "\\n" + c.state + ": " + (c.kind || "") + (c.signal ? " " + c.signal : "") +
     (c.signature ? " - " + c.signature : "") +
     (c.inferred_from ? "\\ninferred from " + c.inferred_from : "") +
+    (c.outside ? "\\noutside the pins: " + c.outside : "") +
     (c.seconds != null ? "\\n" + c.seconds + " s" : "") +
     (c.measured_at ? ", measured " + c.measured_at : "") +
     (c.lock ? "\\nlockfile: " + c.lock : "") + (inst ? "\\ninstalled: " + inst : "");

@@ -14,7 +14,7 @@ import html
 import io
 from collections.abc import Mapping, Sequence
 
-from envbisect.core.living import findings
+from envbisect.core.living import findings, ranges
 from envbisect.core.living.cell import PublishedCell
 from envbisect.core.living.grid import Section, grid
 from envbisect.core.living.meta import MatrixMeta
@@ -65,6 +65,13 @@ _SYMBOL = {
 _LIGHT = ("timeout", "untestable", "inferred-pass", "inferred-fail", "unknown")
 
 
+OUTSIDE_LEGEND = (
+    " † outside the pins: the cell's versions override what its packages require (as pip "
+    "installs them past a release's cap, with DISABLE_VERSION_CHECK=1); results.json's "
+    "`outside` says which cap."
+)
+
+
 def mark(cell: Cell) -> str:
     """The mark of a cell's outcome: readable without its colour."""
     s = style_of(cell)
@@ -92,6 +99,8 @@ def short(cell: Cell) -> str:
         text = f"({_SYMBOL[str(cell.kind)].split(' ')[0]}) inferred"
     if s == "crash" and cell.signal:
         text += f" {cell.signal}"
+    if cell.outside:
+        text += " †"
     return text
 
 
@@ -144,6 +153,7 @@ def markdown(
         ]
     else:
         lines += ["", "Every cell measured passes."]
+    lines += ranges_md(sections, axes)
     lines += ["", "How it was measured:", ""]
     lines += [
         f"- command: {md_code(meta.command)}",
@@ -178,10 +188,28 @@ def markdown(
         "Legend: ✅ pass, ❌ fail (a Python error), 💥 crash (killed by a signal), ⏱ timeout, "
         "· untestable (could not be built or probed), ⊘ unresolvable (no consistent "
         "environment: never built), (✅)/(❌) inferred from the measured cells on both sides "
-        "(rows are taken to be monotone; never measured), ? unknown.",
+        "(rows are taken to be monotone; never measured), ? unknown."
+        + (OUTSIDE_LEGEND if any(c.outside for c in cells) else ""),
         "",
     ]
     return "\n".join(lines)
+
+
+def ranges_md(sections: Sequence[Section], axes: Sequence[str]) -> list[str]:
+    """The two questions a two-axis table answers (``core.living.ranges``), as lists."""
+    if len(axes) < 2:
+        return []
+    several = len(sections) > 1
+    lines = ["", f"Which {_md(axes[1])} works with each {_md(axes[0])} (measured cells):", ""]
+    for rr in ranges.row_ranges(sections):
+        at = f"{_md(rr.section)}, " if several else ""
+        lines.append(f"- {at}**{_md(axes[0])} {_md(rr.row)}**: {_md(rr.sentence(axes[1]))}")
+    lines += ["", f"Which {_md(axes[0])} works with each {_md(axes[1])}:", ""]
+    for cw in ranges.column_works(sections):
+        at = f"{_md(cw.section)}, " if several else ""
+        rows = ", ".join(r + (" †" if r in cw.outside else "") for r in cw.rows) or "none"
+        lines.append(f"- {at}{_md(axes[1])} {_md(cw.col)}: {_md(rows)}")
+    return lines
 
 
 def where(f: findings.Finding, found: Sequence[findings.Finding]) -> str:

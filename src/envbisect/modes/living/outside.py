@@ -64,6 +64,34 @@ def followed(
     return tuple(sorted(out.values()))
 
 
+def outside_note(
+    versions: Sequence[tuple[str, str]], source: IndexMetadataSource, target: Target
+) -> str | None:
+    """Why a cell lies outside the pins, in words (``None``: it does not): "transformers
+    5.0.0 is outside llamafactory 0.9.2's transformers<=4.49.0,>=4.41.2; tokenizers as
+    transformers needs (tokenizers>=0.22.0,<=0.23.0)". Shown on the table's page."""
+    markers = {**target.marker_environment(), "extra": ""}
+    axes = [(canonicalize_name(p), Version(v)) for p, v in versions]
+    said: list[str] = []
+    for i, (name, version) in enumerate(axes):
+        try:
+            deps = source.dependencies(name, version)
+        except EnvbisectError:
+            continue
+        for later, lv in axes[i + 1 :]:
+            for d in deps:
+                if canonicalize_name(d.name) != later or not d.specifier:
+                    continue
+                if d.marker is not None and not d.marker.evaluate(markers):
+                    continue
+                if not d.specifier.contains(lv, prereleases=True):
+                    said.append(f"{later} {lv} is outside {name} {version}'s {later}{d.specifier}")
+    extra = followed(versions, source, target)
+    if extra:
+        said.append(f"{', '.join(extra)} as {axes[-1][0]} {axes[-1][1]} needs")
+    return "; ".join(said) or None
+
+
 class OutsidePlanners:
     """The planner of each set of followed overrides (one per distinct set: a table has a
     handful, a tokenizers range per transformers minor)."""

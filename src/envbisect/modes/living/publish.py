@@ -32,7 +32,10 @@ from envbisect.core.living.lastrun import LastRun, UpdateNote
 from envbisect.core.living.meta import MatrixMeta
 from envbisect.core.living.spec import MatrixSpec
 from envbisect.errors import ResultsMalformed, StoreError, UsageError
+from envbisect.index.source import IndexMetadataSource
+from envbisect.modes.living import checkdata
 from envbisect.modes.living.matrix import public_indexes
+from envbisect.modes.living.outside import outside_note
 from envbisect.modes.outputs import inside, write_lockfiles
 from envbisect.modes.portable import PublicSources
 from envbisect.modes.session import Session
@@ -144,6 +147,8 @@ def publish_table(spec: MatrixSpec, session: Session, *, now: datetime | None = 
         run=run_meta,
     )
     old_cells = list(before.cells) if before is not None else None
+    if spec.outside_pins:
+        fresh = _outside_notes(fresh, session)
     cells = cellupdate.merge(old_cells or [], fresh, last.axis_versions)
     past = list(before.history) if before is not None else []
     change = _change(old_cells, cells, axes, last, past, now)
@@ -153,7 +158,17 @@ def publish_table(spec: MatrixSpec, session: Session, *, now: datetime | None = 
     news = history.latest(hist)
     written += _write_pages(out, meta, cells, rec_files, hist)
     written += publish_index(results, session.progress)
+    written += checkdata.refresh(results)
     return Published(files=written, change=change, news=news)
+
+
+def _outside_notes(cells: list[PublishedCell], session: Session) -> list[PublishedCell]:
+    """outside_pins: each cell with why it lies outside the pins, where it does."""
+    source = IndexMetadataSource(session.client, session.target)
+    try:
+        return [replace(c, outside=outside_note(c.versions, source, session.target)) for c in cells]
+    finally:
+        source.close()
 
 
 def _run_meta(out: Path) -> dict[str, Any]:

@@ -1,0 +1,134 @@
+"""The two questions a two-axis table is asked, read off its grid.
+
+"Which transformers works with my llamafactory?": per row, the columns that pass (as runs
+of neighbouring columns), the first failure on each side with its message, and which of the
+passing ones lie outside the row's pins. "Which llamafactory do I need for transformers
+5.2?": per column, the rows that pass. Pure: ``Section``s in (``core.living.grid``), value
+objects out; ``tables`` and ``page`` print them. Only measured cells count (an inferred cell
+says what its neighbours say, and the answer names the cells it rests on).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from envbisect.core.living.cell import PublishedCell
+from envbisect.core.living.grid import Section
+
+MAX_MESSAGE = 110
+_VERB = {"fail": "fails", "crash": "crashes", "timeout": "times out"}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RowRange:
+    """One row's answer: ``runs`` of passing columns (first, last), oldest first."""
+
+    section: str
+    row: str
+    runs: tuple[tuple[str, str], ...]
+    outside: tuple[str, ...]  # passing columns outside the row's pins
+    below: tuple[str, str] | None  # (column, why) of the failure just below the first run
+    above: tuple[str, str] | None  # the same just above the last run
+
+    def sentence(self, col_axis: str) -> str:
+        if not self.runs:
+            return "no measured cell passes"
+        works = ", ".join(a if a == b else f"{a} to {b}" for a, b in self.runs)
+        text = f"works with {col_axis} {works}"
+        if self.outside:
+            text += f" ({_listed(self.outside)} outside its pins)".replace(",)", ")")
+        for side, found in (("below", self.below), ("above", self.above)):
+            if found is not None:
+                text += f"; {side}: {found[0]} {found[1]}"
+        return text
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ColumnWorks:
+    section: str
+    col: str
+    rows: tuple[str, ...]  # the rows that pass with it, oldest first
+    outside: tuple[str, ...]  # of those, the ones outside their pins
+
+
+def row_ranges(sections: Sequence[Section]) -> list[RowRange]:
+    out = []
+    for s in sections:
+        for r in s.rows:
+            line = [(c, s.cells.get((r, c))) for c in s.cols]
+            runs: list[tuple[str, str]] = []
+            start = prev = None
+            for col, cell in line:
+                ok = _passes(cell)
+                if ok and start is None:
+                    start = col
+                if not ok and start is not None and cell is not None and _counts(cell):
+                    runs.append((start, str(prev)))
+                    start = None
+                if ok:
+                    prev = col
+            if start is not None:
+                runs.append((start, str(prev)))
+            passing = [c for c, cell in line if _passes(cell)]
+            outside = tuple(c for c, cell in line if _passes(cell) and cell and cell.outside)
+            below = above = None
+            if passing:
+                first, last = s.cols.index(passing[0]), s.cols.index(passing[-1])
+                below = _nearest(line[:first][::-1])
+                above = _nearest(line[last + 1 :])
+            out.append(
+                RowRange(
+                    section=s.title,
+                    row=r,
+                    runs=tuple(runs),
+                    outside=outside,
+                    below=below,
+                    above=above,
+                )
+            )
+    return out
+
+
+def column_works(sections: Sequence[Section]) -> list[ColumnWorks]:
+    out = []
+    for s in sections:
+        for c in s.cols:
+            cells = [(r, s.cells.get((r, c))) for r in s.rows]
+            rows = tuple(r for r, cell in cells if _passes(cell))
+            outside = tuple(r for r, cell in cells if _passes(cell) and cell and cell.outside)
+            out.append(ColumnWorks(section=s.title, col=c, rows=rows, outside=outside))
+    return out
+
+
+def _passes(cell: PublishedCell | None) -> bool:
+    return cell is not None and cell.passes
+
+
+def _counts(cell: PublishedCell) -> bool:
+    """A cell that says "does not work": measured and not passing, or unresolvable."""
+    return cell.state == "unresolvable" or (cell.state == "measured" and cell.kind != "pass")
+
+
+def _nearest(line: Sequence[tuple[str, PublishedCell | None]]) -> tuple[str, str] | None:
+    for col, cell in line:
+        if cell is not None and _counts(cell):
+            verb = (
+                "cannot be installed"
+                if cell.state == "unresolvable"
+                else _VERB.get(str(cell.kind), "cannot be built or probed")
+            )
+            where = f"{col} (outside its pins)" if cell.outside else col
+            return where, _short(f"{verb}: {cell.signature}" if cell.signature else verb)
+    return None
+
+
+def _short(text: str) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= MAX_MESSAGE else text[: MAX_MESSAGE - 1] + "…"
+
+
+def _listed(cols: Sequence[str]) -> str:
+    if len(cols) <= 3:
+        return ", ".join(cols)
+    return f"{len(cols)} of them, {cols[0]} to {cols[-1]},"
