@@ -70,6 +70,14 @@ REAL: dict[str, Expected] = {
         ("off-pins", "error", "tokenizers", [24], "pip install 'tokenizers<0.11,>=0.10.1'",
          "envbisect lock --with transformers==4.6.1 --python 3.8 --probe import:transformers"),
     ],
+    # Qwen2.5-VL's transformers under 0.9.1 (PyPI's release nearest the reporter's 0.9.2.dev0)
+    # with DISABLE_VERSION_CHECK=1: the release's own check, skipped; repro builds it and
+    # reproduces "cannot import name 'LlamaFlashAttention2'" (docs/how-to/bug-reports.md).
+    "lf-6809-off-pins-0.9.1.md": [
+        ("off-pins", "error", "transformers", [9, 13],
+         "pip install 'transformers<=4.46.1,>=4.41.2'",
+         "envbisect lock --pins llamafactory==0.9.1 --python 3.11 --probe llamafactory"),
+    ],
     # A checkout between 0.9.3 and 0.9.4 whose versions 0.9.3 allows: nothing to say.
     "lf-8598-dev-checkout.md": [],
     # Windows, the rm stage, bitsandbytes 0.45.3 has a CUDA 12.6 binary: nothing to say (the

@@ -167,14 +167,24 @@ def test_repro_builds_an_off_pin_report_as_listed_and_run_bisects_from_it(
     assert lines[0].startswith("reproduced: the same failure")
     assert "off the pins: ov-lib 2.5.0 (ovapp 1.0.0 requires <=1.5)" in lines[1]
     assert "envbisect: off the pins: ov-lib 2.5.0 (ovapp 1.0.0 requires <=1.5)" in out.stderr
-    run = next(ln for ln in lines if ln.startswith("next: envbisect run"))
-    argv = shlex.split(run.removeprefix("next: ").split("   # ")[0])
+    runs = [ln for ln in lines if ln.startswith("next: envbisect run")]
+    # First: back across the cap, from the newest ov-lib the pins allow to the report's.
+    across = shlex.split(runs[0].removeprefix("next: ").split("   # ")[0])
+    assert across[across.index("--good") + 1] == "1.5.0" and "--rest" in across
+    assert across[across.index("--override") + 1] == "ov-lib"
+    assert "past the pins" in runs[0]
+    found = envbisect(*across[1:], "--json", cwd=tmp_path)
+    assert found.returncode == 0, found.stderr
+    data = json.loads(found.stdout)
+    assert (data["first_bad"], data["last_good"], data["package"]) == ("2.5.0", "2.0.0", "ov-lib")
+    # Then the culprit's own run, the report's versions overridden as listed.
+    argv = shlex.split(runs[1].removeprefix("next: ").split("   # ")[0])
     assert "--override" in argv and argv[argv.index("--override") + 1] == "ov-lib==2.5.0"
     found = envbisect(*argv[1:], "--json", cwd=tmp_path)
     assert found.returncode == 0, found.stderr
     data = json.loads(found.stdout)
     assert (data["first_bad"], data["last_good"]) == ("2.5.0", "2.0.0")
-    assert [r["version"] for r in data["reused"]] == ["2.5.0"]  # the report's, from the store
+    assert "2.5.0" in [r["version"] for r in data["reused"]]  # the report's, from the store
     # Without the override the report's environment cannot be built at all.
     plain = envbisect("probe", "--pins", str(issue), "--dry-run", "--json",
                       *common(stacks, python, tmp_path / "p"), "--", "true")  # fmt: skip
@@ -204,3 +214,22 @@ def test_a_partial_report_is_rebuilt_as_of_its_day(
     data = json.loads(today.stdout)
     assert {d["name"]: d["version"] for d in data["environment"]["installed"]}["cp-lib"] == "2.1.0"
     assert data["outcome"]["kind"] == "fail"
+
+
+def test_a_partial_report_takes_a_package_with_no_file_that_day_forward(
+    index: LocalIndex, python: str, tmp_path: Path
+) -> None:
+    """The report's day has fwd-helper 1.0.0 only, with no wheel for this machine (as fire had
+    none until 2025, under every LLaMA-Factory release before it): the rest is planned as of
+    the day and fwd-helper taken at its first release that installs (said), not "uv failed
+    installing: No solution found"."""
+    issue = tmp_path / "issue.md"
+    issue.write_text("- `fwdapp` version: 1.0.0\n- `fwd-lib` version: 1.0.0\n"
+                     "- Python version: 3.11.7\n\n"
+                     "```python\nimport fwdapp\nfwdapp.run()\n```\n")  # fmt: skip
+    out = envbisect("repro", str(issue), "--json", *common(index, python, tmp_path), cwd=tmp_path)
+    data = json.loads(out.stdout)
+    got = {d["name"]: d["version"] for d in data["environment"]["installed"]}
+    assert got["fwd-helper"] == "1.1.0" and got["fwd-lib"] == "1.0.0", out.stderr
+    assert data["outcome"]["kind"] == "pass"
+    assert "taken at their first release that installs: fwd-helper 1.1.0" in out.stderr

@@ -37,6 +37,8 @@ from envbisect.core.envreport.bugreport import (
 from envbisect.core.envreport.report import EnvReport
 from envbisect.core.overrides import off_pins
 from envbisect.core.pins.sources import PinSet
+from envbisect.core.plan import PlanTarget, Policy, Unresolvable
+from envbisect.core.planmemo import plan
 from envbisect.core.results.parts import ProbeRow
 from envbisect.core.results.reproduce import ReproResult, ReproStatus, decide, next_commands
 from envbisect.env.pinsource import STDIN, read_source, report_with_versions
@@ -103,14 +105,16 @@ def run_repro(opts: ReproOptions, progress: Progress | None = None) -> ReproResu
         )
         if blocked and not common.dry_run:
             return base
-        off, overrides = _off_pins(session, pins)
+        off, overrides, within = _off_pins(session, pins)
         if off:
             session.progress.message(
                 f"envbisect: off the pins: {'; '.join(off)}: built as the report lists them "
                 "(overridden, as uv's --override)"
             )
         day = opts.exclude_newer or _report_day(session, pins)
-        spec = _spec(replace(opts, exclude_newer=day), session, pins, overrides)
+        spec, unbuilt = _spec_of_day(replace(opts, exclude_newer=day), session, pins, overrides)
+        if unbuilt:
+            session.progress.message(f"envbisect: the report's environment: {unbuilt}")
         target = f"{session.target.short} (Python {session.target.python_version})"
         follow = next_commands(
             report=report_path,
@@ -121,6 +125,7 @@ def run_repro(opts: ReproOptions, progress: Progress | None = None) -> ReproResu
             flags=opts.carry,
             named=len(env_report.rows),
             overrides=overrides,
+            within=within,
         )
         base = replace(
             base,
@@ -134,6 +139,10 @@ def run_repro(opts: ReproOptions, progress: Progress | None = None) -> ReproResu
 
             plans = plan_views(session, [Want(label=LABEL, spec=spec)], resolve=True)
             return replace(base, status=ReproStatus.DRY_RUN, plans=tuple(plans))
+        if unbuilt:
+            hint = "the versions named conflict with what their packages need; --exclude-newer"
+            hint += " DATE plans the rest as of another day"
+            return replace(base, status=ReproStatus.UNTESTABLE, why=unbuilt, hint=hint)
         row, rec = _probe(session, spec)
     status = decide(base.expected, row.outcome)
     why = row.outcome.signature if status is ReproStatus.UNTESTABLE else ""
@@ -260,6 +269,53 @@ def _config_here(config: str, cwd: Path) -> str:
     return _DATA_DIR.sub(line, config, count=1) if m else f"{config.rstrip()}\n{line}\n"
 
 
+def _spec_of_day(
+    opts: ReproOptions, session: Session, pins: PinSet, overrides: Sequence[str]
+) -> tuple[EnvSpec, str]:
+    """The report's environment: with a day (a report that names some packages), the rest
+    planned as of that day by the planner (a package with no file here that day moved to its
+    first that installs, as lock does: fire had no wheel until 2025; said), its exact pins
+    installed; and why it cannot be built, naming the requirements that conflict, or ""."""
+    spec = _spec(opts, session, pins, overrides)
+    if not opts.exclude_newer:
+        return spec, ""
+    day = parse_exclude_newer(opts.exclude_newer)
+    assert day is not None
+    roots = [Requirement(r) for r in spec.requirements]
+    target = session.target
+    source = IndexMetadataSource(session.client, target, overrides=overrides)
+    try:
+        planned = plan(
+            roots,
+            source,
+            PlanTarget(markers=target.marker_environment(), python_version=target.python_version),
+            policy=Policy.CONTEMPORARY,
+            cutoff=day,
+            pre=opts.pre,
+            forward=True,
+            fallback=replace(
+                session.uv_planner(only_binary=not opts.allow_sdist), overrides=tuple(overrides)
+            ),
+        )
+    finally:
+        source.close()
+    if isinstance(planned, Unresolvable):
+        return spec, f"cannot be built here: {planned.reason}"
+    if planned.forward:
+        moved = ", ".join(f"{n} {planned.pins[n]}" for n in planned.forward)
+        session.progress.message(
+            f"envbisect: no file here on the report's day, taken at their first release that "
+            f"installs: {moved}"
+        )
+    planned_spec = session.env_spec(
+        planned.requirements(),
+        only_binary=not opts.allow_sdist,
+        prerelease=opts.pre,
+        overrides=tuple(overrides),
+    )
+    return planned_spec, ""
+
+
 def _spec(opts: ReproOptions, session: Session, pins: PinSet, overrides: Sequence[str]) -> EnvSpec:
     env = session.target.marker_environment()
     requirements = [*opts.with_reqs, *(str(p.requirement) for p in pins.applicable(env))]
@@ -309,11 +365,13 @@ def _report_day(session: Session, pins: PinSet) -> str | None:
     return text
 
 
-def _off_pins(session: Session, pins: PinSet) -> tuple[list[str], tuple[str, ...]]:
+def _off_pins(session: Session, pins: PinSet) -> tuple[list[str], tuple[str, ...], dict[str, str]]:
     """The report's versions that its own packages' requirements exclude (each said once),
-    and the overrides that build them as listed ("name==version" of each such package).
-    One metadata read per package the report pins; a package whose metadata cannot be read
-    is left out of the check (the build will say what is wrong with it)."""
+    the overrides that build them as listed ("name==version" of each such package), and for
+    each such package the newest release below it that every requirement allows (the good
+    end of a bisection back into the pins). One metadata read per package the report pins;
+    a package whose metadata cannot be read is left out of the check (the build will say
+    what is wrong with it)."""
     env = session.target.marker_environment()
     versions = {
         canonicalize_name(p.name): str(p.exact_version)
@@ -333,7 +391,22 @@ def _off_pins(session: Session, pins: PinSet) -> tuple[list[str], tuple[str, ...
         ]
     off = off_pins(requires, versions)
     names = {canonicalize_name(text.split(" ", 1)[0]) for text in off}
-    return off, tuple(f"{n}=={versions[n]}" for n in sorted(names))
+    within: dict[str, str] = {}
+    for n in sorted(names):
+        allowed = [r.specifier for _, r in requires if canonicalize_name(r.name) == n]
+        try:
+            files = session.client.project_files(n).files
+        except EnvbisectError:
+            continue
+        found = [
+            c.version
+            for c in build_candidates(files, session.target).candidates
+            if c.version < Version(versions[n])
+            and all(a.contains(c.version, prereleases=False) for a in allowed)
+        ]
+        if found:
+            within[n] = str(max(found))
+    return off, tuple(f"{n}=={versions[n]}" for n in sorted(names)), within
 
 
 def _exact(pins: PinSet) -> dict[str, str]:

@@ -19,7 +19,7 @@ from __future__ import annotations
 import enum
 import re
 import shlex
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -184,6 +184,7 @@ def next_commands(
     flags: Sequence[str],
     named: int,
     overrides: Sequence[str] = (),
+    within: Mapping[str, str] | None = None,
 ) -> tuple[tuple[str, str], ...]:
     """``envbisect lock`` (the newest environment where the repro passes, the report's
     subject held at its version) and ``envbisect run`` (the first release of the culprit with
@@ -192,10 +193,27 @@ def next_commands(
     choice of what matters: all of them go to lock, free); ``flags``: the interpreter, torch
     and index flags both commands take, as this run used them; ``overrides``: the report's
     versions off its packages' pins, which run must override to build the same environment
-    (lock looks for the newest environment within the pins: it takes none)."""
+    (lock looks for the newest environment within the pins: it takes none); ``within``: for
+    each package off the pins, its newest release the pins allow, the good end of a
+    bisection across the cap (``run --package P --good WITHIN --bad REPORTED``, the rest as
+    of each candidate's day, P overridden), listed first: the version past the pins is the
+    first suspect."""
+    across = []
+    for name, good in (within or {}).items():
+        bad = next((v for n, v in pins.items() if canonicalize_name(n) == name), None)
+        if bad is None:
+            continue
+        cmd = ["envbisect", "run", "--package", name, "--pins", report, "--good", good]
+        cmd += ["--bad", bad, "--override", name, "--rest", "contemporary"]
+        across.append(
+            (
+                shlex.join([*cmd, *flags, *repro_args]),
+                f"the first {name} past the pins that fails (from {good}, the newest they allow)",
+            )
+        )
     target = culprit(error, pins, subject)
     if target is None:
-        return ()
+        return tuple(across)
     held = subject if subject in pins else target
     lock = ["envbisect", "lock", "--with", f"{held}=={pins[held]}"]
     others = [n for n in pins if n != held] if named <= 12 else [target] if target != held else []
@@ -205,6 +223,7 @@ def next_commands(
     for o in overrides:
         run += ["--override", o]
     return (
+        *across,
         (shlex.join([*lock, *flags, *repro_args]), "the newest environment that passes"),
         (shlex.join([*run, *flags, *repro_args]), f"the first {target} release that fails"),
     )
