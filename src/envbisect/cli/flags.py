@@ -74,7 +74,9 @@ PYTHON = opt(
 EXCLUDE_NEWER = opt(
     "--exclude-newer",
     metavar="DATE",
-    help="ignore files uploaded after DATE (YYYY-MM-DD or RFC 3339)",
+    help="ignore files uploaded after DATE: YYYY-MM-DD, RFC 3339, or a span back from now "
+    "as uv writes one (7 days, 24 hours, P7D); default: UV_EXCLUDE_NEWER, or a --repro "
+    "script's [tool.uv] exclude-newer",
 )
 PRE = opt("--pre", action="store_true", help="include pre-releases")
 ALLOW_SDIST = opt(
@@ -153,8 +155,8 @@ TORCH_BACKEND = opt(
     metavar="VARIANT",
     help="take torch, torchvision, torchaudio from PyTorch's index for this "
     "variant: cpu, cu118, cu121, cu124, cu126, cu128, rocm6.2..., or auto "
-    "(from nvidia-smi); none: from the main index like any package (an environment "
-    "report's torch build sets it otherwise)",
+    "(from nvidia-smi); none: from the main index like any package (default: "
+    "UV_TORCH_BACKEND; an environment report's torch build sets it otherwise)",
 )
 TORCH_INDEX_URL = opt(
     "--torch-index-url",

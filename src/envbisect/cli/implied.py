@@ -34,9 +34,46 @@ def apply(args: argparse.Namespace, say: Say, *, cwd: Path | None = None) -> Non
     """Set the flags the command's inputs imply on ``args`` (module doc), saying each."""
     here = cwd or Path.cwd()
     _script(args, say, here)
+    _uv_settings(args, say)
     for facts in _reports(args, here):
         _report(args, facts, say)
         break  # the first report decides; the others' pins are still read by the mode
+    _cutoffs(args, say)
+
+
+# uv's own variables, as the defaults of the flags they name in uv (a flag typed wins). The
+# rest of uv's settings are kept from the uv envbisect runs (env/uv.py UV_ENV_DROP): each
+# environment is what its spec says, whatever the shell holds.
+UV_DEFAULTS = (("UV_EXCLUDE_NEWER", "exclude_newer"), ("UV_TORCH_BACKEND", "torch_backend"))
+
+
+def _uv_settings(args: argparse.Namespace, say: Say) -> None:
+    import os
+
+    for variable, dest in UV_DEFAULTS:
+        value = os.environ.get(variable, "").strip()
+        if value and hasattr(args, dest) and getattr(args, dest) is None:
+            setattr(args, dest, value)
+            flag = "--" + dest.replace("_", "-")
+            say(f"envbisect: {flag} {value} from {variable}")
+
+
+def _cutoffs(args: argparse.Namespace, say: Say) -> None:
+    """A cut-off written as a span back from now (``7 days``, ``P7D``: uv's forms) becomes
+    the moment it names, once, here: what an environment was built with must not mean
+    another day tomorrow (said). A date that is not one is the mode's error to give."""
+    from datetime import datetime, timezone
+
+    from envbisect.core.cutoff import is_span, parse_cutoff, stamp
+
+    now = datetime.now(timezone.utc)
+    for dest in ("exclude_newer", "good_date", "bad_date"):
+        value = getattr(args, dest, None)
+        if isinstance(value, str) and is_span(value):
+            flag = "--" + dest.replace("_", "-")
+            when = stamp(parse_cutoff(value, now, what=flag))
+            setattr(args, dest, when)
+            say(f"envbisect: {flag} {value}: {when}")
 
 
 def _sources(args: argparse.Namespace) -> list[str]:
@@ -209,3 +246,6 @@ def _script(args: argparse.Namespace, say: Say, cwd: Path) -> None:
     if meta.requires_python and hasattr(args, "python") and args.python is None:
         args.python = meta.requires_python
         say(f"envbisect: {name}: Python {meta.requires_python}, its requires-python")
+    if meta.exclude_newer and hasattr(args, "exclude_newer") and args.exclude_newer is None:
+        args.exclude_newer = meta.exclude_newer
+        say(f"envbisect: {name}: --exclude-newer {meta.exclude_newer}, its [tool.uv]")

@@ -132,6 +132,19 @@ def _main(argv: Sequence[str] | None) -> int:
         cut = args_list.index("--")
         args_list, tail = args_list[:cut], args_list[cut + 1 :]
     parser = build_parser()
+    if args_list[:1] == ["help"]:  # as uv, pip and ruff: envbisect help [CMD]
+        if len(args_list) == 1:
+            parser.print_help()
+            return 0
+        if args_list[1] not in COMMANDS:
+            print_error(
+                UsageError(
+                    f"envbisect help: there is no command {args_list[1]!r}",
+                    hint=f"the commands: {', '.join(COMMANDS)} (envbisect help lists them)",
+                )
+            )
+            return 2
+        args_list = [args_list[1], "--help"]
     args, unknown = parser.parse_known_args(args_list)
     COLOR["choice"] = getattr(args, "color", "auto")
     if unknown:

@@ -324,7 +324,7 @@ def build_parser() -> argparse.ArgumentParser:
         "Python environment, prove it, and hand back one that works.",
         epilog=f"docs: {helpfmt.DOCS} (or docs/ in the source: nox -s docs, mkdocs serve)",
     )
-    parser.add_argument("--version", action="version", version=f"envbisect {__version__}")
+    parser.add_argument("-V", "--version", action="version", version=f"envbisect {__version__}")
     o.attach(parser, o.QUIET, o.VERBOSE, o.COLOR)
     # _Parser is an ArgumentParser: Sub.add takes the common type.
     sub = cast("Subcommands", parser.add_subparsers(dest="command", parser_class=_Parser))

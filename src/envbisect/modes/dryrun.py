@@ -16,8 +16,9 @@ from typing import Any
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
-from envbisect.core.plan import Plan, Question
+from envbisect.core.plan import Plan, Policy, Question
 from envbisect.env.uvplan import UvFallback
+from envbisect.modes.searchoptions import parse_exclude_newer
 from envbisect.modes.session import Session, Want
 
 
@@ -47,10 +48,14 @@ def plan_views(
                 only_binary=w.spec.only_binary,
                 overrides=w.spec.overrides,
             )
+            cutoff = parse_exclude_newer(w.spec.exclude_newer)
             planned = uv(
                 Question(
                     requirements=[Requirement(r) for r in w.spec.requirements],
                     pre=w.spec.prerelease,
+                    # as the install will: every package held to the cut-off, none exempt
+                    policy=Policy.CONTEMPORARY if cutoff else Policy.LATEST,
+                    cutoff=cutoff,
                 )
             )
             if isinstance(planned, Plan):

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
+from envbisect.core.cutoff import parse_cutoff
 from envbisect.errors import UsageError
 
 if TYPE_CHECKING:
@@ -67,18 +68,11 @@ class SearchOptions:
 
 
 def parse_exclude_newer(value: str | None) -> datetime | None:
-    """A date (midnight UTC) or an RFC 3339 timestamp, as uv accepts them."""
+    """A date (midnight UTC), an RFC 3339 timestamp or a span back from now, as uv accepts
+    them (core/cutoff.py; the command line has turned a span into its moment already)."""
     if value is None:
         return None
-    try:
-        dt = datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError as e:
-        raise UsageError(
-            f"--exclude-newer {value!r} is not a date",
-            hint="use YYYY-MM-DD or an RFC 3339 timestamp such as 2024-03-01T00:00:00Z",
-            ref="bad-date",
-        ) from e
-    return dt if dt.tzinfo else dt.replace(tzinfo=timezone.utc)
+    return parse_cutoff(value, datetime.now(timezone.utc))
 
 
 def parse_date_flag(flag: str, value: str) -> datetime:

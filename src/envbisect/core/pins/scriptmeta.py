@@ -48,6 +48,8 @@ class ScriptMetadata:
     dependencies: tuple[str, ...]
     requires_python: str | None
     line: int
+    # [tool.uv] exclude-newer: the cut-off ``uv run --script`` resolves it with (as written).
+    exclude_newer: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -88,7 +90,20 @@ def read_script_metadata(text: str, *, origin: str) -> ScriptMetadata | None:
         dependencies=_dependencies(data, text, origin, first),
         requires_python=_requires_python(data, text, origin, first),
         line=first,
+        exclude_newer=_tool_uv_exclude_newer(data, text, origin, first),
     )
+
+
+def _tool_uv_exclude_newer(data: dict[str, Any], text: str, origin: str, first: int) -> str | None:
+    tool = data.get("tool")
+    uv = tool.get("uv") if isinstance(tool, dict) else None
+    value = uv.get("exclude-newer") if isinstance(uv, dict) else None
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        where = _key_line(text, "exclude-newer", first)
+        raise _error(origin, where, "[tool.uv] 'exclude-newer' is not a string")
+    return value.strip()
 
 
 def _dependencies(data: dict[str, Any], text: str, origin: str, first: int) -> tuple[str, ...]:
