@@ -37,6 +37,8 @@ class CommonOptions:
     indexes: IndexConfig = field(default_factory=IndexConfig)
     torch_auto: TorchChoice | None = None  # set: ``indexes.torch_index`` is still to choose
     python: str | None = None
+    # A --python version this machine lacks is installed by uv (False: --no-python-downloads).
+    python_downloads: bool = True
     offline: bool = False
     # --refresh: every index page revalidated once this run, whatever its age (uv's too);
     # --refresh-package NAME: those projects' pages only (canonical names).

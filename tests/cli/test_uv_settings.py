@@ -115,3 +115,49 @@ def test_months_are_refused_as_uv_refuses_them(tmp_path: Path) -> None:
     proc = envbisect("probe", "--with", "six", "--exclude-newer", "1 month", "--dry-run",
                      "--results", str(tmp_path / "r"), "--", "true")  # fmt: skip
     assert_clean_error(proc, 2, "uses months, which have no fixed length", "[bad-date]")
+
+
+WANTED = "3.14.0"  # a Python uv can install that this machine does not have
+
+
+def _no_python(*extra: str, env: dict[str, str], tmp_path: Path) -> tuple[int, str]:
+    proc = envbisect("probe", "--with", "six", "--python", WANTED, "--no-config", "--results",
+                     str(tmp_path / "r"), *extra, "--", "python", "-c", "pass",
+                     env={**os.environ, **env})  # fmt: skip
+    return proc.returncode, proc.stderr
+
+
+def test_a_missing_python_is_asked_of_uv_and_refused_where_the_user_says(tmp_path: Path) -> None:
+    """``--python X.Y`` this machine lacks: envbisect runs ``uv python install X.Y`` (said);
+    its failure is one error with uv's reason. The download host is a closed port on
+    127.0.0.1 (uv's UV_PYTHON_INSTALL_MIRROR): nothing leaves the machine. --no-python-downloads
+    and UV_PYTHON_DOWNLOADS=never ask uv nothing."""
+    from envbisect.env.interp import find_python
+    from envbisect.env.uv import Uv, find_uv
+
+    try:
+        find_python(Uv(binary=find_uv(), offline=False), WANTED)
+        pytest.skip(f"this machine has a Python {WANTED}")
+    except UsageError:
+        pass
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    # The suite sets UV_PYTHON_DOWNLOADS=never (conftest): this test allows them, to a port.
+    mirror = {
+        "UV_PYTHON_INSTALL_MIRROR": f"http://127.0.0.1:{port}",
+        "UV_PYTHON_DOWNLOADS": "automatic",
+    }
+    code, err = _no_python(env=mirror, tmp_path=tmp_path)
+    assert code == 2 and f"no Python {WANTED} here: uv python install {WANTED}" in err
+    assert f"error: uv could not install Python {WANTED}: " in err and "Traceback" not in err
+    assert "--no-python-downloads" in err  # the hint
+    for extra, env, said in (
+        (("--no-python-downloads",), mirror, ""),
+        ((), {**mirror, "UV_PYTHON_DOWNLOADS": "never"}, "UV_PYTHON_DOWNLOADS=never"),
+    ):
+        code, err = _no_python(*extra, env=env, tmp_path=tmp_path)
+        assert code == 2 and "uv python install" not in err.split("hint:")[0], err
+        assert "[python-not-found]" in err and said in err

@@ -69,7 +69,15 @@ INHERIT = opt(
 PYTHON = opt(
     "--python",
     metavar="VERSION",
-    help="the interpreter of the environments (a version uv can find, or a path)",
+    help="the interpreter of the environments (a version uv can find, or a path); a version "
+    "this machine lacks is installed by uv (uv python install, said)",
+)
+NO_PYTHON_DOWNLOADS = opt(
+    "--no-python-downloads",
+    dest="python_downloads",
+    action="store_false",
+    help="never ask uv to install a missing --python (UV_PYTHON_DOWNLOADS=never or manual "
+    "does the same)",
 )
 EXCLUDE_NEWER = opt(
     "--exclude-newer",
@@ -475,7 +483,17 @@ INDEX = (
     TORCH_BACKEND,
     TORCH_INDEX_URL,
 )
-ENVIRONMENT = (WITH, OVERRIDE, *INDEX, PYTHON, INHERIT, EXCLUDE_NEWER, PRE, ALLOW_SDIST)
+ENVIRONMENT = (
+    WITH,
+    OVERRIDE,
+    *INDEX,
+    PYTHON,
+    NO_PYTHON_DOWNLOADS,
+    INHERIT,
+    EXCLUDE_NEWER,
+    PRE,
+    ALLOW_SDIST,
+)
 PROBING = (REPRO, PROBE, ENV, TIMEOUT, NATIVE_BACKTRACE, RESULTS, KEEP_ENVS, JSON)
 EXECUTION = (EXECUTOR, RAY_ADDRESS, GPUS_PER_PROBE)
 SEARCH = (JOBS, REPEAT, *EXECUTION, CONFIDENCE, PROBABILISTIC, MAX_PROBES)

@@ -99,7 +99,7 @@ COMMITS = Sub(
         o.GOOD.but(metavar="REF", required=True, help="a ref (or release version) that works"),
         o.BAD.but(metavar="REF", required=True, help="a ref (or release version) that fails"),
         o.REPO, o.BUILD_TIMEOUT, o.ANY_FAILURE, o.SEARCH, o.WITH, o.INDEX, o.PYTHON,
-        o.ALLOW_SDIST, o.PROBING,
+        o.NO_PYTHON_DOWNLOADS, o.ALLOW_SDIST, o.PROBING,
     ),
 )  # fmt: skip
 PROBE = Sub(
@@ -174,7 +174,8 @@ DIFF = Sub(
         o.opt("good", metavar="GOOD"),
         o.opt("bad", metavar="BAD"),
         o.ANY_FAILURE.but(help="count any failure as the failure, not only one like BAD's"),
-        o.OVERRIDE, o.JOBS, o.REPEAT, o.EXECUTION, o.INDEX, o.PYTHON, o.PROBING,
+        o.OVERRIDE, o.JOBS, o.REPEAT, o.EXECUTION, o.INDEX, o.PYTHON, o.NO_PYTHON_DOWNLOADS,
+        o.PROBING,
     ),
 )  # fmt: skip
 LOCK = Sub(
@@ -194,8 +195,8 @@ LOCK = Sub(
         o.ANY_FAILURE.but(
             help="count any failure as the failure, not only one like the newest's"
         ),
-        o.WITH, o.OVERRIDE, o.INDEX, o.PYTHON, o.INHERIT, o.PRE, o.JOBS, o.REPEAT, o.EXECUTION,
-        o.PROBING, o.DRY_RUN,
+        o.WITH, o.OVERRIDE, o.INDEX, o.PYTHON, o.NO_PYTHON_DOWNLOADS, o.INHERIT, o.PRE, o.JOBS,
+        o.REPEAT, o.EXECUTION, o.PROBING, o.DRY_RUN,
     ),
 )  # fmt: skip
 MATRIX = Sub(

@@ -215,6 +215,7 @@ def common_options(args: argparse.Namespace, *, command: str, repro: Any = None)
         indexes=indexes(args, torch if isinstance(torch, str) else None),
         torch_auto=torch if isinstance(torch, TorchChoice) else None,
         python=getattr(args, "python", None),
+        python_downloads=getattr(args, "python_downloads", True),
         offline=getattr(args, "offline", base.offline),
         refresh=getattr(args, "refresh", False),
         refresh_packages=tuple(

@@ -23,6 +23,7 @@ import json
 import os
 import subprocess
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -30,22 +31,31 @@ from envbisect.core.target import FACTS_SCRIPT, Target
 from envbisect.diskcache import DiskCache
 from envbisect.env.uv import Uv
 from envbisect.errors import UsageError
+from envbisect.redact import mask_text
 
 INTERPRETERS = "interpreters-v1"
 FIND_TTL = 600.0
 _SCRIPT_ID = hashlib.sha256(FACTS_SCRIPT.encode()).hexdigest()[:16]
 
 
+INSTALL_TIMEOUT = 600.0  # seconds for uv python install (a download of ~30 MB)
+
+
 def locate(
-    uv: Uv, request: str | None, cache_dir: Path | None, *, now: float | None = None
+    uv: Uv,
+    request: str | None,
+    cache_dir: Path | None,
+    *,
+    now: float | None = None,
+    install: Callable[[str], None] | None = None,
 ) -> tuple[str, Target]:
     """The interpreter uv finds for ``request`` and its ``Target``, from the cache when the
-    answers there still hold."""
+    answers there still hold (``install``: see ``find_python``)."""
     cache = DiskCache(cache_dir) if cache_dir is not None else None
     clock = time.time() if now is None else now
     path = _found(cache, uv, request, clock)
     if path is None:
-        path = find_python(uv, request)
+        path = find_python(uv, request, install=install)
         if cache is not None and _is_request(request):
             cache.write(INTERPRETERS, _find_key(uv, request), {"path": path, "at": clock})
     return path, _target(cache, path)
@@ -115,19 +125,25 @@ def _stat_id(path: str) -> str | None:
 # -- asking uv, and the interpreter itself ------------------------------------------------------
 
 
-def find_python(uv: Uv, request: str | None) -> str:
+def find_python(
+    uv: Uv, request: str | None, *, install: Callable[[str], None] | None = None
+) -> str:
     """The interpreter uv finds for ``request`` (a version such as 3.11, or a path).
 
     With no request, uv's default: the first Python on PATH (a virtualenv's when one is active).
+    ``install``: called with a version request uv finds no interpreter for, where uv knows a
+    Python to install for it (``install_python``); uv is asked again after.
     """
     if request and os.sep in request and os.path.exists(request):
         return request
-    proc = subprocess.run(
-        [uv.binary, "python", "find", "--no-config", "--no-project", *filter(None, [request])],
-        capture_output=True,
-        text=True,
-        env=uv.env(),
-    )
+    proc = _find(uv, request)
+    missing = proc.returncode != 0 or not proc.stdout.strip()
+    can = install is not None and bool(request) and os.sep not in str(request)
+    # Only where uv knows a Python to install for the request (9.9 names none).
+    if missing and can and request and _uv_pythons(uv, request, installed=False):
+        assert install is not None
+        install(request)
+        proc = _find(uv, request)
     if proc.returncode != 0 or not proc.stdout.strip():
         raise UsageError(
             f"no Python interpreter matches --python {request}"
@@ -139,10 +155,57 @@ def find_python(uv: Uv, request: str | None) -> str:
     return proc.stdout.strip().splitlines()[-1]
 
 
+def _find(uv: Uv, request: str | None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [uv.binary, "python", "find", "--no-config", "--no-project", *filter(None, [request])],
+        capture_output=True,
+        text=True,
+        env=uv.env(),
+    )
+
+
+def python_downloads_refused() -> str | None:
+    """uv's own setting, where it refuses what envbisect would ask (said in the error)."""
+    value = os.environ.get("UV_PYTHON_DOWNLOADS", "").strip().lower()
+    return f"UV_PYTHON_DOWNLOADS={value}" if value in ("never", "manual") else None
+
+
+def install_command(uv: Uv, request: str) -> list[str]:
+    """What envbisect runs to install a Python it lacks: uv's own command."""
+    return [uv.binary, "python", "install", "--no-config", request]
+
+
+def install_python(uv: Uv, request: str, say: Callable[[str], None]) -> None:
+    """``uv python install REQUEST`` (said); a failure is one error naming uv's reason."""
+    say(f"envbisect: no Python {request} here: uv python install {request}")
+    try:
+        proc = subprocess.run(
+            install_command(uv, request),
+            capture_output=True,
+            text=True,
+            env=uv.env(),
+            timeout=INSTALL_TIMEOUT,
+        )
+    except subprocess.TimeoutExpired:
+        proc = subprocess.CompletedProcess([], 1, "", f"no answer in {INSTALL_TIMEOUT:.0f} s")
+    if proc.returncode != 0:
+        lines = [line.strip() for line in mask_text(proc.stderr).splitlines() if line.strip()]
+        why = (lines or ["no reason given"])[-1].removeprefix("cause: ")
+        raise UsageError(
+            f"uv could not install Python {request}: {why}",
+            hint="install it yourself and pass its path (--python /path/to/python), or pass "
+            "--no-python-downloads to never ask uv",
+            ref="python-not-found",
+        )
+
+
 def _python_hint(uv: Uv, request: str | None) -> str:
     """``uv python install X`` only where uv knows a Python X to install; else the ones this
     machine has (a request such as 9.9 names no Python that exists)."""
     path_hint = "or pass --python with the path of an interpreter"
+    refused = python_downloads_refused()
+    if refused:
+        path_hint += f" ({refused}: envbisect does not ask uv to install one)"
     if request is None or _uv_pythons(uv, request, installed=False):
         return f"install one (uv python install {request or '3.12'}) {path_hint}"
     have = sorted(

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import sys
 import threading
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
@@ -21,7 +21,7 @@ from envbisect.core.plan import Question
 from envbisect.core.target import Target, for_version, version_request
 from envbisect.diskcache import default_cache_dir
 from envbisect.env import guard
-from envbisect.env.interp import locate
+from envbisect.env.interp import install_python, locate, python_downloads_refused
 from envbisect.env.repro import Repro
 from envbisect.env.uv import Uv, find_uv
 from envbisect.env.uvplan import UvFallback
@@ -176,7 +176,9 @@ class Edges:
         if request not in self._targets:
             cache = self.opts.cache_dir or default_cache_dir()
             try:
-                self._targets[request] = locate(self.uv, request, cache)
+                self._targets[request] = locate(
+                    self.uv, request, cache, install=self._python_install()
+                )
             except UsageError as e:
                 wanted = version_request(request)
                 if e.ref != "python-not-found" or wanted is None:
@@ -192,6 +194,15 @@ class Edges:
                 )
                 self._targets[request] = (str(request), for_version(host, *wanted))
         return self._targets[request]
+
+    def _python_install(self) -> Callable[[str], None] | None:
+        """How a missing --python version is installed: uv's command, said; none when only
+        planning, offline, or refused (--no-python-downloads, uv's UV_PYTHON_DOWNLOADS)."""
+        if self.plan_only or self.opts.dry_run or self.opts.offline:
+            return None
+        if not self.opts.python_downloads or python_downloads_refused():
+            return None
+        return lambda request: install_python(self.uv, request, self.progress.message)
 
     @property
     def python(self) -> str:
