@@ -11,7 +11,7 @@ The built site is made as ``nox -s docs`` and ``.ci/run`` make it (``mkdocs buil
 and opened in headless Chromium (tests/support/browser.py): a harness page loads every page
 of the site into a frame and reads its links and ids after the page's own scripts ran; every
 link to a page or an anchor of the site must resolve, and the CLI page must list ``lock``.
-Those tests skip, saying why, without MkDocs and Material (the docs extra) or Chromium.
+Those tests skip, saying why, without MkDocs and Material (the docs group) or Chromium.
 """
 
 from __future__ import annotations
@@ -202,9 +202,10 @@ next();
 @pytest.fixture(scope="module")
 def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     pytest.importorskip(
-        "mkdocs", reason="the docs extra is not installed (pip install -e '.[docs]')"
+        "mkdocs",
+        reason="the docs group is not installed (pip install -U pip && pip install --group docs)",
     )
-    pytest.importorskip("material", reason="mkdocs-material is not installed (the docs extra)")
+    pytest.importorskip("material", reason="mkdocs-material is not installed (the docs group)")
     out = tmp_path_factory.mktemp("docs") / "site"
     proc = subprocess.run(
         [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(out)],
