@@ -6,6 +6,7 @@ CLI case runs the real CLI in a subprocess (support/cli.py).
 
 from __future__ import annotations
 
+import argparse
 import fcntl
 import io
 import json
@@ -398,7 +399,66 @@ def test_completion_scripts_load_in_the_shells() -> None:
     if shutil.which("zsh"):
         ok = subprocess.run(["zsh", "-n"], input=zsh.stdout, capture_output=True, text=True)
         assert ok.returncode == 0, ok.stderr
-    assert_clean_error(envbisect("completion", "fish"), 2, "invalid choice: 'fish'")
+    assert_clean_error(envbisect("completion", "elvish"), 2, "invalid choice: 'elvish'")
+
+
+def _fish_words(line: str) -> list[str]:
+    """A fish command line's words, by fish's rules for '...' (\\ and \\' escape)."""
+    words, word, quoted, i = [], "", False, 0
+    while i < len(line):
+        c = line[i]
+        if quoted and c == "\\" and line[i + 1 : i + 2] in ("'", "\\"):
+            word, i = word + line[i + 1], i + 2
+            continue
+        if c == "'":
+            quoted = not quoted
+        elif c == " " and not quoted:
+            words, word = [*words, word], ""
+        else:
+            word += c
+        i += 1
+    assert not quoted, line
+    return [*words, word]
+
+
+def test_fish_and_powershell_scripts_name_every_command_and_flag() -> None:
+    """shtab makes neither: cli/completions.py does, from the parser. Every subcommand and
+    each of its flags is offered; an option's choices are its values; help texts stay inside
+    their quotes (fish's rules checked word by word; PowerShell's '' doubling)."""
+    from envbisect.cli.parser import build_parser
+
+    parser = build_parser()
+    subs = {
+        name: sub
+        for a in parser._actions
+        if isinstance(a, argparse._SubParsersAction)
+        for name, sub in a.choices.items()
+    }
+    fish = envbisect("completion", "fish")
+    assert fish.returncode == 0, fish.stderr
+    lines = [ln for ln in fish.stdout.splitlines() if not ln.startswith("#")]
+    words = [_fish_words(ln) for ln in lines]
+    assert all(w[:3] == ["complete", "-c", "envbisect"] for w in words)
+    assert words[0] == ["complete", "-c", "envbisect", "-f"]  # no files unless an option's
+    words = words[1:]
+    offered = {w[w.index("-a") + 1] for w in words if "-a" in w and "not" in w[4]}
+    assert offered == set(subs)
+    for name, sub in subs.items():
+        mine = [w for w in words if w[4] == f"__fish_seen_subcommand_from {name}"]
+        longs = {w[w.index("-l") + 1] for w in mine if "-l" in w}
+        wanted = {f[2:] for a in sub._actions for f in a.option_strings if f.startswith("--")}
+        assert longs == wanted, name
+    rest = next(w for w in words if "-l" in w and w[w.index("-l") + 1] == "rest")
+    assert rest[rest.index("-a") + 1] == "baseline contemporary latest"
+    ps = envbisect("completion", "powershell")
+    assert (
+        ps.returncode == 0
+        and "Register-ArgumentCompleter -Native -CommandName envbisect" in ps.stdout
+    )
+    for name in subs:
+        assert f"    '{name}' = @(" in ps.stdout
+    assert ps.stdout.count("{") == ps.stdout.count("}")
+    assert "@('--rest', 'baseline contemporary latest')" in ps.stdout
 
 
 # -- phases: reported by local probes, never part of what is decided ------------------------------

@@ -69,22 +69,17 @@ INHERIT = opt(
 PYTHON = opt(
     "--python",
     metavar="VERSION",
-    help="the interpreter of the environments (a version uv can find, or a path); a version "
-    "this machine lacks is installed by uv (uv python install, said)",
+    help="the environments' interpreter: a version (uv installs one missing) or a path",
 )
 NO_PYTHON_DOWNLOADS = opt(
-    "--no-python-downloads",
-    dest="python_downloads",
-    action="store_false",
-    help="never ask uv to install a missing --python (UV_PYTHON_DOWNLOADS=never or manual "
-    "does the same)",
-)
+    "--no-python-downloads", dest="python_downloads", action="store_false",
+    help="never ask uv to install a missing --python (as UV_PYTHON_DOWNLOADS=never)",
+)  # fmt: skip
 EXCLUDE_NEWER = opt(
     "--exclude-newer",
     metavar="DATE",
-    help="ignore files uploaded after DATE: YYYY-MM-DD, RFC 3339, or a span back from now "
-    "as uv writes one (7 days, 24 hours, P7D); default: UV_EXCLUDE_NEWER, or a --repro "
-    "script's [tool.uv] exclude-newer",
+    help="ignore files uploaded after DATE: YYYY-MM-DD, RFC 3339 or a span (7 days, P7D); "
+    "default: UV_EXCLUDE_NEWER, or a --repro script's [tool.uv] exclude-newer",
 )
 PRE = opt("--pre", action="store_true", help="include pre-releases")
 ALLOW_SDIST = opt(

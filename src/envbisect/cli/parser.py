@@ -306,10 +306,10 @@ CHECK = Sub(
 )
 COMPLETION = Sub(
     name="completion",
-    help="print a shell completion script (bash, zsh or tcsh)",
+    help="print a shell completion script (bash, zsh, tcsh, fish or powershell)",
     description="Prints a completion script made from envbisect's own parser (shtab): "
     "e.g. envbisect completion bash > ~/.local/share/bash-completion/completions/envbisect",
-    takes=(o.opt("shell", choices=("bash", "zsh", "tcsh")),),
+    takes=(o.opt("shell", choices=("bash", "zsh", "tcsh", "fish", "powershell")),),
 )
 
 # In the order --help lists them.
