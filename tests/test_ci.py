@@ -28,7 +28,9 @@ VALUES = {
     "$PYTHON_VERSION": "3.11",
 }
 SAMPLE_ARGS = {"lock": "--pins pyproject.toml --probe import:x",
-               "run": "--package x --probe import:x"}  # fmt: skip
+               "run": "--package x --probe import:x",
+               "diff": "main.lock pr.lock --probe import:x",
+               "repro": "issue.md"}  # fmt: skip
 # An envbisect command in a script line: up to a redirection, a pipe, || or ;.
 _COMMAND = re.compile(r"(?:^|\bif\s+|\bthen\s+|;\s*|&&\s*)envbisect\s+([^;|&>]*)")
 
@@ -84,7 +86,7 @@ def test_the_workflow_is_a_scheduled_job_that_updates_publishes_and_opens_a_pull
         parses(argv)
 
 
-def test_the_action_runs_lock_or_run_and_writes_the_summary() -> None:
+def test_the_action_runs_lock_run_diff_or_repro_and_writes_the_summary() -> None:
     doc = yaml.safe_load((ROOT / "action.yml").read_text())
     assert doc["runs"]["using"] == "composite"
     assert {"command", "args", "python-version"} <= set(doc["inputs"])
@@ -92,7 +94,7 @@ def test_the_action_runs_lock_or_run_and_writes_the_summary() -> None:
     assert any("GITHUB_STEP_SUMMARY" in s for s in scripts(doc))
     assert not any("${{" in s for s in scripts(doc))  # inputs reach scripts through env only
     found = commands(doc)
-    assert sorted(a[0] for a in found) == ["lock", "run"]
+    assert sorted(a[0] for a in found) == ["diff", "lock", "repro", "run"]
     for argv in found:
         parses(argv)
 
