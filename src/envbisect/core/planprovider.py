@@ -24,6 +24,7 @@ from resolvelib.resolvers import (
     RequirementInformation,
 )
 
+from envbisect.core.markers import applies
 from envbisect.core.names import TORCH_BUILT
 from envbisect.core.overrides import apply_all
 from envbisect.core.plan import MatchCache, MetadataSource, PackageVersion, PlanTarget, Policy
@@ -314,10 +315,10 @@ class Provider(AbstractProvider[Req, Cand, str]):
         env = dict(self.target.markers)
         if not extras:
             env["extra"] = ""
-            return marker.evaluate(env)
+            return applies(marker, env)
         for extra in extras:
             env["extra"] = extra
-            if marker.evaluate(env):
+            if applies(marker, env):
                 return True
         return False
 

@@ -23,6 +23,7 @@ from resolvelib.resolvers import (
     ResolutionTooDeep,
 )
 
+from envbisect.core.markers import applies
 from envbisect.core.names import TORCH_BUILT, TORCH_PACKAGES
 from envbisect.core.overrides import apply
 from envbisect.core.plan import (
@@ -93,7 +94,7 @@ def plan(
     roots = [
         Req(strip_marker(apply(r, overrides)), None)
         for r in requirements
-        if r.marker is None or r.marker.evaluate({**target.markers, "extra": ""})
+        if applies(r.marker, {**target.markers, "extra": ""})
     ]
     provider = Provider(
         source,

@@ -26,6 +26,7 @@ from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from envbisect import __version__
+from envbisect.core.markers import applies
 from envbisect.errors import UsageError
 
 PACKAGES = (
@@ -357,7 +358,7 @@ def _check_llamafactory(report: Mapping[str, Any]) -> list[Check]:
     for text in reqs:
         try:
             req = Requirement(text)
-            if req.marker is not None and not req.marker.evaluate(env):
+            if req.marker is not None and not applies(req.marker, env):
                 continue
         except (InvalidRequirement, InvalidMarker):
             continue

@@ -28,6 +28,7 @@ from packaging.version import Version
 
 from envbisect import __version__
 from envbisect.core.candidates import judge, parse_version
+from envbisect.core.markers import applies
 from envbisect.core.overrides import as_specifiers
 from envbisect.core.plan import PackageVersion
 from envbisect.core.target import Target
@@ -187,7 +188,7 @@ class IndexMetadataSource:
             return True
         env = {**self.target.marker_environment(), "extra": ""}
         try:
-            return req.marker.evaluate(env)
+            return applies(req.marker, env)
         except Exception:  # an odd marker in someone's metadata: do not fetch ahead
             return False
 

@@ -35,6 +35,7 @@ from envbisect.core.envreport.bugreport import (
     reported_outcome,
 )
 from envbisect.core.envreport.report import EnvReport
+from envbisect.core.markers import applies
 from envbisect.core.overrides import off_pins
 from envbisect.core.pins.sources import PinSet
 from envbisect.core.plan import PlanTarget, Policy, Unresolvable
@@ -386,9 +387,7 @@ def _off_pins(session: Session, pins: PinSet) -> tuple[list[str], tuple[str, ...
             deps = source.dependencies(name, Version(version))
         except (EnvbisectError, InvalidVersion):
             continue
-        requires += [
-            (f"{name} {version}", r) for r in deps if r.marker is None or r.marker.evaluate(markers)
-        ]
+        requires += [(f"{name} {version}", r) for r in deps if applies(r.marker, markers)]
     off = off_pins(requires, versions)
     names = {canonicalize_name(text.split(" ", 1)[0]) for text in off}
     within: dict[str, str] = {}

@@ -38,6 +38,7 @@ from packaging.version import InvalidVersion, Version
 
 from envbisect.core.checks.finding import Finding, Kind, command, evidence, python_flag
 from envbisect.core.checks.observed import Observed, Said
+from envbisect.core.markers import applies
 
 # The releases checked, in the order their findings are listed: the report's subject first.
 SUBJECTS = ("llamafactory", "llmtuner")
@@ -149,9 +150,9 @@ def _refusal(
         try:
             if "extra" in marker:
                 extra = _extra(marker)
-                if req.marker is not None and req.marker.evaluate({**env, "extra": extra}):
+                if req.marker is not None and applies(req.marker, {**env, "extra": extra}):
                     extras.append((req.specifier, extra))
-            elif req.marker is None or req.marker.evaluate({**env, "extra": ""}):
+            elif applies(req.marker, {**env, "extra": ""}):
                 plain.append(req.specifier)
         except InvalidMarker:
             continue

@@ -30,6 +30,7 @@ from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 from packaging.version import Version
 
+from envbisect.core.markers import applies
 from envbisect.core.results.diff import Change
 
 Deps = Callable[[str, Version], Sequence[Requirement]]
@@ -102,4 +103,4 @@ def _applies(req: Requirement, markers: Mapping[str, str], extras: set[str]) -> 
     if req.marker is None:
         return True
     marker = req.marker
-    return any(marker.evaluate({**markers, "extra": e}) for e in ("", *sorted(extras)))
+    return any(applies(marker, {**markers, "extra": e}) for e in ("", *sorted(extras)))

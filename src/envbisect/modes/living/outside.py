@@ -21,6 +21,7 @@ from packaging.requirements import Requirement
 from packaging.utils import NormalizedName, canonicalize_name
 from packaging.version import Version
 
+from envbisect.core.markers import applies
 from envbisect.core.plan import Fallback
 from envbisect.core.target import Target
 from envbisect.errors import EnvbisectError
@@ -43,9 +44,7 @@ def followed(
         except EnvbisectError:  # no metadata: the planner says why, not this
             return {}
         return {
-            canonicalize_name(d.name): d
-            for d in deps
-            if d.specifier and (d.marker is None or d.marker.evaluate(markers))
+            canonicalize_name(d.name): d for d in deps if d.specifier and applies(d.marker, markers)
         }
 
     out: dict[NormalizedName, str] = {}
@@ -82,7 +81,7 @@ def outside_note(
             for d in deps:
                 if canonicalize_name(d.name) != later or not d.specifier:
                     continue
-                if d.marker is not None and not d.marker.evaluate(markers):
+                if not applies(d.marker, markers):
                     continue
                 if not d.specifier.contains(lv, prereleases=True):
                     said.append(f"{later} {lv} is outside {name} {version}'s {later}{d.specifier}")

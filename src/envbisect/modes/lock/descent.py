@@ -35,6 +35,7 @@ from packaging.utils import canonicalize_name
 from packaging.version import Version
 
 from envbisect.core.implicate import evidence, implicated, missing_module, named_owners
+from envbisect.core.markers import applies
 from envbisect.core.outcome import failed, same_failure
 from envbisect.core.plan import Plan, PlanTarget, Unresolvable
 from envbisect.core.results.lock import Constraint
@@ -177,9 +178,7 @@ class Descent:
             except EnvbisectError:  # metadata that cannot be read: not a reason to suspect
                 continue
             if any(
-                canonicalize_name(r.name) in wanted
-                and (r.marker is None or r.marker.evaluate(markers))
-                for r in deps
+                canonicalize_name(r.name) in wanted and applies(r.marker, markers) for r in deps
             ):
                 brought.append(name)
         if brought:
@@ -199,7 +198,7 @@ class Descent:
         for parent, version in newest.pins.items():
             for r in self.lock.source.dependencies(parent, version):
                 i = wanted.get(canonicalize_name(r.name))
-                if i is None or not (r.marker is None or r.marker.evaluate(markers)):
+                if i is None or not applies(r.marker, markers):
                     continue
                 if any(s.operator in (">=", ">", "~=", "==", "===") for s in r.specifier):
                     found[str(parent)] = min(i, found.get(str(parent), i))
@@ -228,7 +227,7 @@ class Descent:
             for r in self.lock.source.dependencies(parent, version):
                 if canonicalize_name(r.name) != name:
                     continue
-                if r.marker is None or r.marker.evaluate(markers):
+                if applies(r.marker, markers):
                     if parent in fixed:
                         spec &= r.specifier
                     else:
@@ -328,7 +327,7 @@ class Descent:
             for r in self.lock.source.dependencies(parent, version):
                 if canonicalize_name(r.name) != name:
                     continue
-                if (r.marker is None or r.marker.evaluate(markers)) and not r.specifier.contains(
+                if applies(r.marker, markers) and not r.specifier.contains(
                     last_good, prereleases=True
                 ):
                     out.append(f"{parent} {version} -> {after}")
