@@ -42,6 +42,14 @@ def quick(session: nox.Session) -> None:
 
 
 @nox.session
+def fuzz(session: nox.Session) -> None:
+    """Every parser of untrusted text fuzzed with the long budget (tests/test_fuzz.py; the
+    quick tier runs a short one)."""
+    session.install("-e", ".", *group("test"))
+    session.run("pytest", "tests/test_fuzz.py", *session.posargs, env={"ENVBISECT_FUZZ": "long"})
+
+
+@nox.session
 def lint(session: nox.Session) -> None:
     session.install("ruff>=0.5")
     session.run("ruff", "check", "src", "tests", "bench", "docs", "noxfile.py")

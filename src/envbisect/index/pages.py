@@ -14,6 +14,7 @@ from envbisect.errors import IndexUnreachable, InfrastructureError
 from envbisect.index.cache import Page
 from envbisect.index.simple import ProjectFiles, parse_simple_html, simple_json_rows
 from envbisect.redact import strip_credentials
+from envbisect.textsafe import for_terminal
 
 if TYPE_CHECKING:
     import httpx
@@ -63,7 +64,7 @@ def parse_page(page: Page, key: str, index: str, shown: str) -> ProjectFiles | N
             return ProjectFiles(name=key, source=index, files=files)
     except (ValueError, KeyError, TypeError, AttributeError) as e:
         raise InfrastructureError(
-            f"{shown} did not answer a readable Simple API page ({e})",
+            f"{shown} did not answer a readable Simple API page ({_said(e)})",
             hint=_NOT_AN_INDEX,
             ref="index-garbage",
         ) from e
@@ -72,3 +73,9 @@ def parse_page(page: Page, key: str, index: str, shown: str) -> ProjectFiles | N
         hint=_NOT_AN_INDEX,
         ref="index-garbage",
     )
+
+
+def _said(e: BaseException) -> str:
+    """Why a page could not be read, on one line and without control characters: its words
+    may be the index's own (a version field, a file name)."""
+    return " ".join(for_terminal(str(e)).split())[:300]

@@ -129,6 +129,9 @@ class _Table:
 
     def bad(self, key: str, expected: str, got: object = None) -> UsageError:
         """``key`` within this table ("" for the table itself)."""
+        # A key is the file's text: one that is not plain (a newline, a control) is quoted.
+        if key and not (key.isprintable() and key.strip() == key):
+            key = repr(key)
         label = " ".join(x for x in (self.where, key) if x)
         tail = f", got {got!r}" if got is not None else ""
         return UsageError(

@@ -204,7 +204,7 @@ def parse_pylock(text: str, *, origin: str) -> PinSet:
     except PylockValidationError as e:
         raise _syntax(
             origin,
-            f"not a valid PEP 751 lock: {e}",
+            f"not a valid PEP 751 lock: {_one_line(str(e))}",
             "PEP 751 (packaging.pylock) says what each field must hold; a pylock that an "
             "older envbisect wrote without a file's URL: write it again",
         ) from e
@@ -336,3 +336,14 @@ def _all_exact(pins: Collection[Pin]) -> bool:
 
 def _str_or_none(value: object) -> str | None:
     return value if isinstance(value, str) else None
+
+
+def _one_line(text: str) -> str:
+    """packaging's message on one line: a marker's or a specifier's error draws the text and
+    a caret under it on the next lines ("Expected ...\\n    bad ~=\\n    ^ in 'marker'")."""
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    if len(lines) < 2:
+        return text.strip()
+    where = lines[-1].lstrip("^ ").strip()
+    quoted = lines[1] if len(lines) > 2 else ""
+    return f"{lines[0]} ({where}{': ' + repr(quoted) if quoted else ''})"
