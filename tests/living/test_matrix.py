@@ -327,3 +327,42 @@ def test_a_non_monotone_row_is_caught_by_the_middle_check(
     # Both ends pass, the middle crashes: the halves are searched, nothing is mis-inferred.
     assert kinds == {f"1.{i}.0": ("crash" if 3 <= i <= 5 else "pass") for i in range(9)}
     assert res.counts().built < 9
+
+
+def test_a_cell_outside_the_pins_is_marked_and_its_lock_installs_as_listed(
+    index: LocalIndex, python: str, tmp_path: Path
+) -> None:
+    """Published: the cell past sideapp's pins says which cap it crosses (results.json's
+    ``outside``), and its lock says to install it as listed (``--no-deps``): uv installs it so
+    and the repro passes; resolved, uv refuses it (sideapp 1.0.0 requires sidelib<2)."""
+    from envbisect.env.uv import find_uv
+
+    (tmp_path / "side.py").write_text("import sideapp, sidelib, sidetok\n")
+    path = tmp_path / "side.toml"
+    path.write_text(f'[matrix]\nname = "side"\npython = ["{python}"]\nindex_url = "{index.url}"\n'
+                    'repro = "side.py"\noutside_pins = true\n[[axis]]\npackage = "sideapp"\n'
+                    '[[axis]]\npackage = "sidelib"\n')  # fmt: skip
+    r = tmp_path / "r"
+    proc = envbisect("matrix", str(path), "--full", "--results", str(r), "--cache-dir",
+                     str(tmp_path / "c"), "--no-config", cwd=tmp_path)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    cells = {
+        c["versions"]["sidelib"]: c
+        for c in json.loads((r / "side/results.json").read_text())["cells"]
+    }
+    assert "outside" not in cells["1.0.0"]
+    assert cells["2.0.0"]["outside"] == (
+        "sidelib 2.0.0 is outside sideapp 1.0.0's sidelib<2; sidetok>=2 as sidelib 2.0.0 needs"
+    )
+    lock = r / "side" / cells["2.0.0"]["lock"]
+    head = lock.read_text()
+    assert "outside the pins (sidelib 2.0.0 is outside" in head and "--no-deps" in head
+    assert "† outside the pins" in (r / "side/table.md").read_text()
+    uv = find_uv()
+    venv = tmp_path / "v"
+    subprocess.run([uv, "venv", "-q", "--python", python, str(venv)], check=True)
+    py = str(venv / "bin" / "python")
+    base = [uv, "pip", "install", "-q", "--python", py, "--require-hashes", "-r", str(lock)]
+    assert subprocess.run(base, capture_output=True, text=True).returncode != 0  # resolved
+    subprocess.run([*base, "--no-deps"], check=True)
+    assert subprocess.run([py, "-c", "import sideapp, sidelib, sidetok"]).returncode == 0

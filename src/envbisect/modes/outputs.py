@@ -68,6 +68,7 @@ def write_lockfiles(
     allow_sdist: bool = False,
     public: PublicSources | None = None,
     again: str = "",
+    as_listed: str = "",
 ) -> tuple[Path, Path]:
     """A hash-pinned requirements file and a PEP 751 lock of one environment, both saying
     where their files come from (the session's indexes and --find-links folders), so that
@@ -79,7 +80,8 @@ def write_lockfiles(
     ``public``: the lock is for a committed table, so it names these indexes (the matrix
     file's) and no folder of this machine: each file taken from a folder is named by its twin
     on a public index, checked by hash, or said to be unchecked or not portable
-    (modes/portable.py); ``again`` is the command that writes it again."""
+    (modes/portable.py); ``again`` is the command that writes it again. ``as_listed``: why
+    a table's cell was built with overrides (it is installed as listed, as an override's)."""
     target = target or session.target
     indexes = session.opts.indexes
     entries = lock_entries(installed, target, session.client, allow_sdist=allow_sdist)
@@ -104,13 +106,13 @@ def write_lockfiles(
     strategy = " --index-strategy unsafe-best-match" if len(used) > 1 else ""
     # Built with --override: the lock holds versions some of its packages do not allow, so
     # it is installed as listed (every package is in it, each hash-pinned), not resolved.
-    if session.opts.overrides:
+    listed = bool(session.opts.overrides or as_listed)
+    if listed:
         strategy += " --no-deps"
+        why = as_listed or "built with overrides (" + ", ".join(session.opts.overrides) + ")"
         notes.append(
-            "built with overrides ("
-            + ", ".join(session.opts.overrides)
-            + "): install it as listed, --no-deps (pip and uv would refuse the versions its "
-            "packages do not allow)"
+            f"{why}: install it as listed, --no-deps (pip and uv would refuse the versions "
+            "its packages do not allow)"
         )
     major, minor = target.version[0], target.version[1]
     markers = target.marker_environment()
@@ -140,7 +142,7 @@ def write_lockfiles(
                 *header,
                 *notes,
                 f"Install: uv pip install{strategy} --require-hashes -r {req.name}  "
-                f"(or pip install{' --no-deps' if session.opts.overrides else ''} "
+                f"(or pip install{' --no-deps' if listed else ''} "
                 f"--require-hashes -r {req.name}, or {sync})",
             ],
         ),

@@ -171,6 +171,17 @@ def _outside_notes(cells: list[PublishedCell], session: Session) -> list[Publish
         source.close()
 
 
+def _as_listed(spec: MatrixSpec, cell: PublishedCell) -> str:
+    """Why a cell's lock is installed as listed: every cell of an outside_pins table was
+    built with its axis versions overriding every requirement on them (trl's on transformers
+    too, not only the release's), so installing it resolved may refuse it."""
+    if cell.outside:
+        return f"outside the pins ({cell.outside})"
+    if spec.outside_pins:
+        return "built with outside_pins (the axis versions override every requirement on them)"
+    return ""
+
+
 def _run_meta(out: Path) -> dict[str, Any]:
     """``run.json``: how the last run of the matrix was made (paths dropped from older ones)."""
     run_file = out / "run.json"
@@ -262,6 +273,7 @@ def _write_locks(
                 target=target,
                 public=public,
                 again=again,
+                as_listed=_as_listed(spec, c),
             )
             lock, pylock = req.relative_to(out).as_posix(), pl.relative_to(out).as_posix()
             locked[c.key] = replace(c, lock=lock, pylock=pylock)
