@@ -19,7 +19,7 @@ from dataclasses import replace
 
 from packaging.requirements import Requirement
 from packaging.utils import NormalizedName, canonicalize_name
-from packaging.version import Version
+from packaging.version import InvalidVersion, Version
 
 from envbisect.core.markers import applies
 from envbisect.core.plan import Fallback
@@ -64,27 +64,41 @@ def followed(
 
 
 def outside_note(
-    versions: Sequence[tuple[str, str]], source: IndexMetadataSource, target: Target
+    versions: Sequence[tuple[str, str]],
+    source: IndexMetadataSource,
+    target: Target,
+    installed: Sequence[tuple[str, str]] = (),
 ) -> str | None:
     """Why a cell lies outside the pins, in words (``None``: it does not): "transformers
     5.0.0 is outside llamafactory 0.9.2's transformers<=4.49.0,>=4.41.2; tokenizers as
-    transformers needs (tokenizers>=0.22.0,<=0.23.0)". Shown on the table's page."""
+    transformers needs (tokenizers>=0.22.0,<=0.23.0)". ``installed``: the cell's environment
+    (name, version), whose packages' caps count too (trl 0.24.0 needs transformers>=4.56.1).
+    Shown on the table's page."""
     markers = {**target.marker_environment(), "extra": ""}
     axes = [(canonicalize_name(p), Version(v)) for p, v in versions]
+    names = {n for n, _ in axes}
     said: list[str] = []
-    for i, (name, version) in enumerate(axes):
+    others = []
+    for n, v in installed:
+        try:
+            others.append((canonicalize_name(n), Version(v)))
+        except InvalidVersion:
+            continue
+    others = sorted(o for o in others if o[0] not in names)
+    for i, (name, version) in enumerate([*axes, *others]):
         try:
             deps = source.dependencies(name, version)
         except EnvbisectError:
             continue
-        for later, lv in axes[i + 1 :]:
+        for later, lv in axes[i + 1 :] if i < len(axes) else axes:
             for d in deps:
                 if canonicalize_name(d.name) != later or not d.specifier:
                     continue
                 if not applies(d.marker, markers):
                     continue
-                if not d.specifier.contains(lv, prereleases=True):
-                    said.append(f"{later} {lv} is outside {name} {version}'s {later}{d.specifier}")
+                text = f"{later} {lv} is outside {name} {version}'s {later}{d.specifier}"
+                if not d.specifier.contains(lv, prereleases=True) and text not in said:
+                    said.append(text)
     extra = followed(versions, source, target)
     if extra:
         said.append(f"{', '.join(extra)} as {axes[-1][0]} {axes[-1][1]} needs")

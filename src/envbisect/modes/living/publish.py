@@ -166,7 +166,18 @@ def _outside_notes(cells: list[PublishedCell], session: Session) -> list[Publish
     """outside_pins: each cell with why it lies outside the pins, where it does."""
     source = IndexMetadataSource(session.client, session.target)
     try:
-        return [replace(c, outside=outside_note(c.versions, source, session.target)) for c in cells]
+        return [
+            replace(
+                c,
+                outside=outside_note(
+                    c.versions,
+                    source,
+                    session.target,
+                    [(d.name, d.version) for d in c.installed or ()],
+                ),
+            )
+            for c in cells
+        ]
     finally:
         source.close()
 
