@@ -352,11 +352,12 @@ def test_a_cell_outside_the_pins_is_marked_and_its_lock_installs_as_listed(
     }
     assert "outside" not in cells["1.0.0"]
     assert cells["2.0.0"]["outside"] == (
-        "sidelib 2.0.0 is outside sideapp 1.0.0's sidelib<2; sidetok>=2 as sidelib 2.0.0 needs"
+        "sidelib 2.0.0 (sideapp 1.0.0 requires <2); sidetok>=2 as sidelib 2.0.0 needs"
     )
     lock = r / "side" / cells["2.0.0"]["lock"]
     head = lock.read_text()
-    assert "outside the pins (sidelib 2.0.0 is outside" in head and "--no-deps" in head
+    assert "outside the pins (sidelib 2.0.0 (sideapp 1.0.0 requires <2)" in head
+    assert "--no-deps" in head
     assert "† outside the pins" in (r / "side/table.md").read_text()
     uv = find_uv()
     venv = tmp_path / "v"

@@ -22,6 +22,7 @@ from packaging.utils import NormalizedName, canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from envbisect.core.markers import applies
+from envbisect.core.overrides import off_pins
 from envbisect.core.plan import Fallback
 from envbisect.core.target import Target
 from envbisect.errors import EnvbisectError
@@ -70,38 +71,28 @@ def outside_note(
     installed: Sequence[tuple[str, str]] = (),
 ) -> str | None:
     """Why a cell lies outside the pins, in words (``None``: it does not): "transformers
-    5.0.0 is outside llamafactory 0.9.2's transformers<=4.49.0,>=4.41.2; tokenizers as
-    transformers needs (tokenizers>=0.22.0,<=0.23.0)". ``installed``: the cell's environment
-    (name, version), whose packages' caps count too (trl 0.24.0 needs transformers>=4.56.1).
-    Shown on the table's page."""
+    5.0.0 (llamafactory 0.9.2 requires <=4.49.0,>=4.41.2); tokenizers>=0.22.0,<=0.23.0 as
+    transformers 5.0.0 needs", as ``repro`` says a report's (core/overrides.off_pins).
+    ``installed``: the cell's environment (name, version), whose packages' caps count too
+    (trl 0.24.0 needs transformers>=4.56.1). Shown on the table's page."""
     markers = {**target.marker_environment(), "extra": ""}
-    axes = [(canonicalize_name(p), Version(v)) for p, v in versions]
-    names = {n for n, _ in axes}
-    said: list[str] = []
-    others = []
-    for n, v in installed:
+    axes = {canonicalize_name(p): v for p, v in versions}
+    pinned = [(canonicalize_name(p), v) for p, v in versions]
+    for n, v in sorted(installed):
+        if canonicalize_name(n) not in axes:
+            pinned.append((canonicalize_name(n), v))
+    requires = []
+    for name, version in pinned:
         try:
-            others.append((canonicalize_name(n), Version(v)))
-        except InvalidVersion:
+            deps = source.dependencies(name, Version(version))
+        except (EnvbisectError, InvalidVersion):
             continue
-    others = sorted(o for o in others if o[0] not in names)
-    for i, (name, version) in enumerate([*axes, *others]):
-        try:
-            deps = source.dependencies(name, version)
-        except EnvbisectError:
-            continue
-        for later, lv in axes[i + 1 :] if i < len(axes) else axes:
-            for d in deps:
-                if canonicalize_name(d.name) != later or not d.specifier:
-                    continue
-                if not applies(d.marker, markers):
-                    continue
-                text = f"{later} {lv} is outside {name} {version}'s {later}{d.specifier}"
-                if not d.specifier.contains(lv, prereleases=True) and text not in said:
-                    said.append(text)
+        requires += [(f"{name} {version}", d) for d in deps if applies(d.marker, markers)]
+    said = off_pins(requires, axes)
     extra = followed(versions, source, target)
     if extra:
-        said.append(f"{', '.join(extra)} as {axes[-1][0]} {axes[-1][1]} needs")
+        last, at = pinned[len(axes) - 1]
+        said.append(f"{', '.join(extra)} as {last} {at} needs")
     return "; ".join(said) or None
 
 
