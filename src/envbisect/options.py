@@ -30,6 +30,17 @@ class TorchChoice:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class SlurmSettings:
+    """What every job of ``--executor slurm`` asks sbatch for, besides what envbisect sets
+    (exec/slurm.py): each None or empty leaves it to the cluster's defaults."""
+
+    partition: str | None = None
+    account: str | None = None
+    time: str | None = None  # as sbatch --time takes it
+    options: tuple[str, ...] = ()  # other sbatch options, each "--name=value" or "--flag"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class CommonOptions:
     """What every mode takes from the same flags (each declared once, in cli/flags.py)."""
 
@@ -52,9 +63,10 @@ class CommonOptions:
     any_failure: bool = False
     repeat: int = 1  # runs of the repro per environment; a failure in any run marks it
     jobs: int = 1  # environments built and probed at once
-    executor: str = "local"  # local | process | ray
+    executor: str = "local"  # local | process | ray | slurm
     ray_address: str | None = None  # --executor ray: join this cluster (None: start one)
     gpus_per_probe: int = 0  # GPUs each probe is given, pinned by CUDA_VISIBLE_DEVICES
+    slurm: SlurmSettings = field(default_factory=SlurmSettings)  # --executor slurm's jobs
     dry_run: bool = False  # plan every environment it would build first, build nothing
     env: tuple[tuple[str, str], ...] = ()  # --env NAME=VALUE: set for every probe, last
     build_timeout: float | None = None  # --build-timeout: the cap on a build from source

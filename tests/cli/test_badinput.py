@@ -4,6 +4,8 @@ right exit code, no traceback, nothing built. (More in test_cli.py and test_host
 from __future__ import annotations
 
 import importlib.util
+import os
+import shutil
 import sqlite3
 from pathlib import Path
 
@@ -152,3 +154,40 @@ def test_executor_ray_without_ray_is_one_usage_error() -> None:
     with pytest.raises(UsageError) as e:
         RayExecutor(2)
     assert e.value.ref == "ray-missing" and "envbisect-ml[ray]" in (e.value.hint or "")
+
+
+def test_executor_slurm_without_slurm_is_one_usage_error(base: list[str], tmp_path: Path) -> None:
+    """Away from a cluster (no sbatch on PATH), --executor slurm says so before anything is
+    built; the real executor is tests/exec/test_slurm.py's."""
+    (tmp_path / "bin").mkdir()
+    for tool in ("uv", "git"):
+        found = shutil.which(tool)
+        if found:
+            (tmp_path / "bin" / tool).symlink_to(found)
+    env = {**os.environ, "PATH": str(tmp_path / "bin")}
+    got = envbisect(
+        *base, "--package", "crashy", "--probe", "import:crashy", "--executor", "slurm", "--jobs", "2", env=env,
+    )  # fmt: skip
+    assert got.returncode == 2, got.stderr
+    lines = got.stderr.strip().splitlines()
+    assert lines[-2].startswith("error: --executor slurm needs Slurm's commands"), got.stderr
+    assert lines[-1].startswith("hint:") and "login node" in lines[-1]
+    assert "Traceback" not in got.stderr
+
+
+def test_slurm_options_are_read_as_sbatch_takes_them(tmp_path: Path) -> None:
+    from envbisect.cli.parser import build_parser
+    from envbisect.cli.readflags import common_options
+
+    args = build_parser().parse_args(
+        ["run", "--package", "six", "--executor", "slurm", "--slurm-partition", "gpu",
+         "--slurm-time", "1:00:00", "--slurm-option=--qos=high", "--slurm-option",
+         "constraint=a100"]
+    )  # fmt: skip
+    slurm = common_options(args, command="run").slurm
+    assert (slurm.partition, slurm.account, slurm.time) == ("gpu", None, "1:00:00")
+    assert slurm.options == ("--qos=high", "--constraint=a100")
+    args = build_parser().parse_args(["run", "--package", "six", "--slurm-option", "a\nb"])
+    with pytest.raises(UsageError, match="is not one sbatch option") as e:
+        common_options(args, command="run")
+    assert e.value.ref == "bad-slurm-option"

@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import Any
 
 from envbisect.cli.argtypes import count, count0, jobs, probability, seconds
-from envbisect.exec.executor import EXECUTORS
 
 DEFAULT_INDEX = "https://pypi.org/simple"
 
@@ -256,26 +255,6 @@ REPEAT = opt(
     "the fail rate is recorded; runs that disagree switch a bisection to a "
     "probabilistic search",
 )
-EXECUTOR = opt(
-    "--executor",
-    choices=tuple(EXECUTORS),
-    help="where probes run: local (threads, the default), process (a pool of worker "
-    "processes; every task crosses a pickle, as to another machine) or ray (a Ray cluster: "
-    "--ray-address, or a local instance on 127.0.0.1; pip install 'envbisect-ml[ray]')",
-)
-RAY_ADDRESS = opt(
-    "--ray-address",
-    metavar="ADDR",
-    help="--executor ray: join this cluster (HOST:PORT, or auto); default: start a local "
-    "instance bound to 127.0.0.1",
-)
-GPUS_PER_PROBE = opt(
-    "--gpus-per-probe",
-    type=count0,
-    metavar="N",
-    help="give each probe N GPUs and only those (CUDA_VISIBLE_DEVICES): Ray's num_gpus, or "
-    "this machine's GPUs shared out by the local executor (default 0)",
-)
 ANY_FAILURE = opt(
     "--any-failure",
     action="store_true",
@@ -490,8 +469,7 @@ ENVIRONMENT = (
     ALLOW_SDIST,
 )
 PROBING = (REPRO, PROBE, ENV, TIMEOUT, NATIVE_BACKTRACE, RESULTS, KEEP_ENVS, JSON)
-EXECUTION = (EXECUTOR, RAY_ADDRESS, GPUS_PER_PROBE)
-SEARCH = (JOBS, REPEAT, *EXECUTION, CONFIDENCE, PROBABILISTIC, MAX_PROBES)
+SEARCH = (JOBS, REPEAT, CONFIDENCE, PROBABILISTIC, MAX_PROBES)  # with cli/execflags.EXECUTION
 
 
 def attach(parser: argparse.ArgumentParser, *opts: Opt | Iterable[Opt]) -> None:

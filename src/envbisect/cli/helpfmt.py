@@ -28,7 +28,8 @@ GROUPS: dict[str, tuple[str, ...]] = {
         "--build-timeout", "--platform",
     ),
     "search": (
-        "--jobs", "--repeat", "--executor", "--ray-address", "--gpus-per-probe", "--confidence",
+        "--jobs", "--repeat", "--executor", "--ray-address", "--gpus-per-probe",
+        "--slurm-partition", "--slurm-account", "--slurm-time", "--slurm-option", "--confidence",
         "--probabilistic", "--max-probes", "--commits", "--repo", "--good-ref", "--bad-ref",
     ),
     "output": ("--results", "--json", "--dry-run", "--quiet", "--verbose", "--color", "--help"),

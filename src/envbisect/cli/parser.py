@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, NoReturn, cast
 
 from envbisect import __version__
+from envbisect.cli import execflags as x
 from envbisect.cli import flags as o
 from envbisect.cli import helpfmt
 from envbisect.cli.display import print_error
@@ -81,8 +82,8 @@ RUN = Sub(
     "With no repro, built-in probes for the package run (import, datasets-json, lora-step; "
     "every probe: --probe).",
     takes=(o.PACKAGE, o.BY_DATE, o.GOOD, o.BAD, o.ANY_FAILURE, o.PINS, o.EXTRAS, o.BASELINE,
-           o.REST, o.SEARCH, o.ENVIRONMENT, o.PROBING, o.DRY_RUN, o.COMMITS, o.REPO, o.GOOD_REF,
-           o.BAD_REF, o.BUILD_TIMEOUT),
+           o.REST, o.SEARCH, x.EXECUTION, o.ENVIRONMENT, o.PROBING, o.DRY_RUN, o.COMMITS,
+           o.REPO, o.GOOD_REF, o.BAD_REF, o.BUILD_TIMEOUT),
 )  # fmt: skip
 COMMITS = Sub(
     name="commits",
@@ -98,7 +99,7 @@ COMMITS = Sub(
         o.PACKAGE.but(required=True, help="the package built from its commits"),
         o.GOOD.but(metavar="REF", required=True, help="a ref (or release version) that works"),
         o.BAD.but(metavar="REF", required=True, help="a ref (or release version) that fails"),
-        o.REPO, o.BUILD_TIMEOUT, o.ANY_FAILURE, o.SEARCH, o.WITH, o.INDEX, o.PYTHON,
+        o.REPO, o.BUILD_TIMEOUT, o.ANY_FAILURE, o.SEARCH, x.EXECUTION, o.WITH, o.INDEX, o.PYTHON,
         o.NO_PYTHON_DOWNLOADS, o.ALLOW_SDIST, o.PROBING,
     ),
 )  # fmt: skip
@@ -132,7 +133,7 @@ REPRO = Sub(
     "(lock, run) follow the answer.",
     takes=(
         o.opt("report", metavar="REPORT", help="a Markdown file, or - for stdin"),
-        o.ENVIRONMENT, o.REPEAT, o.EXECUTION, o.ENV, o.TIMEOUT, o.NATIVE_BACKTRACE, o.RESULTS,
+        o.ENVIRONMENT, o.REPEAT, x.EXECUTION, o.ENV, o.TIMEOUT, o.NATIVE_BACKTRACE, o.RESULTS,
         o.KEEP_ENVS, o.JSON, o.ALLOW_DOWNLOAD, o.DRY_RUN,
     ),
 )  # fmt: skip
@@ -174,7 +175,7 @@ DIFF = Sub(
         o.opt("good", metavar="GOOD"),
         o.opt("bad", metavar="BAD"),
         o.ANY_FAILURE.but(help="count any failure as the failure, not only one like BAD's"),
-        o.OVERRIDE, o.JOBS, o.REPEAT, o.EXECUTION, o.INDEX, o.PYTHON, o.NO_PYTHON_DOWNLOADS,
+        o.OVERRIDE, o.JOBS, o.REPEAT, x.EXECUTION, o.INDEX, o.PYTHON, o.NO_PYTHON_DOWNLOADS,
         o.PROBING,
     ),
 )  # fmt: skip
@@ -196,7 +197,7 @@ LOCK = Sub(
             help="count any failure as the failure, not only one like the newest's"
         ),
         o.WITH, o.OVERRIDE, o.INDEX, o.PYTHON, o.NO_PYTHON_DOWNLOADS, o.INHERIT, o.PRE, o.JOBS,
-        o.REPEAT, o.EXECUTION, o.PROBING, o.DRY_RUN,
+        o.REPEAT, x.EXECUTION, o.PROBING, o.DRY_RUN,
     ),
 )  # fmt: skip
 MATRIX = Sub(
@@ -209,7 +210,7 @@ MATRIX = Sub(
     takes=(
         o.opt("file", metavar="FILE", help="a matrices/*.toml file"),
         o.JOBS.but(help="cells probed at once, one per row (default 1)"),
-        o.EXECUTION,
+        x.EXECUTION,
         o.ENV.but(
             help="set NAME=VALUE for every cell's probes (repeatable; interpreter "
             "variables from your shell never reach them): part of what was probed, and "

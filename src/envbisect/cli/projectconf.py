@@ -13,6 +13,8 @@ project); its table may set what a command line would, for every command that ha
     torch-backend = "cpu"
     jobs = 2
     timeout = 900
+    slurm-partition = "gpu"          # --executor slurm's jobs: also slurm-account,
+    slurm-time = "1:00:00"           # slurm-options = ["--qos=high"]
 
 A flag on the command line wins over the table; the table's index settings sit after the
 command line and uv's variables and before uv's and pip's files (index/settings.py); its
@@ -76,6 +78,10 @@ KEYS: dict[str, Key] = {
     "torch-backend": Key("torch_backend", ("--torch-backend",), _str, "a variant"),
     "jobs": Key("jobs", ("--jobs",), _int, "a whole number >= 1"),
     "timeout": Key("timeout", ("--timeout",), _seconds, "seconds > 0"),
+    "slurm-partition": Key("slurm_partition", ("--slurm-partition",), _str, "a partition"),
+    "slurm-account": Key("slurm_account", ("--slurm-account",), _str, "an account"),
+    "slurm-time": Key("slurm_time", ("--slurm-time",), _str, "a time limit, as sbatch's"),
+    "slurm-options": Key("slurm_options", ("--slurm-option",), _strs, "a list of sbatch options"),
 }
 # Read by index/settings.py, at their own place in the order: not set on the namespace.
 INDEX_KEYS = ("index-url", "extra-index-url", "find-links")

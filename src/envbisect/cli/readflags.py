@@ -20,7 +20,7 @@ from packaging.utils import canonicalize_name
 
 from envbisect.errors import UsageError
 from envbisect.model import IndexConfig
-from envbisect.options import CommonOptions, TorchChoice
+from envbisect.options import CommonOptions, SlurmSettings, TorchChoice
 
 if TYPE_CHECKING:
     from envbisect.index.settings import IndexSettings
@@ -232,12 +232,33 @@ def common_options(args: argparse.Namespace, *, command: str, repro: Any = None)
         executor=getattr(args, "executor", None) or base.executor,
         ray_address=getattr(args, "ray_address", None),
         gpus_per_probe=getattr(args, "gpus_per_probe", None) or base.gpus_per_probe,
+        slurm=slurm_settings(args),
         dry_run=getattr(args, "dry_run", False),
         env=tuple(sorted(probe_env(args).items())),
         build_timeout=getattr(args, "build_timeout", None),
         overrides=read_overrides(getattr(args, "overrides", None) or ()),
         inherit=getattr(args, "inherit", False),
         command=command,
+    )
+
+
+def slurm_settings(args: argparse.Namespace) -> SlurmSettings:
+    """``--slurm-*``: each extra option as sbatch takes it (``qos=high`` is ``--qos=high``)."""
+    options = []
+    for raw in getattr(args, "slurm_options", None) or ():
+        text = raw.strip()
+        if not text or any(c in text for c in "\r\n\0"):
+            raise UsageError(
+                f"--slurm-option {raw!r} is not one sbatch option",
+                hint="one option each, e.g. --slurm-option=--qos=high",
+                ref="bad-slurm-option",
+            )
+        options.append(text if text.startswith("-") else f"--{text}")
+    return SlurmSettings(
+        partition=getattr(args, "slurm_partition", None),
+        account=getattr(args, "slurm_account", None),
+        time=getattr(args, "slurm_time", None),
+        options=tuple(options),
     )
 
 

@@ -11,6 +11,8 @@ the controller (the session) records what comes back.
               would to another machine
     ray       a Ray cluster (exec/ray.py, the ``ray`` extra): one Ray task per probe, on the
               node Ray picks, with its GPUs pinned
+    slurm     a Slurm cluster (exec/slurm.py): one batch job per probe, through the results
+              folder the nodes share; ``scancel`` on Ctrl-C
 """
 
 from __future__ import annotations

@@ -45,8 +45,8 @@ def _process(opts: CommonOptions) -> Executor:
 
     if opts.gpus_per_probe:
         raise UsageError(
-            "--gpus-per-probe needs --executor local or ray",
-            hint="the local executor pins each probe to its own GPUs; so does Ray",
+            "--gpus-per-probe needs --executor local, ray or slurm",
+            hint="the local executor pins each probe to its own GPUs; so do Ray and Slurm",
             ref="bad-executor",
         )
     return ProcessExecutor(opts.jobs)
@@ -58,12 +58,24 @@ def _ray(opts: CommonOptions) -> Executor:
     return RayExecutor(opts.jobs, address=opts.ray_address, gpus_per_probe=opts.gpus_per_probe)
 
 
+def _slurm(opts: CommonOptions) -> Executor:
+    from envbisect.exec.slurm import SlurmExecutor
+
+    return SlurmExecutor(
+        opts.jobs,
+        folder=opts.results / ".slurm",
+        gpus_per_probe=opts.gpus_per_probe,
+        settings=opts.slurm,
+    )
+
+
 # The executors by name, as --executor takes them (each imported only when chosen: the plain
 # install never imports Ray).
 EXECUTORS: dict[str, Callable[[CommonOptions], Executor]] = {
     "local": _local,
     "process": _process,
     "ray": _ray,
+    "slurm": _slurm,
 }
 
 
