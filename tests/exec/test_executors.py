@@ -318,3 +318,11 @@ def test_the_gpus_a_probe_may_use_come_from_cuda_visible_devices(
     pool = ThreadExecutor(2)
     assert pool.name == "local"
     pool.close()
+
+
+def test_a_matrix_file_may_name_every_executor_and_no_other() -> None:
+    """core/ names the executors a matrix file may ask for without importing exec/."""
+    from envbisect.core.living.spec import EXECUTOR_NAMES
+    from envbisect.exec.executor import EXECUTORS
+
+    assert EXECUTOR_NAMES == tuple(EXECUTORS)

@@ -19,6 +19,7 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
+from dataclasses import replace
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -31,6 +32,7 @@ from envbisect.errors import InfrastructureError, UsageError
 from envbisect.model import IndexConfig
 from envbisect.modes.bydate import DateOptions, run_by_date
 from envbisect.modes.living.matrix import load_matrix, run_matrix
+from envbisect.modes.lock.solve import run_lock
 from envbisect.modes.run import RunOptions, run_bisect
 from envbisect.modes.session import Session
 from envbisect.options import CommonOptions, SlurmSettings
@@ -38,6 +40,7 @@ from envbisect.store import Store
 from support.cli import start
 from support.corpus import EPOCH
 from support.index_server import LocalIndex
+from support.locks import options
 from support.slurmcluster import SlurmCluster, missing
 
 pytestmark = pytest.mark.slow
@@ -77,7 +80,7 @@ def common(index: LocalIndex, python: str, where: Path, repro: Repro, **kw: Any)
     )
 
 
-def test_run_and_matrix_on_slurm_are_the_same_as_local(
+def test_run_lock_and_matrix_on_slurm_are_the_same_as_local(
     index: LocalIndex, python: str, tmp_path: Path, cluster: SlurmCluster
 ) -> None:
     repro = Repro.from_file(str(write_repro(tmp_path, "crashy")), tmp_path)
@@ -105,6 +108,8 @@ def test_run_and_matrix_on_slurm_are_the_same_as_local(
                 common=common(index, python, where / "date", date_repro, **extra),
             )
         )
+        lock_opts = options(index, python, where / "lock", "lockone", with_reqs=("lockone==1.0.0",))
+        lock = run_lock(replace(lock_opts, common=replace(lock_opts.common, **extra)))
         cells = run_matrix(
             load_matrix(matrix), CommonOptions(results=where / "m", cache_dir=where / "c", **extra)
         )
@@ -115,6 +120,11 @@ def test_run_and_matrix_on_slurm_are_the_same_as_local(
             [r.outcome.kind for r in res.rows],
             by_date.first_new,
             by_date.to_dict()["culprits"],
+            lock.held_back,
+            [
+                (c["specifier"], c["first_bad"], c["last_good"], c["found_by"])
+                for c in lock.to_dict()["constraints"]
+            ],  # fmt: skip
             [(c.key, c.state, c.outcome.kind.value if c.outcome else None) for c in cells.cells],
         ]
         if name == "slurm":
@@ -122,6 +132,7 @@ def test_run_and_matrix_on_slurm_are_the_same_as_local(
             assert not list((where / "r" / ".slurm").glob("*")), "the jobs' folder is left"
     assert seen["slurm"] == seen["local"]
     assert seen["local"][:2] == ["1.7.0", "1.6.0"]
+    assert seen["local"][6], "the lock should hold a package back"
     # Each probe says the node that ran it (host/node), and both nodes took jobs.
     assert hosts and all(h.split("/")[-1] in ("node1", "node2") for h in hosts)
     assert cluster.queue() == []

@@ -87,7 +87,10 @@ class SlurmCluster:
 
     def _write_conf(self) -> None:
         r = self.root
-        ctl, node_port = free_port(), free_port()
+        ports: set[int] = set()
+        while len(ports) < 1 + len(self.nodes):  # each its own: two may not follow each other
+            ports.add(free_port())
+        ctl, *node_ports = sorted(ports)
         lines = [
             "ClusterName=envbisect-test",
             "SlurmctldHost=localhost(127.0.0.1)",
@@ -126,7 +129,7 @@ class SlurmCluster:
             gres = f" Gres=gpu:{gpus}" if gpus else ""
             lines.append(
                 f"NodeName={name} NodeHostname=localhost NodeAddr=127.0.0.1 "
-                f"Port={node_port + i} CPUs=2 RealMemory=1000{gres} State=UNKNOWN"
+                f"Port={node_ports[i]} CPUs=2 RealMemory=1000{gres} State=UNKNOWN"
             )
         lines.append("PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP")
         self.conf.write_text("\n".join(lines) + "\n")

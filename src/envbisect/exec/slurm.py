@@ -58,8 +58,8 @@ from envbisect.options import SlurmSettings
 from envbisect.textsafe import for_terminal
 
 RETRIES = 3  # a job that ends without a record is submitted again this many times
-POLL = 1.0  # seconds between looks at the folder; squeue every SQUEUE_EVERY looks
-SQUEUE_EVERY = 3
+POLL = 0.2  # seconds between looks at the folder (a stat per job); squeue every SQUEUE_EVERY
+SQUEUE_EVERY = 10
 LATE = 15.0  # seconds a finished job's record may take to appear (a shared filesystem's lag)
 CANCEL_WAIT = 60.0  # seconds for cancelled jobs to leave the queue
 # States a job is still in the queue in (squeue's %T); any other is an end.
@@ -366,7 +366,7 @@ class SlurmExecutor:
                 states = self._states()
                 if not any(states.get(i, "") in LIVE for i in wanted):
                     return
-            time.sleep(POLL)
+            time.sleep(1.0)
 
 
 def _slurm(argv: list[str]) -> subprocess.CompletedProcess[str]:

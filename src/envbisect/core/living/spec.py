@@ -17,7 +17,7 @@ what was expected); version lists in, the versions an axis selects out.
                                        # cells beyond what the pins' packages allow are built
     timeout = 600                      # seconds per cell
     repeats = 1                        # run the probes N times; a failure in any run counts
-    executor = "local"                 # local | process | ray (the command line's wins)
+    executor = "local"                 # local | process | ray | slurm (the command line's wins)
     gpus_per_probe = 0                 # GPUs each cell's probe is given (Ray's num_gpus)
     torch_backend = "cpu"              # torch from PyTorch's index for this variant (as uv's
                                        # --torch-backend); torch_index_url: a mirror of it
@@ -75,7 +75,7 @@ _MATRIX_KEYS = {
     "executor",
     "gpus_per_probe",
 }
-EXECUTOR_NAMES = ("local", "process", "ray")
+EXECUTOR_NAMES = ("local", "process", "ray", "slurm")
 _AXIS_KEYS = {"package", "select", "versions", "range", "use_pins"}
 
 
