@@ -116,7 +116,8 @@ def test_ci_template_writes_the_workflow(tmp_path: Path) -> None:
         capture_output=True, text=True, timeout=60,
     ).stdout  # fmt: skip
     assert stdout == workflow()
-    assert yaml.safe_load(stdout)["env"]["ENVBISECT"] == f"envbisect-ml=={__version__}"
+    installs = yaml.safe_load(stdout)["env"]["ENVBISECT"]
+    assert installs == f"envbisect-ml @ git+https://github.com/envbisect/envbisect@v{__version__}"
     bad = subprocess.run(
         [sys.executable, "-m", "envbisect", "ci-template", "--output", str(out / "x")],
         capture_output=True, text=True, timeout=60,

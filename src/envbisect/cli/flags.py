@@ -421,8 +421,8 @@ INSTALL = opt(
     "--install",
     metavar="SPEC",
     default=None,
-    help="what the workflow installs with uv tool install (default: envbisect-ml==THIS "
-    "VERSION, envbisect's name on PyPI), a git URL, or . for the checkout itself",
+    help="what the workflow installs with uv tool install (default: envbisect's repository "
+    "at the tag of this version, as a git URL), a requirement, or . for the checkout itself",
 )
 QUICK = opt(
     "--quick",

@@ -22,7 +22,7 @@ cluster reached on a loopback address (and for the local instance started withou
 ``python -m envbisect.exec.ray start ...`` is ``ray start ...`` with the same fix, for
 starting the nodes of such a cluster.
 
-Ray is an optional extra (``pip install 'envbisect-ml[ray]'``); nothing imports this module
+Ray is an optional extra (envbisect's ``ray`` extra); nothing imports this module
 unless ``--executor ray`` is asked for.
 """
 
@@ -38,7 +38,7 @@ from concurrent.futures import Future
 from dataclasses import replace
 from typing import Any
 
-from envbisect import __version__
+from envbisect import __version__, install_requirement
 from envbisect.env import runner
 from envbisect.env.worker import ProbeTask, run_task
 from envbisect.errors import EnvbisectError, InfrastructureError, UsageError
@@ -95,7 +95,7 @@ class RayExecutor:
         except ImportError:
             raise UsageError(
                 "--executor ray needs Ray, and Ray is not installed",
-                hint="pip install 'envbisect-ml[ray]'",
+                hint=f"pip install '{install_requirement('ray')}'",
                 ref="ray-missing",
             ) from None
         self._ray = ray
@@ -238,7 +238,7 @@ class RayExecutor:
             if facts["envbisect"] is None:
                 raise InfrastructureError(
                     f"the Ray node {where} has no envbisect",
-                    hint=f"pip install 'envbisect-ml[ray]=={__version__}' on every node "
+                    hint=f"pip install '{install_requirement('ray')}' on every node "
                     f"(its Python {facts['python']})",
                     ref="ray-node-no-envbisect",
                 )

@@ -10,27 +10,25 @@ import json
 from importlib import resources
 from pathlib import Path
 
-from envbisect import __version__
+from envbisect import DISTRIBUTION, install_requirement
 from envbisect.cli.context import Context
 from envbisect.errors import UsageError
 
 TEMPLATE = "living-tables.yml"
 # The line of the template that says what the workflow installs (``--install``).
 _INSTALL = "  ENVBISECT: envbisect-ml\n"
-# envbisect's distribution on PyPI (the PyPI project "envbisect" is an unrelated tool).
-DISTRIBUTION = "envbisect-ml"
 
 
 def workflow(install: str | None = None) -> str:
     """The CI workflow's text, installing ``install`` (``uv tool install`` takes it); by
-    default envbisect's distribution at the version that writes it."""
+    default envbisect's repository at the tag of the version that writes it."""
     text = resources.files("envbisect").joinpath("templates").joinpath(TEMPLATE).read_text("utf-8")
     if install is None:
-        install = f"{DISTRIBUTION}=={__version__}"
+        install = install_requirement()
     elif not install.strip() or not install.isprintable():
         raise UsageError(
             f"--install {install!r}: not a package to install",
-            hint=f"a requirement ({DISTRIBUTION}=={__version__}), a git URL, or .",
+            hint=f"a requirement ({install_requirement()}), a git URL, or .",
         )
     # A JSON string is a YAML double-quoted scalar: any printable text stays one value.
     return text.replace(_INSTALL, f"  ENVBISECT: {json.dumps(install)}\n", 1)
