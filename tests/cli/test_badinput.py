@@ -166,7 +166,8 @@ def test_executor_slurm_without_slurm_is_one_usage_error(base: list[str], tmp_pa
             (tmp_path / "bin" / tool).symlink_to(found)
     env = {**os.environ, "PATH": str(tmp_path / "bin")}
     got = envbisect(
-        *base, "--package", "crashy", "--probe", "import:crashy", "--executor", "slurm", "--jobs", "2", env=env,
+        *base, "--package", "crashy", "--probe", "import:crashy", "--executor", "slurm",
+        "--jobs", "2", env=env,
     )  # fmt: skip
     assert got.returncode == 2, got.stderr
     lines = got.stderr.strip().splitlines()

@@ -325,4 +325,4 @@ def test_a_matrix_file_may_name_every_executor_and_no_other() -> None:
     from envbisect.core.living.spec import EXECUTOR_NAMES
     from envbisect.exec.executor import EXECUTORS
 
-    assert EXECUTOR_NAMES == tuple(EXECUTORS)
+    assert tuple(EXECUTORS) == EXECUTOR_NAMES

@@ -124,7 +124,7 @@ def test_run_lock_and_matrix_on_slurm_are_the_same_as_local(
             [
                 (c["specifier"], c["first_bad"], c["last_good"], c["found_by"])
                 for c in lock.to_dict()["constraints"]
-            ],  # fmt: skip
+            ],
             [(c.key, c.state, c.outcome.kind.value if c.outcome else None) for c in cells.cells],
         ]
         if name == "slurm":

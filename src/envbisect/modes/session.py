@@ -19,6 +19,7 @@ import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, replace
+from functools import partial
 from types import TracebackType
 from typing import Any, TypeVar
 
@@ -33,15 +34,16 @@ from envbisect.core.results.search import SearchResult
 from envbisect.core.target import Target
 from envbisect.env import runner, worker
 from envbisect.env.worker import ProbeTask, check_native_backtrace, run_task
-from envbisect.errors import EnvbisectError, Interrupted
+from envbisect.errors import DiskFull, EnvbisectError, Interrupted
 from envbisect.model import EnvSpec, IndexConfig, OutcomeKind, ProbeRecord, SourceBuild
 from envbisect.modes.edges import Edges
-from envbisect.modes.sharing import CLAIM_POLL, Renewal, drop_build
+from envbisect.modes.sharing import CLAIM_POLL, Renewal, drop_build, said_if_failed
 from envbisect.options import CommonOptions
 from envbisect.redact import mask_env_map, mask_text
 from envbisect.store import Claimant
 
 R = TypeVar("R", bound=SearchResult)
+T = TypeVar("T")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -72,6 +74,9 @@ class Session(Edges):
         # Builds ahead of the search (``--jobs 1`` on this machine): env id -> the build.
         self._ahead: dict[str, Future[worker.Built]] = {}
         self._ahead_pool: ThreadPoolExecutor | None = None
+        # None built ahead: one core (a build beside the probe slows it), asked, the disk filled.
+        ahead_off = os.environ.get("ENVBISECT_NO_BUILD_AHEAD")
+        self._no_ahead = (os.cpu_count() or 1) < 2 or bool(ahead_off)
         self._me = Claimant.this_process()  # this run, as its claims in the store name it
         self._beat: Renewal | None = None
 
@@ -79,10 +84,7 @@ class Session(Edges):
         return self
 
     def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         self._stop_executor(exc)
         self._end_ahead()
@@ -252,7 +254,7 @@ class Session(Edges):
                 built = self._take_ahead(want.spec.env_id)
                 was_ahead = built is not None
                 if built is None and ahead is not None:
-                    built = worker.build(task)
+                    built = self._room(partial(worker.build, task))
                 if ahead is not None:
                     try:
                         self._build_ahead(ahead())
@@ -261,7 +263,11 @@ class Session(Edges):
                             worker.discard(built)
                         raise
                     ahead = None
-                out[i] = self._record(task, run_task(task, built, ahead=was_ahead))
+                if built is None:
+                    rec = self._room(partial(run_task, task))
+                else:
+                    rec = run_task(task, built, ahead=was_ahead)
+                out[i] = self._record(task, rec)
                 continue
             futures[self.executor.submit(task)] = (i, task)
         pending = set(futures)
@@ -340,7 +346,8 @@ class Session(Edges):
                 )
                 continue
             rec, reused = next(records)
-            out.append(record_row(w.label, rec, reused, env_id=w.spec.env_id, moved=w.moved))
+            out.append(ProbeRow.of_record(w.label, rec, reused, env_id=w.spec.env_id,
+                                          moved=w.moved))  # fmt: skip
         return out
 
     @property
@@ -356,12 +363,11 @@ class Session(Edges):
     def _build_ahead(self, wants: Sequence[Want]) -> None:
         """Build these environments in one background thread, in order, while this thread
         probes; those already built, stored or under way are left alone, and builds ahead
-        that are no longer among them are dropped. Not on a single core: a build beside the
-        probe would slow it."""
+        that are no longer among them are dropped."""
         keep = {w.spec.env_id for w in wants if w.spec is not None}
         for env_id in [e for e in self._ahead if e not in keep]:
             self._drop_ahead(env_id)
-        if (os.cpu_count() or 1) < 2 or os.environ.get("ENVBISECT_NO_BUILD_AHEAD"):
+        if self._no_ahead:
             return
         for want in wants:
             spec = want.spec
@@ -371,7 +377,10 @@ class Session(Edges):
                 continue  # another run builds and probes it: its record will do
             if self._ahead_pool is None:
                 self._ahead_pool = ThreadPoolExecutor(1, thread_name_prefix="envbisect-ahead")
-            self._ahead[spec.env_id] = self._ahead_pool.submit(worker.prebuild, self._task(want))
+            self._ahead[spec.env_id] = fut = self._ahead_pool.submit(
+                worker.prebuild, self._task(want)
+            )
+            fut.add_done_callback(partial(said_if_failed, self.progress, want.label))
 
     def _drop_ahead(self, env_id: str) -> None:
         """A build ahead no round asked for: removed, and its claim given up."""
@@ -386,12 +395,25 @@ class Session(Edges):
             return None
         try:
             built = fut.result()
-        except Exception:
+        except Exception:  # built again here, where a failure is reported (-v said it)
             self._ahead.pop(env_id, None)
             return None
         # Ctrl-C while waiting leaves it in _ahead: _end_ahead removes what it built.
         self._ahead.pop(env_id, None)
         return built
+
+    def _room(self, build: Callable[[], T]) -> T:
+        """``build()``; when the disk is full and builds ahead hold space, they are removed
+        (and none is made again this run) and it is tried once more."""
+        try:
+            return build()
+        except DiskFull:
+            if not self._ahead:
+                raise
+            self.progress.message("the disk is full: builds ahead removed (no more this run)")
+            self._end_ahead()
+            self._no_ahead = True
+            return build()
 
     def _end_ahead(self) -> None:
         """Stop the builds ahead and remove what they built: nothing outlives the session."""
@@ -455,27 +477,6 @@ class Session(Edges):
             )
             self._gdb_warned = True
         return rec, False
-
-
-def record_row(
-    version: str, rec: ProbeRecord, reused: bool, *, env_id: str, moved: tuple[Moved, ...] = ()
-) -> ProbeRow:
-    """The report row of a probe record (every run of it, for a flaky repro)."""
-    return ProbeRow(
-        version=version,
-        outcome=rec.outcome,
-        verdict=RowVerdict.NONE,
-        reused=reused,
-        build_seconds=rec.build_seconds,
-        probe_seconds=rec.probe_seconds,
-        env_id=env_id,
-        installed=rec.installed,
-        moved=moved,
-        runs=len(rec.all_runs),
-        fails=rec.fails,
-        run_outcomes=rec.runs,
-        host=rec.host,
-    )
 
 
 def _first_runs(rec: ProbeRecord, runs: int) -> ProbeRecord:

@@ -1,5 +1,6 @@
 """What runs share: claims in the store renewed while a run lives (no environment is probed
-twice at once, modes/session.py), and builds ahead that no round asked for, dropped."""
+twice at once, modes/session.py), and builds ahead that no round asked for (or that failed),
+dropped."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from pathlib import Path
 
 from envbisect.env import worker
 from envbisect.errors import EnvbisectError
+from envbisect.progress import Progress
 from envbisect.store import CLAIM_BEAT, Claimant, Store
 
 # How often a run waiting for another's probe looks at the store.
@@ -47,3 +49,10 @@ def drop_build(fut: Future[worker.Built]) -> None:
             worker.discard(done.result())
 
     fut.add_done_callback(discard)
+
+
+def said_if_failed(progress: Progress, label: str, fut: Future[worker.Built]) -> None:
+    """At -v, a build ahead that failed (a full disk, the index): it is dropped, and built
+    again if a round wants it, where its failure counts."""
+    if progress.verbose and not fut.cancelled() and fut.exception() is not None:
+        progress.message(f"{label}: its build ahead failed ({fut.exception()}); dropped")

@@ -10,7 +10,7 @@ import json
 from importlib import resources
 from pathlib import Path
 
-from envbisect import DISTRIBUTION, install_requirement
+from envbisect import install_requirement
 from envbisect.cli.context import Context
 from envbisect.errors import UsageError
 

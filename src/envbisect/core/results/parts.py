@@ -20,7 +20,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from envbisect.model import InstalledDist, Outcome
+from envbisect.model import InstalledDist, Outcome, ProbeRecord
 
 Direction = Literal["regression", "fix"]
 
@@ -69,6 +69,19 @@ class ProbeRow:
     round: int = 0  # --jobs: the round it was probed in (1-based; 0 outside a search)
     run_outcomes: tuple[Outcome, ...] = ()  # every run's outcome, when there were several
     host: str = ""  # the node the probe ran on ("" for one answered without a build)
+
+    @classmethod
+    def of_record(
+        cls, version: str, rec: ProbeRecord, reused: bool, *, env_id: str,
+        moved: tuple[Moved, ...] = (),
+    ) -> ProbeRow:  # fmt: skip
+        """The report row of a probe record (every run of it, for a flaky repro)."""
+        return cls(
+            version=version, outcome=rec.outcome, verdict=RowVerdict.NONE, reused=reused,
+            build_seconds=rec.build_seconds, probe_seconds=rec.probe_seconds, env_id=env_id,
+            installed=rec.installed, moved=moved, runs=len(rec.all_runs), fails=rec.fails,
+            run_outcomes=rec.runs, host=rec.host,
+        )  # fmt: skip
 
     def to_dict(self) -> dict[str, Any]:
         return {
