@@ -60,6 +60,7 @@ from envbisect.textsafe import for_terminal
 RETRIES = 3  # a job that ends without a record is submitted again this many times
 POLL = 0.2  # seconds between looks at the folder (a stat per job); squeue every SQUEUE_EVERY
 SQUEUE_EVERY = 10
+QUEUE_PATIENCE = 60  # squeue failures in a row (2 s apart) before the run gives up on the queue
 LATE = 15.0  # seconds a finished job's record may take to appear (a shared filesystem's lag)
 CANCEL_WAIT = 60.0  # seconds for cancelled jobs to leave the queue
 # States a job is still in the queue in (squeue's %T); any other is an end.
@@ -235,12 +236,19 @@ class SlurmExecutor:
     # -- watching -----------------------------------------------------------------------------
 
     def _watch(self) -> None:
-        looks = 0
+        looks = unread = 0
         while not self._closed.wait(POLL):
             looks += 1
+            queue = looks % SQUEUE_EVERY == 0
             try:
-                self._look(queue=looks % SQUEUE_EVERY == 0)
-            except Exception as e:  # the queue cannot be read: every waiting probe hears it
+                self._look(queue=queue)
+                unread = 0 if queue else unread
+            except InfrastructureError as e:  # a busy slurmctld: asked again, for a while
+                unread += 1
+                if unread >= QUEUE_PATIENCE:
+                    self._fail_all(e)
+                    return
+            except Exception as e:  # every waiting probe hears it
                 self._fail_all(e)
                 return
 
