@@ -23,8 +23,8 @@ from typing import Any
 import pytest
 import yaml
 
-from envbisect import __version__
-from envbisect.cli.commands.ci_template import DISTRIBUTION, workflow
+from envbisect import DISTRIBUTION, __version__, install_requirement
+from envbisect.cli.commands.ci_template import workflow
 from envbisect.env.uv import find_uv
 from support.index_server import IndexFile, LocalIndex
 from support.wheels import build_wheel
@@ -132,11 +132,14 @@ def test_what_the_action_and_the_workflow_install_is_this_project(tmp_path: Path
         entry = z.read(f"envbisect_ml-{__version__}.dist-info/entry_points.txt").decode()
         assert "envbisect = envbisect.cli.main:main" in entry
         assert "envbisect/py.typed" in z.namelist()
-    # The workflow installs that distribution by name, from an index that also serves the
-    # other project called envbisect (a stand-in for PyPI's).
+    # The workflow installs this repository at the tag of this version (tests/
+    # test_install_lines.py installs that URL); by name, once it is on PyPI, it must get this
+    # distribution from an index that also serves the other project called envbisect (a
+    # stand-in for PyPI's).
     spec = installed_spec(yaml.safe_load(workflow()), {"ENVBISECT": yaml.safe_load(workflow())[
         "env"]["ENVBISECT"]}, tmp_path)  # fmt: skip
-    assert spec == f"{DISTRIBUTION}=={__version__}"
+    assert spec == install_requirement()
+    spec = f"{DISTRIBUTION}=={__version__}"
     (tmp_path / "other").mkdir()
     other = build_wheel(tmp_path / "other", "envbisect", "9.9.9",
                         {"envbisect/__init__.py": "def diagnose(): pass\n"})  # fmt: skip

@@ -182,6 +182,18 @@ class CellRow:
 _CELL_COLUMNS = tuple(f.name for f in fields(CellRow))
 
 
+def _wal(db: sqlite3.Connection) -> sqlite3.Cursor:
+    """WAL mode, tried for 30 s: runs opening one database at once may find it locked."""
+    for _ in range(600):
+        try:
+            return db.execute("PRAGMA journal_mode=WAL")
+        except sqlite3.OperationalError as e:
+            if "locked" not in str(e):
+                raise
+            time.sleep(0.05)
+    return db.execute("PRAGMA journal_mode=WAL")
+
+
 class Store:
     """A results database in ``results_dir``. Use as a context manager."""
 
@@ -193,7 +205,7 @@ class Store:
             # One connection per thread; check_same_thread=False only lets its owner close it
             # from the thread that started the workers.
             self._db = sqlite3.connect(self.path, timeout=30.0, check_same_thread=False)
-            self._db.execute("PRAGMA journal_mode=WAL")
+            _wal(self._db)
             self._db.execute("PRAGMA synchronous=NORMAL")
             with self._db:
                 self._db.executescript(_SCHEMA)

@@ -50,9 +50,11 @@ if missing():
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SlurmCluster]:
-    """One cluster for this file, on one xdist worker at a time (a second waits here)."""
+    """One cluster for this file, on one xdist worker at a time, and never beside the Ray
+    tests' cluster (test_ray.py takes the same lock): two clusters' probes on two cores
+    starve each other's timing assertions of waits (a Ray probe once took over 3 min)."""
     shared = tmp_path_factory.getbasetemp().parent
-    with open(shared / "slurm-tests.lock", "w") as lock:
+    with open(shared / "ray-tests.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         c = SlurmCluster(tmp_path_factory.mktemp("slurm"))
         saved = os.environ.get("SLURM_CONF")
