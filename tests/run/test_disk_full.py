@@ -11,6 +11,7 @@ import subprocess
 from collections.abc import Iterator
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -79,23 +80,30 @@ def _size(folder: Path) -> int:
     return sum(p.stat().st_size for p in folder.rglob("*") if p.is_file() and not p.is_symlink())
 
 
-def test_builds_ahead_that_fill_the_disk_are_dropped_and_the_run_ends_right(
-    heavy: LocalIndex, python: str, tmp_path: Path, small_disk: Path,
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:  # fmt: skip
+def _measured(
+    heavy: LocalIndex, python: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> tuple[Repro, Any, int, int]:
+    """The repro (a probe that takes a moment: the next round's candidates are built ahead
+    while it runs), the bisection with no build ahead and every environment kept, one
+    environment's size and the store's."""
     if (os.cpu_count() or 1) < 2:
         pytest.skip("builds ahead need a second core")
-    # A probe that takes a moment: the next round's candidates are built ahead while it runs.
     script = tmp_path / "repro.py"
     script.write_text("import time, heavypkg\ntime.sleep(1.5)\nheavypkg.run()\n")
     repro = Repro.from_file(str(script), tmp_path)
-    # One environment's size: the probed ones, kept, with no build ahead.
     monkeypatch.setenv("ENVBISECT_NO_BUILD_AHEAD", "1")
     plain = run_bisect(_opts(heavy, python, repro, tmp_path / "plain", tmp_path / "c", keep=True))
     monkeypatch.delenv("ENVBISECT_NO_BUILD_AHEAD")
     assert (plain.first_new, plain.last_old) == ("1.7.0", "1.6.0")
-    one = _size(tmp_path / "plain" / ".envs") // len(plain.rows)
-    store = _size(tmp_path / "plain") - _size(tmp_path / "plain" / ".envs")
+    envs = _size(tmp_path / "plain" / ".envs")
+    return repro, plain, envs // len(plain.rows), _size(tmp_path / "plain") - envs
+
+
+def test_builds_ahead_that_fill_the_disk_are_dropped_and_the_run_ends_right(
+    heavy: LocalIndex, python: str, tmp_path: Path, small_disk: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:  # fmt: skip
+    repro, plain, one, store = _measured(heavy, python, tmp_path, monkeypatch)
     # Room for the environment being probed and half of another: every build ahead beside a
     # probe fills the disk (the probed environment is removed after its probe).
     _mount(small_disk, one + one // 2 + store + 1024 * 1024)
@@ -115,18 +123,12 @@ def test_with_keep_envs_builds_ahead_never_make_a_full_disk_come_sooner(
     """--keep-envs on a disk too small for every probed environment: the run ends with
     [disk-full] (exit 3), but after as many probes as it makes with no build ahead; builds
     ahead holding the space are removed for the environment the search wants."""
-    if (os.cpu_count() or 1) < 2:
-        pytest.skip("builds ahead need a second core")
-    script = tmp_path / "repro.py"
-    script.write_text("import time, heavypkg\ntime.sleep(1.5)\nheavypkg.run()\n")
-    repro = Repro.from_file(str(script), tmp_path)
-    monkeypatch.setenv("ENVBISECT_NO_BUILD_AHEAD", "1")
-    plain = run_bisect(_opts(heavy, python, repro, tmp_path / "plain", tmp_path / "c", keep=True))
-    one = _size(tmp_path / "plain" / ".envs") // len(plain.rows)
-    store = _size(tmp_path / "plain") - _size(tmp_path / "plain" / ".envs")
+    repro, _, one, store = _measured(heavy, python, tmp_path, monkeypatch)
     probed = {}
     for ahead in (False, True):
-        if ahead:
+        if not ahead:
+            monkeypatch.setenv("ENVBISECT_NO_BUILD_AHEAD", "1")
+        else:
             monkeypatch.delenv("ENVBISECT_NO_BUILD_AHEAD")
         disk = tmp_path / f"disk-{ahead}"
         disk.mkdir()
