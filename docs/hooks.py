@@ -171,7 +171,7 @@ def exit_codes_markdown() -> str:
         "`envbisect repro`: not reproduced (it passes here, or fails another way)"
     )
     rows.append((EXIT_PROBE_FAILED, probe))
-    for sig in main._FORWARDED:
+    for sig in main.forwarded():
         rows.append((128 + sig, f"{signal.Signals(sig).name} received: taken as Ctrl-C "
                      f"(the `interrupted` path: 128 + the signal)"))  # fmt: skip
     rows.append((128 + signal.SIGPIPE, f"stdout closed by its reader ({code('| head')}): "

@@ -5,9 +5,12 @@ example parses with the real parser, so none can name a flag that does not exist
 from __future__ import annotations
 
 import argparse
+import ast
 import contextlib
 import io
 import shlex
+import subprocess
+import sys
 
 import pytest
 
@@ -55,3 +58,39 @@ def test_run_help_is_grouped_for_a_reader() -> None:
     text = help_of("run")
     assert text.index("what to test:") < text.index("indexes:") < text.index("output:")
     assert text.index("--repro") < text.index("--index-url") < text.index("--jobs")
+
+
+# What a command line loads before it answers: the modules named below are what a command that
+# runs needs (the display, package parsing, threads), never what --version or --help prints.
+LOADED = """
+import sys
+from envbisect.cli.main import main
+try:
+    code = main(sys.argv[1:])
+except SystemExit as e:  # --help: argparse leaves through SystemExit
+    code = e.code
+heavy = ("rich", "packaging", "concurrent.futures", "httpx", "envbisect.model", "typing")
+print("LOADED", sorted(m for m in heavy if m in sys.modules), file=sys.stderr)
+sys.exit(code)
+"""
+
+
+@pytest.mark.parametrize(
+    ("argv", "allowed"),
+    [
+        (["--version"], set()),
+        (["-V"], set()),
+        (["--help"], {"typing"}),  # dataclasses imports typing's half; argparse the rest
+        (["run", "--help"], {"typing"}),
+        (["help", "lock"], {"typing"}),
+    ],
+)
+def test_version_and_help_import_only_what_they_print(argv: list[str], allowed: set[str]) -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", LOADED, *argv], capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip(), "it printed nothing"
+    line = next(ln for ln in done.stderr.splitlines() if ln.startswith("LOADED"))
+    loaded = set(ast.literal_eval(line.removeprefix("LOADED ")))
+    assert loaded <= allowed, line

@@ -247,7 +247,9 @@ def test_ctrl_c_leaves_no_probe_on_any_node(
         "--repro",
         str(repro),
     ]
-    proc = start(*args)
+    # -v and the fault handler: if the probe never shows up, the failure below says where
+    # envbisect's threads were (a SIGABRT dumps them) and what the run had said.
+    proc = start("-v", *args, env={**os.environ, "PYTHONFAULTHANDLER": "1"})
     assert proc.stderr is not None
     seen = ""
     while "probing 1.5.0" not in seen:
@@ -256,13 +258,16 @@ def test_ctrl_c_leaves_no_probe_on_any_node(
         seen += line
     # "probing" is printed when the task is submitted; the node still builds the environment
     # and starts a Ray worker for it: under a loaded parallel suite on two cores that took more
-    # than a minute once (CI), so this waits as long as the test beside it.
-    deadline = time.monotonic() + 180
+    # than a minute once (CI), and once in a CI run on another machine no probe had started
+    # after three: this waits five, then shows where the run was.
+    deadline = time.monotonic() + 300
     while not _probes_alive(str(repro), proc.pid) and time.monotonic() < deadline:
         time.sleep(0.2)
     if not _probes_alive(str(repro), proc.pid):  # what envbisect said after, for the message
-        proc.kill()
-        pytest.fail(f"the hanging probe should be running: {seen}{proc.stderr.read()}")
+        ray = subprocess.run(["pgrep", "-af", "ray::|raylet"], capture_output=True, text=True)
+        proc.send_signal(signal.SIGABRT)  # the fault handler prints every thread's stack
+        _, err = proc.communicate(timeout=60)
+        pytest.fail(f"the hanging probe should be running: {seen}{err}\nRay: {ray.stdout}")
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=120)
     assert proc.returncode == 130, seen + err

@@ -14,37 +14,38 @@ Heavy modules are imported inside the commands so that ``envbisect --help`` star
 
 from __future__ import annotations
 
-import argparse
-import contextlib
-import importlib
-import json
 import os
-import shlex
-import signal
 import sys
-import threading
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from pathlib import Path
 
-from envbisect.cli import implied
-from envbisect.cli.context import Context
-from envbisect.cli.display import COLOR, RichProgress, error_json, print_error, stderr_console
-from envbisect.cli.parser import build_parser, subparser, suggest
-from envbisect.errors import EnvbisectError, Interrupted, NoAnswer, UsageError
-from envbisect.redact import mask_env_args
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (14 ms)
+
+if TYPE_CHECKING:
+    import argparse
+    from collections.abc import Callable, Sequence
+
+    from envbisect.cli.context import Context
+    from envbisect.cli.display import RichProgress
+    from envbisect.errors import EnvbisectError
+
+# ``envbisect --version`` and ``-V`` answer before anything else is imported: the rest of this
+# module imports what it needs where it needs it (argparse and rich alone cost more than the
+# interpreter's own start).
+_VERSION_FLAGS = (["--version"], ["-V"])
 
 
-@dataclass(frozen=True, slots=True)
 class Command:
     """A subcommand: the function that runs it, named (module, attribute) and imported when
     the command runs, so that one command does not load every other's modules."""
 
-    where: tuple[str, str]
-    tail: bool = False  # takes a command after --
+    __slots__ = ("tail", "where")
 
-    @property
-    def run(self) -> Callable[[Context], int]:
+    def __init__(self, where: tuple[str, str], *, tail: bool = False) -> None:
+        self.where = where
+        self.tail = tail  # takes a command after --
+
+    def load(self) -> Callable[[Context], int]:
+        import importlib
+
         module, name = self.where
         fn: Callable[[Context], int] = getattr(importlib.import_module(module), name)
         return fn
@@ -82,7 +83,13 @@ class _Signalled(KeyboardInterrupt):
 
 
 _received: list[int] = []
-_FORWARDED = (signal.SIGTERM, signal.SIGHUP)
+
+
+def forwarded() -> tuple[int, ...]:
+    """The signals taken as Ctrl-C: SIGTERM and SIGHUP."""
+    import signal
+
+    return (signal.SIGTERM, signal.SIGHUP)
 
 
 def _on_signal(signum: int, frame: object) -> None:
@@ -93,9 +100,16 @@ def _on_signal(signum: int, frame: object) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    if list(sys.argv[1:] if argv is None else argv) in _VERSION_FLAGS:
+        from envbisect import __version__
+
+        print(f"envbisect {__version__}")
+        return 0
     try:
         return _guarded(argv)
     except BrokenPipeError:
+        import signal
+
         # stdout closed early (``| head``): end quietly, as a shell pipeline's reader expects;
         # point stdout at /dev/null so the interpreter's last flush does not complain.
         devnull = os.open(os.devnull, os.O_WRONLY)
@@ -105,15 +119,22 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _guarded(argv: Sequence[str] | None) -> int:
     """SIGTERM and SIGHUP take Ctrl-C's path while a command runs (main thread only)."""
+    import contextlib
+    import signal
+    import threading
+
     if threading.current_thread() is not threading.main_thread():
         return _main(argv)
     _received.clear()
-    saved = {s: signal.signal(s, _on_signal) for s in _FORWARDED}
+    saved = {s: signal.signal(s, _on_signal) for s in forwarded()}
     try:
         return _main(argv)
     except _Signalled as e:
         # Came before _main's own handler was in place (the parser being built): nothing
         # started yet, so end as quietly as a signal during the run would.
+        from envbisect.cli.display import print_error
+        from envbisect.errors import Interrupted
+
         sig = signal.Signals(e.signum)
         print_error(
             Interrupted(f"{sig.name} received: interrupted", hint="run the same command again")
@@ -125,7 +146,17 @@ def _guarded(argv: Sequence[str] | None) -> int:
                 signal.signal(s, handler)
 
 
+def build_parser() -> argparse.ArgumentParser:
+    """The whole parser (cli/parser.py), imported when a command line is to be read."""
+    from envbisect.cli import parser
+
+    return parser.build_parser()
+
+
 def _main(argv: Sequence[str] | None) -> int:
+    from envbisect.cli.parser import subparser, suggest
+    from envbisect.errors import UsageError
+
     args_list = list(sys.argv[1:] if argv is None else argv)
     tail: list[str] = []
     if "--" in args_list:
@@ -137,6 +168,8 @@ def _main(argv: Sequence[str] | None) -> int:
             parser.print_help()
             return 0
         if args_list[1] not in COMMANDS:
+            from envbisect.cli.display import print_error
+
             print_error(
                 UsageError(
                     f"envbisect help: there is no command {args_list[1]!r}",
@@ -146,6 +179,15 @@ def _main(argv: Sequence[str] | None) -> int:
             return 2
         args_list = [args_list[1], "--help"]
     args, unknown = parser.parse_known_args(args_list)
+    # --help has printed and left by now: what follows is imported for a command that runs.
+    import shlex
+
+    from envbisect.cli import implied
+    from envbisect.cli.context import Context
+    from envbisect.cli.display import COLOR, RichProgress, print_error, stderr_console
+    from envbisect.errors import EnvbisectError, Interrupted, NoAnswer
+    from envbisect.redact import mask_env_args
+
     COLOR["choice"] = getattr(args, "color", "auto")
     if unknown:
         sub = subparser(parser, args.command)
@@ -215,7 +257,7 @@ def _main(argv: Sequence[str] | None) -> int:
                     f"envbisect: overrides: {shown} (every requirement on these projects takes "
                     "these versions, as uv's --overrides)"
                 )
-            return command.run(ctx)
+            return command.load()(ctx)
         finally:
             progress.close()  # the live display ends before the answer or an error
     except NoAnswer as e:
@@ -237,6 +279,8 @@ def _project_defaults(
     """The repository's ``[tool.envbisect]`` defaults (cli/projectconf.py), said with -v."""
     if getattr(args, "no_config", False):
         return
+    from pathlib import Path
+
     from envbisect.cli import projectconf
 
     conf = projectconf.find(Path.cwd())
@@ -276,6 +320,12 @@ def _say_held_back(progress: RichProgress, args: argparse.Namespace) -> None:
 
 
 def _fail(args: argparse.Namespace, err: EnvbisectError) -> int:
+    import json
+    import signal
+
+    from envbisect.cli.display import error_json, print_error
+    from envbisect.errors import Interrupted
+
     if isinstance(err, Interrupted) and _received:
         sig = signal.Signals(_received[0])
         err.exit_code = 128 + sig.value

@@ -17,7 +17,6 @@ from envbisect import __version__
 from envbisect.cli import execflags as x
 from envbisect.cli import flags as o
 from envbisect.cli import helpfmt
-from envbisect.cli.display import print_error
 from envbisect.errors import UsageError
 
 if TYPE_CHECKING:
@@ -26,6 +25,8 @@ if TYPE_CHECKING:
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
+        from envbisect.cli.display import print_error  # rich: only when there is an error
+
         print_error(UsageError(message, hint=suggest(message, self) or f"see {self.prog} --help"))
         raise SystemExit(2)
 
