@@ -252,6 +252,36 @@ def test_env_report_reads_record_and_torch_build(tmp_path: Path) -> None:
     assert not any(m.endswith("-info") or m == ".." for m in mods)
     pending = envreport.Pending(str(python))
     assert pending.result() == {**report, "envbisect": report["envbisect"]}
+    # Read from the files in this process, as a probe reads it: the same report.
+    assert envreport.read_venv(python) == report
+    # A .pth line that adds a folder (an editable install): only the interpreter can say.
+    (tmp_path / "src").mkdir()
+    (site / "__editable__.odd.pth").write_text(f"import os\n{tmp_path / 'src'}\n")
+    assert envreport.read_venv(python) is None
+    (site / "__editable__.odd.pth").write_text("import os; os.environ.get('X')\n# a comment\n")
+    assert envreport.read_venv(python) == report  # lines that run code add no folder
+
+
+def test_env_report_read_in_process_for_another_python(tmp_path: Path) -> None:
+    """A venv of another Python than envbisect's: its version comes from pyvenv.cfg, the
+    report equals what its own interpreter prints. Skipped where pyenv has no 3.12."""
+    from envbisect.env.uv import find_uv
+
+    other = sorted(Path.home().glob(".pyenv/versions/3.12*/bin/python3.12"))
+    if not other:
+        pytest.skip("no Python 3.12 under ~/.pyenv here")
+    venv = tmp_path / "v"
+    subprocess.run([find_uv(), "venv", "-q", "--no-config", "--python", str(other[0]), str(venv)],
+                   check=True)  # fmt: skip
+    python = venv / "bin" / "python"
+    site = next(venv.glob("lib/python3.12/site-packages"))
+    _dist(site, "transformers", "4.51.3", ["transformers/__init__.py,,"],
+          {"transformers/__init__.py": ""})  # fmt: skip
+    report = envreport.collect(str(python), deep=False, timeout=60)
+    assert report["markers"]["python_version"] == "3.12"
+    assert envreport.read_venv(python) == report
+    (venv / "pyvenv.cfg").write_text("home = /nowhere\ninclude-system-site-packages = true\n")
+    assert envreport.read_venv(python) is None  # the system's packages: the interpreter's word
 
 
 def test_env_bad_interpreter() -> None:

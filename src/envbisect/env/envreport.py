@@ -18,6 +18,7 @@ import shutil
 import subprocess
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from packaging.markers import InvalidMarker
@@ -27,139 +28,12 @@ from packaging.version import InvalidVersion, Version
 
 from envbisect import __version__
 from envbisect.core.markers import applies
+from envbisect.env.probes import _envreport as _script
 from envbisect.errors import UsageError
 
-PACKAGES = (
-    "torch",
-    "transformers",
-    "datasets",
-    "accelerate",
-    "peft",
-    "trl",
-    "tokenizers",
-    "pyarrow",
-    "numpy",
-    "deepspeed",
-    "bitsandbytes",
-    "vllm",
-    "flash-attn",
-    "llamafactory",
-)
-
-# Runs inside the reported environment: standard library only, Python 3.8 syntax.
-REPORT_SCRIPT = r"""
-import json, os, platform, re, subprocess, sys
-from importlib import metadata
-deep = len(sys.argv) > 1 and sys.argv[1] == "deep"
-PACKAGES = __PACKAGES__
-def norm(n): return re.sub(r"[-_.]+", "-", n or "").lower()
-try:
-    libc = os.confstr("CS_GNU_LIBC_VERSION") or ""
-except (AttributeError, ValueError, OSError):
-    libc = ""
-out = {
-    "platform": platform.platform(), "system": platform.system(), "machine": platform.machine(),
-    "kernel": platform.release(),
-    "glibc": libc.split(" ")[1] if libc.startswith("glibc ") else None,
-    "python": platform.python_version(), "executable": sys.executable,
-    "implementation": sys.implementation.name,
-    "markers": {"sys_platform": sys.platform, "platform_system": platform.system(),
-                "platform_machine": platform.machine(), "os_name": os.name,
-                "python_version": "%d.%d" % sys.version_info[:2],
-                "python_full_version": platform.python_version(),
-                "implementation_name": sys.implementation.name,
-                "platform_python_implementation": platform.python_implementation()},
-    "packages": {}, "wheel_tags": {}, "requires": {}, "torch": None, "numpy_abi": None,
-    "modules": {},
-}
-dists, versions = {}, {}
-def paths(d):
-    # RECORD read as text (d.files makes a path object of each of torch's 20,000 lines: most
-    # of this script's time); a quoted path (one with a comma) and no RECORD: d.files.
-    record = d.read_text("RECORD")
-    if record is None or '"' in record:
-        return [str(f) for f in d.files or []]
-    return [l.rsplit(",", 2)[0] for l in record.splitlines() if l.count(",") >= 2]
-for d in metadata.distributions():
-    md = d.metadata  # parsed once: each d.version or d.metadata parses METADATA again
-    name = norm(md["Name"])
-    if not name or name in dists:
-        continue
-    dists[name], versions[name] = d, md["Version"]
-    tags = [l.split(":", 1)[1].strip() for l in (d.read_text("WHEEL") or "").splitlines()
-            if l.startswith("Tag:")]
-    if tags:
-        out["wheel_tags"][name] = {"version": versions[name], "tags": tags}
-    # The top-level modules it installs (RECORD), so a failing frame or a module a message
-    # names leads to its distribution (lock's descent).
-    files = paths(d)
-    if name == "torch":
-        torch_files = files
-    for f in files:
-        parts = f.replace(os.sep, "/").split("/")
-        top = parts[0][:-3] if len(parts) == 1 and parts[0].endswith(".py") else parts[0]
-        if len(parts) == 1 and not parts[0].endswith(".py"):
-            top = parts[0].split(".", 1)[0] if parts[0].endswith((".so", ".pyd")) else ""
-        if (top and top.isidentifier() and not top.endswith(("-info", "__pycache__"))
-                and top not in out["modules"]):
-            out["modules"][top] = name
-for p in PACKAGES:
-    out["packages"][p] = versions.get(norm(p))
-if "llamafactory" in dists:
-    out["requires"]["llamafactory"] = list(dists["llamafactory"].requires or [])
-out["installed"] = dict(sorted(versions.items()))
-if "torch" in dists:
-    t = {"version": versions["torch"], "cuda": None, "cudnn": None}
-    for f in torch_files:
-        if f.replace(os.sep, "/") == "torch/version.py":
-            with open(str(dists["torch"].locate_file(f)), encoding="utf-8") as fh:
-                text = fh.read()
-            m = re.search(r"^cuda\s*(?::\s*\S+)?\s*=\s*['\"]([^'\"]+)['\"]", text, re.M)
-            t["cuda"] = m.group(1) if m else None
-            m = re.search(r"^hip\s*(?::\s*\S+)?\s*=\s*['\"]([^'\"]+)['\"]", text, re.M)
-            t["hip"] = m.group(1) if m else None
-    if deep:
-        try:
-            import torch
-            cudnn = torch.backends.cudnn
-            t["cudnn"] = cudnn.version() if cudnn.is_available() else None
-            t["cuda_available"] = torch.cuda.is_available()
-            t["devices"] = [
-                {"name": torch.cuda.get_device_name(i),
-                 "memory_gib": round(torch.cuda.get_device_properties(i).total_memory / 2**30, 1),
-                 "bf16": bool(torch.cuda.is_bf16_supported())}
-                for i in range(torch.cuda.device_count())
-            ] if torch.cuda.is_available() else []
-        except Exception as e:
-            t["import_error"] = "%s: %s" % (type(e).__name__, e)
-    out["torch"] = t
-if deep and "numpy" in dists:
-    bad = []
-    for name, d in sorted(dists.items()):
-        deps = {norm(re.match(r"\s*([A-Za-z0-9._-]*)", r).group(1)) for r in (d.requires or [])}
-        if name == "numpy" or "numpy" not in deps:
-            continue
-        files = [str(f) for f in (d.files or [])]
-        if not any(f.endswith((".so", ".pyd")) for f in files):
-            continue
-        top = (d.read_text("top_level.txt") or "").split()
-        top = top or sorted({f.split("/")[0] for f in files if f.endswith("__init__.py")})
-        for mod in top[:2]:
-            if mod.startswith("_"):
-                continue
-            try:
-                p = subprocess.run([sys.executable, "-I", "-c", "import " + mod],
-                                   capture_output=True, text=True, timeout=120)
-            except subprocess.TimeoutExpired:
-                continue
-            err = p.stderr
-            if any(m in err for m in ("compiled using NumPy 1.x cannot be run in",
-                                      "_ARRAY_API not found", "numpy.dtype size changed")):
-                bad.append({"package": name, "version": d.version, "module": mod})
-            break
-    out["numpy_abi"] = bad
-print(json.dumps(out))
-""".replace("__PACKAGES__", repr(PACKAGES))
+# Runs inside the reported environment (python -I -c REPORT_SCRIPT quick|deep): the file's text.
+REPORT_SCRIPT = Path(_script.__file__).read_text(encoding="utf-8")
+PACKAGES = _script.PACKAGES
 
 
 def collect(python: str, *, deep: bool, timeout: float = 300.0) -> dict[str, Any]:
@@ -209,6 +83,71 @@ class Pending:
     def cancel(self) -> None:
         if self._started is not None:
             self._started.kill()
+
+
+def read_venv(python: Path) -> dict[str, Any] | None:
+    """The quick report of a plain CPython virtualenv of this machine, read from its files in
+    this process (no interpreter started: a second one cost each probe 50 ms of a core), or
+    None where only its interpreter can say (then ``Pending``).
+
+    What the report script would print there: this machine's platform, the environment's
+    Python from its ``pyvenv.cfg`` (``version_info``, ``implementation``, as uv writes them),
+    and the distributions of its one site-packages folder, found through importlib.metadata
+    as the script finds them. None for an environment that sees more than that folder (system
+    site-packages, a ``.pth`` line that adds a folder: an editable install) or is not CPython's.
+    """
+    import platform
+    import sys
+    from importlib import metadata
+
+    root = python.parent.parent
+    try:
+        lines = (root / "pyvenv.cfg").read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError):
+        return None
+    cfg = dict((k.strip().lower(), v.strip()) for k, _, v in (ln.partition("=") for ln in lines))
+    full = cfg.get("version_info", "")
+    if (
+        cfg.get("implementation", "").lower() != "cpython"
+        or cfg.get("include-system-site-packages", "false").lower() != "false"
+        or not re.fullmatch(r"3\.\d+\.\d+", full)
+        or platform.python_implementation() != "CPython"
+        or sys.platform != "linux"  # the layout below, and the machine facts, are Linux's
+    ):
+        return None
+    sites = list(root.glob("lib/python3*/site-packages"))
+    if len(sites) != 1 or not python.exists() or _adds_paths(sites[0]):
+        return None
+    short = ".".join(full.split(".")[:2])
+    # The script is untyped (Python 3.8, any interpreter): its two functions, as typed here.
+    out: dict[str, Any] = _script.interpreter()  # type: ignore[no-untyped-call]
+    out.update(python=full, executable=str(python), implementation="cpython")
+    out["markers"].update(
+        python_version=short,
+        python_full_version=full,
+        implementation_name="cpython",
+        platform_python_implementation="CPython",
+    )
+    _script.walk(out, metadata.distributions(path=[str(sites[0])]))  # type: ignore[no-untyped-call]
+    out["envbisect"] = __version__
+    return out
+
+
+def _adds_paths(site: Path) -> bool:
+    """A ``.pth`` file of ``site`` puts another folder on the path (site.py's rule: a line
+    that is neither a comment nor an ``import`` and names a folder that exists)."""
+    for pth in site.glob("*.pth"):
+        try:
+            text = pth.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            return True
+        for line in text.splitlines():
+            line = line.strip()
+            if not line or line.startswith(("#", "import ", "import\t")):
+                continue
+            if (site / line).is_dir():
+                return True
+    return False
 
 
 def read_nvidia_smi() -> dict[str, Any] | None:

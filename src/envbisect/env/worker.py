@@ -241,9 +241,15 @@ def _probe(task: ProbeTask, built: BuiltEnv) -> _Seen:
     probe_s = rec.probe_seconds if rec is not None else 0.0
     tails = (rec.stdout_tail, rec.stderr_tail) if rec is not None else ("", "")
     report = rec.env_report if rec is not None else None
-    # The environment as built, reported on while the repro starts: a second core does it
-    # (it took a tenth of a second after every probe, one after the other).
-    pending = envreport.Pending(str(built.python)) if report is None else None
+    # The environment as built: read from its files here (a plain uv virtualenv, a few ms),
+    # else reported on by its interpreter while the repro starts, on a second core.
+    pending = None
+    if report is None:
+        report = envreport.read_venv(built.python)
+        if report is not None:
+            report["nvidia"] = _nvidia()
+        else:
+            pending = envreport.Pending(str(built.python))
     try:
         for r in range(len(earlier), task.runs):
             first_failure = not any(failed(o) for o in seen)
