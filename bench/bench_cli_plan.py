@@ -9,7 +9,8 @@ envbisect: ``envbisect run --package P --pins PINS --good G --bad B --dry-run --
 a fresh process plans both ends (the pins that apply to the target plus ``P==G``, and ``P==B``)
 and builds nothing. uv: ``uv pip compile --no-config`` of the same two requirement sets, one
 after the other. Two arms: online (uv's cache revalidated; envbisect's too) and offline
-(envbisect ``--offline`` against ``uv pip compile --offline``: the caches only). Both sides
+(envbisect ``--offline`` against ``uv pip compile --offline``: the caches only); and cold
+(both caches empty every round: the very first plan on a machine). Both sides
 set the user's index settings aside (``--no-config``, no UV_INDEX*/PIP_* variables), so both
 read PyPI alone. The metadata caches of both are warmed by one untimed round (so envbisect
 remembers both plans, core/planmemo.py); a third envbisect side plans afresh
@@ -22,6 +23,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -110,6 +112,28 @@ def main() -> int:
             for p in ins
         )
 
+    def cold_ours() -> float:
+        """envbisect with empty caches: a fresh --cache-dir and results folder."""
+        fresh = Path(tempfile.mkdtemp(dir=work))
+        argv = [*ours[: ours.index("--results")], "--results", str(fresh / "r"),
+                "--cache-dir", str(fresh / "c")]  # fmt: skip
+        try:
+            return _run([*argv, *repro], env=env)
+        finally:
+            shutil.rmtree(fresh, ignore_errors=True)
+
+    def cold_uv() -> float:
+        """uv with an empty cache (UV_CACHE_DIR fresh)."""
+        fresh = Path(tempfile.mkdtemp(dir=work))
+        saved = dict(env)
+        env["UV_CACHE_DIR"] = str(fresh)
+        try:
+            return compile_both()
+        finally:
+            env.clear()
+            env.update(saved)
+            shutil.rmtree(fresh, ignore_errors=True)
+
     sides: dict[str, Callable[[], float]] = {
         "envbisect --dry-run (2 plans)": lambda: _run([*ours, *repro], env=env),
         # --offline before the --: after it, it would be an argument of the repro.
@@ -120,6 +144,9 @@ def main() -> int:
         ),
         "uv pip compile x2, online": lambda: compile_both(),
         "uv pip compile x2, --offline": lambda: compile_both("--offline"),
+        # The very first plan on a machine: nothing cached on either side.
+        "envbisect --dry-run, cold caches": cold_ours,
+        "uv pip compile x2, cold cache": cold_uv,
     }
     times: dict[str, list[float]] = {k: [] for k in sides}
     for r in range(args.rounds + 1):  # the first round warms both caches
@@ -142,6 +169,13 @@ def main() -> int:
                       command=cmd_a + " -- true"),
                b=Side(label="uv pip compile x2", value=med["uv pip compile x2, online"],
                       command=cmd_b)),
+        Figure(what=f"{what}, online, nothing cached (the first plan on a machine)",
+               a=Side(label="envbisect --dry-run, empty --cache-dir",
+                      value=med["envbisect --dry-run, cold caches"],
+                      command=cmd_a + " --cache-dir EMPTY -- true"),
+               b=Side(label="uv pip compile x2, empty UV_CACHE_DIR",
+                      value=med["uv pip compile x2, cold cache"],
+                      command="UV_CACHE_DIR=EMPTY " + cmd_b)),
         Figure(what=f"{what}, offline",
                a=Side(label="envbisect --dry-run --offline",
                       value=med["envbisect --dry-run --offline"],
@@ -168,8 +202,9 @@ def main() -> int:
     for name, sec in med.items():
         print(f"| {name} | {sec:.2f} |")
     print(f"\nenvbisect / uv online: {figures[0].comparison()}; "
-          f"envbisect --offline / uv --offline: {figures[1].comparison()}; "
-          f"not remembered, offline: {figures[2].comparison()}")  # fmt: skip
+          f"nothing cached: {figures[1].comparison()}; "
+          f"envbisect --offline / uv --offline: {figures[2].comparison()}; "
+          f"not remembered, offline: {figures[3].comparison()}")  # fmt: skip
     return 0
 
 

@@ -203,3 +203,39 @@ def test_the_same_question_again_is_remembered_not_resolved(
     monkeypatch.setenv("ENVBISECT_NO_PLAN_MEMO", "1")  # resolved, so the pages are needed
     with pytest.raises(Exception, match="not in the cache"):
         plan_with(cfg, tmp_path, python, offline=True, remembered=True)
+
+
+def test_a_cold_plan_reads_the_pages_it_needs_at_once_and_plans_the_same(
+    python: str, tmp_path: Path
+) -> None:
+    """Every root's page is asked for at once, and a dependency's likely version (the newest
+    its requirement allows, here an exact pin of an older one) is read ahead: on an index
+    that takes 0.2 s a page, several pages are in flight together, the pinned version's
+    metadata is read and the newer one's never, and the plan is the one expected."""
+    when = datetime(2026, 1, 1, tzinfo=timezone.utc)
+    local = LocalIndex(page_delay=0.2)
+    libs = [f"pf-lib{i}" for i in range(6)]
+    wheels = [("pf-app", "1.0.0", libs), ("pf-pinned", "1.0.0", []), ("pf-pinned", "2.0.0", [])]
+    for lib in libs:
+        wheels += [
+            (lib, "1.0.0", []),
+            (lib, "2.0.0", ["pf-pinned==1.0.0"] if lib == libs[0] else []),
+        ]
+    for name, version, requires in wheels:
+        path = build_wheel(tmp_path, name, version, {}, requires=requires)
+        local.add(IndexFile(project=name, path=path, upload_time=when))
+    local.start()
+    try:
+        cfg = IndexConfig(index_url=local.url)
+        got = plan_with(cfg, tmp_path / "c", python, reqs=["pf-app", *libs], remembered=True)
+    finally:
+        local.stop()
+    hits = dict(local.hits)
+    assert local.most_pages_in_flight >= 4, local.most_pages_in_flight
+    assert {str(k): str(v) for k, v in got.pins.items()} == {
+        "pf-app": "1.0.0",
+        **{lib: "2.0.0" for lib in libs},
+        "pf-pinned": "1.0.0",
+    }
+    metadata = [k for k in hits if k.endswith(".metadata") and "pf_pinned" in k]
+    assert metadata == ["GET /files/pf_pinned-1.0.0-py3-none-any.whl.metadata"], metadata

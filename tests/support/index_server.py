@@ -22,6 +22,7 @@ import html
 import json
 import sys
 import threading
+import time
 import zipfile
 from collections import Counter
 from dataclasses import dataclass, field
@@ -92,6 +93,11 @@ class LocalIndex:
     ranges: bool = True
     range_requests: int = 0
     page_cache: str = PAGE
+    # A slow index: each project page answered after ``page_delay`` seconds; the most page
+    # requests in flight at once are counted (a client that reads pages one by one sees 1).
+    page_delay: float = 0.0
+    pages_in_flight: int = 0
+    most_pages_in_flight: int = 0
 
     def add(self, f: IndexFile) -> None:
         self.files.append(f)
@@ -174,7 +180,7 @@ class LocalIndex:
                     elif kind == "garbage":
                         self._send(200, "application/octet-stream", b"\x00\x01 not an index")
                     else:
-                        self._project_page(kind, name)
+                        self._slow_page(kind, name)
                     return
                 if len(parts) == 2 and parts[0] == "files":
                     for f in index.files:
@@ -186,6 +192,19 @@ class LocalIndex:
                             self._send(200, "application/octet-stream", meta, cache=IMMUTABLE)
                             return
                 self._send(404, "text/plain", b"not found")
+
+            def _slow_page(self, kind: str, name: str) -> None:
+                with index.lock:
+                    index.pages_in_flight += 1
+                    index.most_pages_in_flight = max(
+                        index.most_pages_in_flight, index.pages_in_flight
+                    )
+                try:
+                    time.sleep(index.page_delay)
+                    self._project_page(kind, name)
+                finally:
+                    with index.lock:
+                        index.pages_in_flight -= 1
 
             def _project_page(self, kind: str, name: str) -> None:
                 metadata = {"nometa": "none", "badmeta": "bad"}.get(kind, "sha256")

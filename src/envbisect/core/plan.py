@@ -4,7 +4,7 @@ Who does what (pip's resolvelib adapter is the model):
     MetadataSource   a narrow protocol: the versions of a project (with requires-python, upload
                      time, whether a file installs on the target) and one version's
                      dependencies. The IO edge implements it over the index client; tests feed
-                     a frozen snapshot.
+                     a frozen snapshot. ``Prefetch``: a source told what a plan will read.
     Provider         resolvelib's provider (core/planprovider.py): domain knowledge only
                      (identifiers, candidate order, markers evaluated for the *target*,
                      requires-python, cut-off dates).
@@ -29,7 +29,7 @@ import enum
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from packaging.requirements import Requirement
 from packaging.specifiers import SpecifierSet
@@ -65,6 +65,21 @@ class MetadataSource(Protocol):
 
     def dependencies(self, name: str, version: Version) -> Sequence[Requirement]:
         """``Requires-Dist`` of that version, markers and extras as written."""
+        ...
+
+
+@runtime_checkable
+class Prefetch(Protocol):
+    """A source that can be told what a plan will read, so that it fetches it at once rather
+    than as the resolver reaches each project (index/source.py, over the network)."""
+
+    def warm(self, names: Sequence[str]) -> None:
+        """Start reading these projects (and the requirements of each one's likely version)
+        in the background; return at once."""
+        ...
+
+    def prefetch_dependencies(self, pairs: Sequence[tuple[str, Version]]) -> None:
+        """Read the requirements of all these versions now, concurrently."""
         ...
 
 

@@ -31,6 +31,7 @@ from envbisect.core.plan import (
     PackageVersion,
     Plan,
     PlanTarget,
+    Prefetch,
     Unresolvable,
 )
 
@@ -64,9 +65,15 @@ class _Recording:
         self.source = source
         self.overrides = getattr(source, "overrides", {})
         self.read: dict[str, None] = {}
-        prefetch = getattr(source, "prefetch_dependencies", None)
-        if prefetch is not None:
-            self.prefetch_dependencies = prefetch
+
+    # core.plan's Prefetch, passed on (what is fetched ahead is not "read" until asked for).
+    def warm(self, names: Sequence[str]) -> None:
+        if isinstance(self.source, Prefetch):
+            self.source.warm(names)
+
+    def prefetch_dependencies(self, pairs: Sequence[tuple[str, Version]]) -> None:
+        if isinstance(self.source, Prefetch):
+            self.source.prefetch_dependencies(pairs)
 
     def versions(self, name: str) -> Sequence[PackageVersion]:
         self.read[canonicalize_name(name)] = None

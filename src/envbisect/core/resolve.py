@@ -33,6 +33,7 @@ from envbisect.core.plan import (
     Plan,
     PlanTarget,
     Policy,
+    Prefetch,
     Question,
     Unresolvable,
     moved,
@@ -96,6 +97,8 @@ def plan(
         for r in requirements
         if applies(r.marker, {**target.markers, "extra": ""})
     ]
+    if isinstance(source, Prefetch):  # every root's page read at once, not as reached
+        source.warm([r.name for r in roots])
     provider = Provider(
         source,
         target,
@@ -223,9 +226,8 @@ def lookahead(roots: Sequence[Req], provider: Provider) -> str | None:
         versions = provider.matching(r.name, r.req.specifier)
         if not versions or len(versions) > LOOKAHEAD_MAX:
             continue
-        prefetch = getattr(provider.source, "prefetch_dependencies", None)
-        if prefetch is not None:
-            prefetch([(r.name, pv.version) for pv in versions])
+        if isinstance(provider.source, Prefetch):
+            provider.source.prefetch_dependencies([(r.name, pv.version) for pv in versions])
         for name, pinned in exact.items():
             if name == r.name:
                 continue

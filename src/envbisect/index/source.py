@@ -23,6 +23,7 @@ from typing import Any
 
 from packaging.markers import InvalidMarker, Marker
 from packaging.requirements import InvalidRequirement, Requirement
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.utils import canonicalize_name
 from packaging.version import Version
 
@@ -75,6 +76,7 @@ class IndexMetadataSource:
         self._versions: dict[str, list[PackageVersion]] = {}
         self._deps: dict[tuple[str, Version], list[Requirement]] = {}
         self._lock = threading.Lock()
+        self._warmed: set[tuple[str, str]] = set()  # (project, specifier) fetched ahead
         # Project pages of dependencies are fetched ahead, while the resolver works on
         # something else: a cold plan waits on the network far less.
         self._ahead = ThreadPoolExecutor(max_workers=8, thread_name_prefix="envbisect-ahead")
@@ -137,11 +139,15 @@ class IndexMetadataSource:
         deps = [r for r in map(_requirement, lines) if r is not None]
         with self._lock:
             self._deps[key] = deps
-            ahead = {canonicalize_name(d.name) for d in deps if self._applies(d)}
-            ahead -= self._versions.keys()
+            # What each dependency allows: its likely version is the newest of those (an
+            # exact pin, as torch pins its CUDA wheels, is fetched ahead, not the newest).
+            wanted = (d for d in deps if self._applies(d))
+            ahead = {(canonicalize_name(d.name), str(d.specifier)) for d in wanted}
+            ahead -= self._warmed
+            self._warmed.update(ahead)
         if not self.client.offline:  # offline nothing is waited for: nothing to fetch ahead
-            for name in ahead:
-                self._ahead.submit(self._warm, name)
+            for name, spec in ahead:
+                self._ahead.submit(self._warm, name, spec)
         return deps
 
     # -- core.planmemo's PlanMemo: plans remembered while the pages they read are the same ---
@@ -152,8 +158,14 @@ class IndexMetadataSource:
         entry = self.client.recall(f"plan|{_CODE}|{self._memo_key}|{key}")
         if not isinstance(entry, dict) or not isinstance(entry.get("read"), dict):
             return None
+        read: dict[str, Any] = entry["read"]
         try:
-            if any(self._token(n) != t for n, t in entry["read"].items()):
+            # Every page the plan read, revalidated at once (one after the other, a cold
+            # cache waited a round trip per project).
+            if not self.client.offline and len(read) > 1:
+                with ThreadPoolExecutor(8, thread_name_prefix="envbisect-recall") as pool:
+                    list(pool.map(self._token, read))
+            if any(self._token(n) != t for n, t in read.items()):
                 return None
         except EnvbisectError:
             return None  # planned again, where the error is said as it should be
@@ -192,10 +204,27 @@ class IndexMetadataSource:
         except Exception:  # an odd marker in someone's metadata: do not fetch ahead
             return False
 
-    def _warm(self, name: str) -> None:
-        with contextlib.suppress(EnvbisectError):
+    def warm(self, names: Sequence[str]) -> None:
+        """core.plan's Prefetch: these pages (and each one's likely version's requirements)
+        fetched by the pool ahead, while the resolver starts on the first."""
+        if self.client.offline:
+            return
+        with self._lock:
+            todo = [n for n in map(canonicalize_name, names) if n not in self._versions]
+        for name in dict.fromkeys(todo):
+            self._ahead.submit(self._warm, name, "")
+
+    def _warm(self, name: str, spec: str) -> None:
+        """``name``'s page, and the requirements of its likely version within ``spec``: the
+        baseline's where it is allowed, else the newest release allowed."""
+        with contextlib.suppress(EnvbisectError, InvalidSpecifier):
+            allowed = SpecifierSet(spec)
             versions = self.versions(name)
-            usable = [v.version for v in versions if v.installable and not v.version.is_prerelease]
+            usable = [
+                v.version
+                for v in versions
+                if v.installable and not v.version.is_prerelease and v.version in allowed
+            ]
             likely = self.preferred.get(canonicalize_name(name))
             if likely not in usable:
                 likely = max(usable, default=None)
