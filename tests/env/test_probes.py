@@ -260,6 +260,11 @@ def test_env_report_reads_record_and_torch_build(tmp_path: Path) -> None:
     assert envreport.read_venv(python) is None
     (site / "__editable__.odd.pth").write_text("import os; os.environ.get('X')\n# a comment\n")
     assert envreport.read_venv(python) == report  # lines that run code add no folder
+    # A file its RECORD names is gone: the script fails on it, and so the read gives way to
+    # the interpreter (whose failure the probe survives: no report, as before).
+    (site / "torch" / "version.py").unlink()
+    assert envreport.read_venv(python) is None
+    assert envreport.Pending(str(python)).result() is None
 
 
 def test_env_report_read_in_process_for_another_python(tmp_path: Path) -> None:

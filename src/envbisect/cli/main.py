@@ -100,12 +100,12 @@ def _on_signal(signum: int, frame: object) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    if list(sys.argv[1:] if argv is None else argv) in _VERSION_FLAGS:
-        from envbisect import __version__
-
-        print(f"envbisect {__version__}")
-        return 0
     try:
+        if list(sys.argv[1:] if argv is None else argv) in _VERSION_FLAGS:
+            from envbisect import __version__
+
+            print(f"envbisect {__version__}")
+            return 0
         return _guarded(argv)
     except BrokenPipeError:
         import signal

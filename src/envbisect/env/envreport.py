@@ -128,7 +128,10 @@ def read_venv(python: Path) -> dict[str, Any] | None:
         implementation_name="cpython",
         platform_python_implementation="CPython",
     )
-    _script.walk(out, metadata.distributions(path=[str(sites[0])]))  # type: ignore[no-untyped-call]
+    try:
+        _script.walk(out, metadata.distributions(path=[str(sites[0])]))  # type: ignore[no-untyped-call]
+    except Exception:  # what packages wrote there is untrusted: ask the interpreter instead,
+        return None  # whose own failure the report already survives (Pending.result)
     out["envbisect"] = __version__
     return out
 
