@@ -74,6 +74,11 @@ GOOD = {"python": "3.11", "versions": {"a": "1.0", "b": "2.0"}, "state": "measur
         ({"installed": [{"name": "a"}]}, "'installed'"),
         ({"installed": "a==1"}, "'installed'"),
         ({"lock": 7}, "'lock' is 7"),
+        ({"deep": "trained"}, "'deep' is 'trained'"),
+        ({"deep": [{"probe": "t"}]}, "'kind' is missing"),
+        ({"deep": [{"probe": "t", "kind": "great"}]}, "a deep run's 'kind' is 'great'"),
+        ({"deep": [{"kind": "pass"}]}, "'probe' is missing"),
+        ({"deep": [{"probe": "t", "kind": "pass", "seconds": True}]}, "'seconds' is True"),
     ],
 )
 def test_a_malformed_cell_is_one_usage_error_naming_its_field(
@@ -89,6 +94,19 @@ def test_a_malformed_cell_is_one_usage_error_naming_its_field(
         PublishedCell.from_dict(missing)
     with pytest.raises(UsageError, match="not an object"):
         PublishedCell.from_dict(["a", "b"])
+
+
+def test_a_cell_with_deep_runs_round_trips_and_one_without_writes_no_key() -> None:
+    runs = [{"probe": "llamafactory-train:ppo", "kind": "fail", "signature": "ValueError: x",
+             "seconds": 61.5, "measured_at": "2026-12-05T18:00:00+00:00"}]  # fmt: skip
+    cell = PublishedCell.from_dict({**GOOD, "deep": runs})
+    assert [(r.probe, r.passes) for r in cell.deep] == [("llamafactory-train:ppo", False)]
+    assert cell.to_dict()["deep"] == runs
+    assert "deep" not in PublishedCell.from_dict(GOOD).to_dict()
+    meta = {"name": "m", "description": "", "axes": ["a"], "probes": ["p"], "deep_probes": ["t"],
+            "command": "c"}  # fmt: skip
+    assert MatrixMeta.from_dict(meta).to_dict() == meta
+    assert MatrixMeta.from_dict(meta).deep_probes == ("t",)
 
 
 def test_a_malformed_matrix_block_is_the_same_error() -> None:

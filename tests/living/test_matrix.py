@@ -367,3 +367,64 @@ def test_a_cell_outside_the_pins_is_marked_and_its_lock_installs_as_listed(
     assert subprocess.run(base, capture_output=True, text=True).returncode != 0  # resolved
     subprocess.run([*base, "--no-deps"], check=True)
     assert subprocess.run([py, "-c", "import sideapp, sidelib, sidetok"]).returncode == 0
+
+
+def test_deep_probes_run_on_each_rows_edges_and_are_published(
+    index: LocalIndex, python: str, tmp_path: Path
+) -> None:
+    """``deep_probes`` run, each on its own, on every row's first and last passing cell and
+    its newest passing inside the pins: gridapp 1.3.0 passes with every gridlib (1.0.0 and
+    1.5.0); gridapp 1.6.0 passes with 1.0.0 to 1.2.0, the first two past its pins (>=1.2), so
+    1.0.0 (outside) and 1.2.0 (the last, inside). results.json and the pages say what each gave;
+    a second run probes nothing again and publishes the same file."""
+    text = (
+        MATRIX.replace("timeout = 60\n", "timeout = 60\noutside_pins = true\n"
+                       'deep_probes = ["import:gridlib", "import:gridapp"]\n')
+        .replace('package = "gridapp"\nselect = "all"', 'package = "gridapp"\nversions = '
+                 '["1.3.0", "1.6.0"]')
+    )  # fmt: skip
+    path = write_matrix(tmp_path, index, python, text)
+    r = tmp_path / "r"
+    argv = ("matrix", str(path), "--full", "--results", str(r), "--cache-dir",
+            str(tmp_path / "c"), "--no-config")  # fmt: skip
+    proc = envbisect(*argv, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert "deep probes (import:gridlib, import:gridapp) on 4 edge cell(s)" in proc.stderr
+    assert proc.stderr.count("[import:gridapp]: pass") == 4, proc.stderr
+    published = (r / "grid/results.json").read_text()
+    data = json.loads(published)
+    assert data["matrix"]["deep_probes"] == ["import:gridlib", "import:gridapp"]
+    deep = {
+        (c["versions"]["gridapp"], c["versions"]["gridlib"]): c["deep"]
+        for c in data["cells"]
+        if "deep" in c
+    }
+    assert set(deep) == {("1.3.0", "1.0.0"), ("1.3.0", "1.5.0"), ("1.6.0", "1.0.0"),
+                         ("1.6.0", "1.2.0")}  # fmt: skip
+    for runs in deep.values():
+        assert [(d["probe"], d["kind"]) for d in runs] == [
+            ("import:gridlib", "pass"),
+            ("import:gridapp", "pass"),
+        ]
+        assert all(d["seconds"] > 0 and d["measured_at"] for d in runs)
+    table = (r / "grid/table.md").read_text()
+    assert "Deeper probes (import:gridlib, import:gridapp) on each row's edges:" in table
+    assert "- **gridapp 1.6.0 + gridlib 1.0.0** †: import:gridlib: pass" in table
+    assert "Deeper probes on each row's edges" in (r / "grid/table.html").read_text()
+    again = envbisect(*argv, cwd=tmp_path)
+    assert again.returncode == 0, again.stderr
+    said = [ln for ln in again.stderr.splitlines() if re.search(r": (pass|fail|crash)", ln)]
+    assert len(said) == 12 + 8, again.stderr  # the cells, then the deep runs
+    assert all("(from the store)" in ln for ln in said), again.stderr
+    assert json.loads((r / "grid/results.json").read_text())["cells"] == data["cells"]
+
+
+def test_an_unknown_deep_probe_fails_before_anything_is_built(
+    index: LocalIndex, python: str, tmp_path: Path
+) -> None:
+    text = MATRIX.replace("timeout = 60\n", 'timeout = 60\ndeep_probes = ["lora-stpe"]\n')
+    path = write_matrix(tmp_path, index, python, text)
+    proc = envbisect("matrix", str(path), "--results", str(tmp_path / "r"), "--no-config",
+                     cwd=tmp_path)  # fmt: skip
+    assert proc.returncode == 2 and "lora-stpe" in proc.stderr, proc.stderr
+    assert not (tmp_path / "r" / ".envs").exists() or not any((tmp_path / "r" / ".envs").iterdir())

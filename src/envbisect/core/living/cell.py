@@ -10,7 +10,8 @@ never by string key.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -30,9 +31,63 @@ HINT = (
 )
 
 
+# A probe's environment in a message (``.../.envs/<env id>-<suffix>/``): never published.
+_ENV_PATH = re.compile(r"/\S*?/\.envs/[0-9a-f]{16}-[^/\s]+/")
+
+
+def without_env_path(text: str) -> str:
+    """A signature as published: the environment's folder (this machine's) as ``<env>/``."""
+    return _ENV_PATH.sub("<env>/", text)
+
+
 def combo(versions: Versions) -> str:
     """``peft 0.17.1 + transformers 5.0.0``: a combination in words, in axis order."""
     return " + ".join(f"{p} {v}" for p, v in versions)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DeepRun:
+    """A deeper probe (the matrix's ``deep_probes``: a real training run) on a cell at the
+    edge of its row's passing range, in the cell's own environment, and what it gave."""
+
+    probe: str  # as the matrix file names it: llamafactory-train:ppo
+    kind: str  # one of KINDS
+    signature: str = ""
+    seconds: float | None = None  # build and probe
+    measured_at: str | None = None
+
+    @property
+    def passes(self) -> bool:
+        return self.kind == "pass"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "probe": self.probe,
+            "kind": self.kind,
+            "signature": self.signature,
+            "seconds": self.seconds,
+            "measured_at": self.measured_at,
+        }
+
+    @classmethod
+    def from_dict(cls, d: object, where: str) -> DeepRun:
+        if not isinstance(d, Mapping):
+            raise _malformed(f"{where}: 'deep' holds {d!r}, not an object")
+        kind = _field(d, "kind", str, where, required=True)
+        if kind not in KINDS:
+            raise _malformed(f"{where}: a deep run's 'kind' is {kind!r}, not one of {KINDS}")
+        seconds = d.get("seconds")
+        if seconds is not None and (
+            isinstance(seconds, bool) or not isinstance(seconds, (int, float))
+        ):
+            raise _malformed(f"{where}: a deep run's 'seconds' is {seconds!r}, not a number")
+        return cls(
+            probe=_field(d, "probe", str, where, required=True),
+            kind=kind,
+            signature=_field(d, "signature", str, where) or "",
+            seconds=seconds,
+            measured_at=_field(d, "measured_at", str, where),
+        )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -58,6 +113,9 @@ class PublishedCell:
     # outside_pins: why the cell lies outside its packages' pins, in words (None: it does
     # not, or the table does not build such cells; the key is left out then).
     outside: str | None = None
+    # deep_probes: the deeper probes run on it, a cell at an edge of its row's passing range
+    # (empty: none; the key is left out then).
+    deep: tuple[DeepRun, ...] = ()
 
     @property
     def key(self) -> Key:
@@ -104,6 +162,8 @@ class PublishedCell:
             out["pylock"] = self.pylock
         if self.outside is not None:
             out["outside"] = self.outside
+        if self.deep:
+            out["deep"] = [r.to_dict() for r in self.deep]
         return out
 
     @classmethod
@@ -148,6 +208,7 @@ class PublishedCell:
             lock=_field(d, "lock", str, where),
             pylock=_field(d, "pylock", str, where),
             outside=_field(d, "outside", str, where),
+            deep=_deep(d.get("deep"), where),
         )
 
 
@@ -162,10 +223,6 @@ def read_cells(raw: object, *, source: str) -> tuple[PublishedCell, ...]:
         except UsageError as e:
             raise ResultsMalformed(f"{source}, cell {n}: {e.message}", hint=e.hint) from e
     return tuple(out)
-
-
-def cells_to_dicts(cells: Sequence[PublishedCell]) -> list[dict[str, Any]]:
-    return [c.to_dict() for c in cells]
 
 
 def _malformed(message: str) -> ResultsMalformed:
@@ -198,3 +255,11 @@ def _installed(raw: object, where: str) -> tuple[InstalledDist, ...]:
             raise _malformed(f"{where}: 'installed' holds {d!r}, not a name and a version")
         out.append(InstalledDist(name=d["name"], version=d["version"]))
     return tuple(out)
+
+
+def _deep(raw: object, where: str) -> tuple[DeepRun, ...]:
+    if raw is None:
+        return ()
+    if not isinstance(raw, list):
+        raise _malformed(f"{where}: 'deep' is {raw!r}, not a list")
+    return tuple(DeepRun.from_dict(d, where) for d in raw)

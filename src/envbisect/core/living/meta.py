@@ -15,7 +15,7 @@ from typing import Any
 from envbisect.core.living.cell import HINT
 from envbisect.errors import ResultsMalformed
 
-_OWN = ("name", "description", "axes", "probes")
+_OWN = ("name", "description", "axes", "probes", "deep_probes")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -26,6 +26,7 @@ class MatrixMeta:
     axes: tuple[str, ...]
     description: str = ""
     probes: tuple[str, ...] = ()
+    deep_probes: tuple[str, ...] = ()  # run on the rows' edges (modes/living/deep.py)
     run: Mapping[str, Any] = field(default_factory=dict)  # run.json's, as it was written
 
     @property
@@ -52,6 +53,7 @@ class MatrixMeta:
             "description": self.description,
             "axes": list(self.axes),
             "probes": list(self.probes),
+            **({"deep_probes": list(self.deep_probes)} if self.deep_probes else {}),
             **self.run,
         }
 
@@ -60,12 +62,13 @@ class MatrixMeta:
         if not isinstance(d, Mapping):
             raise malformed(f"'matrix' is {type(d).__name__}, not an object")
         name, axes, probes = d.get("name"), d.get("axes"), d.get("probes", [])
+        deep = d.get("deep_probes", [])
         if not isinstance(name, str):
             raise malformed(f"the matrix's 'name' is {name!r}, not a string")
-        for what, value in (("axes", axes), ("probes", probes)):
+        for what, value in (("axes", axes), ("probes", probes), ("deep_probes", deep)):
             if not isinstance(value, list) or not all(isinstance(a, str) for a in value):
                 raise malformed(f"the matrix's '{what}' is {value!r}, not a list of names")
-        assert isinstance(axes, list) and isinstance(probes, list)
+        assert isinstance(axes, list) and isinstance(probes, list) and isinstance(deep, list)
         if not axes:
             raise malformed("the matrix names no axis")
         description = d.get("description") or ""
@@ -74,6 +77,7 @@ class MatrixMeta:
             description=str(description),
             axes=tuple(axes),
             probes=tuple(probes),
+            deep_probes=tuple(deep),
             run={k: v for k, v in d.items() if k not in _OWN},
         )
 

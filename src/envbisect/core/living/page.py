@@ -29,6 +29,7 @@ from envbisect.core.living.tables import (
     OUTSIDE_LEGEND,
     STYLES,
     counts_text,
+    deep_words,
     grid,
     mark,
     plain,
@@ -38,7 +39,7 @@ from envbisect.core.living.tables import (
 
 Cell = PublishedCell
 
-# A lockfile link as publish_matrix writes it; anything else read back is shown, not linked.
+# A lockfile link as publish_table writes it; anything else read back is shown, not linked.
 _LOCK = re.compile(r"locks/py[0-9][0-9.]*/[A-Za-z0-9][A-Za-z0-9._+-]*\.txt")
 _FOLDER = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 SHOWN_FINDINGS = 6
@@ -187,6 +188,23 @@ def ranges_html(sections: Sequence[Section], axes: Sequence[str]) -> str:
     )
 
 
+def deep_html(cells: Sequence[Cell], probes: Sequence[str]) -> str:
+    """The deep runs (``deep_probes``) on the rows' edges, one item per cell that had any."""
+    ran = [c for c in cells if c.deep]
+    if not ran:
+        return ""
+    items = "".join(
+        f"<li><strong>{_e(c.combo())}</strong>{' †' if c.outside else ''}: "
+        f"{_e('; '.join(deep_words(c)))}</li>"
+        for c in ran
+    )
+    return (
+        f"<section id='deep'><h2>Deeper probes on each row's edges</h2><p>"
+        f"{_e(', '.join(probes))}: the first and the last cell of each row that passed, and "
+        f"the newest that passed inside the pins.</p><ul class='ranges'>{items}</ul></section>"
+    )
+
+
 def _legend() -> str:
     words = {
         "pass": "pass",
@@ -251,7 +269,7 @@ def html_page(
         counts=_e(counts_text(cells)),
         answer=answer_html(cells, rec_files, installs=installs, caveats=caveats),
         findings=findings_html(fnd.findings(cells, axes, sections)),
-        ranges=ranges_html(sections, axes),
+        ranges=ranges_html(sections, axes) + deep_html(cells, meta.deep_probes),
         hide_text=(
             f"hide the {unresolvable} unresolvable cells (never built)"
             if unresolvable

@@ -11,6 +11,9 @@ what was expected); version lists in, the versions an axis selects out.
     pins = []                          # pin sources installed in every cell
     with = ["numpy<2"]                 # more requirements of every cell
     probes = ["datasets-json"]         # built-in probes (and/or repro = "file.py")
+    deep_probes = ["llamafactory-train"]  # run besides on each row's edge cells: the first
+                                       # and the last passing cell, and the newest passing
+                                       # inside the pins; each probe in its own run
     rest = "latest"                    # baseline | contemporary | latest
     outside_pins = false               # true: a cell's axis versions override every
                                        # requirement on their packages (uv's --override), so
@@ -63,6 +66,7 @@ _MATRIX_KEYS = {
     "extras",
     "with",
     "probes",
+    "deep_probes",
     "repro",
     "rest",
     "timeout",
@@ -99,6 +103,7 @@ class MatrixSpec:
     extras: tuple[str, ...] = ()
     with_reqs: tuple[str, ...] = ()
     probes: tuple[str, ...] = ()
+    deep_probes: tuple[str, ...] = ()
     repro: str | None = None
     rest: str = "latest"
     timeout: float = 600.0
@@ -205,6 +210,7 @@ def parse_matrix(data: Mapping[str, Any], *, path: Path) -> MatrixSpec:
         extras=t.strings("extras"),
         with_reqs=t.strings("with"),
         probes=probes,
+        deep_probes=t.strings("deep_probes"),
         repro=repro,
         **runs,
         index_url=t.string("index_url", "https://pypi.org/simple") or "https://pypi.org/simple",

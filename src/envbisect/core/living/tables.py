@@ -154,6 +154,7 @@ def markdown(
     else:
         lines += ["", "Every cell measured passes."]
     lines += ranges_md(sections, axes)
+    lines += deep_md(cells, meta.deep_probes)
     lines += ["", "How it was measured:", ""]
     lines += [
         f"- command: {md_code(meta.command)}",
@@ -209,6 +210,29 @@ def ranges_md(sections: Sequence[Section], axes: Sequence[str]) -> list[str]:
         at = f"{_md(cw.section)}, " if several else ""
         rows = ", ".join(r + (" †" if r in cw.outside else "") for r in cw.rows) or "none"
         lines.append(f"- {at}{_md(axes[1])} {_md(cw.col)}: {_md(rows)}")
+    return lines
+
+
+def deep_words(cell: Cell) -> list[str]:
+    """Each deep run of ``cell`` in words: ``llamafactory-train: pass (41 s)``, or the
+    failure's signature."""
+    out = []
+    for r in cell.deep:
+        took = f" ({r.seconds:.0f} s)" if r.seconds is not None else ""
+        said = f": {r.signature}" if r.signature and not r.passes else ""
+        out.append(f"{r.probe}: {r.kind}{took}{said}")
+    return out
+
+
+def deep_md(cells: Sequence[Cell], probes: Sequence[str]) -> list[str]:
+    """The deep runs (``deep_probes``) on the rows' edges, one line per cell that had any."""
+    ran = [c for c in cells if c.deep]
+    if not ran:
+        return []
+    lines = ["", f"Deeper probes ({_md(', '.join(probes))}) on each row's edges:", ""]
+    for c in ran:
+        mark = " †" if c.outside else ""
+        lines.append(f"- **{_md(c.combo())}**{mark}: {_md('; '.join(deep_words(c)))}")
     return lines
 
 

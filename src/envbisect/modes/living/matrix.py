@@ -37,6 +37,7 @@ from envbisect.index.pytorch import OFFICIAL, variant_url
 from envbisect.index.source import IndexMetadataSource
 from envbisect.model import IndexConfig
 from envbisect.modes.drive import drive
+from envbisect.modes.living.deep import check_probes, run_deep
 from envbisect.modes.living.outside import OutsidePlanners
 from envbisect.modes.planning import RunPlanner, read_pins
 from envbisect.modes.session import Session, Want
@@ -121,6 +122,7 @@ def matrix_options(spec: MatrixSpec, common: CommonOptions) -> CommonOptions:
     """The session's options for a matrix: its file names the indexes, probes, timeout and
     runs per cell (a wheel folder of the command line or the user's settings overrides its
     folders: ``matrix_indexes``); the command line the rest (results, cache, jobs, executor)."""
+    check_probes(spec)  # an unknown deep probe fails here too, before any build
     return replace(
         common,
         repro=matrix_repro(spec, dict(common.env)),
@@ -264,6 +266,8 @@ def _run_python(
     for cell in cells:
         session.store.put_cell(_cell_row(spec.name, cell, session.repro.repro_id))
     result.cells += cells
+    if spec.deep_probes:  # a real training run on each row's edges (modes/living/deep.py)
+        run_deep(spec, session, list(rows.values()), request, target)
 
 
 def _axis_overrides(spec: MatrixSpec) -> tuple[str, ...]:

@@ -25,7 +25,7 @@ else:  # pragma: no cover
 
 from envbisect.core.living import feed, findings, history, page, tables
 from envbisect.core.living import update as cellupdate
-from envbisect.core.living.cell import HINT, Key, PublishedCell
+from envbisect.core.living.cell import HINT, Key, PublishedCell, without_env_path
 from envbisect.core.living.document import PublishedTable
 from envbisect.core.living.history import Change
 from envbisect.core.living.lastrun import LastRun, UpdateNote
@@ -33,7 +33,7 @@ from envbisect.core.living.meta import MatrixMeta
 from envbisect.core.living.spec import MatrixSpec
 from envbisect.errors import ResultsMalformed, StoreError, UsageError
 from envbisect.index.source import IndexMetadataSource
-from envbisect.modes.living import checkdata
+from envbisect.modes.living import checkdata, deep
 from envbisect.modes.living.matrix import public_indexes
 from envbisect.modes.living.outside import outside_note
 from envbisect.modes.outputs import inside, write_lockfiles
@@ -42,8 +42,6 @@ from envbisect.modes.session import Session
 from envbisect.progress import Progress
 from envbisect.store import Store
 
-# An environment's path inside a message, as older records kept it.
-_ENV_PATH = re.compile(r"/\S*?/\.envs/[0-9a-f]{16}-[^/\s]+/")
 # A folder of --results whose feed entries are linked (as core.page links them).
 _FOLDER = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 
@@ -67,7 +65,7 @@ def published_cells(spec: MatrixSpec, store: Store) -> list[PublishedCell]:
                 state=row.state,
                 kind=row.kind,
                 signal=rec.outcome.signal if rec else None,
-                signature=_ENV_PATH.sub("<env>/", row.signature or ""),
+                signature=without_env_path(row.signature or ""),
                 library=rec.outcome.library if rec else None,
                 seconds=round(mine.build_seconds + mine.probe_seconds, 2) if mine else None,
                 measured_at=mine.started_at if mine else None,
@@ -93,11 +91,6 @@ class Published:
             "changes": self.change.to_dict() if self.change else None,
             "news": self.news.to_dict() if self.news else None,
         }
-
-
-def publish_matrix(spec: MatrixSpec, session: Session) -> list[Path]:
-    """``publish_table``'s files (see there)."""
-    return publish_table(spec, session).files
 
 
 def publish_table(spec: MatrixSpec, session: Session, *, now: datetime | None = None) -> Published:
@@ -144,11 +137,13 @@ def publish_table(spec: MatrixSpec, session: Session, *, now: datetime | None = 
         description=spec.description,
         axes=tuple(axes),
         probes=tuple(probes),
+        deep_probes=spec.deep_probes,
         run=run_meta,
     )
     old_cells = list(before.cells) if before is not None else None
     if spec.outside_pins:
         fresh = _outside_notes(fresh, session)
+    fresh = deep.attach(spec, session.store, fresh, old_cells)
     cells = cellupdate.merge(old_cells or [], fresh, last.axis_versions)
     past = list(before.history) if before is not None else []
     change = _change(old_cells, cells, axes, last, past, now)

@@ -1,0 +1,186 @@
+"""Deeper probes on a matrix's row edges (``deep_probes``: a real training run where the cheap
+probe passed): the cells a user would pick, probed the way the user will run them.
+
+A matrix's ``probes`` run on every cell (cheap: an import, an entry point). ``deep_probes``
+(``llamafactory-train``, ``llamafactory-train:ppo``) run only on each row's edge cells: the
+first and the last cell of the row that passed, and the newest that passed inside the pins
+(what the row recommends). Each deep probe is a run of its own (its own repro, so its own
+record in the store), in the cell's own environment. ``publish`` attaches what each gave to the
+cell (results.json's ``deep``); a cell that was not probed again keeps what was published.
+
+Who does what: ``modes.living.matrix`` calls ``run_deep`` once a Python's cells are probed;
+``edges`` picks the cells (pure); ``attach`` reads the records back for ``publish``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import replace
+from datetime import datetime, timezone
+
+from envbisect.core.living.cell import DeepRun, PublishedCell, without_env_path
+from envbisect.core.living.spec import MatrixSpec
+from envbisect.core.results.parts import ProbeRow
+from envbisect.core.target import Target
+from envbisect.env.repro import Repro
+from envbisect.index.source import IndexMetadataSource
+from envbisect.model import OutcomeKind
+from envbisect.modes.living.outside import outside_note
+from envbisect.modes.session import Session, Want
+from envbisect.store import CellRow, Store
+from envbisect.strategy.rows import Cell
+
+Inside = Callable[[Cell], bool]
+
+
+def deep_repro(spec: MatrixSpec, probe: str, env: Mapping[str, str] | None = None) -> Repro:
+    """One deep probe as a repro (``env``: the command line's ``--env``, as the cells had)."""
+    return Repro.build(
+        origin=spec.path.parent,
+        probes=(probe,),
+        extra_env={"DISABLE_VERSION_CHECK": "1"},
+        user_env=env,
+    )
+
+
+def check_probes(spec: MatrixSpec) -> None:
+    """An unknown deep probe is the same usage error as an unknown probe, before any build."""
+    for probe in spec.deep_probes:
+        deep_repro(spec, probe)
+
+
+def edges(row: Sequence[Cell], inside: Inside) -> list[Cell]:
+    """The row's first and last measured passing cells, and the newest measured passing one
+    ``inside`` the pins, in column order, each once; none when nothing in the row passed."""
+    passing = [
+        c
+        for c in row
+        if c.state == "measured" and c.outcome is not None and c.outcome.kind is OutcomeKind.PASS
+    ]
+    if not passing:
+        return []
+    chosen = {id(passing[0]), id(passing[-1])}
+    within = [c for c in passing if inside(c)]
+    if within:
+        chosen.add(id(within[-1]))
+    return [c for c in passing if id(c) in chosen]
+
+
+def run_deep(
+    spec: MatrixSpec,
+    session: Session,
+    rows: Sequence[Sequence[Cell]],
+    python: str | None,
+    target: Target,
+) -> int:
+    """Every deep probe on every row's edge cells (``python``: the interpreter the cells
+    were built with, ``target`` its facts); how many runs were asked for. Stored runs are
+    not repeated."""
+    with _inside(spec, session, target) as inside:
+        cells = [c for row in rows for c in edges(row, inside)]
+    if not cells:
+        return 0
+    session.progress.message(
+        f"envbisect: deep probes ({', '.join(spec.deep_probes)}) on {len(cells)} edge "
+        f"cell(s) of {len(rows)} row(s)"
+    )
+    progress, jobs = session.progress, max(1, session.opts.jobs)
+    for probe in spec.deep_probes:
+        opts = replace(session.opts, repro=deep_repro(spec, probe, dict(session.opts.env)))
+        built = [c for c in cells if c.spec is not None]
+        with Session(opts, progress) as deep:
+            for at in range(0, len(built), jobs):  # --jobs at once, each said as it ends
+                batch = built[at : at + jobs]
+                wants = [Want(label=f"{c.label()} [{probe}]", spec=c.spec, python=python)
+                         for c in batch]  # fmt: skip
+                for w in wants:
+                    progress.probe_started(w.label, len(built) - at, len(built) - at)
+                for cell, w, row in zip(batch, wants, deep.rows(wants), strict=True):
+                    secs = row.build_seconds + row.probe_seconds
+                    progress.probe_finished(w.label, row.outcome, secs, row.reused, "")
+                    session.store.put_cell(_deep_row(spec.name, probe, cell, row, deep))
+    return len(cells) * len(spec.deep_probes)
+
+
+def _deep_row(matrix: str, probe: str, cell: Cell, row: ProbeRow, deep: Session) -> CellRow:
+    """The store's row of one deep run (``attach`` finds its record through it)."""
+    return CellRow(
+        matrix=deep_table(matrix, probe),
+        python=cell.python,
+        cell=cell.key,
+        state="measured",
+        env_id=row.env_id,
+        repro_id=deep.repro.repro_id,
+        kind=row.outcome.kind.value,
+        signature=row.outcome.signature,
+        inferred_from=None,
+        updated_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+    )
+
+
+@contextlib.contextmanager
+def _inside(spec: MatrixSpec, session: Session, target: Target) -> Iterator[Inside]:
+    """Whether a cell lies inside its packages' pins (every cell does, without
+    ``outside_pins``): the reason publish would show is none."""
+    if not spec.outside_pins:
+        yield lambda cell: True
+        return
+    source = IndexMetadataSource(session.client, target)
+    try:
+        yield (
+            lambda cell: (
+                outside_note(
+                    cell.versions, source, target, [(d.name, d.version) for d in cell.installed]
+                )
+                is None
+            )
+        )
+    finally:
+        source.close()
+
+
+def deep_table(matrix: str, probe: str) -> str:
+    """The store's name for one deep probe's cells of a matrix (a matrix name has no "/")."""
+    return f"{matrix}/deep/{probe}"
+
+
+def attach(
+    spec: MatrixSpec,
+    store: Store,
+    cells: Sequence[PublishedCell],
+    previous: Sequence[PublishedCell] | None,
+) -> list[PublishedCell]:
+    """``cells`` with the deep runs the store has of each (in the same environment), or,
+    where it has none, the ones ``previous`` published for the same environment."""
+    if not spec.deep_probes:
+        return list(cells)
+    rows = {
+        probe: {(r.python, r.cell): r for r in store.cells(deep_table(spec.name, probe))}
+        for probe in spec.deep_probes
+    }
+    before = {c.key: c for c in previous or ()}
+    out = []
+    for cell in cells:
+        runs = []
+        for probe, mine in rows.items():
+            row = mine.get((cell.python, json.dumps(cell.versions_dict())))
+            if row is None or row.env_id != cell.env_id or not row.env_id or not row.repro_id:
+                continue
+            rec = store.get(row.env_id, row.repro_id)
+            if rec is not None:
+                runs.append(
+                    DeepRun(
+                        probe=probe,
+                        kind=rec.outcome.kind.value,
+                        signature=without_env_path(rec.outcome.signature),
+                        seconds=round(rec.build_seconds + rec.probe_seconds, 2),
+                        measured_at=rec.started_at,
+                    )
+                )
+        old = before.get(cell.key)
+        if not runs and old is not None and old.env_id == cell.env_id:
+            runs = list(old.deep)
+        out.append(replace(cell, deep=tuple(runs)) if runs else cell)
+    return out
