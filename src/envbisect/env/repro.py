@@ -151,10 +151,6 @@ class Repro:
         return cls(steps=(file_step(path, origin),), origin=origin)
 
     @classmethod
-    def from_command(cls, argv: list[str], origin: Path) -> Repro:
-        return cls(steps=(command_step(argv, origin),), origin=origin)
-
-    @classmethod
     def build(
         cls,
         *,
