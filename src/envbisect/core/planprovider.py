@@ -74,10 +74,11 @@ class Provider(AbstractProvider[Req, Cand, str]):
         self.forward = forward
         self.overrides = overrides or {}
         self.forwarded: set[NormalizedName] = set()
-        # What an exact pin needs exactly, and what that needs exactly in turn: torch 2.13.0,
-        # pinned, needs cuda-toolkit==13.0.3, which did not exist on an older cell's day;
-        # forward takes it all the same (the pin is not of that day, so neither is what it
-        # pins). A looser requirement keeps the rule: nothing of it then, nothing of it now.
+        # What an exact pin of the user's needs, and what that needs in turn: torch 2.13.0,
+        # pinned, needs cuda-toolkit==13.0.3 and cuda-bindings>=13.0.3,<14, which did not
+        # exist on an older cell's day; forward takes them all the same where nothing of the
+        # day fits (the pin is not of that day, so neither is what it needs). A requirement
+        # of anything else keeps the rule: nothing of it then, nothing of it now.
         self.pinned_needs: set[NormalizedName] = set()
         self._found: dict[tuple[str, frozenset[int]], tuple[tuple[Any, ...], list[Cand]]] = {}
         self._satisfied: dict[tuple[int, Version], bool] = {}
@@ -292,7 +293,11 @@ class Provider(AbstractProvider[Req, Cand, str]):
                 continue
             if candidate.name in TORCH_BUILT:
                 req = same_build(req, candidate.version)
-            if pinned and _exact(req):
+            # What a user's exact pin requires, and what that requires in turn, may come from
+            # after the cutoff where nothing of the day fits: torch 2.13.0 needs
+            # cuda-toolkit==13.0.3 and cuda-bindings>=13.0.3,<14, cuda-toolkit needs
+            # nvidia-cublas==13.1.1.3.* and nvidia-nvjitlink>=13.0.88,<14.
+            if pinned:
                 self.pinned_needs.add(canonicalize_name(req.name))
             deps.append(Req(strip_marker(req), candidate))
         return deps
@@ -367,3 +372,4 @@ def _unmarked(req: Requirement) -> Requirement:
 def _exact(req: Requirement) -> bool:
     specs = list(req.specifier)
     return len(specs) == 1 and specs[0].operator in ("==", "===") and "*" not in specs[0].version
+
