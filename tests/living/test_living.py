@@ -391,3 +391,23 @@ def test_an_update_right_after_a_publish_sees_a_new_release(python: str, tmp_pat
         assert "1.4.0" in seen("--refresh")
     finally:
         index.stop()
+
+
+def test_the_edges_of_a_rows_passing_range() -> None:
+    """deep_probes' cells: the first and the last that passed, and the last inside the pins,
+    each once; a row where nothing passed has none. edge_keys reads a published table the
+    same way, its columns in version order (4.10 after 4.9)."""
+    from envbisect.core.living.cell import PublishedCell
+    from envbisect.core.living.ranges import edge_keys, edge_positions
+
+    assert edge_positions([False, True, True, True, False], [True] * 5) == [1, 3]
+    assert edge_positions([True, True, True], [True, True, False]) == [0, 1, 2]
+    assert edge_positions([True], [False]) == [0]
+    assert edge_positions([False, False], [True, True]) == []
+
+    def cell(lib: str, kind: str, outside: str | None = None) -> PublishedCell:
+        return PublishedCell(python="3.11", versions=(("app", "1.0"), ("lib", lib)),
+                             state="measured", kind=kind, outside=outside)  # fmt: skip
+
+    row = [cell("4.10", "pass", "past app's pins"), cell("4.8", "fail"), cell("4.9", "pass")]
+    assert {k[1][1][1] for k in edge_keys(row)} == {"4.9", "4.10"}

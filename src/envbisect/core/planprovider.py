@@ -372,4 +372,3 @@ def _unmarked(req: Requirement) -> Requirement:
 def _exact(req: Requirement) -> bool:
     specs = list(req.specifier)
     return len(specs) == 1 and specs[0].operator in ("==", "===") and "*" not in specs[0].version
-

@@ -13,8 +13,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from envbisect.core.living.cell import PublishedCell
-from envbisect.core.living.grid import Section
+from envbisect.core.living.cell import Key, PublishedCell
+from envbisect.core.living.grid import Section, vkey
 
 MAX_MESSAGE = 110
 _VERB = {"fail": "fails", "crash": "crashes", "timeout": "times out"}
@@ -132,3 +132,28 @@ def _listed(cols: Sequence[str]) -> str:
     if len(cols) <= 3:
         return ", ".join(cols)
     return f"{len(cols)} of them, {cols[0]} to {cols[-1]},"
+
+
+def edge_positions(passes: Sequence[bool], inside: Sequence[bool]) -> list[int]:
+    """The edges of a row's passing range, as positions in column order: the first and the
+    last cell that passed, and the last that passed ``inside`` the pins (what the row
+    recommends); each once. ``deep_probes`` run there (modes/living/deep.py)."""
+    passing = [i for i, p in enumerate(passes) if p]
+    if not passing:
+        return []
+    within = [i for i in passing if inside[i]]
+    return sorted({passing[0], passing[-1], *within[-1:]})
+
+
+def edge_keys(cells: Sequence[PublishedCell]) -> set[Key]:
+    """The keys of every row's edge cells (``edge_positions``) in a published table: rows are
+    the cells that differ only in the last axis, in that axis's version order."""
+    rows: dict[tuple[str, tuple[tuple[str, str], ...]], list[PublishedCell]] = {}
+    for c in cells:
+        rows.setdefault((c.python, c.versions[:-1]), []).append(c)
+    out: set[Key] = set()
+    for row in rows.values():
+        row.sort(key=lambda c: vkey(c.versions[-1][1]))
+        at = edge_positions([c.passes for c in row], [c.outside is None for c in row])
+        out |= {row[i].key for i in at}
+    return out

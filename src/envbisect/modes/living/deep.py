@@ -21,6 +21,7 @@ from dataclasses import replace
 from datetime import datetime, timezone
 
 from envbisect.core.living.cell import DeepRun, PublishedCell, without_env_path
+from envbisect.core.living.ranges import edge_keys, edge_positions
 from envbisect.core.living.spec import MatrixSpec
 from envbisect.core.results.parts import ProbeRow
 from envbisect.core.target import Target
@@ -52,20 +53,14 @@ def check_probes(spec: MatrixSpec) -> None:
 
 
 def edges(row: Sequence[Cell], inside: Inside) -> list[Cell]:
-    """The row's first and last measured passing cells, and the newest measured passing one
-    ``inside`` the pins, in column order, each once; none when nothing in the row passed."""
-    passing = [
-        c
+    """The row's edge cells (``core.living.ranges.edge_positions``: what publish shows too),
+    of the cells measured passing, in column order."""
+    passes = [
+        c.state == "measured" and c.outcome is not None and c.outcome.kind is OutcomeKind.PASS
         for c in row
-        if c.state == "measured" and c.outcome is not None and c.outcome.kind is OutcomeKind.PASS
     ]
-    if not passing:
-        return []
-    chosen = {id(passing[0]), id(passing[-1])}
-    within = [c for c in passing if inside(c)]
-    if within:
-        chosen.add(id(within[-1]))
-    return [c for c in passing if id(c) in chosen]
+    within = [p and inside(c) for p, c in zip(passes, row, strict=True)]
+    return [row[i] for i in edge_positions(passes, within)]
 
 
 def run_deep(
@@ -152,8 +147,10 @@ def attach(
     cells: Sequence[PublishedCell],
     previous: Sequence[PublishedCell] | None,
 ) -> list[PublishedCell]:
-    """``cells`` with the deep runs the store has of each (in the same environment), or,
-    where it has none, the ones ``previous`` published for the same environment."""
+    """``cells`` (the whole table) with the deep runs of each row's edge cells: the store's
+    (in the cell's environment), or, where it has none, what ``previous`` published for the
+    same environment. A cell off the edges shows none (a run kept from when it was one is
+    not the table's answer now)."""
     if not spec.deep_probes:
         return list(cells)
     rows = {
@@ -161,8 +158,12 @@ def attach(
         for probe in spec.deep_probes
     }
     before = {c.key: c for c in previous or ()}
+    at_edges = edge_keys(cells)
     out = []
     for cell in cells:
+        if cell.key not in at_edges:
+            out.append(replace(cell, deep=()) if cell.deep else cell)
+            continue
         runs = []
         for probe, mine in rows.items():
             row = mine.get((cell.python, json.dumps(cell.versions_dict())))
@@ -182,5 +183,5 @@ def attach(
         old = before.get(cell.key)
         if not runs and old is not None and old.env_id == cell.env_id:
             runs = list(old.deep)
-        out.append(replace(cell, deep=tuple(runs)) if runs else cell)
+        out.append(replace(cell, deep=tuple(runs)))
     return out

@@ -143,8 +143,8 @@ def publish_table(spec: MatrixSpec, session: Session, *, now: datetime | None = 
     old_cells = list(before.cells) if before is not None else None
     if spec.outside_pins:
         fresh = _outside_notes(fresh, session)
-    fresh = deep.attach(spec, session.store, fresh, old_cells)
     cells = cellupdate.merge(old_cells or [], fresh, last.axis_versions)
+    cells = deep.attach(spec, session.store, cells, old_cells)  # deep_probes, on the edges
     past = list(before.history) if before is not None else []
     change = _change(old_cells, cells, axes, last, past, now)
     hist = history.append(past, change)
