@@ -6,7 +6,8 @@ A matrix's ``probes`` run on every cell (cheap: an import, an entry point). ``de
 first and the last cell of the row that passed, and the newest that passed inside the pins
 (what the row recommends). Each deep probe is a run of its own (its own repro, so its own
 record in the store), in the cell's own environment. ``publish`` attaches what each gave to the
-cell (results.json's ``deep``); a cell that was not probed again keeps what was published.
+table's edge cells now (results.json's ``deep``): the store's runs, else what was published for
+the same environment; a cell off the edges shows none.
 
 Who does what: ``modes.living.matrix`` calls ``run_deep`` once a Python's cells are probed;
 ``edges`` picks the cells (pure); ``attach`` reads the records back for ``publish``.
