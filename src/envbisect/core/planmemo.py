@@ -42,8 +42,9 @@ P = ParamSpec("P")
 # and the provider's preference order changed (constraints count as requirements).
 # 3: two exact pins that clash are named before the search; what an exact pin needs moves
 # forward past a cutoff; torchvision and torchaudio follow an exact torch past it.
-# 4: everything an exact pin needs (by a range too, and in turn) moves forward past a cutoff
-# where nothing of the day fits (an older memo may hold such a cell as unresolvable).
+# 4: everything a pinned release of after the cutoff needs (by a range too, and in turn) moves
+# forward past it where nothing of the day fits (an older memo may hold such a cell as
+# unresolvable).
 FORMAT = 4
 
 

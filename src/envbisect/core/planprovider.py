@@ -74,11 +74,12 @@ class Provider(AbstractProvider[Req, Cand, str]):
         self.forward = forward
         self.overrides = overrides or {}
         self.forwarded: set[NormalizedName] = set()
-        # What an exact pin of the user's needs, and what that needs in turn: torch 2.13.0,
-        # pinned, needs cuda-toolkit==13.0.3 and cuda-bindings>=13.0.3,<14, which did not
-        # exist on an older cell's day; forward takes them all the same where nothing of the
-        # day fits (the pin is not of that day, so neither is what it needs). A requirement
-        # of anything else keeps the rule: nothing of it then, nothing of it now.
+        # What an exact pin needs exactly, and what that needs exactly in turn; and all that a
+        # pinned release of after the cutoff needs: torch 2.13.0, pinned, needs
+        # cuda-toolkit==13.0.3 and cuda-bindings>=13.0.3,<14, which did not exist on an older
+        # cell's day; forward takes them all the same where nothing of the day fits (the pin
+        # is not of that day, so neither is what it needs). A looser requirement of anything
+        # else keeps the rule: nothing of it then, nothing of it now.
         self.pinned_needs: set[NormalizedName] = set()
         self._found: dict[tuple[str, frozenset[int]], tuple[tuple[Any, ...], list[Cand]]] = {}
         self._satisfied: dict[tuple[int, Version], bool] = {}
@@ -288,19 +289,25 @@ class Provider(AbstractProvider[Req, Cand, str]):
             base = Requirement(f"{candidate.name}=={candidate.version}")
             deps.append(Req(base, candidate))
         pinned = candidate.name in self.user_names or candidate.name in self.pinned_needs
+        # A pinned release of after the cutoff is not of that day, so neither is anything it
+        # needs: torch 2.13.0 needs cuda-bindings>=13.0.3,<14, cuda-toolkit 13.0.3 needs
+        # nvidia-cublas==13.1.1.3.* and nvidia-nvjitlink>=13.0.88,<14. A pin of that day
+        # passes on only what it pins exactly (its looser needs are of the day).
+        late = pinned and self._after_cutoff(candidate)
         for req in self.requires(candidate.name, candidate.version):
             if req.marker is not None and not self.marker_ok(req.marker, candidate.extras):
                 continue
             if candidate.name in TORCH_BUILT:
                 req = same_build(req, candidate.version)
-            # What a user's exact pin requires, and what that requires in turn, may come from
-            # after the cutoff where nothing of the day fits: torch 2.13.0 needs
-            # cuda-toolkit==13.0.3 and cuda-bindings>=13.0.3,<14, cuda-toolkit needs
-            # nvidia-cublas==13.1.1.3.* and nvidia-nvjitlink>=13.0.88,<14.
-            if pinned:
+            if late or (pinned and _exact(req)):
                 self.pinned_needs.add(canonicalize_name(req.name))
             deps.append(Req(strip_marker(req), candidate))
         return deps
+
+    def _after_cutoff(self, candidate: Cand) -> bool:
+        """Whether ``candidate`` was uploaded after the cutoff (no cutoff: it was not)."""
+        when = candidate.info.upload_time if candidate.info is not None else None
+        return self.cutoff is not None and when is not None and when > self.cutoff
 
     def requires(self, name: NormalizedName, version: Version) -> Sequence[Requirement]:
         """What a version requires, as --override has it (core/overrides.py)."""
