@@ -76,16 +76,11 @@ class DeepRun:
         kind = _field(d, "kind", str, where, required=True)
         if kind not in KINDS:
             raise _malformed(f"{where}: a deep run's 'kind' is {kind!r}, not one of {KINDS}")
-        seconds = d.get("seconds")
-        if seconds is not None and (
-            isinstance(seconds, bool) or not isinstance(seconds, (int, float))
-        ):
-            raise _malformed(f"{where}: a deep run's 'seconds' is {seconds!r}, not a number")
         return cls(
             probe=_field(d, "probe", str, where, required=True),
             kind=kind,
             signature=_field(d, "signature", str, where) or "",
-            seconds=seconds,
+            seconds=_seconds(d, f"{where}: a deep run's"),
             measured_at=_field(d, "measured_at", str, where),
         )
 
@@ -187,11 +182,7 @@ class PublishedCell:
         kind = _field(d, "kind", str, where)
         if kind is not None and kind not in KINDS:
             raise _malformed(f"{where}: 'kind' is {kind!r}, not one of {', '.join(KINDS)}")
-        seconds = d.get("seconds")
-        if seconds is not None and (
-            isinstance(seconds, bool) or not isinstance(seconds, (int, float))
-        ):
-            raise _malformed(f"{where}: 'seconds' is {seconds!r}, not a number")
+        seconds = _seconds(d, f"{where}:")
         return cls(
             python=_field(d, "python", str, where, required=True),
             versions=tuple(versions.items()),
@@ -240,6 +231,14 @@ def _field(
         what = "missing" if name not in d else f"{value!r}"
         raise _malformed(f"{where}: '{name}' is {what}, not a {kind.__name__}")
     return value
+
+
+def _seconds(d: Mapping[str, Any], where: str) -> float | None:
+    """``d["seconds"]``: a number or null (a bool is neither), else the error."""
+    seconds = d.get("seconds")
+    if seconds is not None and (isinstance(seconds, bool) or not isinstance(seconds, (int, float))):
+        raise _malformed(f"{where} 'seconds' is {seconds!r}, not a number")
+    return seconds
 
 
 def _installed(raw: object, where: str) -> tuple[InstalledDist, ...]:
