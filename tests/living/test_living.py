@@ -411,3 +411,36 @@ def test_the_edges_of_a_rows_passing_range() -> None:
 
     row = [cell("4.10", "pass", "past app's pins"), cell("4.8", "fail"), cell("4.9", "pass")]
     assert {k[1][1][1] for k in edge_keys(row)} == {"4.9", "4.10"}
+
+
+@pytest.mark.slow
+def test_deep_probes_kept_through_an_update_and_run_on_the_new_rows_edges(
+    live_index: Any, python: str, tmp_path: Path
+) -> None:
+    """A table with deep_probes, updated on a fresh clone (no store): the old rows' edge cells
+    keep the deep runs published for them; the new row's edges get theirs, run by the update;
+    a new failing column moves no edge."""
+    index, root = live_index
+    (tmp_path / "repro.py").write_text("import liveapp\nliveapp.run()\n")
+    spec = tmp_path / "live.toml"
+    text = MATRIX.format(python=python, index=index.url)
+    spec.write_text(
+        text.replace("timeout = 60\n", 'timeout = 60\ndeep_probes = ["import:liveapp"]\n')
+    )
+    results = tmp_path / "results"
+    common = ("--results", results, "--cache-dir", tmp_path / "cache")
+    envbisect("matrix", spec, *common, cwd=tmp_path)
+    before = {k: c["deep"] for k, c in cells_of(results).items() if "deep" in c}
+    assert set(before) == {("1.0.0", "1.0.0"), ("1.0.0", "1.2.0"), ("1.1.0", "1.0.0"),
+                           ("1.1.0", "1.2.0")}  # fmt: skip
+    assert all([d["kind"] for d in runs] == ["pass"] for runs in before.values())
+
+    _app(root, index, 2)
+    _lib(root, index, 3)  # liveapp fails with it: every row's passing range ends at 1.2.0
+    fresh_store(results)
+    envbisect("matrix", spec, "--update", *common, cwd=tmp_path)
+    after = {k: c["deep"] for k, c in cells_of(results).items() if "deep" in c}
+    assert set(after) == set(before) | {("1.2.0", "1.0.0"), ("1.2.0", "1.2.0")}
+    for k in before:
+        assert after[k] == before[k], k  # as published: no store, nothing run again
+    assert [d["probe"] for d in after[("1.2.0", "1.2.0")]] == ["import:liveapp"]
