@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -439,6 +440,19 @@ def test_builds_ahead_leave_the_path_and_the_answer_as_they_were(
     assert len(set(built)) == len(built)  # each environment built ahead once
     # Each step guesses two next points, one of them wanted: the others were removed.
     assert [p for p in (results / ".envs").iterdir() if p.is_dir()] == []
+    # Allowed one core (a Slurm job's or a container's cpuset, whatever the machine has):
+    # nothing is built ahead, the answer is the same.
+    cpus = os.sched_getaffinity(0)
+    if len(cpus) < 2:
+        return
+    os.sched_setaffinity(0, {min(cpus)})
+    try:
+        one = RecordingProgress()
+        alone = run_bisect(options(index, python, tmp_path / "one", "crashy", tmp_path), one)
+    finally:
+        os.sched_setaffinity(0, cpus)
+    assert (alone.first_new, alone.last_old) == ("1.7.0", "1.6.0")
+    assert not [v for v, p in one.phases if p == "built ahead"]
 
 
 def test_two_identical_runs_at_once_build_each_environment_once(

@@ -71,12 +71,12 @@ class Session(Edges):
         self._gdb_checked = False
         self._gdb_warned = False
         self._labels: dict[str, str] = {}  # env id -> the label its probe was reported as
-        # Builds ahead of the search (``--jobs 1`` on this machine): env id -> the build.
-        self._ahead: dict[str, Future[worker.Built]] = {}
+        self._ahead: dict[str, Future[worker.Built]] = {}  # built ahead: env id -> the build
         self._ahead_pool: ThreadPoolExecutor | None = None
-        # None built ahead: one core (a build beside the probe slows it), asked, the disk filled.
+        # None built ahead: one core this process may use (a build beside the probe slows it;
+        # a Slurm job's or a container's cpuset, not the machine's count), asked, disk full.
         ahead_off = os.environ.get("ENVBISECT_NO_BUILD_AHEAD")
-        self._no_ahead = (os.cpu_count() or 1) < 2 or bool(ahead_off)
+        self._no_ahead = len(os.sched_getaffinity(0)) < 2 or bool(ahead_off)
         self._me = Claimant.this_process()  # this run, as its claims in the store name it
         self._beat: Renewal | None = None
 
