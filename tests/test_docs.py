@@ -131,13 +131,13 @@ def test_errors_page_lists_every_reference_the_source_raises() -> None:
 def test_errors_page_shows_each_raise_site_with_its_message_and_hint() -> None:
     refs = HOOKS.collect_refs()
     sites = refs.sites["lock-nothing"]
-    assert [s.path for s in sites] == ["modes/lock/solve.py"]
+    assert [s.path for s in sites] == ["modes/lock/common.py"]
     assert sites[0].message and sites[0].hint  # literals at that raise site
     page = HOOKS.errors_markdown(refs)
     row = next(
         line
         for line in page.splitlines()
-        if line.startswith(f"| `modes/lock/solve.py:{sites[0].line}`")
+        if line.startswith(f"| `modes/lock/common.py:{sites[0].line}`")
     )
     assert HOOKS.code(sites[0].message) in row and HOOKS.code(sites[0].hint) in row
     # an f-string's values stand as {expression}

@@ -25,7 +25,7 @@ from envbisect.core.results.lock import HeldBack
 from envbisect.core.results.parts import Status
 from envbisect.errors import UsageError
 from envbisect.model import IndexConfig
-from envbisect.modes.lock.solve import run_lock
+from envbisect.modes.lock.solve import Strategy, run_lock
 from support.cli import envbisect
 from support.corpus import EPOCH
 from support.index_server import LocalIndex
@@ -176,7 +176,7 @@ def test_a_starting_point_that_fails_is_said_and_the_lock_descends(
     (modes/lock/descent.py), to the same two constraints as by date."""
     when = (EPOCH + timedelta(days=2, hours=2)).strftime("%Y-%m-%dT%H:%M:%SZ")
     res = run_lock(options(index, python, tmp_path, "lockapp", with_reqs=("lockapp==1.0.0",),
-                           good_date=when, strategy="history"))  # fmt: skip
+                           good_date=when, strategy=Strategy.HISTORY))  # fmt: skip
     assert "starting point" in res.descent[0] and "does not pass" in res.descent[0]
     held = {c.package: (c.first_bad, c.last_good, c.found_by) for c in res.constraints}
     assert held == {"lk-alpha": ("1.3.0", "1.2.0", "descent"),

@@ -17,7 +17,7 @@ from envbisect.core.results.lock import LockResult
 from envbisect.core.results.parts import Status
 from envbisect.errors import NoAnswer
 from envbisect.model import OutcomeKind
-from envbisect.modes.lock.solve import run_lock
+from envbisect.modes.lock.solve import Strategy, run_lock
 from support.cli import envbisect
 from support.descent import OLD_HELD
 from support.index_server import LocalIndex
@@ -52,7 +52,7 @@ def test_an_old_pin_on_a_newer_python_with_three_masked_failures(
     # The history search first (auto would hold od-a back at once, the failure naming it):
     # no start passes, so the lock descends, which is what this test is about.
     res = run_lock(options(index, python, tmp_path, "oldapp", with_reqs=("oldapp==1.0.0",),
-                           strategy="history"))  # fmt: skip
+                           strategy=Strategy.HISTORY))  # fmt: skip
     assert res.status is Status.FOUND
     held = {c.package: (c.first_bad, c.last_good) for c in res.constraints}
     assert held == OLD_HELD
@@ -112,7 +112,7 @@ def test_a_failure_inside_a_transitive_dependency_is_held_there(
     """td-deep 2.0.0 raises in its own code, with a message that names nothing: the frame
     that raised is td-deep's, so td-deep is the first suspect, and the one held back."""
     opts = options(
-        index, python, tmp_path, "tdapp", with_reqs=("tdapp==1.0.0",), strategy="descent"
+        index, python, tmp_path, "tdapp", with_reqs=("tdapp==1.0.0",), strategy=Strategy.DESCENT
     )
     res = run_lock(opts)
     ((c),) = res.constraints
@@ -126,7 +126,7 @@ def test_a_package_whose_every_release_fails_is_said_not_looped(
 ) -> None:
     with pytest.raises(NoAnswer) as e:
         run_lock(options(index, python, tmp_path, "allbad", with_reqs=("allbad==1.0.0",),
-                         strategy="descent"))  # fmt: skip
+                         strategy=Strategy.DESCENT))  # fmt: skip
     assert "ab-lib cannot be held back far enough" in e.value.message
     assert "0.0.0, fails the same way" in e.value.message
     res = e.value.result
@@ -141,7 +141,7 @@ def test_nothing_pinned_exactly_descends_from_the_newest(
     """With no exact pin there is no date known to have worked: lock descends instead of
     giving up (it said "lock-no-start" before)."""
     res = run_lock(options(index, python, tmp_path, "lockone", with_reqs=("lockone",),
-                           strategy="history"))  # fmt: skip
+                           strategy=Strategy.HISTORY))  # fmt: skip
     ((c),) = res.constraints
     assert (c.package, c.first_bad, c.last_good, c.found_by) == (
         "lk-alpha", "1.3.0", "1.2.0", "descent",
@@ -156,7 +156,7 @@ def test_a_start_of_mixed_dates_where_the_target_forces_it(
     day for everything else and moves fwd-helper alone to its first release that installs
     (said); it passes, and the search by date holds fwd-lib back."""
     opts = options(index, python, tmp_path, "fwdapp", with_reqs=("fwdapp==1.0.0",),
-                   strategy="history")  # fmt: skip
+                   strategy=Strategy.HISTORY)  # fmt: skip
     res = run_lock(opts, recorder)
     assert any(
         "at their first release that installs: fwd-helper 1.1.0" in m for m in recorder.messages

@@ -13,7 +13,7 @@ from conftest import RecordingProgress
 from envbisect.core import resolve
 from envbisect.core.results.parts import Status
 from envbisect.model import OutcomeKind
-from envbisect.modes.lock.solve import run_lock
+from envbisect.modes.lock.solve import Strategy, run_lock
 from support.index_server import LocalIndex
 from support.installs import install_and_run
 from support.locks import locked, options
@@ -29,7 +29,7 @@ def test_a_coupled_pair_is_held_back_together(
     held below 2.0.0 with cp-helper brought down with it (1.1.0, its newest that allows
     1.5.0), proven by 2.0.0 failing and 1.5.0 passing in the same environment."""
     res = run_lock(options(stacks, python, tmp_path, "cpapp", with_reqs=("cpapp==1.0.0",),
-                           strategy=strategy))  # fmt: skip
+                           strategy=Strategy(strategy)))  # fmt: skip
     assert res.status is Status.FOUND
     (c,) = res.constraints
     assert (c.package, c.first_bad, c.last_good) == ("cp-lib", "2.0.0", "1.5.0")
@@ -81,13 +81,14 @@ def test_resolvelib_gives_up_without_uv_and_the_give_up_is_not_remembered(
 
     from envbisect.core.plan import Plan, PlanTarget, Unresolvable
     from envbisect.core.planmemo import plan
-    from envbisect.env.interp import inspect_target
+    from envbisect.env.interp import locate
+    from envbisect.env.uv import Uv, find_uv
     from envbisect.index.client import IndexClient
     from envbisect.index.source import IndexMetadataSource
     from envbisect.model import IndexConfig
 
     monkeypatch.setattr(resolve, "MAX_ROUNDS", 40)
-    target = inspect_target(python)
+    target = locate(Uv(binary=find_uv(), offline=False), python, None)[1]
     with IndexClient(IndexConfig(index_url=stacks.url)) as client:
         source = IndexMetadataSource(client, target)
         kept: list[str] = []
@@ -112,8 +113,9 @@ def test_a_pin_that_only_picks_a_build_does_not_move_the_start(
     start is bopin's own day, whose environment passes (bo-lib 1.0.0), said on stderr; the
     history then holds bo-lib below 2.0.0."""
     progress = RecordingProgress()
-    res = run_lock(options(stacks, python, tmp_path, "bopin", with_reqs=("bopin==1.0.0",
-                           "bo-build==1.0.0+cpu"), strategy="history"), progress)  # fmt: skip
+    reqs = ("bopin==1.0.0", "bo-build==1.0.0+cpu")
+    opts = options(stacks, python, tmp_path, "bopin", with_reqs=reqs, strategy=Strategy.HISTORY)
+    res = run_lock(opts, progress)
     assert res.status is Status.FOUND
     assert any("starting point as of 2024-06-01 00:00:00 (upload of bopin==1.0.0)" in m
                for m in progress.messages), progress.messages  # fmt: skip

@@ -21,7 +21,7 @@ from envbisect.core.runreport import breakpoints_line, verdict_line
 from envbisect.env.repro import Repro
 from envbisect.model import IndexConfig
 from envbisect.modes.bydate import DateOptions, run_by_date
-from envbisect.modes.lock.solve import LockOptions, run_lock
+from envbisect.modes.lock.solve import LockOptions, Strategy, run_lock
 from envbisect.modes.run import RunOptions, run_bisect
 from envbisect.options import CommonOptions
 from support.corpus import EPOCH, TWO_A, TWO_B
@@ -126,7 +126,7 @@ def test_lock_past_a_second_failure(
     # The search by date is what this checks (auto would hold twolib back at once: each
     # failure names it).
     opts = LockOptions(common=common(index, python, tmp_path), with_reqs=("twoapp==1.0.0",),
-                       strategy="history")  # fmt: skip
+                       strategy=Strategy.HISTORY)  # fmt: skip
     res = run_lock(opts, recorder)
     assert res.status is Status.FOUND
     (c,) = res.to_dict()["constraints"]

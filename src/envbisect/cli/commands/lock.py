@@ -12,7 +12,7 @@ from envbisect.textsafe import for_terminal
 
 
 def cmd_lock(ctx: Context) -> int:
-    from envbisect.modes.lock.solve import LockOptions, run_lock
+    from envbisect.modes.lock.solve import LockOptions, Strategy, run_lock
 
     a = ctx.args
     repro = repro_for(ctx, pins=bool(a.pins or a.from_lock))
@@ -21,7 +21,7 @@ def cmd_lock(ctx: Context) -> int:
         **requested(a),
         from_lock=a.from_lock,
         good_date=a.good_date,
-        strategy=a.strategy,
+        strategy=Strategy(a.strategy),
         no_project=a.no_project,
     )
     res = run_lock(opts, ctx.progress)  # no answer: NoAnswer with the result (main.py)

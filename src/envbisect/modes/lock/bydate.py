@@ -1,13 +1,12 @@
 """``envbisect lock``'s search by date: the constraints that the release moments between the
 last environment known to pass and the failing newest one show.
 
-Who does what: modes/lock/solve.py's ``_Lock`` runs the rounds and inherits this search
-(``DateSearch``): the release moments of every package in the window are bisected
-(``bisect``, every breakpoint between two kinds of outcome), each breakpoint's moment names its
-culprit (the release uploaded there, moved alone on the environment right before it), and
-each culprit is held just below its first bad version in the same environment (its proof).
-What the search reads of the lock is declared on the class; ``as_of`` and ``probe`` are the
-lock's.
+Who does what: modes/lock/solve.py runs the rounds and hands each failing newest environment
+to ``ByDate.find``, one of the lock's peer strategies; the lock's context (modes/lock/common.py)
+plans and probes. The release moments of every package in the window are bisected (``bisect``,
+every breakpoint between two kinds of outcome), each breakpoint's moment names its culprit
+(the release uploaded there, moved alone on the environment right before it), and each
+culprit is held just below its first bad version in the same environment (its proof).
 """
 
 from __future__ import annotations
@@ -15,58 +14,49 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime
-from typing import Protocol
 
-from packaging.requirements import Requirement
 from packaging.specifiers import SpecifierSet
 from packaging.utils import canonicalize_name
 from packaging.version import Version
 
 from envbisect.core.candidates import build_candidates
 from envbisect.core.outcome import same_failure
-from envbisect.core.plan import Fallback, MatchCache, Plan, PlanTarget, Policy, Unresolvable
-from envbisect.core.planmemo import plan
+from envbisect.core.plan import Plan
 from envbisect.core.results.lock import Constraint
 from envbisect.core.results.parts import ProbeRow, moves
 from envbisect.errors import NoAnswer, Unanswered
-from envbisect.index.source import IndexMetadataSource
 from envbisect.model import Outcome, OutcomeKind
 from envbisect.modes.bydate import Moment, timeline
 from envbisect.modes.drive import bisect
-from envbisect.modes.session import Session, Want
+from envbisect.modes.lock.common import LockContext
+from envbisect.modes.lock.start import starting_point
+from envbisect.modes.session import Want
 from envbisect.strategy.bisect import Bisector
-from envbisect.strategy.constraints import Constraints
 from envbisect.strategy.segments import Breakpoint
 from envbisect.strategy.verdicts import BisectResult
 
 
-class _Pre(Protocol):
-    @property
-    def pre(self) -> bool: ...
+class ByDate:
+    """The search by date, a peer strategy of the lock (module doc). Its own state: the
+    moment its next round starts from (the starting point's, then each round's last good
+    moment)."""
 
+    def __init__(self, ctx: LockContext) -> None:
+        self.ctx = ctx
+        self.when: datetime | None = None
 
-class DateSearch:
-    """The by-date constraint search, as a part of ``_Lock`` (module doc)."""
-
-    opts: _Pre
-    session: Session
-    source: IndexMetadataSource
-    ptarget: PlanTarget
-    cache: MatchCache
-    fallback: Fallback
-    now: datetime
-    roots: list[Requirement]
-    constraints: Constraints
-    rows: list[ProbeRow]
-    rounds: int
-
-    def as_of(
-        self, when: datetime, specifiers: Mapping[str, SpecifierSet] | None = None
-    ) -> Plan | Unresolvable:
-        raise NotImplementedError  # the lock's
-
-    def probe(self, label: str, planned: Plan) -> ProbeRow:
-        raise NotImplementedError  # the lock's
+    def find(self, newest: Plan, row: ProbeRow) -> list[Constraint]:
+        """The round's constraints: from the starting point (found at the first round, said)
+        to the failing newest environment."""
+        if self.when is None:
+            label, _, when = starting_point(self.ctx, newest)
+            assert when is not None  # a lock without --from starts at a moment
+            self.ctx.session.progress.message(
+                f"envbisect: the newest environment fails; starting point {label}"
+            )
+            self.when = when
+        found, self.when = self.find_by_date(self.when, newest)
+        return found
 
     def find_by_date(self, start: datetime, newest: Plan) -> tuple[list[Constraint], datetime]:
         """Bisect the release moments between ``start`` (its environment passes) and now,
@@ -77,7 +67,7 @@ class DateSearch:
         moved to its first bad release (and what that forces) it fails as that moment did.
         Returns the constraints (the first failure's; a later breakpoint's when another
         package fails alone too) and the last good moment (the next round starts there)."""
-        held = self.constraints.specifiers()
+        held = self.ctx.constraints.specifiers()
         moments, plans, final = self._bisect_moments(start, newest, held)
         assert final.last_old is not None
         lg, first = final.last_old, final.breakpoints[0]
@@ -98,7 +88,7 @@ class DateSearch:
                 continue  # a failure that a later release fixed: nothing to hold back
             later = self._culprit_at(b, plans, moments, lg, held, exclude={c.package for c in out})
             if isinstance(later, str):
-                self.session.progress.message(
+                self.ctx.session.progress.message(
                     f"envbisect: the failure changes at {moments[b.first_new].label()} "
                     f"({b.outcome.describe()}); no release of it fails alone on the last good "
                     f"environment{f': {later}' if later else ''}: the next round looks again"
@@ -112,12 +102,12 @@ class DateSearch:
     ) -> tuple[list[Moment], dict[int, Plan], BisectResult]:
         """The moments since ``start``, the plan of each one probed, and the bisection's end:
         it must bracket the failure, from a start that passes (``NoAnswer`` else)."""
-        session = self.session
-        begin = self.as_of(start, held)
+        session = self.ctx.session
+        begin = self.ctx.as_of(start, held)
         names = sorted(set(begin.pins if isinstance(begin, Plan) else ()) | set(newest.pins))
         moments = [
             Moment(when=start, releases=()),
-            *timeline(names, session.client, session.target, start, self.now, pre=self.opts.pre),
+            *timeline(names, session.client, session.target, start, self.ctx.now, pre=self.ctx.pre),
         ]
         session.progress.message(
             f"envbisect: {len(moments) - 1} release moment(s) of {len(names)} package(s) "
@@ -126,7 +116,7 @@ class DateSearch:
         plans: dict[int, Plan] = {}
 
         def want(i: int, runs: int) -> Want:
-            planned = self.as_of(moments[i].when, held) if i else begin
+            planned = self.ctx.as_of(moments[i].when, held) if i else begin
             label = moments[i].label()
             if not isinstance(planned, Plan):
                 return Want(label=label, why_not=f"unresolvable: {planned.reason}")
@@ -141,8 +131,7 @@ class DateSearch:
             repeat=session.opts.repeat,
         )
         log, _ = bisect(bis, session, want, labels=lambda i: moments[i].label())
-        self.rows += log.rows
-        self.rounds += log.rounds
+        self.ctx.tally.add(log)
         final = bis.result
         hint = (
             "give --good-date DATE of an environment where the repro passes, or "
@@ -200,23 +189,6 @@ class DateSearch:
                 return replace(found, moment=moments[point.first_new].label())
         return "; ".join(failures)
 
-    def moved_alone(
-        self, good: Plan, name: str, version: str, held: Mapping[str, SpecifierSet]
-    ) -> Plan | Unresolvable:
-        """``good`` with only ``name`` at ``version`` and what that forces (baseline policy),
-        under the constraints on the other packages."""
-        return plan(
-            [*self.roots, Requirement(f"{name}=={version}")],
-            self.source,
-            self.ptarget,
-            policy=Policy.BASELINE,
-            baseline={str(k): v for k, v in good.pins.items()},
-            pre=self.opts.pre,
-            cache=self.cache,
-            constraints={k: v for k, v in held.items() if k != name},
-            fallback=self.fallback,
-        )
-
     def _toggle(
         self,
         name: str,
@@ -227,12 +199,12 @@ class DateSearch:
         held: Mapping[str, SpecifierSet],
         reference: Outcome,
     ) -> Constraint | str:
-        session = self.session
-        toggled = self.moved_alone(good, name, version, held)
+        session = self.ctx.session
+        toggled = self.ctx.moved_alone(good, name, version, held)
         if not isinstance(toggled, Plan):
             return f"{name} {version}: unresolvable on the last good environment"
         label = f"{name} {version} on {moment.label()}"
-        row = self.probe(label, toggled)
+        row = self.ctx.probe(label, toggled)
         if row.outcome.kind is OutcomeKind.PASS or not (
             session.opts.any_failure or same_failure(row.outcome, reference)
         ):
@@ -246,7 +218,7 @@ class DateSearch:
             passed=moment.label(),
             failed=label,
             moved_with=moved,
-            round=len(self.constraints.held) + 1,
+            round=self.ctx.next_round(),
         )
         return self._just_below(c, good, held, reference)
 
@@ -256,24 +228,24 @@ class DateSearch:
         """The version right below the first bad one, on the same environment: it passes
         (the proof's lower half, named exactly), or fails the same way (then the break came
         earlier: step down), or is neither (the proof stands on the environment's version)."""
-        files = self.session.client.project_files(c.package).files
+        files = self.ctx.session.client.project_files(c.package).files
         lower = sorted(
             (
                 x.version
-                for x in build_candidates(files, self.session.target).candidates
+                for x in build_candidates(files, self.ctx.session.target).candidates
                 if x.installable and Version(c.last_good) < x.version < Version(c.first_bad)
             ),
             reverse=True,
         )
         for v in lower:
-            planned = self.moved_alone(good, c.package, str(v), held)
+            planned = self.ctx.moved_alone(good, c.package, str(v), held)
             if not isinstance(planned, Plan):
                 return c
             label = f"{c.package} {v} on {c.passed}"
-            row = self.probe(label, planned)
+            row = self.ctx.probe(label, planned)
             if row.outcome.kind is OutcomeKind.PASS:
                 return replace(c, last_good=str(v), passed=label)
-            if not (self.session.opts.any_failure or same_failure(row.outcome, reference)):
+            if not (self.ctx.session.opts.any_failure or same_failure(row.outcome, reference)):
                 return c
             c = replace(c, first_bad=str(v), failed=label, outcome=row.outcome)
         return c

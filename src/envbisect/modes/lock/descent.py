@@ -12,7 +12,8 @@ when the floor fails the same way (strategy/holdback.py). When a suspect cannot 
 at all, the requirers that bound it are the next suspects.
 
 Who does what: modes/lock/solve.py runs the rounds and hands each failing newest environment to
-``Descent.step``. The failure names its suspects (core/implicate.py: the module the message
+``Descent.find``, one of the lock's peer strategies; the lock's context (modes/lock/common.py)
+plans and probes. The failure names its suspects (core/implicate.py: the module the message
 names, the distributions that own the traceback's frames, then the packages closest to the
 pins); for each suspect in turn, ``HoldBack`` (strategy/holdback.py) bisects its versions,
 everything else resolved newest under the constraints so far, for the newest version where
@@ -27,9 +28,7 @@ constraint and repeats; once one passes, it tries each constraint away as it alw
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Protocol
 
-from packaging.requirements import Requirement
 from packaging.specifiers import SpecifierSet
 from packaging.utils import canonicalize_name
 from packaging.version import Version
@@ -37,15 +36,14 @@ from packaging.version import Version
 from envbisect.core.implicate import evidence, implicated, missing_module, named_owners
 from envbisect.core.markers import applies
 from envbisect.core.outcome import failed, same_failure
-from envbisect.core.plan import Plan, PlanTarget, Unresolvable
+from envbisect.core.plan import Plan
 from envbisect.core.results.lock import Constraint
 from envbisect.core.results.parts import Moved, ProbeRow
 from envbisect.errors import EnvbisectError, NoAnswer
-from envbisect.index.source import IndexMetadataSource
 from envbisect.model import Outcome
 from envbisect.modes.drive import drive
-from envbisect.modes.session import Session, Want
-from envbisect.strategy.constraints import Constraints
+from envbisect.modes.lock.common import LockContext
+from envbisect.modes.session import Want
 from envbisect.strategy.holdback import HoldBack
 
 # Suspects tried for one failure before the descent gives up, unless the failure's own
@@ -54,40 +52,27 @@ MAX_SUSPECTS = 6
 MAX_SCANNED = 40  # suspects whose metadata is read for a module that is not installed
 
 
-class _Lock(Protocol):
-    """What the descent reads of the lock (modes/lock/solve.py)."""
-
-    session: Session
-    source: IndexMetadataSource
-    ptarget: PlanTarget
-    roots: list[Requirement]
-    constraints: Constraints
-    rows: list[ProbeRow]
-    rounds: int
-
-    @property
-    def pre(self) -> bool: ...
-
-    def newest(self, specifiers: Mapping[str, SpecifierSet]) -> Plan | Unresolvable: ...
-
-
 class Descent:
-    """The descent's steps, in order (``steps``: one line each, for report.md and --json)."""
+    """The descent, a peer strategy of the lock; its steps, in order (``steps``: one line
+    each, for report.md and --json)."""
 
-    def __init__(self, lock: _Lock) -> None:
-        self.lock = lock
-        self.steps: list[str] = []
+    def __init__(self, ctx: LockContext, *, why: str = "") -> None:
+        self.ctx = ctx
+        self.steps: list[str] = [why] if why else []
+
+    def find(self, newest: Plan, row: ProbeRow) -> list[Constraint]:
+        return [self.step(newest, row)]
 
     def say(self, text: str, *, quiet: bool = False) -> None:
         self.steps.append(text)
         if not quiet:
-            self.lock.session.progress.message(f"envbisect: descent: {text}")
+            self.ctx.session.progress.message(f"envbisect: descent: {text}")
 
     def step(self, newest: Plan, row: ProbeRow) -> Constraint:
         """The constraint that makes ``row``'s failure go from the newest environment: the
         first suspect that can be held back far enough (``NoAnswer``: none can)."""
-        lock, session = self.lock, self.lock.session
-        held = lock.constraints.specifiers()
+        ctx, session = self.ctx, self.ctx.session
+        held = ctx.constraints.specifiers()
         rec = session.store.get(row.env_id, session.repro.repro_id)
         modules = ((rec.env_report or {}).get("modules") if rec is not None else None) or {}
         rest = [
@@ -130,7 +115,7 @@ class Descent:
         bisection of its versions and no search of the history; None when the failure names
         no installed package, or holding it back does not make this failure go (the round
         then searches the history)."""
-        lock, session = self.lock, self.lock.session
+        ctx, session = self.ctx, self.ctx.session
         if missing_module(row.outcome) is not None:
             return None  # a module not installed at all: who brought it is the question
         rec = session.store.get(row.env_id, session.repro.repro_id)
@@ -144,7 +129,7 @@ class Descent:
             return None
         name = named[0]
         self.say(f"{row.version} fails ({row.outcome.describe()}), naming {name}: held back first")
-        found = self._hold(name, newest, row, lock.constraints.specifiers())
+        found = self._hold(name, newest, row, ctx.constraints.specifiers())
         if isinstance(found, Constraint):
             self.say(f"{name}{found.specifier}: {found.describe()}", quiet=True)
             return found
@@ -168,13 +153,13 @@ class Descent:
         wanted = {canonicalize_name(top), canonicalize_name(top.replace("_", "-"))}
         if wanted & set(newest.pins):
             return suspects  # it is installed: the message is about a part of it
-        markers = {**self.lock.ptarget.markers, "extra": ""}
+        markers = self.ctx.markers
         brought = []
         for name in suspects[:MAX_SCANNED]:
             current = newest.pins[canonicalize_name(name)]
             versions, floor = self._versions(name, current, held.get(name, SpecifierSet()), newest)
             try:
-                deps = self.lock.source.dependencies(name, versions[floor])
+                deps = self.ctx.source.dependencies(name, versions[floor])
             except EnvbisectError:  # metadata that cannot be read: not a reason to suspect
                 continue
             if any(
@@ -192,11 +177,11 @@ class Descent:
         """The packages of the newest environment whose requirement on one of ``names`` has
         a lower bound (``trl 0.24`` needs ``transformers>=4.56.2``), in ``names``' order,
         then by name."""
-        markers = {**self.lock.ptarget.markers, "extra": ""}
+        markers = self.ctx.markers
         wanted = {canonicalize_name(n): i for i, n in enumerate(names)}
         found: dict[str, int] = {}
         for parent, version in newest.pins.items():
-            for r in self.lock.source.dependencies(parent, version):
+            for r in self.ctx.source.dependencies(parent, version):
                 i = wanted.get(canonicalize_name(r.name))
                 if i is None or not applies(r.marker, markers):
                     continue
@@ -213,9 +198,9 @@ class Descent:
         oldest of them that the other packages of the newest environment, at their versions
         there, also allow (below it, they must be held back too)."""
         spec = held
-        markers = {**self.lock.ptarget.markers, "extra": ""}
+        markers = self.ctx.markers
         fixed: dict[str, Version] = {}
-        for r in self.lock.roots:
+        for r in self.ctx.roots:
             if canonicalize_name(r.name) == name:
                 spec &= r.specifier
             exact = [s.version for s in r.specifier if s.operator in ("==", "===")]
@@ -224,7 +209,7 @@ class Descent:
                 fixed[canonicalize_name(r.name)] = pinned
         rest = SpecifierSet()
         for parent, version in newest.pins.items():
-            for r in self.lock.source.dependencies(parent, version):
+            for r in self.ctx.source.dependencies(parent, version):
                 if canonicalize_name(r.name) != name:
                     continue
                 if applies(r.marker, markers):
@@ -235,11 +220,11 @@ class Descent:
         versions = sorted(
             {
                 pv.version
-                for pv in self.lock.source.versions(canonicalize_name(name))
+                for pv in self.ctx.source.versions(canonicalize_name(name))
                 if pv.installable
                 and pv.version <= current
                 and spec.contains(pv.version, prereleases=True)
-                and (self.lock.pre or not pv.version.is_prerelease or pv.version == current)
+                and (self.ctx.pre or not pv.version.is_prerelease or pv.version == current)
             }
             | {current}
         )
@@ -254,7 +239,7 @@ class Descent:
     ) -> Constraint | str:
         """``name`` bisected for the newest version without ``row``'s failure: the
         constraint, or why there is none."""
-        lock, session = self.lock, self.lock.session
+        ctx, session = self.ctx, self.ctx.session
         current = newest.pins[canonicalize_name(name)]
         versions, floor = self._versions(name, current, held.get(name, SpecifierSet()), newest)
         if len(versions) < 2:
@@ -264,7 +249,7 @@ class Descent:
         def want(i: int, runs: int) -> Want:
             v = versions[i]
             label = f"{name} {v} (descent)"
-            planned = lock.newest({**held, name: SpecifierSet(f"=={v}")})
+            planned = ctx.newest({**held, name: SpecifierSet(f"=={v}")})
             if not isinstance(planned, Plan):
                 return Want(label=label, why_not=f"unresolvable: {planned.reason}")
             plans[i] = planned
@@ -279,8 +264,7 @@ class Descent:
             floor=floor,
         )
         log = drive(hb, session, want)
-        lock.rows += log.rows
-        lock.rounds += log.rounds
+        ctx.tally.add(log)
         rows = {p: r for p, r in zip(log.points, log.rows, strict=True)}
         rows[len(versions) - 1] = row
         if hb.last_good is None:
@@ -308,7 +292,7 @@ class Descent:
             failed=rows[hi].version,
             moved_with=moved,
             held_with=self._held_with(name, versions[lo], newest, good),
-            round=len(lock.constraints.held) + 1,
+            round=ctx.next_round(),
             found_by="descent",
             last_good_outcome=below if below is not None and failed(below) else None,
         )
@@ -318,13 +302,13 @@ class Descent:
     ) -> tuple[str, ...]:
         """The packages whose version in the newest environment does not allow
         ``last_good`` and that were held back with it in last_good's environment."""
-        markers = {**self.lock.ptarget.markers, "extra": ""}
+        markers = self.ctx.markers
         out = []
         for parent, version in sorted(newest.pins.items()):
             after = good.pins.get(parent)
             if parent == name or after is None or after >= version:
                 continue
-            for r in self.lock.source.dependencies(parent, version):
+            for r in self.ctx.source.dependencies(parent, version):
                 if canonicalize_name(r.name) != name:
                     continue
                 if applies(r.marker, markers) and not r.specifier.contains(

@@ -1,6 +1,7 @@
-"""Where lock starts: the upload of the newest exact pin, where a pin that only picks a build
-(``build_only``) is not a date; and what the lock says of the torch build it pairs
-(``other_builds``). Read by modes/lock/solve.py."""
+"""Where lock starts (``starting_point``): --from's lock, the environment as of --good-date, or
+as of the upload of the newest exact pin, where a pin that only picks a build (``build_only``)
+is not a date; and what the lock says of the torch build it pairs (``other_builds``). Read by
+the searches of the history (modes/lock/bydate.py, modes/lock/upgrade.py) and by --dry-run."""
 
 from __future__ import annotations
 
@@ -18,6 +19,57 @@ from envbisect.core.target import Target
 from envbisect.errors import NoAnswer
 from envbisect.index.client import IndexClient
 from envbisect.model import DistFile
+from envbisect.modes.bydate import timeline
+from envbisect.modes.lock.common import LockContext, Pins
+
+MAX_START_MOMENTS = 200  # release moments tried after the newest pin's upload
+
+
+def starting_point(ctx: LockContext, newest: Plan) -> tuple[str, Pins, datetime | None]:
+    """The first environment known to pass (not yet probed): its label, its pins and,
+    unless it is --from's lock, the moment it is the environment of."""
+    if ctx.from_pins is not None:
+        return f"--from {ctx.opts.from_lock}", dict(ctx.from_pins), None
+    session = ctx.session
+    when, why = ctx.good_date, "--good-date"
+    if when is None:
+        when, why = newest_pin_upload(
+            ctx.roots,
+            session.client,
+            session.target,
+            torch_index=bool(session.opts.indexes.torch_index),
+            say=session.progress.message,
+        )
+    planned = ctx.as_of(when)
+    if isinstance(planned, Plan):
+        label = f"as of {when:%Y-%m-%d %H:%M:%S} ({why})"
+        return label + _forward(planned), _pins(planned), when
+    names = sorted(str(n) for n in newest.pins)
+    moments = timeline(names, session.client, session.target, when, ctx.now, pre=ctx.pre)[
+        :MAX_START_MOMENTS
+    ]
+    for m in moments:
+        planned = ctx.as_of(m.when)
+        if isinstance(planned, Plan):
+            label = f"as of {m.label()} (first moment after {why} that resolves)"
+            return label + _forward(planned), _pins(planned), m.when
+    raise NoAnswer(
+        f"no starting point: the requirements do not resolve as of {when:%Y-%m-%d} ({why}) "
+        f"nor at any of the {len(moments)} release moment(s) after it",
+        hint="give --good-date DATE of an environment that works, or --from LOCK",
+    )
+
+
+def _forward(planned: Plan) -> str:
+    """What a start of mixed dates says: the packages moved past its date, and where to."""
+    if not planned.forward:
+        return ""
+    moved = ", ".join(f"{n} {planned.pins[n]}" for n in planned.forward)
+    return f"; with no file here that day, at their first release that installs: {moved}"
+
+
+def _pins(planned: Plan) -> Pins:
+    return {str(n): v for n, v in planned.pins.items()}
 
 
 def newest_pin_upload(

@@ -5,57 +5,61 @@ Who does what: ``DiffEngine`` (modes/diff/engine.py) verifies both ends, runs dd
 changed packages, reduces its set to verified roots and bisects each culprit; here the
 culprit to hold back is chosen (in an interaction, the newest release first) and proven in
 one environment, the rest held: the version below its first bad one passes, the first bad
-one fails like the newest environment. modes/lock/solve.py runs the rounds.
+one fails like the newest environment. modes/lock/solve.py runs the rounds and hands each
+failing newest environment to ``Upgrade.find``, one of the lock's peer strategies; the lock's
+context (modes/lock/common.py) plans and probes.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from datetime import datetime, timezone
-
-from packaging.version import Version
 
 from envbisect.core.candidates import build_candidates
 from envbisect.core.outcome import same_failure
-from envbisect.core.plan import MatchCache, Plan, PlanTarget
+from envbisect.core.plan import Plan
 from envbisect.core.results.diff import Change, Culprit, changes_between
 from envbisect.core.results.lock import Constraint
 from envbisect.core.results.parts import ProbeRow
 from envbisect.errors import NoAnswer, Unanswered
-from envbisect.index.source import IndexMetadataSource
 from envbisect.model import OutcomeKind
 from envbisect.modes.diff.engine import DiffEngine
 from envbisect.modes.drive import drive
-from envbisect.modes.session import Session
+from envbisect.modes.lock.common import LockContext, Pins
+from envbisect.modes.lock.start import starting_point
 from envbisect.strategy.protocol import Fixed
 
-Pins = dict[str, Version]
 
-
-@dataclass(slots=True, kw_only=True)
 class Upgrade:
-    """One round against a lock: ``round`` is the constraint's number; ``rows``: the log its
-    probes are appended to (lock's, in order); ``rounds``: the rounds of its own proofs;
-    ``engine``: the diff engine, once the round started (its search summary)."""
+    """Upgrade mode, a peer strategy of the lock. Its own state: the environment its next
+    round starts from (--from's lock, then the passing environment of each round's proof) and
+    the diff engines of its rounds (the last one's search summary goes in the result)."""
 
-    session: Session
-    source: IndexMetadataSource
-    ptarget: PlanTarget
-    cache: MatchCache
-    round: int
-    rows: list[ProbeRow] = field(default_factory=list)
-    rounds: int = 0
-    engine: DiffEngine | None = None
+    def __init__(self, ctx: LockContext) -> None:
+        self.ctx = ctx
+        self.label = ""
+        self.good: Pins | None = None
+        self.engines: list[DiffEngine] = []
 
-    def find(
+    def find(self, newest: Plan, row: ProbeRow) -> list[Constraint]:
+        if self.good is None:
+            self.label, self.good, _ = starting_point(self.ctx, newest)
+            self.ctx.session.progress.message(
+                f"envbisect: the newest environment fails; starting point {self.label}"
+            )
+        c, self.good = self._round(self.label, self.good, newest, row)
+        self.label = "the last environment that passed"
+        return [c]
+
+    def _round(
         self, label: str, good: Pins, newest: Plan, bad_row: ProbeRow
     ) -> tuple[Constraint, Pins]:
         """Between ``good`` (known or expected to pass) and the failing newest environment:
         the culprit, its first bad version and the version below it, both probed in one
         environment. Returns the constraint and the passing environment of its proof (the
         next round's starting point: nearer the newest)."""
-        session = self.session
+        ctx, session = self.ctx, self.ctx.session
         bad = {str(n): v for n, v in newest.pins.items()}
         changes = changes_between(good, bad)
         if not changes:
@@ -68,14 +72,14 @@ class Upgrade:
             good=good,
             bad=bad,
             changes=changes,
-            source=self.source,
-            ptarget=self.ptarget,
-            cache=self.cache,
+            source=ctx.source,
+            ptarget=ctx.ptarget,
+            cache=ctx.cache,
             session=session,
             any_failure=True,
-            rows=self.rows,
+            rows=ctx.tally.rows,
         )
-        self.engine = diff
+        self.engines.append(diff)
         try:
             diff.verify_ends(changes)
         except NoAnswer as e:
@@ -127,7 +131,7 @@ class Upgrade:
     ) -> tuple[Constraint, Pins] | str:
         """The constraint on ``chosen`` with its proof (the version below passing and the
         first bad failing like the newest, in one environment), or why there is none."""
-        session = self.session
+        session = self.ctx.session
         name, last_good, first_bad = chosen.change
         if first_bad is None or last_good is None:
             return (
@@ -143,8 +147,7 @@ class Upgrade:
         }
         proof: Fixed[str] = Fixed(["pass", "fail"], repeat=session.opts.repeat)
         log = drive(proof, session, lambda p, n: replace(wants[p], runs=n))
-        self.rows += log.rows
-        self.rounds += log.rounds
+        self.ctx.tally.add(log)
         p_row, f_row = proof.rows["pass"], proof.rows["fail"]
         assert diff.reference is not None
         if p_row.outcome.kind is not OutcomeKind.PASS or not (
@@ -166,7 +169,7 @@ class Upgrade:
             failed=f_row.version,
             moved_with=chosen.moved_with,
             interaction=tuple(o[0] for o in minimal if o[0] != name),
-            round=self.round,
+            round=self.ctx.next_round(),
             found_by="from",
         )
         return c, {str(n): v for n, v in planned.pins.items()}
@@ -176,7 +179,7 @@ class Upgrade:
         bad release came last (the newer release broke what worked), then the others."""
         if len(culprits) == 1:
             return list(culprits)
-        client, target = self.session.client, self.session.target
+        client, target = self.ctx.session.client, self.ctx.session.target
 
         def uploaded(c: Culprit) -> datetime:
             if c.bad_version is None:
