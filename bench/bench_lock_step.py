@@ -29,8 +29,8 @@ from pathlib import Path
 from benchfig import Figure, Side, emit
 
 from envbisect.core.candidates import file_version
-from envbisect.env.interp import inspect_target
-from envbisect.env.uv import find_uv
+from envbisect.env.interp import locate
+from envbisect.env.uv import Uv, find_uv
 from envbisect.index.client import IndexClient, default_cache_dir
 from envbisect.model import IndexConfig, InstalledDist
 from envbisect.modes.outputs import lock_entries
@@ -57,7 +57,7 @@ def main() -> int:
     ap.add_argument("--json", action="store_true", help="print the figure as JSON")
     args = ap.parse_args()
     installed = tuple(plan(args.pins, args.python))
-    target = inspect_target(args.python)
+    target = locate(Uv(binary=find_uv(), offline=False), args.python, None)[1]
     supported = frozenset(target.supported_tags())
     find_uv()
 

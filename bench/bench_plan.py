@@ -24,7 +24,7 @@ from packaging.requirements import Requirement
 from envbisect.core.candidates import build_candidates
 from envbisect.core.plan import MatchCache, Plan, PlanTarget, Policy
 from envbisect.core.resolve import plan
-from envbisect.env.interp import find_python, inspect_target
+from envbisect.env.interp import find_python, locate
 from envbisect.env.pinsource import load_pins
 from envbisect.env.uv import Uv, find_uv
 from envbisect.index.client import IndexClient
@@ -35,7 +35,7 @@ from envbisect.model import IndexConfig
 def plan_all(
     client: IndexClient, target_python: str, pins_spec: str, package: str, other: str, cells: int
 ) -> None:
-    target = inspect_target(target_python)
+    target = locate(Uv(binary=find_uv(), offline=False), target_python, None)[1]
     env = target.marker_environment()
     pins = load_pins(pins_spec, cwd=Path.cwd(), fetch_metadata=client.metadata_for)
     roots = [p.requirement for p in pins.applicable(env) if p.name not in (package, other)]

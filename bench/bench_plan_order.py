@@ -29,7 +29,7 @@ from resolvelib.resolvers import ResolutionImpossible, ResolutionTooDeep
 from envbisect.core.plan import PlanTarget, Policy
 from envbisect.core.planprovider import Provider, Req
 from envbisect.core.resolve import MAX_ROUNDS
-from envbisect.env.interp import find_python, inspect_target
+from envbisect.env.interp import locate
 from envbisect.env.uv import Uv, find_uv
 from envbisect.env.uvplan import parse_pins
 from envbisect.index.client import IndexClient
@@ -49,7 +49,7 @@ QUESTIONS: list[tuple[str, list[str], dict[str, str]]] = [
 class Before(Provider):
     """The preference order before issue 38."""
 
-    def get_preference(self, identifier, resolutions, candidates, information, backtrack_causes):  # type: ignore[no-untyped-def, override]
+    def get_preference(self, identifier, resolutions, candidates, information, backtrack_causes):  # type: ignore[no-untyped-def]
         infos = list(information[identifier])
         pinned = any(
             any(
@@ -115,8 +115,7 @@ def main() -> int:
     ap.add_argument("--python", default="3.11")
     ap.add_argument("--repeat", type=int, default=3)
     args = ap.parse_args()
-    python = find_python(Uv(binary=find_uv(), offline=False), args.python)
-    target = inspect_target(python)
+    python, target = locate(Uv(binary=find_uv(), offline=False), args.python, None)
     ptarget = PlanTarget(markers=target.marker_environment(), python_version=target.python_version)
     print(f"# CPython {target.python_version}, PyPI; rounds, median wall of {args.repeat} (warm)")
     print("| question | before | now | ratio | same as uv (now) |")

@@ -34,6 +34,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
+from envbisect.core.results.parts import Status  # noqa: E402
 from envbisect.model import Outcome, OutcomeKind  # noqa: E402
 from envbisect.options import CommonOptions  # noqa: E402
 from envbisect.strategy import flaky  # noqa: E402
@@ -110,7 +111,7 @@ def flaky_row(
         bis = make()
         r, p, _ = simulate(bis, first_bad, rate, rng, false_rate=false_rate)
         res = bis.result
-        if res is not None and res.status == "found":
+        if res is not None and res.status == Status.FOUND:
             right += res.first_new == first_bad
             wrong += res.first_new != first_bad
         runs.append(r)

@@ -13,7 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from envbisect.model import Outcome
+from envbisect.env.repro import Repro
+from envbisect.model import IndexConfig, Outcome
+from envbisect.modes.run import RunOptions
 from envbisect.options import CommonOptions
 from envbisect.progress import Progress
 from support.corpus import build_index
@@ -59,6 +61,15 @@ def split_common(kw: dict[str, object]) -> tuple[dict[str, object], dict[str, ob
     }
 
 
+def restore_environ(saved: dict[str, str | None]) -> None:
+    """Each variable of ``saved`` back to its value there (None: unset)."""
+    for k, v in saved.items():
+        if v is None:
+            os.environ.pop(k, None)
+        else:
+            os.environ[k] = v
+
+
 @pytest.fixture(scope="session", autouse=True)
 def _hermetic_uv(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     """One uv cache for the whole session (warm environments are hard links), no downloads,
@@ -77,11 +88,7 @@ def _hermetic_uv(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     for k in INDEX_VARIABLES:
         os.environ.pop(k, None)
     yield
-    for k, v in saved.items():
-        if v is None:
-            os.environ.pop(k, None)
-        else:
-            os.environ[k] = v
+    restore_environ(saved)
 
 
 @pytest.fixture(scope="session")
@@ -155,3 +162,23 @@ def write_repro(folder: Path, package: str) -> Path:
     path = folder / f"repro_{package}.py"
     path.write_text(f"import {package}\n{package}.run()\nprint('{package} ok')\n")
     return path
+
+
+def run_options(
+    index: LocalIndex, python: str, results: Path, package: str, tmp_path: Path, **kw: object
+) -> RunOptions:
+    """RunOptions for ``package`` on ``index``, its repro (``write_repro``) in
+    ``tmp_path/repro``; ``kw``: CommonOptions' fields and run's own (``split_common``)."""
+    repro = Repro.from_file(str(write_repro(tmp_path / "repro", package)), tmp_path)
+    common, own = split_common(kw)
+    return RunOptions(
+        package=package,
+        common=CommonOptions(
+            repro=repro,
+            indexes=IndexConfig(index_url=index.url),
+            python=python,
+            results=results,
+            **common,  # type: ignore[arg-type]
+        ),
+        **own,  # type: ignore[arg-type]
+    )

@@ -258,13 +258,14 @@ def _read_page(content_type: str, body: str) -> None:
                "\n\n", "Requires-Dist: \n", "Requires-Dist: d[\n"]))  # fmt: skip
 def test_metadata_requires_dist(text: str) -> None:
     from envbisect.core.markers import applies
-    from envbisect.index.source import parse_requires_dist
+    from envbisect.index.source import _requirement, requires_dist
 
     env = {"python_version": "3.11", "python_full_version": "3.11.7", "extra": "",
            "sys_platform": "linux", "platform_machine": "x86_64"}  # fmt: skip
 
     def run() -> None:
-        for req in parse_requires_dist(text):
+        # As IndexMetadataSource.dependencies reads them: the lines, then each one parsed.
+        for req in filter(None, map(_requirement, requires_dist(text))):
             applies(req.marker, env)
 
     _only_our_errors(run)

@@ -143,6 +143,14 @@ class InstalledDist:
         return {"name": self.name, "version": self.version}
 
 
+class IndexStrategy(enum.Enum):
+    """Which index a project's files come from when several are named: uv's
+    ``--index-strategy`` values (written to uv and to the stored config as they are)."""
+
+    FIRST_INDEX = "first-index"  # uv's rule: a project's files from the first index that has it
+    UNSAFE_BEST_MATCH = "unsafe-best-match"  # pip's: the best version from any index
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class IndexConfig:
     """Where packages come from. The same config drives envbisect's reads and uv's installs."""
@@ -152,10 +160,8 @@ class IndexConfig:
     find_links: tuple[str, ...] = ()
     # A PyTorch variant folder (.../whl/cu121): torch packages come from there only.
     torch_index: str | None = None
-    # "first-index" (uv's rule: a project's files from the first index that has it) or
-    # "unsafe-best-match" (pip's: the best version from any index), the rule of the tool whose
-    # settings named the extra indexes (index/settings.py).
-    index_strategy: str = "first-index"
+    # The rule of the tool whose settings named the extra indexes (index/settings.py).
+    index_strategy: IndexStrategy = IndexStrategy.FIRST_INDEX
 
     def to_dict(self) -> dict[str, Any]:
         """The stored and hashed form: URLs without their credentials, so that no password
@@ -167,8 +173,8 @@ class IndexConfig:
         }
         if self.torch_index:
             out["torch_index"] = strip_credentials(self.torch_index)
-        if self.index_strategy != "first-index":  # ids of first-index configs unchanged
-            out["index_strategy"] = self.index_strategy
+        if self.index_strategy is not IndexStrategy.FIRST_INDEX:  # ids of those unchanged
+            out["index_strategy"] = self.index_strategy.value
         return out
 
 

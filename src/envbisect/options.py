@@ -10,6 +10,7 @@ needed, not here).
 
 from __future__ import annotations
 
+import enum
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -18,6 +19,23 @@ from envbisect.model import IndexConfig
 
 if TYPE_CHECKING:
     from envbisect.env.repro import Repro
+
+
+class ExecutorKind(enum.Enum):
+    """Where probes run (``--executor``; exec/executor.py makes each)."""
+
+    LOCAL = "local"  # threads of this process
+    PROCESS = "process"  # a pool of worker processes
+    RAY = "ray"  # a Ray cluster
+    SLURM = "slurm"  # one batch job per probe
+
+
+class NativeBacktrace(enum.Enum):
+    """When a crash is re-run under gdb for its native frames (``--native-backtrace``)."""
+
+    AUTO = "auto"  # when gdb is installed
+    ALWAYS = "always"  # gdb or a usage error
+    NEVER = "never"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -59,11 +77,11 @@ class CommonOptions:
     results: Path = Path("results")
     timeout: float = 600.0
     keep_envs: bool = False
-    native_backtrace: str = "auto"
+    native_backtrace: NativeBacktrace = NativeBacktrace.AUTO
     any_failure: bool = False
     repeat: int = 1  # runs of the repro per environment; a failure in any run marks it
     jobs: int = 1  # environments built and probed at once
-    executor: str = "local"  # local | process | ray | slurm
+    executor: ExecutorKind = ExecutorKind.LOCAL
     ray_address: str | None = None  # --executor ray: join this cluster (None: start one)
     gpus_per_probe: int = 0  # GPUs each probe is given, pinned by CUDA_VISIBLE_DEVICES
     slurm: SlurmSettings = field(default_factory=SlurmSettings)  # --executor slurm's jobs

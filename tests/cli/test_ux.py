@@ -27,8 +27,8 @@ from envbisect.cli.display import RichProgress, duration, fit
 from envbisect.env.repro import Repro
 from envbisect.model import IndexConfig, Outcome, OutcomeKind
 from envbisect.modes.run import RunOptions, run_bisect
-from envbisect.options import CommonOptions
-from support.cli import CLI, assert_clean_error, envbisect
+from envbisect.options import CommonOptions, ExecutorKind, NativeBacktrace
+from support.cli import CLI, assert_clean_error, envbisect, on_index
 from support.index_server import LocalIndex
 
 # -- the live display under a real pseudo-terminal ----------------------------------------------
@@ -37,6 +37,15 @@ from support.index_server import LocalIndex
 SLEEPY = "import time\ntime.sleep(3)\nimport raisy\nraisy.run()\n"
 PHASES = ("building", "resolving & installing", "running")  # a local probe's, in order
 AHEAD = ("built ahead", "running")  # one built while the probe before it ran
+RAISY = ("--", "python", "-c", "import raisy; raisy.run()")  # fails from raisy 1.5.0 on
+
+
+def raisy_run(
+    index: LocalIndex, python: str, tmp_path: Path, good: str = "1.4.0", bad: str = "1.5.0"
+) -> list[str]:
+    """``run --package raisy --good GOOD --bad BAD`` on the test's index (``on_index``)."""
+    return ["run", "--package", "raisy", "--good", good, "--bad", bad,
+            *on_index(index.url, python, tmp_path)]  # fmt: skip
 
 
 def _under_pty(argv: list[str], env: dict[str, str], cols: int = 100) -> tuple[int, str, str]:
@@ -77,19 +86,7 @@ def test_live_display_shows_the_elapsed_time_advance_during_one_probe(
     code, out, screen = _under_pty(
         [
             *CLI,
-            "run",
-            "--package",
-            "raisy",
-            "--good",
-            "1.4.0",
-            "--bad",
-            "1.5.0",
-            "--index-url",
-            index.url,
-            "--python",
-            python,
-            "--results",
-            str(tmp_path / "r"),
+            *raisy_run(index, python, tmp_path),
             "--cache-dir",
             str(tmp_path / "c"),
             "--repro",
@@ -115,25 +112,7 @@ def test_live_display_shows_the_elapsed_time_advance_during_one_probe(
 
 @pytest.mark.slow
 def test_not_a_terminal_gets_plain_lines(index: LocalIndex, python: str, tmp_path: Path) -> None:
-    proc = envbisect(
-        "run",
-        "--package",
-        "raisy",
-        "--good",
-        "1.4.0",
-        "--bad",
-        "1.5.0",
-        "--index-url",
-        index.url,
-        "--python",
-        python,
-        "--results",
-        str(tmp_path / "r"),
-        "--",
-        "python",
-        "-c",
-        "import raisy; raisy.run()",
-    )
+    proc = envbisect(*raisy_run(index, python, tmp_path), *RAISY)
     assert proc.returncode == 0, proc.stderr
     assert "\x1b[" not in proc.stderr and "running" not in proc.stderr
     assert "[1] probing 1.4.0 (0 left in range; this step and at most 1 more)" in proc.stderr
@@ -197,42 +176,13 @@ def test_each_phase_is_drawn_when_it_starts_however_short() -> None:
 
 @pytest.mark.slow
 def test_quiet_prints_the_answer_only(index: LocalIndex, python: str, tmp_path: Path) -> None:
-    proc = envbisect(
-        "run",
-        "-q",
-        "--package",
-        "raisy",
-        "--good",
-        "1.4.0",
-        "--bad",
-        "1.5.0",
-        "--index-url",
-        index.url,
-        "--python",
-        python,
-        "--results",
-        str(tmp_path / "r"),
-        "--",
-        "python",
-        "-c",
-        "import raisy; raisy.run()",
-    )
+    proc = envbisect(*raisy_run(index, python, tmp_path), "-q", *RAISY)
     assert proc.returncode == 0 and proc.stderr == ""
     assert "first bad version of raisy: 1.5.0" in proc.stdout
     probe = envbisect(
-        "probe",
-        "--with",
-        "raisy==1.0.0",
-        "--probe",
-        "import:six",
-        "--index-url",
-        index.url,
-        "--python",
-        python,
-        "--results",
-        str(tmp_path / "r"),
-        "-q",
-    )
+        "probe", "--with", "raisy==1.0.0", "--probe", "import:six",
+        *on_index(index.url, python, tmp_path), "-q",
+    )  # fmt: skip
     assert probe.returncode == 4 and probe.stderr == ""
     assert probe.stdout == "untestable (not installed in this environment: six)\n"
     both = envbisect("-q", "run", "-v", "--package", "raisy")
@@ -293,25 +243,7 @@ def test_swapped_good_and_bad_are_suggested_to_be_swapped(
     index: LocalIndex, python: str, tmp_path: Path
 ) -> None:
     # raisy 1.5.0 fails and 1.4.0 passes: naming them the other way round verifies backwards.
-    proc = envbisect(
-        "run",
-        "--package",
-        "raisy",
-        "--good",
-        "1.5.0",
-        "--bad",
-        "1.4.0",
-        "--index-url",
-        index.url,
-        "--python",
-        python,
-        "--results",
-        str(tmp_path / "r"),
-        "--",
-        "python",
-        "-c",
-        "import raisy; raisy.run()",
-    )
+    proc = envbisect(*raisy_run(index, python, tmp_path, good="1.5.0", bad="1.4.0"), *RAISY)
     assert_clean_error(proc, 1, "the good end does not pass")
     hint = (
         "hint: --good 1.5.0 fails and --bad 1.4.0 passes: were they swapped? "
@@ -333,18 +265,9 @@ def test_markup_and_emoji_codes_in_user_text_are_shown_as_typed(
     index: LocalIndex, python: str, tmp_path: Path
 ) -> None:
     proc = envbisect(
-        "probe",
-        "--with",
-        "raisy==1.0.0",
-        "--index-url",
-        index.url,
-        "--python",
-        python,
-        "--results",
-        str(tmp_path / "r"),
-        "--probe",
-        "import:six",
-    )
+        "probe", "--with", "raisy==1.0.0", *on_index(index.url, python, tmp_path),
+        "--probe", "import:six",
+    )  # fmt: skip
     assert proc.returncode == 4, proc.stderr  # six is not on the local index: the import fails
     assert "import:six: " in proc.stderr
     assert "6\ufe0f\u20e3" not in proc.stderr + proc.stdout  # rich's :six: emoji
@@ -404,7 +327,8 @@ def test_completion_scripts_load_in_the_shells() -> None:
 
 def _fish_words(line: str) -> list[str]:
     """A fish command line's words, by fish's rules for '...' (\\ and \\' escape)."""
-    words, word, quoted, i = [], "", False, 0
+    words: list[str] = []
+    word, quoted, i = "", False, 0
     while i < len(line):
         c = line[i]
         if quoted and c == "\\" and line[i + 1 : i + 2] in ("'", "\\"):
@@ -490,7 +414,7 @@ def _crashy(
     python: str,
     tmp_path: Path,
     name: str,
-    executor: str = "local",
+    executor: ExecutorKind = ExecutorKind.LOCAL,
     jobs: int = 1,
 ) -> RunOptions:
     repro = Repro.from_file(str(write_repro(tmp_path / "repro", "crashy")), tmp_path)
@@ -501,7 +425,7 @@ def _crashy(
             indexes=IndexConfig(index_url=index.url),
             python=python,
             results=tmp_path / name,
-            native_backtrace="never",
+            native_backtrace=NativeBacktrace.NEVER,
             executor=executor,
             jobs=jobs,
         ),
@@ -527,6 +451,8 @@ def test_local_probes_report_their_phases_and_a_broken_reporter_changes_nothing(
     assert (again.first_new, again.last_old) == (res.first_new, res.last_old)
     # Worker processes cannot reach the reporter: started and finished only, the same answer.
     remote = PhaseRecorder()
-    far = run_bisect(_crashy(index, python, tmp_path, "c", executor="process", jobs=2), remote)
+    far = run_bisect(
+        _crashy(index, python, tmp_path, "c", executor=ExecutorKind.PROCESS, jobs=2), remote
+    )
     assert remote.phases == [] and remote.started
     assert (far.first_new, far.last_old) == (res.first_new, res.last_old)

@@ -18,15 +18,16 @@ import pytest
 
 from conftest import RecordingProgress, split_common
 from envbisect.cli.main import main
-from envbisect.core.results.parts import RowVerdict, Status
+from envbisect.core.results.parts import Direction, RowVerdict, Status
 from envbisect.env.repro import Repro
 from envbisect.errors import InfrastructureError, UsageError
 from envbisect.model import IndexConfig
 from envbisect.modes.commits import CommitOptions, run_commits
 from envbisect.modes.run import RunOptions, run_bisect
 from envbisect.modes.searchoptions import CommitRefs
-from envbisect.options import CommonOptions
+from envbisect.options import CommonOptions, ExecutorKind
 from envbisect.store import Store
+from support.cli import on_index
 from support.gitrepos import ESCAPE_SUBJECT, SOURCE, GitPkg, build_index, make_gitpkg, make_plain
 from support.index_server import LocalIndex
 
@@ -174,7 +175,7 @@ def test_jobs_2_probes_two_commits_a_round(
 ) -> None:
     """Two at a time, in worker processes (each task crosses a pickle, as to another machine:
     the mirror's folder goes with it, the checkout is made where the build runs)."""
-    opts = commits(gindex, python, tmp_path, gitpkg.path, jobs=2, executor="process")
+    opts = commits(gindex, python, tmp_path, gitpkg.path, jobs=2, executor=ExecutorKind.PROCESS)
     res = run_commits(opts, recorder)
     ans = res.commits
     assert ans is not None and ans.first_new is not None and ans.first_new.sha == gitpkg.main[14]
@@ -227,12 +228,9 @@ def test_run_commits_on_the_command_line(
     gindex: LocalIndex, python: str, tmp_path: Path, gitpkg: GitPkg,
     capsys: pytest.CaptureFixture[str],
 ) -> None:  # fmt: skip
-    repro = tmp_path / "repro.py"
-    repro.write_text(RUN)
     args = ["run", "--package", "gitpkg", "--good", "1.0.0", "--bad", "2.1.0", "--with",
-            "gitdep<2", "--commits", "--repo", str(gitpkg.path), "--index-url", gindex.url,
-            "--python", python, "--repro", str(repro), "--results", str(tmp_path / "r"),
-            "--cache-dir", str(tmp_path / "c"), "--jobs", "2"]  # fmt: skip
+            "gitdep<2", "--commits", "--repo", str(gitpkg.path),
+            *where(gindex, python, tmp_path), "--jobs", "2"]  # fmt: skip
     got, out, err = cli(capsys, *args)
     assert got == 0, err
     lines = out.splitlines()
@@ -296,7 +294,7 @@ def test_run_commits_after_a_fix_finds_the_first_fixed_commit(
         commits=CommitRefs(repo=str(gitpkg.path)),
     )
     res = run_bisect(opts)
-    assert (res.direction, res.first_new, res.last_old) == ("fix", "2.0.0", "1.0.0")
+    assert (res.direction, res.first_new, res.last_old) == (Direction.FIX, "2.0.0", "1.0.0")
     ans = res.commits
     assert ans is not None and ans.fix and ans.status is Status.FOUND
     assert ans.first_new is not None and ans.first_new.sha == gitpkg.main[14]
@@ -356,6 +354,14 @@ def cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
     return code, out, err
 
 
+def where(gindex: LocalIndex, python: str, tmp_path: Path, body: str = RUN) -> list[str]:
+    """The options every command line here names: the git index, this interpreter, results
+    and cache under ``tmp_path`` (``on_index``), and the repro ``body`` in tmp_path/repro.py."""
+    repro = tmp_path / "repro.py"
+    repro.write_text(body)
+    return [*on_index(gindex.url, python, tmp_path, cache=True), "--repro", str(repro)]
+
+
 def one_error(err: str) -> tuple[str, str]:
     """The error line and the hint line: nothing else on stderr but progress lines."""
     errors = [ln for ln in err.splitlines() if ln.startswith("error:")]
@@ -372,23 +378,7 @@ def test_bad_input_is_one_line_and_a_hint(
     gitpkg: GitPkg,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    repro = tmp_path / "repro.py"
-    repro.write_text(RUN)
-    base = [
-        "commits",
-        "--package",
-        "gitpkg",
-        "--index-url",
-        gindex.url,
-        "--python",
-        python,
-        "--results",
-        str(tmp_path / "r"),
-        "--cache-dir",
-        str(tmp_path / "c"),
-        "--repro",
-        str(repro),
-    ]
+    base = ["commits", "--package", "gitpkg", *where(gindex, python, tmp_path)]
     cases = [
         # a repository that does not exist: no folder, and a git URL with nothing there
         (
@@ -458,28 +448,10 @@ def test_bad_input_is_one_line_and_a_hint(
 def test_no_repository_in_the_metadata(
     gindex: LocalIndex, python: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    repro = tmp_path / "repro.py"
-    repro.write_text("import gitdep\n")
     got, _, err = cli(
-        capsys,
-        "commits",
-        "--package",
-        "gitdep",
-        "--good",
-        "1.0",
-        "--bad",
-        "2.0",
-        "--index-url",
-        gindex.url,
-        "--python",
-        python,
-        "--repro",
-        str(repro),
-        "--results",
-        str(tmp_path / "r"),
-        "--cache-dir",
-        str(tmp_path / "c"),
-    )
+        capsys, "commits", "--package", "gitdep", "--good", "1.0", "--bad", "2.0",
+        *where(gindex, python, tmp_path, "import gitdep\n"),
+    )  # fmt: skip
     line, hint = one_error(err)
     assert got == 2 and "no repository known for gitdep" in line and "--repo URL" in hint
 
@@ -500,29 +472,8 @@ def test_the_repository_from_the_metadata_and_its_links(
         f'[url "{gitpkg.path.parent.parent.as_uri()}/"]\n\tinsteadOf = https://github.com/\n'
     )
     monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(config))
-    repro = tmp_path / "repro.py"
-    repro.write_text(RUN)
-    args = [
-        "commits",
-        "--package",
-        "gitpkg",
-        "--good",
-        "1.0.0",
-        "--bad",
-        "gitpkg-2.0.0",
-        "--with",
-        "gitdep<2",
-        "--index-url",
-        gindex.url,
-        "--python",
-        python,
-        "--repro",
-        str(repro),
-        "--results",
-        str(tmp_path / "r"),
-        "--cache-dir",
-        str(tmp_path / "c"),
-    ]
+    args = ["commits", "--package", "gitpkg", "--good", "1.0.0", "--bad", "gitpkg-2.0.0",
+            "--with", "gitdep<2", *where(gindex, python, tmp_path)]  # fmt: skip
     got, out, err = cli(capsys, *args)
     assert got == 0, err
     assert f"gitpkg's repository, from its metadata: {SOURCE}" in err
@@ -551,12 +502,9 @@ def test_a_package_that_cannot_be_built_here_stops(
     assert "gitpkg cannot be built from source here" in e.value.message
     assert e.value.hint and "build backend" in e.value.hint
     # On the command line: one line, a hint, exit 3 (the machine, not the question).
-    repro = tmp_path / "repro.py"
-    repro.write_text(RUN)
     got, out, err = cli(capsys, "commits", "--package", "gitpkg", "--good", "v1.0.0", "--bad",
-                        "v2.0.0", "--repo", str(tmp_path / "nobackend"), "--index-url",
-                        gindex.url, "--python", python, "--repro", str(repro), "--results",
-                        str(tmp_path / "r"), "--cache-dir", str(tmp_path / "c"))  # fmt: skip
+                        "v2.0.0", "--repo", str(tmp_path / "nobackend"),
+                        *where(gindex, python, tmp_path))  # fmt: skip
     line, hint = one_error(err)
     assert got == 3 and "cannot be built from source here" in line and "build backend" in hint
     assert "first bad commit" not in out
@@ -607,32 +555,10 @@ def test_ends_that_do_not_verify_are_no_answer(
     capsys: pytest.CaptureFixture[str],
 ) -> None:  # fmt: skip
     """Both ends fail: no first bad commit (exit 1), the report is written and says why."""
-    repro = tmp_path / "repro.py"
-    repro.write_text(RUN)
     got, out, err = cli(
-        capsys,
-        "commits",
-        "--package",
-        "gitpkg",
-        "--good",
-        "2.0.0",
-        "--bad",
-        "2.1.0",
-        "--repo",
-        str(gitpkg.path),
-        "--with",
-        "gitdep<2",
-        "--index-url",
-        gindex.url,
-        "--python",
-        python,
-        "--repro",
-        str(repro),
-        "--results",
-        str(tmp_path / "r"),
-        "--cache-dir",
-        str(tmp_path / "c"),
-    )
+        capsys, "commits", "--package", "gitpkg", "--good", "2.0.0", "--bad", "2.1.0",
+        "--repo", str(gitpkg.path), "--with", "gitdep<2", *where(gindex, python, tmp_path),
+    )  # fmt: skip
     line, hint = one_error(err)
     assert got == 1 and "the ends did not verify: both ends fail" in line
     assert "refs that pass and fail" in hint

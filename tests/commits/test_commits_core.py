@@ -27,7 +27,7 @@ from envbisect.core.commits import (
     web_base,
 )
 from envbisect.core.results.commits import CommitAnswer, ProbedCommit
-from envbisect.core.results.parts import RowVerdict, Status
+from envbisect.core.results.parts import Direction, RowVerdict, Status
 from envbisect.env import git as g
 from envbisect.env.srcbuild import stale_build, timed_out, unreadable
 from envbisect.errors import UsageError
@@ -210,8 +210,8 @@ def _answer(subject: str) -> CommitAnswer:
     )
     return CommitAnswer(package="pkg", repo="https://github.com/o/pkg",
                         web="https://github.com/o/pkg", good_ref="v1.0", bad_ref="v2.0",
-                        status=Status.FOUND, direction="regression", first_new=bad, last_old=good,
-                        commits=2, tested=tested)  # fmt: skip
+                        status=Status.FOUND, direction=Direction.REGRESSION, first_new=bad,
+                        last_old=good, commits=2, tested=tested)  # fmt: skip
 
 
 def test_the_answer_keeps_a_subject_as_text() -> None:

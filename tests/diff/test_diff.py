@@ -25,7 +25,7 @@ from envbisect.modes.diff.mode import DiffOptions, run_diff
 from envbisect.modes.diff.roots import forcing, reduce, root_names
 from envbisect.options import CommonOptions
 from envbisect.strategy.ddmin import Result, ddmin
-from support.cli import envbisect
+from support.cli import envbisect, on_index
 from support.corpus import flaky_crashes
 from support.index_server import LocalIndex
 from support.installs import install_and_run
@@ -95,12 +95,27 @@ def test_culprit_text_names_what_moved() -> None:
     assert moved.to_dict()["moved_with"] == [{"package": "app", "from": "1.5.0", "to": "2.0.0"}]
 
 
-def options(
-    index: LocalIndex, python: str, tmp_path: Path, good: str, bad: str, repro: str
-) -> DiffOptions:
+def write_ends(tmp_path: Path, good: str, bad: str, repro: str) -> None:
+    """The two locks and the repro, in tmp_path's good.txt, bad.txt and repro.py."""
     (tmp_path / "good.txt").write_text(good)
     (tmp_path / "bad.txt").write_text(bad)
     (tmp_path / "repro.py").write_text(repro)
+
+
+def cli_args(
+    index: LocalIndex, python: str, tmp_path: Path, good: str, bad: str, repro: str
+) -> list[str]:
+    """``diff GOOD BAD`` on the test's index, the locks and repro written (``write_ends``)."""
+    write_ends(tmp_path, good, bad, repro)
+    return ["diff", str(tmp_path / "good.txt"), str(tmp_path / "bad.txt"),
+            *on_index(index.url, python, tmp_path, cache=True),
+            "--repro", str(tmp_path / "repro.py")]  # fmt: skip
+
+
+def options(
+    index: LocalIndex, python: str, tmp_path: Path, good: str, bad: str, repro: str
+) -> DiffOptions:
+    write_ends(tmp_path, good, bad, repro)
     return DiffOptions(
         good=str(tmp_path / "good.txt"),
         bad=str(tmp_path / "bad.txt"),
@@ -303,13 +318,9 @@ def test_the_cli_names_what_moved_with_each_culprit(
 ) -> None:
     """The text lines and --json of the tied pair: tiedapp, with tiedlib forced (the second
     run is answered by the store)."""
-    (tmp_path / "good.txt").write_text("tiedapp==1.5.0\ntiedlib==1.0.0\n")
-    (tmp_path / "bad.txt").write_text("tiedapp==2.0.0\ntiedlib==2.1.0\n")
-    (tmp_path / "repro.py").write_text("import tiedapp\ntiedapp.run()\n")
-    args = ["diff", str(tmp_path / "good.txt"),
-            str(tmp_path / "bad.txt"), "--index-url", index.url, "--python", python,
-            "--results", str(tmp_path / "r"), "--cache-dir", str(tmp_path / "c"),
-            "--repro", str(tmp_path / "repro.py")]  # fmt: skip
+    args = cli_args(index, python, tmp_path, good="tiedapp==1.5.0\ntiedlib==1.0.0\n",
+                    bad="tiedapp==2.0.0\ntiedlib==2.1.0\n",
+                    repro="import tiedapp\ntiedapp.run()\n")  # fmt: skip
     text = envbisect(*args)
     assert text.returncode == 0, text.stderr
     assert text.stdout.splitlines()[:3] == [
@@ -415,13 +426,8 @@ def test_an_interaction_of_two_roots_through_the_cli(
     an interaction, the dragged-in ones rootapp's alone. The text, report.md and --json say
     the same. 10 environments built, the three checks answered by the store (ddmin probed
     them); the --json run is answered by the store too: nothing built."""
-    (tmp_path / "good.txt").write_text(ROOTS_GOOD)
-    (tmp_path / "bad.txt").write_text(ROOTS_BAD)
-    (tmp_path / "repro.py").write_text("import rootapp\nrootapp.pair()\n")
-    args = ["diff", str(tmp_path / "good.txt"),
-            str(tmp_path / "bad.txt"), "--index-url", index.url, "--python", python,
-            "--results", str(tmp_path / "r"), "--cache-dir", str(tmp_path / "c"),
-            "--repro", str(tmp_path / "repro.py")]  # fmt: skip
+    args = cli_args(index, python, tmp_path, good=ROOTS_GOOD, bad=ROOTS_BAD,
+                    repro="import rootapp\nrootapp.pair()\n")  # fmt: skip
     text = envbisect(*args)
     assert text.returncode == 0, text.stderr
     lines = [

@@ -13,9 +13,14 @@ from pathlib import Path
 
 import pytest
 
-from envbisect.core.target import FACTS_SCRIPT
-from envbisect.env.interp import FIND_TTL, INTERPRETERS, inspect_target, locate, run_python_json
+from envbisect.core.target import FACTS_SCRIPT, Target
+from envbisect.env.interp import FIND_TTL, INTERPRETERS, locate, run_python_json
 from envbisect.env.uv import Uv, find_uv
+
+
+def read_facts(python: str) -> Target:
+    """The facts of ``python`` read off it directly, with no cache: what ``locate`` must give."""
+    return Target.from_facts(run_python_json(python, FACTS_SCRIPT))
 
 
 def counting_interpreter(tmp_path: Path, python: str) -> tuple[Path, Path]:
@@ -34,7 +39,7 @@ def test_facts_are_read_once_until_the_interpreter_changes(python: str, tmp_path
     uv, cache = Uv(binary=find_uv(), offline=False), tmp_path / "cache"
     first = locate(uv, str(script), cache)
     again = locate(uv, str(script), cache)
-    assert first == again == (str(script), inspect_target(python))
+    assert first == again == (str(script), read_facts(python))
     assert runs.read_text().count("run") == 1  # the second answer came from the disk
     script.write_text(script.read_text() + "# replaced\n")  # another size: another file
     locate(uv, str(script), cache)
@@ -50,7 +55,7 @@ def test_without_a_cache_every_lookup_asks(python: str, tmp_path: Path) -> None:
 
 def test_a_version_request_is_kept_for_a_while(python: str, tmp_path: Path) -> None:
     uv, cache = Uv(binary=find_uv(), offline=False), tmp_path / "cache"
-    request = ".".join(inspect_target(python).python_version.base_version.split(".")[:2])
+    request = ".".join(read_facts(python).python_version.base_version.split(".")[:2])
     path, target = locate(uv, request, cache, now=1000.0)
     entries = [json.loads(p.read_text()) for p in (cache / INTERPRETERS).rglob("*.json")]
     finds = [e for e in entries if "path" in e]
@@ -72,7 +77,7 @@ def test_a_damaged_entry_is_a_miss(python: str, tmp_path: Path) -> None:
     locate(uv, str(script), cache)
     for entry in (cache / INTERPRETERS).rglob("*.json"):
         entry.write_text('{"key": 1, "facts": [')
-    assert locate(uv, str(script), cache)[1] == inspect_target(python)
+    assert locate(uv, str(script), cache)[1] == read_facts(python)
     assert runs.read_text().count("run") == 2
 
 

@@ -18,12 +18,10 @@ from pathlib import Path
 
 import pytest
 
-from conftest import RecordingProgress, split_common, write_repro
+from conftest import RecordingProgress, run_options
 from envbisect.core.outcome import library_identity, same_failure
-from envbisect.env.repro import Repro
-from envbisect.model import IndexConfig, OutcomeKind
+from envbisect.model import OutcomeKind
 from envbisect.modes.run import RunOptions, run_bisect
-from envbisect.options import CommonOptions
 from envbisect.store import Store
 from support.index_server import LocalIndex
 from support.sonames import build_soname_index, family
@@ -55,19 +53,9 @@ def soname_index(tmp_path_factory: pytest.TempPathFactory, python: str) -> Itera
 def options(
     index: LocalIndex, python: str, package: str, tmp_path: Path, **kw: object
 ) -> RunOptions:
-    repro = Repro.from_file(str(write_repro(tmp_path / "repro", package)), tmp_path)
-    common, own = split_common({"native_backtrace": "on", **kw})
-    return RunOptions(
-        package=package,
-        common=CommonOptions(
-            repro=repro,
-            indexes=IndexConfig(index_url=index.url),
-            python=python,
-            results=tmp_path / "results",
-            **common,  # type: ignore[arg-type]
-        ),
-        **own,  # type: ignore[arg-type]
-    )
+    """Under real gdb (``native_backtrace`` "on", unless ``kw`` says otherwise)."""
+    kw = {"native_backtrace": "on", **kw}
+    return run_options(index, python, tmp_path / "results", package, tmp_path, **kw)
 
 
 def crash_rows(data: dict[str, object]) -> list[dict[str, object]]:

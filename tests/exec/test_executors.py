@@ -22,31 +22,18 @@ from envbisect.env.repro import Repro
 from envbisect.env.worker import ProbeTask
 from envbisect.errors import UsageError
 from envbisect.exec.pool import GpuPool, ThreadExecutor, local_gpus
-from envbisect.model import IndexConfig
-from envbisect.modes.bydate import DateOptions, run_by_date
+from envbisect.modes.bydate import run_by_date
 from envbisect.modes.diff.mode import DiffOptions, run_diff
 from envbisect.modes.living.matrix import load_matrix, run_matrix
 from envbisect.modes.run import RunOptions, run_bisect
 from envbisect.modes.session import Session
-from envbisect.options import CommonOptions
+from envbisect.options import CommonOptions, ExecutorKind
 from support.cli import envbisect
 from support.corpus import EPOCH
 from support.index_server import LocalIndex
+from support.options import bump_matrix, common, dateapp_by_date
 
 EXECUTORS = ("local", "process")
-
-
-def common(
-    index: LocalIndex, python: str, tmp_path: Path, repro: Repro, **kw: object
-) -> CommonOptions:
-    return CommonOptions(
-        repro=repro,
-        indexes=IndexConfig(index_url=index.url),
-        python=python,
-        results=tmp_path / "r",
-        cache_dir=tmp_path / "c",
-        **kw,  # type: ignore[arg-type]
-    )
 
 
 @pytest.mark.slow
@@ -74,7 +61,9 @@ def test_run_is_the_same_on_worker_processes(
         rec = RecordingProgress()
         opts = RunOptions(
             package="crashy",
-            common=common(index, python, tmp_path / ex, repro, executor=ex, jobs=jobs),
+            common=common(
+                index, python, tmp_path / ex, repro, executor=ExecutorKind(ex), jobs=jobs
+            ),
         )
         res = run_bisect(opts, rec)
         built = sum(not r.reused for r in res.rows)
@@ -93,11 +82,8 @@ def test_by_date_is_the_same_on_worker_processes(
     seen = {}
     for ex in EXECUTORS:
         rec = RecordingProgress()
-        opts = DateOptions(
-            good=(EPOCH + timedelta(days=2)).isoformat(),
-            bad=(EPOCH + timedelta(days=45)).isoformat(),
-            with_reqs=("dateapp==1.0.0",),
-            common=common(index, python, tmp_path / ex, repro, executor=ex),
+        opts = dateapp_by_date(
+            common(index, python, tmp_path / ex, repro, executor=ExecutorKind(ex))
         )
         res = run_by_date(opts, rec)
         seen[ex] = (res.first_new, res.to_dict()["culprits"], rec.started, len(res.rows))
@@ -128,7 +114,9 @@ def test_diff_is_the_same_on_worker_processes(
     seen = {}
     for ex in EXECUTORS:
         rec = RecordingProgress()
-        res = run_diff(diff_options(index, python, tmp_path / ex, GOOD, BAD, executor=ex), rec)
+        res = run_diff(
+            diff_options(index, python, tmp_path / ex, GOOD, BAD, executor=ExecutorKind(ex)), rec
+        )
         seen[ex] = (res.to_dict()["culprits"], rec.started, len(res.rows))
     assert seen["process"] == seen["local"]
     assert seen["local"][0] == [
@@ -152,16 +140,13 @@ def test_diff_with_jobs_2_same_culprits_in_fewer_rounds(
 def test_a_matrix_is_the_same_on_worker_processes(
     index: LocalIndex, python: str, tmp_path: Path
 ) -> None:
-    (tmp_path / "repro.py").write_text("import bumplib\nbumplib.run()\n")
-    path = tmp_path / "bump.toml"
-    path.write_text(
-        f'[matrix]\npython = ["{python}"]\nindex_url = "{index.url}"\nrepro = "repro.py"\n'
-        '[[axis]]\npackage = "bumplib"\n'
-    )
+    path = bump_matrix(index, python, tmp_path)
     seen = {}
     for ex in EXECUTORS:
         rec = RecordingProgress()
-        opts = CommonOptions(results=tmp_path / ex, cache_dir=tmp_path / "c", executor=ex)
+        opts = CommonOptions(
+            results=tmp_path / ex, cache_dir=tmp_path / "c", executor=ExecutorKind(ex)
+        )
         res = run_matrix(load_matrix(path), opts, progress=rec)
         cells = [(c.key, c.state, c.outcome.kind.value if c.outcome else None) for c in res.cells]
         seen[ex] = (cells, rec.started, res.counts())

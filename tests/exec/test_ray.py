@@ -16,7 +16,6 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
-from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -26,22 +25,21 @@ pytest.importorskip(
     "ray", reason="Ray is not installed (pip install 'envbisect-ml[ray]'; .ci/run installs it)"
 )
 
-from conftest import RecordingProgress, write_repro
+from conftest import RecordingProgress, restore_environ, write_repro
 from envbisect.env.repro import Repro
 from envbisect.env.worker import ProbeTask
 from envbisect.errors import InfrastructureError, UsageError
 from envbisect.exec.ray import RayExecutor
-from envbisect.model import IndexConfig
-from envbisect.modes.bydate import DateOptions, run_by_date
+from envbisect.modes.bydate import run_by_date
 from envbisect.modes.diff.mode import DiffOptions, run_diff
 from envbisect.modes.living.matrix import load_matrix, run_matrix
 from envbisect.modes.run import RunOptions, run_bisect
 from envbisect.modes.session import Session
-from envbisect.options import CommonOptions
+from envbisect.options import CommonOptions, ExecutorKind
 from envbisect.store import Store
-from support.cli import start
-from support.corpus import EPOCH
+from support.cli import on_index, probes_alive, start, wait_for_probes
 from support.index_server import LocalIndex
+from support.options import bump_matrix, common, dateapp_by_date, devices_repro
 from support.raycluster import RayCluster, ray_listeners, refresh_auth, use_token
 
 pytestmark = pytest.mark.slow
@@ -68,11 +66,7 @@ def _token(_one_worker_at_a_time: None, tmp_path_factory: pytest.TempPathFactory
     saved = {k: os.environ.get(k) for k in ("RAY_AUTH_MODE", "RAY_AUTH_TOKEN_PATH")}
     use_token(tmp_path_factory.mktemp("ray-token"))
     yield
-    for k, v in saved.items():
-        if v is None:
-            os.environ.pop(k, None)
-        else:
-            os.environ[k] = v
+    restore_environ(saved)
     refresh_auth()
 
 
@@ -86,17 +80,6 @@ def cluster(_token: None) -> Iterator[RayCluster]:
         yield c
     finally:
         c.stop()
-
-
-def common(index: LocalIndex, python: str, where: Path, repro: Repro, **kw: Any) -> CommonOptions:
-    return CommonOptions(
-        repro=repro,
-        indexes=IndexConfig(index_url=index.url),
-        python=python,
-        results=where / "r",
-        cache_dir=where / "c",
-        **kw,
-    )
 
 
 def on(cluster: RayCluster) -> dict[str, Any]:
@@ -137,23 +120,13 @@ def test_by_date_diff_and_matrix_on_ray_are_the_same_as_local(
     date_repro = Repro.build(origin=tmp_path, repro_file=str(tmp_path / "date.py"))
     (tmp_path / "good.txt").write_text("dateapp==1.0.0\ndatelib==1.1.0\nnoiselib==0.0.0\n")
     (tmp_path / "bad.txt").write_text("dateapp==1.0.0\ndatelib==1.4.0\nnoiselib==0.4.0\n")
-    (tmp_path / "bump.py").write_text("import bumplib\nbumplib.run()\n")
-    matrix = tmp_path / "bump.toml"
-    matrix.write_text(
-        f'[matrix]\npython = ["{python}"]\nindex_url = "{index.url}"\n'
-        'repro = "bump.py"\n[[axis]]\npackage = "bumplib"\n'
-    )
+    matrix = bump_matrix(index, python, tmp_path)
     seen: dict[str, list[Any]] = {}
     runs: list[tuple[str, dict[str, Any]]] = [("local", {}), ("ray", on(cluster))]
     for name, extra in runs:
         where = tmp_path / name
         by_date = run_by_date(
-            DateOptions(
-                good=(EPOCH + timedelta(days=2)).isoformat(),
-                bad=(EPOCH + timedelta(days=45)).isoformat(),
-                with_reqs=("dateapp==1.0.0",),
-                common=common(index, python, where / "date", date_repro, **extra),
-            )
+            dateapp_by_date(common(index, python, where / "date", date_repro, **extra))
         )
         diff = run_diff(
             DiffOptions(
@@ -184,9 +157,7 @@ def test_a_gpu_probe_lands_on_the_gpu_node_and_sees_its_gpu(
 ) -> None:
     import ray
 
-    script = tmp_path / "gpu.py"
-    script.write_text("import os, crashy\nprint('devices=' + os.environ['CUDA_VISIBLE_DEVICES'])\n")
-    repro = Repro.from_file(str(script), tmp_path)
+    repro = devices_repro(tmp_path)
     opts = common(index, python, tmp_path, repro, gpus_per_probe=1, **on(cluster))
     with Session(opts) as session:
         rec, reused = session.probe(session.env_spec(["crashy==1.0.0"]))
@@ -216,12 +187,6 @@ def test_a_gpu_request_no_node_can_meet_is_a_clear_error_at_once(
     assert time.monotonic() - start < 120  # Ray alone would leave the task pending for ever
 
 
-def _probes_alive(marker: str, cli: int) -> bool:
-    """A process with ``marker`` on its command line runs, other than envbisect (``cli``)."""
-    found = subprocess.run(["pgrep", "-f", marker], capture_output=True, text=True)
-    return any(int(p) != cli for p in found.stdout.split())
-
-
 def test_ctrl_c_leaves_no_probe_on_any_node(
     index: LocalIndex, python: str, tmp_path: Path, cluster: RayCluster
 ) -> None:
@@ -236,12 +201,7 @@ def test_ctrl_c_leaves_no_probe_on_any_node(
         "ray",
         "--ray-address",
         cluster.address,
-        "--index-url",
-        index.url,
-        "--python",
-        python,
-        "--results",
-        str(tmp_path / "r"),
+        *on_index(index.url, python, tmp_path),
         "--timeout",
         "120",
         "--repro",
@@ -259,11 +219,9 @@ def test_ctrl_c_leaves_no_probe_on_any_node(
     # "probing" is printed when the task is submitted; the node still builds the environment
     # and starts a Ray worker for it: under a loaded parallel suite on two cores that took more
     # than a minute once (CI), and once in a CI run on another machine no probe had started
-    # after three: this waits five, then shows where the run was.
-    deadline = time.monotonic() + 300
-    while not _probes_alive(str(repro), proc.pid) and time.monotonic() < deadline:
-        time.sleep(0.2)
-    if not _probes_alive(str(repro), proc.pid):  # what envbisect said after, for the message
+    # after three: this waits five, then shows where the run was (and what envbisect said
+    # after, for the message).
+    if not wait_for_probes(str(repro), proc.pid, alive=True, within=300):
         ray = subprocess.run(["pgrep", "-af", "ray::|raylet"], capture_output=True, text=True)
         proc.send_signal(signal.SIGABRT)  # the fault handler prints every thread's stack
         _, err = proc.communicate(timeout=60)
@@ -272,10 +230,9 @@ def test_ctrl_c_leaves_no_probe_on_any_node(
     _, err = proc.communicate(timeout=120)
     assert proc.returncode == 130, seen + err
     assert "Traceback" not in err
-    deadline = time.monotonic() + 30
-    while _probes_alive(str(repro), proc.pid) and time.monotonic() < deadline:
-        time.sleep(0.2)
-    assert not _probes_alive(str(repro), proc.pid), "a probe outlived Ctrl-C on its node"
+    assert wait_for_probes(str(repro), proc.pid, alive=False, within=30), (
+        "a probe outlived Ctrl-C on its node"
+    )
 
 
 def test_cancelling_stops_a_probe_through_the_stop_signal_not_rays_cancel(
@@ -294,16 +251,15 @@ def test_cancelling_stops_a_probe_through_the_stop_signal_not_rays_cancel(
     ex = RayExecutor(1, address=cluster.address)
     try:
         fut = ex.submit(task)
-        deadline = time.monotonic() + 180
-        while not _probes_alive(str(path), os.getpid()) and time.monotonic() < deadline:
-            time.sleep(0.2)
-        assert _probes_alive(str(path), os.getpid()), "the hanging probe should be running"
+        assert wait_for_probes(str(path), os.getpid(), alive=True, within=180), (
+            "the hanging probe should be running"
+        )
         ex.cancel_all()
     finally:
         ex.close()
     assert ex.forced == 0, "the task should have ended on the stop signal"
     assert fut.done()
-    assert not _probes_alive(str(path), os.getpid()), "the probe outlived the cancel"
+    assert not probes_alive(str(path), os.getpid()), "the probe outlived the cancel"
 
 
 # The tests that kill a node come after those that need the cluster whole: Ray counts a killed
@@ -314,12 +270,7 @@ def test_a_node_killed_mid_matrix_costs_only_its_probes(
 ) -> None:
     """A third node joins, takes probes and dies (its raylet SIGKILLed) while they run: Ray
     runs them again elsewhere; every cell ends right and is recorded once."""
-    (tmp_path / "slow.py").write_text("import time, bumplib\ntime.sleep(3)\nbumplib.run()\n")
-    matrix = tmp_path / "slow.toml"
-    matrix.write_text(
-        f'[matrix]\npython = ["{python}"]\nindex_url = "{index.url}"\n'
-        'repro = "slow.py"\n[[axis]]\npackage = "bumplib"\n'
-    )
+    matrix = bump_matrix(index, python, tmp_path, "slow.py", sleep=3)
     doomed = cluster.add_node(cpus=4, gpus=0)
     killer = subprocess.Popen(
         [
@@ -334,7 +285,7 @@ def test_a_node_killed_mid_matrix_costs_only_its_probes(
             results=tmp_path / "r",
             cache_dir=tmp_path / "c",
             jobs=4,
-            executor="ray",
+            executor=ExecutorKind.RAY,
             ray_address=cluster.address,
         )
         res = run_matrix(load_matrix(matrix), opts, full=True, progress=rec)
@@ -407,7 +358,9 @@ def test_a_node_without_envbisect_or_with_another_version_is_named(
         )
         c.python = bare_python
         _start_raw(c, wrapper, bare_python)
-        opts = common(index, python, tmp_path, repro, executor="ray", ray_address=c.address)
+        opts = common(
+            index, python, tmp_path, repro, executor=ExecutorKind.RAY, ray_address=c.address
+        )
         with pytest.raises(InfrastructureError, match="has no envbisect") as err:
             run_bisect(RunOptions(package="crashy", common=opts))
         assert err.value.ref == "ray-node-no-envbisect" and "127.0.0.1" in err.value.message
@@ -460,7 +413,9 @@ def test_an_address_where_nothing_listens_is_a_clear_error_at_once(
         port = s.getsockname()[1]
     repro = Repro.from_file(str(write_repro(tmp_path, "crashy")), tmp_path)
     start = time.monotonic()
-    opts = common(index, python, tmp_path, repro, executor="ray", ray_address=f"127.0.0.1:{port}")
+    opts = common(
+        index, python, tmp_path, repro, executor=ExecutorKind.RAY, ray_address=f"127.0.0.1:{port}"
+    )
     with pytest.raises(InfrastructureError, match="cannot reach the Ray cluster") as err:
         run_bisect(RunOptions(package="crashy", common=opts))
     assert err.value.ref == "ray-unreachable" and err.value.hint

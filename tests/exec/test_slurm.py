@@ -20,7 +20,6 @@ import threading
 import time
 from collections.abc import Iterator
 from dataclasses import replace
-from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -29,18 +28,17 @@ import pytest
 from conftest import RecordingProgress, write_repro
 from envbisect.env.repro import Repro
 from envbisect.errors import InfrastructureError, UsageError
-from envbisect.model import IndexConfig
-from envbisect.modes.bydate import DateOptions, run_by_date
+from envbisect.modes.bydate import run_by_date
 from envbisect.modes.living.matrix import load_matrix, run_matrix
 from envbisect.modes.lock.solve import run_lock
 from envbisect.modes.run import RunOptions, run_bisect
 from envbisect.modes.session import Session
-from envbisect.options import CommonOptions, SlurmSettings
+from envbisect.options import CommonOptions, ExecutorKind, SlurmSettings
 from envbisect.store import Store
-from support.cli import start
-from support.corpus import EPOCH
+from support.cli import on_index, probes_alive, start, wait_for_probes
 from support.index_server import LocalIndex
 from support.locks import options
+from support.options import bump_matrix, common, dateapp_by_date, devices_repro
 from support.slurmcluster import SlurmCluster, missing
 
 pytestmark = pytest.mark.slow
@@ -71,27 +69,11 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SlurmCluster]:
             fcntl.flock(lock, fcntl.LOCK_UN)
 
 
-def common(index: LocalIndex, python: str, where: Path, repro: Repro, **kw: Any) -> CommonOptions:
-    return CommonOptions(
-        repro=repro,
-        indexes=IndexConfig(index_url=index.url),
-        python=python,
-        results=where / "r",
-        cache_dir=where / "c",
-        **kw,
-    )
-
-
 def test_run_lock_and_matrix_on_slurm_are_the_same_as_local(
     index: LocalIndex, python: str, tmp_path: Path, cluster: SlurmCluster
 ) -> None:
     repro = Repro.from_file(str(write_repro(tmp_path, "crashy")), tmp_path)
-    (tmp_path / "bump.py").write_text("import bumplib\nbumplib.run()\n")
-    matrix = tmp_path / "bump.toml"
-    matrix.write_text(
-        f'[matrix]\npython = ["{python}"]\nindex_url = "{index.url}"\n'
-        'repro = "bump.py"\n[[axis]]\npackage = "bumplib"\n'
-    )
+    matrix = bump_matrix(index, python, tmp_path)
     (tmp_path / "date.py").write_text("import dateapp\ndateapp.run()\n")
     date_repro = Repro.build(origin=tmp_path, repro_file=str(tmp_path / "date.py"))
     seen: dict[str, list[Any]] = {}
@@ -103,12 +85,7 @@ def test_run_lock_and_matrix_on_slurm_are_the_same_as_local(
             RunOptions(package="crashy", common=common(index, python, where, repro, **extra)), rec
         )
         by_date = run_by_date(
-            DateOptions(
-                good=(EPOCH + timedelta(days=2)).isoformat(),
-                bad=(EPOCH + timedelta(days=45)).isoformat(),
-                with_reqs=("dateapp==1.0.0",),
-                common=common(index, python, where / "date", date_repro, **extra),
-            )
+            dateapp_by_date(common(index, python, where / "date", date_repro, **extra))
         )
         lock_opts = options(index, python, where / "lock", "lockone", with_reqs=("lockone==1.0.0",))
         lock = run_lock(replace(lock_opts, common=replace(lock_opts.common, **extra)))
@@ -143,10 +120,8 @@ def test_run_lock_and_matrix_on_slurm_are_the_same_as_local(
 def test_a_gpu_probe_lands_on_the_gpu_node_and_sees_its_gpu(
     index: LocalIndex, python: str, tmp_path: Path, cluster: SlurmCluster
 ) -> None:
-    script = tmp_path / "gpu.py"
-    script.write_text("import os, crashy\nprint('devices=' + os.environ['CUDA_VISIBLE_DEVICES'])\n")
-    repro = Repro.from_file(str(script), tmp_path)
-    opts = common(index, python, tmp_path, repro, gpus_per_probe=1, executor="slurm")
+    repro = devices_repro(tmp_path)
+    opts = common(index, python, tmp_path, repro, gpus_per_probe=1, executor=ExecutorKind.SLURM)
     with Session(opts) as session:
         rec, reused = session.probe(session.env_spec(["crashy==1.0.0"]))
     assert not reused and rec.outcome.kind.value == "pass", rec.stderr_tail
@@ -162,7 +137,7 @@ def test_job_options_sbatch_refuses_are_one_clear_error_at_once(
         ({"slurm": SlurmSettings(partition="nosuch")}, "partition"),
         ({"gpus_per_probe": 2}, "node configuration"),
     ):
-        opts = common(index, python, tmp_path, repro, executor="slurm", **extra)
+        opts = common(index, python, tmp_path, repro, executor=ExecutorKind.SLURM, **extra)
         with pytest.raises(UsageError, match="sbatch refuses") as err:
             run_bisect(RunOptions(package="crashy", common=opts))
         assert err.value.ref == "slurm-refused" and said in err.value.message.lower()
@@ -175,12 +150,7 @@ def test_a_job_cancelled_mid_probe_is_run_again_never_a_verdict(
 ) -> None:
     """Someone else's scancel (or a preemption) ends two running jobs: their probes run
     again in new jobs; every cell ends right and is recorded once."""
-    (tmp_path / "slow.py").write_text("import time, bumplib\ntime.sleep(4)\nbumplib.run()\n")
-    matrix = tmp_path / "slow.toml"
-    matrix.write_text(
-        f'[matrix]\npython = ["{python}"]\nindex_url = "{index.url}"\n'
-        'repro = "slow.py"\n[[axis]]\npackage = "bumplib"\n'
-    )
+    matrix = bump_matrix(index, python, tmp_path, "slow.py", sleep=4)
     cancelled: list[str] = []
 
     def cancel_two_running() -> None:
@@ -197,7 +167,9 @@ def test_a_job_cancelled_mid_probe_is_run_again_never_a_verdict(
     killer = threading.Thread(target=cancel_two_running)
     killer.start()
     rec = RecordingProgress()
-    opts = CommonOptions(results=tmp_path / "r", cache_dir=tmp_path / "c", jobs=4, executor="slurm")
+    opts = CommonOptions(
+        results=tmp_path / "r", cache_dir=tmp_path / "c", jobs=4, executor=ExecutorKind.SLURM
+    )
     res = run_matrix(load_matrix(matrix), opts, full=True, progress=rec)
     killer.join()
     assert len(cancelled) == 2, "two running jobs should have been cancelled"
@@ -219,7 +191,7 @@ def test_a_drained_node_gets_no_job(
         res = run_bisect(
             RunOptions(
                 package="crashy",
-                common=common(index, python, tmp_path, repro, jobs=2, executor="slurm"),
+                common=common(index, python, tmp_path, repro, jobs=2, executor=ExecutorKind.SLURM),
             )
         )
     finally:
@@ -229,38 +201,31 @@ def test_a_drained_node_gets_no_job(
     assert hosts == {"node2"}
 
 
-def _probes_alive(marker: str, cli: int) -> bool:
-    found = subprocess.run(["pgrep", "-f", marker], capture_output=True, text=True)
-    return any(int(p) != cli for p in found.stdout.split())
-
-
 def test_ctrl_c_cancels_every_job_and_leaves_no_probe(
     index: LocalIndex, python: str, tmp_path: Path, cluster: SlurmCluster
 ) -> None:
     repro = write_repro(tmp_path, "hangy")
     proc = start(
         "run", "--package", "hangy", "--jobs", "4", "--executor", "slurm",
-        "--index-url", index.url, "--python", python, "--results", str(tmp_path / "r"),
-        "--timeout", "120", "--repro", str(repro),
+        *on_index(index.url, python, tmp_path), "--timeout", "120", "--repro", str(repro),
         env={**os.environ},
     )  # fmt: skip
     assert proc.stderr is not None
     deadline = time.monotonic() + 180
-    while not _probes_alive(str(repro), proc.pid) and time.monotonic() < deadline:
+    while not probes_alive(str(repro), proc.pid) and time.monotonic() < deadline:
         if proc.poll() is not None:
             pytest.fail(f"envbisect ended first ({proc.returncode}): {proc.stderr.read()}")
         time.sleep(0.3)
-    assert _probes_alive(str(repro), proc.pid), "the hanging probe should be running"
+    assert probes_alive(str(repro), proc.pid), "the hanging probe should be running"
     assert cluster.queue(), "its jobs should be in the queue"
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=120)
     assert proc.returncode == 130, err
     assert "Traceback" not in err
     assert cluster.queue() == [], "a job outlived Ctrl-C in the queue"
-    deadline = time.monotonic() + 30
-    while _probes_alive(str(repro), proc.pid) and time.monotonic() < deadline:
-        time.sleep(0.2)
-    assert not _probes_alive(str(repro), proc.pid), "a probe outlived Ctrl-C on its node"
+    assert wait_for_probes(str(repro), proc.pid, alive=False, within=30), (
+        "a probe outlived Ctrl-C on its node"
+    )
 
 
 def test_a_node_without_envbisect_is_named(

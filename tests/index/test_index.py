@@ -514,14 +514,27 @@ def test_project_files_many_fetches_each_page_once(index: LocalIndex) -> None:
         assert index.hits[f"GET /simple/{name}/"] - before[f"GET /simple/{name}/"] == 1
 
 
-def test_metadata_many(index: LocalIndex) -> None:
+def test_metadata_of_many_versions_is_read_once_each(index: LocalIndex, python: str) -> None:
+    """As the planner reads them ahead (IndexMetadataSource.prefetch_dependencies): one page
+    request, one METADATA request a version, repeats included."""
+    from packaging.version import Version
+
+    from envbisect.env.interp import locate
+    from envbisect.env.uv import Uv, find_uv
+    from envbisect.index.source import IndexMetadataSource
+
     pairs = [("raisy", f"1.{i}.0") for i in range(8)]
+    target = locate(Uv(binary=find_uv(), offline=False), python, None)[1]
     before = index.hits.copy()
     with IndexClient(IndexConfig(index_url=index.url)) as client:
-        got = client.metadata_many([*pairs, *pairs], max_workers=4)
-        assert client.stats.requests == 1 + len(pairs)
-    assert list(got) == pairs
-    assert all(f"Version: {v}" in got[("raisy", v)] for _, v in pairs)
+        source = IndexMetadataSource(client, target)
+        try:
+            source.prefetch_dependencies([(n, Version(v)) for n, v in [*pairs, *pairs]])
+            assert client.stats.requests == 1 + len(pairs)
+            assert all(source.dependencies(n, Version(v)) == [] for n, v in pairs)
+            assert client.stats.requests == 1 + len(pairs)  # read ahead, not again
+        finally:
+            source.close()
     assert index.hits["GET /simple/raisy/"] - before["GET /simple/raisy/"] == 1
     for _, v in pairs:
         path = f"GET /files/raisy-{v}-py3-none-any.whl.metadata"

@@ -139,9 +139,10 @@ def test_auto_backend_is_chosen_by_the_session_not_while_options_are_read(
     assert opts.torch_auto == TorchChoice(mirror="http://127.0.0.1:9/whl")
     session = Session(opts, recorder)
     assert asked == []  # nor did opening the session
-    assert session.opts.indexes.torch_index == "http://127.0.0.1:9/whl/cu124"
-    assert session.opts.torch_auto is None
-    assert session.opts.indexes.torch_index == "http://127.0.0.1:9/whl/cu124"
+    assert session.opts is opts  # the options as given: reading them asks nothing
+    assert asked == []
+    assert session.indexes().torch_index == "http://127.0.0.1:9/whl/cu124"
+    assert session.indexes().torch_index == "http://127.0.0.1:9/whl/cu124"
     assert asked == ["nvidia-smi"]  # once
     assert recorder.messages == ["envbisect: --torch-backend auto chose cu124"]
 

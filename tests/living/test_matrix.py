@@ -22,6 +22,7 @@ from support.cli import envbisect
 from support.corpus import grid_truth
 from support.index_server import LocalIndex
 from support.installs import install_and_run
+from support.options import bump_matrix
 
 pytestmark = pytest.mark.slow
 
@@ -314,12 +315,7 @@ def test_repeats_are_runs_per_cell_as_repeat_is_everywhere(tmp_path: Path) -> No
 def test_a_non_monotone_row_is_caught_by_the_middle_check(
     index: LocalIndex, python: str, tmp_path: Path
 ) -> None:
-    (tmp_path / "repro.py").write_text("import bumplib\nbumplib.run()\n")
-    path = tmp_path / "bump.toml"
-    path.write_text(
-        f'[matrix]\npython = ["{python}"]\nindex_url = "{index.url}"\nrepro = "repro.py"\n'
-        '[[axis]]\npackage = "bumplib"\n'
-    )
+    path = bump_matrix(index, python, tmp_path)
     res = run_matrix(
         load_matrix(path), CommonOptions(results=tmp_path / "r", cache_dir=tmp_path / "c")
     )

@@ -77,6 +77,7 @@ def test_resolvelib_gives_up_without_uv_and_the_give_up_is_not_remembered(
     about the requirements: marked so, and never kept as the plan's answer (a plan that
     resolves is kept)."""
     from packaging.requirements import Requirement
+    from packaging.utils import canonicalize_name
     from packaging.version import Version
 
     from envbisect.core.plan import Plan, PlanTarget, Unresolvable
@@ -102,7 +103,8 @@ def test_resolvelib_gives_up_without_uv_and_the_give_up_is_not_remembered(
         assert kept == []
         monkeypatch.setattr(resolve, "MAX_ROUNDS", 3000)  # enough rounds: it resolves
         again = plan(reqs, source, ptarget)
-        assert isinstance(again, Plan) and again.pins["wd-gr"] == Version("1.4.0")
+        assert isinstance(again, Plan)
+        assert again.pins[canonicalize_name("wd-gr")] == Version("1.4.0")
         assert len(kept) == 1
 
 

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from envbisect.cli import projectconf
+from envbisect.cli.optionset import Draft, Origin, Source
 from envbisect.errors import UsageError
 from support.cli import envbisect
 from support.index_server import LocalIndex
@@ -69,14 +70,15 @@ def test_paths_are_the_projects_and_values_are_typed(tmp_path: Path) -> None:
     assert conf is not None
     assert conf.values["results"] == str(tmp_path / "p" / "out")
     assert conf.values["find-links"] == [str(tmp_path / "p" / "wheels"), "https://w/x"]
-    args = argparse.Namespace(results=Path("results"), probes=[], jobs=1, timeout=600.0,
-                              python=None)  # fmt: skip
-    taken = projectconf.apply(args, ["run", "--jobs", "4"], conf, uv_python=False)
-    assert args.results == tmp_path / "p" / "out" and args.probes == ["import:mine"]
-    assert args.jobs == 1 and args.timeout == 30.0  # --jobs on the command line wins
+    parsed = argparse.Namespace(results=Path("results"), probes=[], jobs=1, timeout=600.0,
+                                python=None)  # fmt: skip
+    draft = Draft(parsed, typed={"jobs"})  # envbisect run --jobs 4 ...
+    taken = projectconf.apply(draft, conf)
+    opts = draft.freeze(conf)
+    assert opts.results == tmp_path / "p" / "out" and opts.probes == ["import:mine"]
+    assert opts.jobs == 1 and opts.timeout == 30.0  # --jobs on the command line wins
+    assert opts.origin("timeout") == Origin(Source.PROJECT, conf.origin)
+    assert opts.origin("jobs").source is Source.FLAG
     assert [t.split(" = ")[0] for t in taken] == ["results", "probe", "timeout"]
-    # A flag argparse takes by its prefix (--time for --timeout) is the command line's too.
-    assert projectconf.given(["run", "--time", "5"], ("--timeout",))
-    assert projectconf.given(["run", "--timeout=5"], ("--timeout",))
-    assert not projectconf.given(["run", "--jobs", "2"], ("--timeout",))
+    assert parsed.timeout == 600.0 and parsed.probes == []  # what argparse read: never written
     assert projectconf.find(tmp_path) is None  # no pyproject.toml at or above

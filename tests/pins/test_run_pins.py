@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from conftest import RecordingProgress
-from envbisect.core.results.parts import Moved, Status
+from envbisect.core.results.parts import Direction, Moved, Status
 from envbisect.env.repro import Repro
 from envbisect.model import IndexConfig
 from envbisect.modes.run import RunOptions, run_bisect
@@ -98,7 +98,7 @@ def test_contemporary_rest_uses_the_libraries_of_each_release(
     helper = {v: {d.name: d.version for d in r.installed}.get("helperlib") for v, r in rows.items()}
     assert helper["1.1.0"] == "1.0.0"
     assert helper["1.5.0"] == "2.0.0"
-    assert (res.direction, res.first_new) == ("fix", "1.3.0")
+    assert (res.direction, res.first_new) == (Direction.FIX, "1.3.0")
 
 
 @pytest.mark.slow

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import re
 import subprocess
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import pytest
 from packaging.requirements import Requirement
@@ -17,7 +19,7 @@ from packaging.version import Version
 
 from envbisect.core.plan import Plan, PlanTarget, Policy
 from envbisect.core.resolve import plan
-from envbisect.env.interp import inspect_target
+from envbisect.env.interp import locate
 from envbisect.env.uv import Uv, find_uv
 from envbisect.env.uvplan import UvFallback
 from envbisect.index.client import IndexClient
@@ -40,6 +42,20 @@ CASES = [
 ]
 
 
+@contextmanager
+def planning(
+    index: LocalIndex, python: str
+) -> Iterator[tuple[IndexMetadataSource, PlanTarget, UvFallback]]:
+    """What the planner plans with here: the local index's metadata, this interpreter as the
+    target, and uv as the fallback (used where ``plan`` is given it)."""
+    target = locate(Uv(binary=find_uv(), offline=False), python, None)[1]
+    ptarget = PlanTarget(markers=target.marker_environment(), python_version=target.python_version)
+    cfg = IndexConfig(index_url=index.url)
+    fallback = UvFallback(uv=Uv(binary=find_uv(), offline=False), python=python, indexes=cfg)
+    with IndexClient(cfg) as client:
+        yield IndexMetadataSource(client, target), ptarget, fallback
+
+
 def uv_compile(index: LocalIndex, python: str, reqs: list[str]) -> dict[str, str] | None:
     proc = subprocess.run(
         [find_uv(), "pip", "compile", "--no-config", "-q", "--python", python, "--index-url",
@@ -60,15 +76,8 @@ def uv_compile(index: LocalIndex, python: str, reqs: list[str]) -> dict[str, str
 
 @pytest.mark.parametrize("reqs", CASES, ids=[" ".join(c) for c in CASES])
 def test_planner_agrees_with_uv(index: LocalIndex, python: str, reqs: list[str]) -> None:
-    target = inspect_target(python)
-    with IndexClient(IndexConfig(index_url=index.url)) as client:
-        source = IndexMetadataSource(client, target)
-        result = plan(
-            [Requirement(r) for r in reqs],
-            source,
-            PlanTarget(markers=target.marker_environment(), python_version=target.python_version),
-            policy=Policy.LATEST,
-        )
+    with planning(index, python) as (source, ptarget, _):
+        result = plan([Requirement(r) for r in reqs], source, ptarget, policy=Policy.LATEST)
     expected = uv_compile(index, python, reqs)
     if expected is None:
         assert not isinstance(result, Plan), f"uv finds no solution, the planner found {result}"
@@ -82,12 +91,7 @@ def test_planner_agrees_with_uv(index: LocalIndex, python: str, reqs: list[str])
 def test_uv_fallback_gives_the_same_answer(index: LocalIndex, python: str, reqs: list[str]) -> None:
     """With no rounds allowed, every question goes to uv (the fallback), which must answer
     as resolvelib does, through the same Plan/Unresolvable shapes."""
-    target = inspect_target(python)
-    ptarget = PlanTarget(markers=target.marker_environment(), python_version=target.python_version)
-    cfg = IndexConfig(index_url=index.url)
-    fallback = UvFallback(uv=Uv(binary=find_uv(), offline=False), python=python, indexes=cfg)
-    with IndexClient(cfg) as client:
-        source = IndexMetadataSource(client, target)
+    with planning(index, python) as (source, ptarget, fallback):
         direct = plan([Requirement(r) for r in reqs], source, ptarget)
         via_uv = plan([Requirement(r) for r in reqs], source, ptarget, fallback=fallback,
                       max_rounds=0)  # fmt: skip
@@ -98,12 +102,7 @@ def test_uv_fallback_gives_the_same_answer(index: LocalIndex, python: str, reqs:
 
 
 def test_uv_fallback_keeps_the_baseline(index: LocalIndex, python: str) -> None:
-    target = inspect_target(python)
-    ptarget = PlanTarget(markers=target.marker_environment(), python_version=target.python_version)
-    cfg = IndexConfig(index_url=index.url)
-    fallback = UvFallback(uv=Uv(binary=find_uv(), offline=False), python=python, indexes=cfg)
-    with IndexClient(cfg) as client:
-        source = IndexMetadataSource(client, target)
+    with planning(index, python) as (source, ptarget, fallback):
         result = plan([Requirement("crashy<1.9"), Requirement("raisy")], source, ptarget,
                       policy=Policy.BASELINE,
                       baseline={"raisy": Version("1.2.0"), "helperlib": Version("1.0.0")},

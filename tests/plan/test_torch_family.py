@@ -13,11 +13,12 @@ from pathlib import Path
 
 import pytest
 from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
 from packaging.version import Version
 
 from envbisect.core.plan import Plan, PlanTarget, Unresolvable
 from envbisect.core.resolve import plan
-from envbisect.env.interp import inspect_target
+from envbisect.env.interp import locate
 from envbisect.env.uv import Uv, find_uv
 from envbisect.index.client import IndexClient
 from envbisect.index.source import IndexMetadataSource
@@ -30,7 +31,7 @@ def cpu_folder(index: LocalIndex) -> Path:
 
 
 def planned(index: LocalIndex, python: str, reqs: list[str], folder: Path) -> Plan | Unresolvable:
-    target = inspect_target(python)
+    target = locate(Uv(binary=find_uv(), offline=False), python, None)[1]
     cfg = IndexConfig(index_url=index.url, find_links=(str(folder),))
     with IndexClient(cfg) as client:
         return plan(
@@ -40,10 +41,15 @@ def planned(index: LocalIndex, python: str, reqs: list[str], folder: Path) -> Pl
         )
 
 
+def pair(got: Plan) -> tuple[Version, Version]:
+    """The torch and the torchvision a plan takes."""
+    return got.pins[canonicalize_name("torch")], got.pins[canonicalize_name("torchvision")]
+
+
 def test_a_cpu_torch_takes_the_cpu_torchvision(index: LocalIndex, python: str) -> None:
     got = planned(index, python, ["torch==2.2.0", "torchvision"], cpu_folder(index))
     assert isinstance(got, Plan), got
-    assert (got.pins["torch"], got.pins["torchvision"]) == (
+    assert pair(got) == (
         Version("2.2.0+cpu"),
         Version("0.17.0+cpu"),
     )
@@ -64,7 +70,10 @@ def test_a_cpu_torch_never_takes_pypis_torchvision(
     # Unpinned to a build, the planner pairs PyPI's torch with PyPI's torchvision instead.
     got = planned(index, python, ["torch==2.2.0", "torchvision"], folder)
     assert isinstance(got, Plan), got
-    assert (got.pins["torch"], got.pins["torchvision"]) == (Version("2.2.0"), Version("0.17.0"))
+    assert pair(got) == (
+        Version("2.2.0"),
+        Version("0.17.0"),
+    )
     assert got.exact == {"torch"}
     assert "torch===2.2.0" in got.requirements()
 
@@ -78,7 +87,10 @@ def test_pypis_torch_takes_pypis_torchvision_and_uv_installs_that_build(
     folder = cpu_folder(index)
     got = planned(index, python, ["torch===2.2.0", "torchvision"], folder)
     assert isinstance(got, Plan), got
-    assert (got.pins["torch"], got.pins["torchvision"]) == (Version("2.2.0"), Version("0.17.0"))
+    assert pair(got) == (
+        Version("2.2.0"),
+        Version("0.17.0"),
+    )
     uv = find_uv()
     env = Uv(binary=uv, offline=False).env()
     venv = tmp_path / "venv"
@@ -101,7 +113,7 @@ def test_each_variant_pairs_with_its_own(index: LocalIndex, python: str, label: 
     folder = index.variants[label][0].path.parent
     got = planned(index, python, [f"torch==2.1.0+{label}", "torchvision"], folder)
     assert isinstance(got, Plan), got
-    assert got.pins["torchvision"] == Version(f"0.16.0+{label}")
+    assert got.pins[canonicalize_name("torchvision")] == Version(f"0.16.0+{label}")
 
 
 def test_a_lock_writes_the_twinned_torch_exactly_and_reads_it_back(tmp_path: Path) -> None:

@@ -20,7 +20,8 @@ from envbisect.core.plan import Plan, PlanTarget
 from envbisect.core.planmemo import plan as memo_plan
 from envbisect.core.resolve import plan
 from envbisect.diskcache import DiskCache
-from envbisect.env.interp import inspect_target
+from envbisect.env.interp import locate
+from envbisect.env.uv import Uv, find_uv
 from envbisect.index.cache import BODIES, DERIVED, LEGACY_PAGES, PAGES
 from envbisect.index.client import IndexClient
 from envbisect.index.source import IndexMetadataSource, requires_dist
@@ -42,7 +43,7 @@ def plan_with(
 ) -> Plan:
     """A plan through the index client's caches; ``remembered``: through core/planmemo.py
     (as every mode plans), else core/resolve.py's resolution itself."""
-    target = inspect_target(python)
+    target = locate(Uv(binary=find_uv(), offline=False), python, None)[1]
     with IndexClient(cfg, cache_dir=cache, offline=offline) as client:
         source = IndexMetadataSource(client, target)
         try:

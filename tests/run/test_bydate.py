@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from envbisect.core.results.parts import Status
+from envbisect.core.results.parts import Direction, Status
 from envbisect.env.repro import Repro
 from envbisect.errors import NoAnswer, UsageError
 from envbisect.model import IndexConfig
@@ -45,7 +45,7 @@ def test_transitive_break_found_by_date_and_confirmed(
     index: LocalIndex, python: str, tmp_path: Path
 ) -> None:
     res = run_by_date(options(index, python, tmp_path, good=2, bad=45))
-    assert res.status is Status.FOUND and res.direction == "regression"
+    assert res.status is Status.FOUND and res.direction is Direction.REGRESSION
     assert res.to_dict()["culprits"] == [
         {"package": "datelib", "good_version": "1.2.0", "bad_version": "1.3.0"}
     ]

@@ -19,45 +19,34 @@ if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover
     import tomli as tomllib
-from conftest import RecordingProgress, split_common, write_repro
-from envbisect.core.results.parts import RowVerdict, Status
+from conftest import RecordingProgress, run_options, write_repro
+from envbisect.core.results.parts import Direction, RowVerdict, Status
 from envbisect.core.runreport import breakpoints_line, other_failures_hint, verdict_line
-from envbisect.env.repro import Repro
 from envbisect.env.uv import find_uv
-from envbisect.model import IndexConfig
-from envbisect.modes.run import RunOptions, run_bisect
-from envbisect.options import CommonOptions
+from envbisect.modes.run import run_bisect
 from envbisect.store import Store
-from support.cli import envbisect
+from support.cli import envbisect, on_index
 from support.index_server import LocalIndex
 
 pytestmark = pytest.mark.slow
 
 
-def options(
-    index: LocalIndex, python: str, results: Path, package: str, tmp_path: Path, **kw: object
-) -> RunOptions:
-    repro = Repro.from_file(str(write_repro(tmp_path / "repro", package)), tmp_path)
-    common, own = split_common(kw)
-    return RunOptions(
-        package=package,
-        common=CommonOptions(
-            repro=repro,
-            indexes=IndexConfig(index_url=index.url),
-            python=python,
-            results=results,
-            **common,  # type: ignore[arg-type]
-        ),
-        **own,  # type: ignore[arg-type]
-    )
+def uv_installed(venv: Path, python: str, *install: str) -> str:
+    """``venv`` made by uv for ``python``, ``uv pip install -q INSTALL`` run into it: its
+    interpreter."""
+    uv = find_uv()
+    subprocess.run([uv, "venv", str(venv), "--python", python, "-q"], check=True)
+    py = str(venv / "bin" / "python")
+    subprocess.run([uv, "pip", "install", "-q", "--python", py, *install], check=True)
+    return py
 
 
 def test_crash_regression_found_in_few_environments(
     index: LocalIndex, python: str, results: Path, tmp_path: Path, recorder: RecordingProgress
 ) -> None:
-    res = run_bisect(options(index, python, results, "crashy", tmp_path), recorder)
+    res = run_bisect(run_options(index, python, results, "crashy", tmp_path), recorder)
     assert res.status is Status.FOUND
-    assert res.direction == "regression"
+    assert res.direction is Direction.REGRESSION
     assert (res.first_new, res.last_old) == ("1.7.0", "1.6.0")
     # 12 candidates (yanked 1.12.0 and 2.0.0rc1 dropped); 1.4.0 has only an sdist.
     assert res.candidates == 12
@@ -86,7 +75,7 @@ def test_crash_regression_found_in_few_environments(
 def test_rerun_reuses_every_stored_probe(
     index: LocalIndex, python: str, results: Path, tmp_path: Path
 ) -> None:
-    opts = options(index, python, results, "raisy", tmp_path)
+    opts = run_options(index, python, results, "raisy", tmp_path)
     first = run_bisect(opts)
     rec = RecordingProgress()
     again = run_bisect(opts, rec)
@@ -104,7 +93,9 @@ def test_rerun_reuses_every_stored_probe(
 def test_failure_signature_and_lockfile_installs_with_hashes(
     index: LocalIndex, python: str, results: Path, tmp_path: Path
 ) -> None:
-    res = run_bisect(options(index, python, results, "raisy", tmp_path, good="1.1.0", bad="1.7.0"))
+    res = run_bisect(
+        run_options(index, python, results, "raisy", tmp_path, good="1.1.0", bad="1.7.0")
+    )
     data = res.to_dict()
     assert data["first_bad"] == "1.5.0"
     outcome = data["first_bad_outcome"]
@@ -119,47 +110,14 @@ def test_failure_signature_and_lockfile_installs_with_hashes(
     text = lock.read_text()
     assert "raisy==1.4.0 \\" in text and "--hash=sha256:" in text
     # The lockfile is real: uv installs it with --require-hashes and the repro passes there.
-    venv = tmp_path / "from-lock"
-    uv = find_uv()
-    subprocess.run([uv, "venv", str(venv), "--python", python, "-q"], check=True)
-    subprocess.run(
-        [
-            uv,
-            "pip",
-            "install",
-            "-q",
-            "--python",
-            str(venv / "bin" / "python"),
-            "--index-url",
-            index.url,
-            "--require-hashes",
-            "-r",
-            str(lock),
-        ],
-        check=True,
-    )
-    probe = subprocess.run(
-        [str(venv / "bin" / "python"), "-c", "import raisy; raisy.run()"], capture_output=True
-    )
+    py = uv_installed(tmp_path / "from-lock", python, "--index-url", index.url,
+                      "--require-hashes", "-r", str(lock))  # fmt: skip
+    probe = subprocess.run([py, "-c", "import raisy; raisy.run()"], capture_output=True)
     assert probe.returncode == 0
     # The PEP 751 lockfile is real too: uv installs from it.
-    venv2 = tmp_path / "from-pylock"
-    subprocess.run([uv, "venv", str(venv2), "--python", python, "-q"], check=True)
-    subprocess.run(
-        [
-            uv,
-            "pip",
-            "install",
-            "-q",
-            "--python",
-            str(venv2 / "bin" / "python"),
-            "-r",
-            data["pylock"],
-        ],
-        check=True,
-    )
+    py2 = uv_installed(tmp_path / "from-pylock", python, "-r", data["pylock"])
     probe2 = subprocess.run(
-        [str(venv2 / "bin" / "python"), "-c", "import raisy; print(raisy.__version__)"],
+        [py2, "-c", "import raisy; print(raisy.__version__)"],
         capture_output=True,
         text=True,
     )
@@ -175,7 +133,9 @@ def test_failure_signature_and_lockfile_installs_with_hashes(
 def test_fix_search_when_the_old_end_fails(
     index: LocalIndex, python: str, results: Path, tmp_path: Path
 ) -> None:
-    res = run_bisect(options(index, python, results, "fixy", tmp_path, good="1.5.0", bad="1.0.0"))
+    res = run_bisect(
+        run_options(index, python, results, "fixy", tmp_path, good="1.5.0", bad="1.0.0")
+    )
     data = res.to_dict()
     assert data["direction"] == "fix"
     assert (data["first_fixed"], data["last_broken"]) == ("1.3.0", "1.2.0")
@@ -187,14 +147,14 @@ def test_fix_search_when_the_old_end_fails(
 def test_default_ends_decide_the_direction(
     index: LocalIndex, python: str, results: Path, tmp_path: Path
 ) -> None:
-    res = run_bisect(options(index, python, results, "fixy", tmp_path))
-    assert res.direction == "fix" and res.first_new == "1.3.0"
+    res = run_bisect(run_options(index, python, results, "fixy", tmp_path))
+    assert res.direction is Direction.FIX and res.first_new == "1.3.0"
 
 
 def test_hang_is_a_timeout_with_thread_stacks(
     index: LocalIndex, python: str, results: Path, tmp_path: Path
 ) -> None:
-    res = run_bisect(options(index, python, results, "hangy", tmp_path, timeout=3.0))
+    res = run_bisect(run_options(index, python, results, "hangy", tmp_path, timeout=3.0))
     assert (res.first_new, res.last_old) == ("1.3.0", "1.2.0")
     bad = res.row("1.3.0")
     assert bad is not None and bad.outcome.kind.value == "timeout"
@@ -205,7 +165,7 @@ def test_hang_is_a_timeout_with_thread_stacks(
 def test_untestable_points_give_an_honest_one_of(
     index: LocalIndex, python: str, results: Path, tmp_path: Path, recorder: RecordingProgress
 ) -> None:
-    res = run_bisect(options(index, python, results, "gappy", tmp_path), recorder)
+    res = run_bisect(run_options(index, python, results, "gappy", tmp_path), recorder)
     assert res.status is Status.AMBIGUOUS
     assert res.possible == ("1.4.0", "1.5.0", "1.6.0")
     assert res.last_old == "1.3.0"
@@ -218,7 +178,7 @@ def test_a_different_failure_before_the_reference_is_its_own_breakpoint(
     index: LocalIndex, python: str, results: Path, tmp_path: Path, recorder: RecordingProgress
 ) -> None:
     # mixed: 1.0-1.3 pass, 1.4 raises a TypeError, 1.5 on crash (the bad end's failure).
-    res = run_bisect(options(index, python, results, "mixed", tmp_path), recorder)
+    res = run_bisect(run_options(index, python, results, "mixed", tmp_path), recorder)
     assert (res.status, res.first_new, res.last_old, res.neighbour) == (
         Status.FOUND, "1.5.0", "1.3.0", "1.4.0",
     )  # fmt: skip
@@ -248,7 +208,7 @@ def test_a_different_failure_before_the_reference_is_its_own_breakpoint(
     assert "## Breakpoints" in report and "- 1.4.0: fail (TypeError" in report
     assert "mixed==1.3.0" in Path(res.lock_path or "").read_text()
     assert other_failures_hint(res) is None  # nothing hides it: the breakpoints say it all
-    anyf = run_bisect(options(index, python, results, "mixed", tmp_path, any_failure=True))
+    anyf = run_bisect(run_options(index, python, results, "mixed", tmp_path, any_failure=True))
     assert (anyf.status, anyf.first_new, anyf.last_old) == (Status.FOUND, "1.4.0", "1.3.0")
 
 
@@ -259,7 +219,7 @@ def test_two_import_errors_of_different_names_are_kept_apart(
     # end's failure is beta's; alpha's ImportError (same type) is another bug, a segment of its
     # own: its boundaries are found too, and it is never taken for beta's (which would
     # answer 1.3.0).
-    res = run_bisect(options(index, python, results, "importy", tmp_path), recorder)
+    res = run_bisect(run_options(index, python, results, "importy", tmp_path), recorder)
     assert (res.status, res.first_new, res.last_old) == (Status.FOUND, "1.6.0", "1.5.0")
     assert res.neighbour is None  # 1.5.0, right before it, passes
     assert recorder.started == ["1.0.0", "1.8.0", "1.4.0", "1.2.0", "1.3.0", "1.6.0", "1.5.0"]
@@ -278,14 +238,14 @@ def test_two_import_errors_of_different_names_are_kept_apart(
     assert bad.signature == "ImportError: cannot import name 'beta' from 'importy'"
     assert res.row("1.8.0").outcome.signature == bad.signature  # type: ignore[union-attr]
     # --any-failure: every failure is the bug, and the answer is the first failure, alpha's.
-    anyf = run_bisect(options(index, python, results, "importy", tmp_path, any_failure=True))
+    anyf = run_bisect(run_options(index, python, results, "importy", tmp_path, any_failure=True))
     assert (anyf.status, anyf.first_new, anyf.last_old) == (Status.FOUND, "1.3.0", "1.2.0")
 
 
 def test_requires_python_makes_a_version_untestable(
     index: LocalIndex, python: str, results: Path, tmp_path: Path
 ) -> None:
-    res = run_bisect(options(index, python, results, "py99", tmp_path))
+    res = run_bisect(run_options(index, python, results, "py99", tmp_path))
     assert res.status is Status.AMBIGUOUS and res.possible == ("1.1.0", "1.2.0")
     assert dict(res.skipped)["1.1.0"].startswith("requires-python >=3.99 excludes")
 
@@ -294,7 +254,7 @@ def test_ends_that_do_not_verify_give_no_answer(
     index: LocalIndex, python: str, results: Path, tmp_path: Path
 ) -> None:
     res = run_bisect(
-        options(index, python, results, "crashy", tmp_path, good="1.8.0", bad="1.10.0")
+        run_options(index, python, results, "crashy", tmp_path, good="1.8.0", bad="1.10.0")
     )
     assert res.status is Status.NO_ANSWER
     assert "both ends fail" in res.reason and "SIGSEGV" in res.reason
@@ -306,7 +266,7 @@ def test_unresolvable_environment_is_untestable_not_bad(
 ) -> None:
     # helperlib<2 cannot go with crashy >= 1.9 (which needs helperlib>=2).
     res = run_bisect(
-        options(
+        run_options(
             index,
             python,
             results,
@@ -323,17 +283,7 @@ def test_unresolvable_environment_is_untestable_not_bad(
 
 def test_cli_json_and_exit_codes(index: LocalIndex, python: str, tmp_path: Path) -> None:
     repro = write_repro(tmp_path, "crashy")
-    base = [
-        "run",
-        "--package",
-        "crashy",
-        "--index-url",
-        index.url,
-        "--python",
-        python,
-        "--results",
-        str(tmp_path / "r"),
-    ]
+    base = ["run", "--package", "crashy", *on_index(index.url, python, tmp_path)]
     ok = envbisect(*base, "--good", "1.5.0", "--bad", "1.9.0", "--repro", str(repro), "--json")
     assert ok.returncode == 0, ok.stderr
     data = json.loads(ok.stdout)
@@ -348,7 +298,7 @@ def test_a_named_end_without_a_wheel_is_stood_in_for(
     index: LocalIndex, python: str, results: Path, tmp_path: Path, recorder: RecordingProgress
 ) -> None:
     # crashy 1.4.0 has only an sdist: 1.5.0, the nearest testable version inward, stands in.
-    opts = options(index, python, results, "crashy", tmp_path, good="1.4.0", bad="1.9.0")
+    opts = run_options(index, python, results, "crashy", tmp_path, good="1.4.0", bad="1.9.0")
     res = run_bisect(opts, recorder)
     assert (res.status, res.first_new, res.last_old) == (Status.FOUND, "1.7.0", "1.6.0")
     assert recorder.started[0] == "1.5.0" and "1.4.0" not in recorder.started
@@ -363,15 +313,16 @@ def test_a_named_end_without_a_wheel_is_stood_in_for(
         f"- --good 1.4.0 cannot be tested ({reason}); 1.5.0 stands in for it"
         in Path(data["report"]).read_text()
     )
-    plain = (run_bisect(options(index, python, results, "crashy", tmp_path, bad="1.9.0"))).to_dict()
+    plain = (
+        run_bisect(run_options(index, python, results, "crashy", tmp_path, bad="1.9.0"))
+    ).to_dict()
     assert plain["stand_ins"] == []
 
 
 def test_a_stood_in_end_on_the_command_line(index: LocalIndex, python: str, tmp_path: Path) -> None:
     repro = write_repro(tmp_path / "repro", "crashy")
     proc = envbisect(
-        "run", "--package", "crashy", "--index-url", index.url,
-        "--python", python, "--results", str(tmp_path / "r"), "--good", "1.4.0",
+        "run", "--package", "crashy", *on_index(index.url, python, tmp_path), "--good", "1.4.0",
         "--bad", "1.9.0", "--repro", str(repro), "--json", "--native-backtrace", "never",
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
@@ -389,13 +340,13 @@ def test_a_yanked_version_between_the_answer_is_named(
 ) -> None:
     """yanky 1.3.0 is yanked and crashes; a search never sees it and names 1.4.0: the verdict,
     --json and the skipped list say that 1.3.0 lies between and was not tested."""
-    res = run_bisect(options(index, python, results, "yanky", tmp_path))
+    res = run_bisect(run_options(index, python, results, "yanky", tmp_path))
     assert (res.first_new, res.last_old) == ("1.4.0", "1.2.0")
     assert "yanked between them, not tested: 1.3.0" in verdict_line(res)
     data = res.to_dict()
     assert data["yanked_between"] == ["1.3.0"]
     assert any(s["version"] == "1.3.0" and "yanked" in s["reason"] for s in data["skipped"])
-    named = run_bisect(options(index, python, results, "yanky", tmp_path, bad="1.3.0"))
+    named = run_bisect(run_options(index, python, results, "yanky", tmp_path, bad="1.3.0"))
     assert (named.first_new, named.last_old) == ("1.3.0", "1.2.0")
     assert "yanked_between" not in named.to_dict()
 
@@ -414,9 +365,9 @@ def test_builds_ahead_leave_the_path_and_the_answer_as_they_were(
     built: list[str] = []
     real = worker.prebuild
 
-    def counted(task: worker.ProbeTask) -> worker.Built:
+    def counted(task: worker.ProbeTask, watcher: worker.Watcher | None = None) -> worker.Built:
         built.append(task.spec.env_id)
-        return real(task)
+        return real(task, watcher)
 
     monkeypatch.setattr(worker, "prebuild", counted)
     runs = {}
@@ -427,7 +378,7 @@ def test_builds_ahead_leave_the_path_and_the_answer_as_they_were(
             monkeypatch.setenv("ENVBISECT_NO_BUILD_AHEAD", "1")
         rec = RecordingProgress()
         results = tmp_path / f"results-{ahead}"
-        res = run_bisect(options(index, python, results, "crashy", tmp_path), rec)
+        res = run_bisect(run_options(index, python, results, "crashy", tmp_path), rec)
         runs[ahead] = (res, rec, results)
     (plain, plain_rec, _), (res, rec, results) = runs[False], runs[True]
     assert (res.status, res.first_new, res.last_old) == (plain.status, "1.7.0", "1.6.0")
@@ -448,7 +399,7 @@ def test_builds_ahead_leave_the_path_and_the_answer_as_they_were(
     os.sched_setaffinity(0, {min(cpus)})
     try:
         one = RecordingProgress()
-        alone = run_bisect(options(index, python, tmp_path / "one", "crashy", tmp_path), one)
+        alone = run_bisect(run_options(index, python, tmp_path / "one", "crashy", tmp_path), one)
     finally:
         os.sched_setaffinity(0, cpus)
     assert (alone.first_new, alone.last_old) == ("1.7.0", "1.6.0")
@@ -475,9 +426,8 @@ def test_two_identical_runs_at_once_build_each_environment_once(
     wrapper.chmod(wrapper.stat().st_mode | stat.S_IXUSR)
     repro = tmp_path / "slow_repro.py"  # long enough for the two runs to overlap
     repro.write_text("import time, crashy\ntime.sleep(1.5)\ncrashy.run()\n")
-    args = ["run", "--package", "crashy", "--index-url", index.url, "--python", python,
-            "--results", str(tmp_path / "r"), "--good", "1.0.0", "--bad", "1.11.0", "--json",
-            "--repro", str(repro)]  # fmt: skip
+    args = ["run", "--package", "crashy", *on_index(index.url, python, tmp_path),
+            "--good", "1.0.0", "--bad", "1.11.0", "--json", "--repro", str(repro)]  # fmt: skip
     env = {**os.environ, "ENVBISECT_UV": str(wrapper)}
     runs = [start(*args, env=env) for _ in range(2)]
     outs = [p.communicate(timeout=600) for p in runs]

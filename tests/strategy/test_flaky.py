@@ -18,7 +18,7 @@ import pytest
 from packaging.version import Version
 
 from conftest import RecordingProgress, write_repro
-from envbisect.core.results.parts import Status
+from envbisect.core.results.parts import Direction, SearchMode, Status
 from envbisect.env.repro import Repro
 from envbisect.model import IndexConfig, Outcome, OutcomeKind
 from envbisect.modes.run import RunOptions, run_bisect
@@ -63,9 +63,9 @@ def test_probabilistic_search_is_right_at_its_confidence_over_200_seeds(rate: fl
         bis = Bisector(n=n, good=0, bad=n - 1, probabilistic=True, max_probes=400)
         runs, _ = simulate(bis, first_bad, rate, rng)
         res = bis.result
-        assert res is not None and res.status in ("found", "ambiguous")
+        assert res is not None and res.status in (Status.FOUND, Status.AMBIGUOUS)
         made.append(runs)
-        if res.status == "found":
+        if res.status == Status.FOUND:
             assert res.probability is not None and res.probability >= 0.95
             probs.append(res.probability)
             right += res.first_new == first_bad
@@ -97,7 +97,7 @@ def test_plain_bisection_with_the_same_budget_is_wrong_more_often() -> None:
         bis = Bisector(n=n, good=0, bad=n - 1, repeat=repeat, switch=False)
         simulate(bis, first_bad, rate, rng)
         res = bis.result
-        plain_right += res is not None and res.status == "found" and res.first_new == first_bad
+        plain_right += res is not None and res.status == Status.FOUND and res.first_new == first_bad
     assert prob_right > plain_right
 
 
@@ -110,10 +110,10 @@ def test_runs_that_disagree_switch_to_the_probabilistic_search() -> None:
         simulate(bis, first_bad, 0.5, rng)
         res = bis.result
         assert res is not None
-        if bis.mode == "probabilistic":
+        if bis.mode == SearchMode.PROBABILISTIC:
             switched += 1
             assert "disagree" in bis.switch_reason or "lies" in bis.switch_reason
-        right += res.status == "found" and res.first_new == first_bad
+        right += res.status == Status.FOUND and res.first_new == first_bad
     assert switched >= 80  # with 3 runs at p = 0.5 some point almost always shows both
     assert right >= 90
 
@@ -123,10 +123,10 @@ def test_a_flaky_bad_end_that_passed_is_probed_again() -> None:
     assert bis.next_batch(2) == [0, 7]
     bis.record(0, PASS)
     bis.record(7, PASS)  # the flaky bad end happened to pass
-    assert bis.result is None or bis.result.status != "no-answer"
+    assert bis.result is None or bis.result.status != Status.NO_ANSWER
     assert bis.next() == 7 and bis.runs_wanted(7) == 2
     bis.record(7, SEGV, [PASS, SEGV])
-    assert bis.direction == "regression"
+    assert bis.direction is Direction.REGRESSION
 
 
 def test_with_repeat_a_bad_end_that_never_fails_is_tried_four_times_then_no_answer() -> None:
@@ -137,7 +137,7 @@ def test_with_repeat_a_bad_end_that_never_fails_is_tried_four_times_then_no_answ
         bis.record(i, PASS, [PASS] * bis.runs_wanted(i))
     assert asked == [(0, 3), (7, 3), (7, 6), (7, 9), (7, 12)]
     res = bis.result
-    assert res is not None and res.status == "no-answer"
+    assert res is not None and res.status == Status.NO_ANSWER
     assert "both ends pass" in res.reason and "0 of 12 runs failed" in res.reason
 
 
@@ -149,7 +149,7 @@ def test_jobs_find_the_same_answers_in_fewer_rounds(n: int) -> None:
             bis = Bisector(n=n)
             _, r = simulate(bis, first_bad, 1.0, random.Random(0), jobs=jobs)
             res = bis.result
-            assert res is not None and (res.status, res.first_new) == ("found", first_bad)
+            assert res is not None and (res.status, res.first_new) == (Status.FOUND, first_bad)
             rounds[jobs].append(r)
     # jobs 1: the ends one by one, then log2; k > 1: the ends together, then log_{k+1}.
     assert max(rounds[1]) == math.ceil(math.log2(n - 1)) + 2
@@ -165,7 +165,7 @@ def test_a_round_that_contradicts_itself_turns_probabilistic() -> None:
     truth = {0: PASS, 8: SEGV, first[2]: SEGV, first[3]: PASS}  # a pass above a crash
     for i in first:
         bis.record(i, truth[i])
-    assert bis.mode == "probabilistic"
+    assert bis.mode == SearchMode.PROBABILISTIC
     assert "old state lies past" in bis.switch_reason
 
 

@@ -12,6 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from envbisect.core.results.parts import Direction, SearchMode, Status
 from envbisect.model import Outcome, OutcomeKind
 from envbisect.strategy.bisect import Bisector, SteppedEnd
 from envbisect.strategy.protocol import drawing
@@ -37,8 +38,8 @@ def test_path_and_answer_on_a_plain_regression() -> None:
     visited = drive(bis, truth)
     assert visited == [0, 15, 7, 3, 5, 4]
     res = bis.result
-    assert res is not None and res.status == "found"
-    assert (res.first_new, res.last_old, res.direction) == (5, 4, "regression")
+    assert res is not None and res.status == Status.FOUND
+    assert (res.first_new, res.last_old, res.direction) == (5, 4, Direction.REGRESSION)
     assert len(visited) <= math.ceil(math.log2(16)) + 2
 
 
@@ -49,7 +50,7 @@ def test_an_untestable_midpoint_is_stepped_around() -> None:
     # ends, then the middle (4) is untestable: its nearest neighbour (3) is tried next.
     assert visited[:4] == [0, 8, 4, 3]
     res = bis.result
-    assert res is not None and res.status == "ambiguous" and res.possible == (4, 5)
+    assert res is not None and res.status == Status.AMBIGUOUS and res.possible == (4, 5)
     assert 5 in visited
 
 
@@ -57,7 +58,7 @@ def test_named_good_end_must_pass() -> None:
     bis = Bisector(n=5, good=1, bad=3)
     assert drive(bis, [PASS, SEGV, SEGV, SEGV, SEGV]) == [1, 3]
     res = bis.result
-    assert res is not None and res.status == "no-answer" and "both ends fail" in res.reason
+    assert res is not None and res.status == Status.NO_ANSWER and "both ends fail" in res.reason
 
 
 def test_good_newer_than_bad_searches_for_the_fix() -> None:
@@ -65,7 +66,7 @@ def test_good_newer_than_bad_searches_for_the_fix() -> None:
     bis = Bisector(n=6, good=5, bad=0)
     drive(bis, truth)
     res = bis.result
-    assert res is not None and (res.direction, res.first_new, res.last_old) == ("fix", 3, 2)
+    assert res is not None and (res.direction, res.first_new, res.last_old) == (Direction.FIX, 3, 2)
 
 
 def test_named_ends_contradicting_the_truth_say_so() -> None:
@@ -73,7 +74,7 @@ def test_named_ends_contradicting_the_truth_say_so() -> None:
     bis = Bisector(n=5, good=0, bad=4)
     drive(bis, [VALUE, VALUE, PASS, PASS, PASS])
     res = bis.result
-    assert res is not None and res.status == "no-answer"
+    assert res is not None and res.status == Status.NO_ANSWER
     assert "good end does not pass" in res.reason
 
 
@@ -90,7 +91,7 @@ def test_named_end_that_is_untestable_gives_no_answer() -> None:
     bis = Bisector(n=4, good=0, bad=3, untestable=[0])
     assert bis.next() is None
     res = bis.result
-    assert res is not None and res.status == "no-answer" and "cannot be tested" in res.reason
+    assert res is not None and res.status == Status.NO_ANSWER and "cannot be tested" in res.reason
 
 
 def test_a_different_signal_is_a_segment_of_its_own() -> None:
@@ -99,7 +100,7 @@ def test_a_different_signal_is_a_segment_of_its_own() -> None:
     drive(bis, truth)
     res = bis.result
     # The reference (SIGSEGV) starts at 3; 2 before it fails another way; 1 is the last pass.
-    assert res is not None and res.status == "found"
+    assert res is not None and res.status == Status.FOUND
     assert (res.first_new, res.last_old, res.neighbour) == (3, 1, 2)
     assert [(b.last_old, b.first_new, b.outcome.signal) for b in res.breakpoints] == [
         (1, 2, "SIGABRT"),
@@ -109,7 +110,7 @@ def test_a_different_signal_is_a_segment_of_its_own() -> None:
     bis2 = Bisector(n=5, any_failure=True)
     drive(bis2, truth)
     res2 = bis2.result
-    assert res2 is not None and (res2.status, res2.first_new, res2.last_old) == ("found", 2, 1)
+    assert res2 is not None and (res2.status, res2.first_new, res2.last_old) == (Status.FOUND, 2, 1)
     assert res2.neighbour is None and len(res2.breakpoints) == 2
 
 
@@ -119,7 +120,7 @@ def test_a_fix_search_past_another_failure() -> None:
     bis = Bisector(n=8, good=7, bad=0)
     drive(bis, truth)
     res = bis.result
-    assert res is not None and (res.direction, res.status) == ("fix", "found")
+    assert res is not None and (res.direction, res.status) == (Direction.FIX, Status.FOUND)
     # The crash ends at 2 (last broken like the reference); 3 fails another way; 5 is fixed.
     assert (res.last_old, res.neighbour, res.first_new) == (2, 3, 5)
     assert [(b.last_old, b.first_new) for b in res.breakpoints] == [(2, 3), (4, 5)]
@@ -135,7 +136,7 @@ def test_a_failure_that_comes_and_goes_is_not_a_contradiction() -> None:
     bis = Bisector(n=9)
     drive(bis, truth)
     res = bis.result
-    assert bis.mode == "plain" and res is not None and res.status == "found"
+    assert bis.mode == SearchMode.PLAIN and res is not None and res.status == Status.FOUND
     assert (res.first_new, res.last_old, res.neighbour) == (6, 5, None)
     assert [b.first_new for b in res.breakpoints] == [3, 5, 6]
 
@@ -180,7 +181,7 @@ def test_every_breakpoint_in_log_time(n: int, data: st.DataObject) -> None:
     bis = Bisector(n=n)
     visited = drive(bis, truth)
     res = bis.result
-    assert res is not None and res.status == "found"
+    assert res is not None and res.status == Status.FOUND
     assert [b.first_new for b in res.breakpoints] == cuts
     assert (res.first_new, res.last_old) == (cuts[-1], cuts[0] - 1)
     assert res.neighbour == (cuts[-1] - 1 if k > 1 else None)
@@ -205,7 +206,7 @@ def test_breakpoints_with_untestable_points_are_exact_or_honest(
     bis = Bisector(n=n)
     visited = drive(bis, truth)
     res = bis.result
-    assert res is not None and res.status in ("found", "ambiguous")
+    assert res is not None and res.status in (Status.FOUND, Status.AMBIGUOUS)
     assert len(visited) == len(set(visited))
     for b in res.breakpoints:
         if b.possible:
@@ -254,12 +255,12 @@ def test_any_monotone_truth_with_untestable_points(n: int, data: st.DataObject) 
     assert res is not None
     assert not set(visited) & known, "a known-untestable point was probed"
     assert len(visited) == len(set(visited)), "a point was probed twice"
-    if res.status == "found":
+    if res.status == Status.FOUND:
         assert res.first_new == boundary and res.last_old is not None
         assert res.last_old < boundary
         assert all(i in hidden for i in range(res.last_old + 1, boundary))
     else:
-        assert res.status == "ambiguous"
+        assert res.status == Status.AMBIGUOUS
         assert boundary in res.possible
         assert all(i in hidden for i in res.possible[:-1])
     testable = n - len(hidden)
@@ -281,7 +282,7 @@ def test_a_named_end_without_a_file_is_stood_in_for_by_the_nearest_testable_poin
     visited = drive(bis, truth)
     assert visited[:2] == [2, 5] and 0 not in visited and 6 not in visited
     res = bis.result
-    assert res is not None and (res.status, res.first_new, res.last_old) == ("found", 4, 3)
+    assert res is not None and (res.status, res.first_new, res.last_old) == (Status.FOUND, 4, 3)
 
 
 def test_a_stood_in_good_end_newer_than_bad_still_searches_for_the_fix() -> None:
@@ -290,14 +291,14 @@ def test_a_stood_in_good_end_newer_than_bad_still_searches_for_the_fix() -> None
     assert bis.stand_ins == [SteppedEnd(end="new", asked=4, used=3)]
     drive(bis, truth)
     res = bis.result
-    assert res is not None and (res.direction, res.first_new, res.last_old) == ("fix", 2, 1)
+    assert res is not None and (res.direction, res.first_new, res.last_old) == (Direction.FIX, 2, 1)
 
 
 def test_a_stand_in_that_meets_the_other_end_gives_no_answer() -> None:
     bis = Bisector(n=3, good=0, bad=2, untestable=[0, 1], stand_in=True)
     assert bis.next() is None
     res = bis.result
-    assert res is not None and res.status == "no-answer" and "fewer than two" in res.reason
+    assert res is not None and res.status == Status.NO_ANSWER and "fewer than two" in res.reason
 
 
 def test_an_unnamed_end_gallops_past_untestable_points() -> None:
@@ -309,7 +310,7 @@ def test_an_unnamed_end_gallops_past_untestable_points() -> None:
     visited = drive(bis, truth)
     assert visited[:13] == [0, 86, 1, 3, 7, 15, 31, 63, 47, 55, 59, 57, 56]
     res = bis.result
-    assert res is not None and (res.status, res.first_new, res.last_old) == ("found", 77, 76)
+    assert res is not None and (res.status, res.first_new, res.last_old) == (Status.FOUND, 77, 76)
     assert bis.old.index == 57  # the first testable point, as a step by one would find it
     assert len(visited) <= 2 * math.ceil(math.log2(57)) + math.ceil(math.log2(30)) + 3
     assert len(visited) < 25  # against 57 + 7 one at a time
@@ -357,7 +358,7 @@ def test_galloping_ends_find_the_boundary_in_log_time(n: int, data: st.DataObjec
     bis = Bisector(n=n)
     visited = drive(bis, truth)
     res = bis.result
-    assert res is not None and res.status == "found"
+    assert res is not None and res.status == Status.FOUND
     assert (res.first_new, res.last_old) == (boundary, boundary - 1)
     assert (bis.old.index, bis.new.index) == (lead, n - tail - 1)
     assert len(visited) == len(set(visited))

@@ -23,11 +23,11 @@ import time
 import zipfile
 from collections import Counter
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import unquote
 
-from .index_server import LocalIndex, LoopbackServer
+from .index_server import LocalIndex, QuietHandler, serve, shut_down
 
 JSON = "application/vnd.pypi.simple.v1+json"
 
@@ -69,10 +69,7 @@ class HostileIndex:
     def start(self) -> HostileIndex:
         idx = self
 
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args: object) -> None:
-                pass
-
+        class Handler(QuietHandler):
             def do_GET(self) -> None:
                 with idx.lock:
                     idx.hits[self.path] += 1
@@ -180,12 +177,8 @@ class HostileIndex:
                 except OSError:
                     return
 
-        self.server = LoopbackServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.server = serve(Handler)
         return self
 
     def stop(self) -> None:
-        if self.server is not None:
-            self.server.shutdown()
-            self.server.server_close()
+        shut_down(self.server)

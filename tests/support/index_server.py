@@ -50,6 +50,28 @@ class LoopbackServer(ThreadingHTTPServer):
         super().handle_error(request, client_address)
 
 
+class QuietHandler(BaseHTTPRequestHandler):
+    """A request handler that logs nothing (the stdlib's prints a line for each request)."""
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+def serve(handler: type[BaseHTTPRequestHandler]) -> LoopbackServer:
+    """A LoopbackServer on 127.0.0.1 (a free port) answering with ``handler``, serving in a
+    thread of its own."""
+    server = LoopbackServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server
+
+
+def shut_down(server: ThreadingHTTPServer | None) -> None:
+    """``server`` stopped and its socket closed (None: it was never started)."""
+    if server is not None:
+        server.shutdown()
+        server.server_close()
+
+
 # The cache headers PyPI sends: project pages for 10 minutes, files forever.
 PAGE = "max-age=600, public"
 IMMUTABLE = "max-age=365000000, immutable, public"
@@ -158,10 +180,7 @@ class LocalIndex:
     def start(self) -> LocalIndex:
         index = self
 
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args: object) -> None:
-                pass
-
+        class Handler(QuietHandler):
             def do_HEAD(self) -> None:
                 self._head_only = True
                 self.do_GET()
@@ -299,11 +318,8 @@ class LocalIndex:
                         index.sent[f"{self.command} {self.path}"] += len(body)
                     self.wfile.write(body)
 
-        self.server = LoopbackServer(("127.0.0.1", 0), Handler)
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.server = serve(Handler)
         return self
 
     def stop(self) -> None:
-        if self.server is not None:
-            self.server.shutdown()
-            self.server.server_close()
+        shut_down(self.server)

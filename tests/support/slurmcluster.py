@@ -134,10 +134,10 @@ class SlurmCluster:
         lines.append("PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP")
         self.conf.write_text("\n".join(lines) + "\n")
         (r / "plugstack.conf").write_text("")
-        gres = [
+        devices = [
             f"NodeName={n} Name=gpu File=/dev/null Count={g}" for n, g in self.nodes.items() if g
         ]
-        (r / "gres.conf").write_text("\n".join(gres) + "\n")
+        (r / "gres.conf").write_text("\n".join(devices) + "\n")
 
     def _spawn(self, argv: list[str], name: str, env: dict[str, str]) -> None:
         log = open(self.root / "log" / f"{name}.out", "ab")  # noqa: SIM115 (the daemon's)
@@ -188,7 +188,7 @@ class SlurmCluster:
         while time.monotonic() < deadline:
             if ok():  # type: ignore[operator]
                 return
-            dead = [p.args[0] for p in self.procs if p.poll() is not None]
+            dead = [p.args[0] for p in self.procs if p.poll() is not None]  # type: ignore[index]
             if dead:
                 raise RuntimeError(f"{dead} exited while waiting for {what}: {self.logs()}")
             time.sleep(0.3)

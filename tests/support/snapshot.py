@@ -11,7 +11,8 @@ from datetime import datetime
 from typing import Any
 
 from packaging.requirements import Requirement
-from packaging.utils import canonicalize_name
+from packaging.specifiers import SpecifierSet
+from packaging.utils import NormalizedName, canonicalize_name
 from packaging.version import Version
 
 from envbisect.core.plan import PackageVersion
@@ -21,6 +22,7 @@ class SnapshotSource:
     def __init__(self, data: Mapping[str, Mapping[str, Mapping[str, Any]]]) -> None:
         self.data = {canonicalize_name(k): v for k, v in data.items()}
         self.version_calls: list[str] = []
+        self.overrides: dict[NormalizedName, SpecifierSet] = {}  # core.plan's MetadataSource
 
     def versions(self, name: str) -> Sequence[PackageVersion]:
         key = canonicalize_name(name)

@@ -122,7 +122,7 @@ def no_answer(
 ) -> int:
     """One behaviour for "no answer" in every mode: the verdict and the report on stdout (or
     the result with an ``error`` object, with --json), the error and a hint on stderr, exit 1."""
-    from envbisect.cli.display import error_json, print_error
+    from envbisect.cli.display import Color, error_json, print_error
     from envbisect.core.runreport import verdict_line
 
     if why is None:
@@ -138,7 +138,7 @@ def no_answer(
     else:
         print(for_terminal(print_line))
         print(f"report: {res.report_path}")
-    print_error(why)
+    print_error(why, Color.of(ctx.args))
     return 1
 
 

@@ -5,6 +5,7 @@ never read as markup."""
 
 from __future__ import annotations
 
+import enum
 import math
 import statistics
 import threading
@@ -299,29 +300,39 @@ def duration(seconds: float) -> str:
     return f"{minutes // 60} h {minutes % 60:02d} min"
 
 
-# --color, as every console of one run is made (main's and print_error's).
-COLOR = {"choice": "auto"}
+class Color(enum.Enum):
+    """``--color``: handed to every console of a run (main's and print_error's)."""
+
+    AUTO = "auto"
+    ALWAYS = "always"
+    NEVER = "never"
+
+    @classmethod
+    def of(cls, args: object) -> Color:
+        """The choice of a parsed command line (``auto`` where it has no --color)."""
+        return cls(getattr(args, "color", None) or "auto")
 
 
-def stderr_console(*, quiet: bool = False, highlight: bool = True) -> Console:
+def stderr_console(
+    *, color: Color = Color.AUTO, quiet: bool = False, highlight: bool = True
+) -> Console:
     """A console on stderr as ``--color`` says: ``auto`` is rich's own rule (a terminal gets
     colour; ``NO_COLOR`` turns it off, ``FORCE_COLOR`` on, as rich documents), ``always``
     colours a pipe too, ``never`` writes plain text. emoji=False: rich would turn ``:six:``
     in ``import:six`` into an emoji."""
-    choice = COLOR["choice"]
     extra: dict[str, Any] = {}
-    if choice == "always":  # over NO_COLOR too: the flag is the later word
+    if color is Color.ALWAYS:  # over NO_COLOR too: the flag is the later word
         extra["force_terminal"], extra["no_color"] = True, False
-    elif choice == "never":
+    elif color is Color.NEVER:
         extra["color_system"] = None
     return Console(
         stderr=True, soft_wrap=True, emoji=False, quiet=quiet, highlight=highlight, **extra
     )
 
 
-def print_error(err: EnvbisectError) -> None:
+def print_error(err: EnvbisectError, color: Color = Color.AUTO) -> None:
     """``error: MESSAGE [ref]`` and ``hint: HINT`` on stderr, credentials masked."""
-    console = stderr_console(highlight=False)
+    console = stderr_console(color=color, highlight=False)
     console.print(
         f"[bold red]error[/bold red]: {escape(mask_text(err.message))} [dim]\\[{err.ref}][/dim]"
     )

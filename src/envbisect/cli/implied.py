@@ -1,6 +1,9 @@
-"""Flags the inputs imply: what an environment report or a PEP 723 script says, as if typed.
+"""Flags the inputs imply: what an environment report or a PEP 723 script says, as if typed,
+and the flags uv's own variables stand for.
 
-Who does what: before the options are read (main.py), ``apply`` looks at the pin sources the
+Who does what: while the options are resolved (cli/optionset.py ranks where each value comes
+from), ``apply`` offers the environment's values (UV_EXCLUDE_NEWER, UV_TORCH_BACKEND), then
+looks at the pin sources the
 command names (``--pins``, ``--baseline``, ``envbisect repro REPORT``, ``envbisect pins
 SOURCE``) and at ``--repro FILE``. The first environment report among them sets ``--python``
 to its Python (major.minor: uv finds or installs one, as for a typed flag) and
@@ -10,17 +13,18 @@ with a ``# /// script`` block adds its dependencies to ``--with`` (the package u
 aside: the search sets it) and sets ``--python`` to its ``requires-python``. Everything it
 sets, a report from another OS or architecture, and each version a report had mapped, is
 said on stderr. Sources that are not reports, or that cannot be read, are left to the mode,
-which reads them again and reports their errors.
+which reads them again and reports their errors. Nothing here writes the parsed namespace:
+each value is an offer to the ``Draft``, taken where nothing of a higher rank gave one.
 """
 
 from __future__ import annotations
 
-import argparse
 import platform
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from envbisect.cli.optionset import Draft, Origin, Source
 from envbisect.errors import UsageError
 
 if TYPE_CHECKING:  # the report's modules load when a source is a report (most are not)
@@ -30,15 +34,16 @@ if TYPE_CHECKING:  # the report's modules load when a source is a report (most a
 Say = Callable[[str], None]
 
 
-def apply(args: argparse.Namespace, say: Say, *, cwd: Path | None = None) -> None:
-    """Set the flags the command's inputs imply on ``args`` (module doc), saying each."""
+def apply(draft: Draft, say: Say, *, cwd: Path | None = None) -> None:
+    """Offer the values uv's variables and the command's inputs give (module doc), saying
+    each taken."""
     here = cwd or Path.cwd()
-    _script(args, say, here)
-    _uv_settings(args, say)
-    for facts in _reports(args, here):
-        _report(args, facts, say)
+    _uv_settings(draft, say)
+    _script(draft, say, here)
+    for facts in _reports(draft, here):
+        _report(draft, facts, say)
         break  # the first report decides; the others' pins are still read by the mode
-    _cutoffs(args, say)
+    _cutoffs(draft, say)
 
 
 # uv's own variables, as the defaults of the flags they name in uv (a flag typed wins). The
@@ -47,18 +52,17 @@ def apply(args: argparse.Namespace, say: Say, *, cwd: Path | None = None) -> Non
 UV_DEFAULTS = (("UV_EXCLUDE_NEWER", "exclude_newer"), ("UV_TORCH_BACKEND", "torch_backend"))
 
 
-def _uv_settings(args: argparse.Namespace, say: Say) -> None:
+def _uv_settings(draft: Draft, say: Say) -> None:
     import os
 
     for variable, dest in UV_DEFAULTS:
         value = os.environ.get(variable, "").strip()
-        if value and hasattr(args, dest) and getattr(args, dest) is None:
-            setattr(args, dest, value)
+        if value and draft.offer(dest, value, Origin(Source.ENVIRONMENT, variable)):
             flag = "--" + dest.replace("_", "-")
             say(f"envbisect: {flag} {value} from {variable}")
 
 
-def _cutoffs(args: argparse.Namespace, say: Say) -> None:
+def _cutoffs(draft: Draft, say: Say) -> None:
     """A cut-off written as a span back from now (``7 days``, ``P7D``: uv's forms) becomes
     the moment it names, once, here: what an environment was built with must not mean
     another day tomorrow (said). A date that is not one is the mode's error to give."""
@@ -68,25 +72,25 @@ def _cutoffs(args: argparse.Namespace, say: Say) -> None:
 
     now = datetime.now(timezone.utc)
     for dest in ("exclude_newer", "good_date", "bad_date"):
-        value = getattr(args, dest, None)
+        value = draft.get(dest)
         if isinstance(value, str) and is_span(value):
             flag = "--" + dest.replace("_", "-")
             when = stamp(parse_cutoff(value, now, what=flag))
-            setattr(args, dest, when)
+            draft.rewrite(dest, when)
             say(f"envbisect: {flag} {value}: {when}")
 
 
-def _sources(args: argparse.Namespace) -> list[str]:
-    found = list(getattr(args, "pins", None) or ())
+def _sources(draft: Draft) -> list[str]:
+    found = list(draft.get("pins") or ())
     for attr in ("baseline", "report", "source"):
-        value = getattr(args, attr, None)
+        value = draft.get(attr)
         if isinstance(value, str):
             found.append(value)
     return found
 
 
-def _reports(args: argparse.Namespace, cwd: Path) -> list[ReportFacts]:
-    sources = _sources(args)
+def _reports(draft: Draft, cwd: Path) -> list[ReportFacts]:
+    sources = _sources(draft)
     if not sources:
         return []
     from envbisect.env.pinsource import STDIN, load_pins, resolve
@@ -98,7 +102,7 @@ def _reports(args: argparse.Namespace, cwd: Path) -> list[ReportFacts]:
         try:
             facts = load_pins(spec, cwd=cwd).report
             if facts is not None and any(m.used and "<" in m.used for m in facts.mapped):
-                facts = _with_releases(args, spec, cwd) or facts
+                facts = _with_releases(draft, spec, cwd) or facts
         except UsageError:
             continue  # the mode reads it again and says what is wrong with it
         if facts is not None:
@@ -106,7 +110,7 @@ def _reports(args: argparse.Namespace, cwd: Path) -> list[ReportFacts]:
     return out
 
 
-def _with_releases(args: argparse.Namespace, spec: str, cwd: Path) -> ReportFacts | None:
+def _with_releases(draft: Draft, spec: str, cwd: Path) -> ReportFacts | None:
     """The report read again with the index at hand, so that the lines said name the release
     each dev version maps to (the mode reads it the same way, from the same cache)."""
     from envbisect.cli.readflags import index_settings
@@ -117,21 +121,21 @@ def _with_releases(args: argparse.Namespace, spec: str, cwd: Path) -> ReportFact
     from envbisect.model import IndexConfig
     from envbisect.modes.planning import index_releases
 
-    if not hasattr(args, "index_url"):
+    if not draft.has("index_url"):
         return None
     try:
-        found = index_settings(args)
+        found = index_settings(draft.freeze(None))
         config = IndexConfig(
             index_url=found.main.url, extra_index_urls=tuple(f.url for f in found.extra)
         )
-        cache = getattr(args, "cache_dir", None) or default_cache_dir()
-        with IndexClient(config, cache_dir=cache, offline=getattr(args, "offline", False)) as c:
+        cache = draft.get("cache_dir") or default_cache_dir()
+        with IndexClient(config, cache_dir=cache, offline=draft.get("offline", False)) as c:
             return load_pins(spec, cwd=cwd, releases=index_releases(c)).report
     except EnvbisectError:
         return None  # the index is the mode's to reach, and its errors the mode's to say
 
 
-def _cpu_build_at_hand(args: argparse.Namespace, report: EnvReport) -> str | None:
+def _cpu_build_at_hand(draft: Draft, report: EnvReport) -> str | None:
     """A local --find-links folder of the user's settings that holds a ``+cpu`` wheel of
     the report's torch version (None: none, or the report names no torch version)."""
     from packaging.version import InvalidVersion, Version
@@ -140,13 +144,13 @@ def _cpu_build_at_hand(args: argparse.Namespace, report: EnvReport) -> str | Non
     from envbisect.core.candidates import file_version
 
     row = next((r for r in report.rows if r.name.lower() == "torch" and r.version), None)
-    if row is None or not hasattr(args, "find_links"):
+    if row is None or not draft.has("find_links"):
         return None
     try:
         wanted = Version(row.version).public
     except InvalidVersion:
         return None
-    for link in index_settings(args).links:
+    for link in index_settings(draft.freeze(None)).links:
         folder = Path(link.url.removeprefix("file://")).expanduser()
         if not folder.is_dir():
             continue
@@ -157,7 +161,7 @@ def _cpu_build_at_hand(args: argparse.Namespace, report: EnvReport) -> str | Non
     return None
 
 
-def _report(args: argparse.Namespace, facts: ReportFacts, say: Say) -> None:
+def _report(draft: Draft, facts: ReportFacts, say: Say) -> None:
     from envbisect.core.pins.from_report import platform_note, python_request, torch_backend
 
     r = facts.report
@@ -167,23 +171,22 @@ def _report(args: argparse.Namespace, facts: ReportFacts, say: Say) -> None:
         f"envbisect: {facts.origin}: {' + '.join(r.formats)}: {pins} package(s)"
         + (f"; {said}" if said else "")
     )
-    if hasattr(args, "python"):
-        wanted = python_request(facts)
-        if wanted and args.python is None:
-            args.python = wanted
-            say(f"envbisect: Python {wanted}, the report's ({r.python}); --python chooses another")
-        elif wanted and args.python != wanted:
-            say(f"envbisect: the report's Python is {r.python}; --python {args.python} is used")
+    wanted = python_request(facts) if draft.has("python") else None
+    if wanted and draft.offer("python", wanted, Origin(Source.INPUTS, facts.origin)):
+        say(f"envbisect: Python {wanted}, the report's ({r.python}); --python chooses another")
+    elif wanted and draft.get("python") != wanted:
+        used = f"--python {draft.get('python')}{_from(draft, 'python')}"
+        say(f"envbisect: the report's Python is {r.python}; {used} is used")
     note = platform_note(facts, system=platform.system(), machine=platform.machine())
     if note:
         say(f"envbisect: {note}")
-    if hasattr(args, "torch_backend") and facts.variant and args.torch_backend is None:
+    if draft.has("torch_backend") and facts.variant and draft.get("torch_backend") is None:
         from envbisect.env import envreport  # nvidia-smi; a module attribute, for tests
 
         smi = envreport.read_nvidia_smi()
         driver = smi.get("cuda") if smi and smi.get("gpus") else None
         backend, why = torch_backend(facts.variant, driver_cuda=driver)
-        folder = _cpu_build_at_hand(args, r) if backend == "cpu" else None
+        folder = _cpu_build_at_hand(draft, r) if backend == "cpu" else None
         if folder is not None:
             # The CPU build of the same torch in a folder of the user's settings: taken from
             # there (the planner takes the labelled build), not from PyTorch's index.
@@ -191,8 +194,9 @@ def _report(args: argparse.Namespace, facts: ReportFacts, say: Say) -> None:
                 f"envbisect: {why.split(': the CPU build', 1)[0]}: the CPU build of the same "
                 f"version, from {folder} (find-links); --torch-backend chooses another"
             )
-        elif backend is not None:
-            args.torch_backend = backend
+        elif backend is not None and draft.offer(
+            "torch_backend", backend, Origin(Source.INPUTS, facts.origin)
+        ):
             say(f"envbisect: {why}; --torch-backend chooses another")
     for m in facts.mapped:
         say(
@@ -212,9 +216,9 @@ def _report(args: argparse.Namespace, facts: ReportFacts, say: Say) -> None:
         say(f"envbisect: {facts.origin}: {len(r.left_out)} row(s) left out: {shown}")
 
 
-def _script(args: argparse.Namespace, say: Say, cwd: Path) -> None:
+def _script(draft: Draft, say: Say, cwd: Path) -> None:
     """A ``--repro`` file's PEP 723 block, as ``--with`` and ``--python``."""
-    name = getattr(args, "repro", None)
+    name = draft.get("repro")
     if not isinstance(name, str) or not name.endswith(".py"):
         return
     from envbisect.core.pins.scriptmeta import read_script_metadata
@@ -229,23 +233,29 @@ def _script(args: argparse.Namespace, say: Say, cwd: Path) -> None:
     from packaging.requirements import Requirement
     from packaging.utils import canonicalize_name
 
-    package = getattr(args, "package", None)
+    package = draft.get("package")
     under_test = canonicalize_name(package) if package else None
     added, aside = [], []
-    if hasattr(args, "with_reqs"):
+    if draft.has("with_reqs"):
+        typed = list(draft.get("with_reqs") or ())
         for dep in meta.dependencies:
             if under_test and canonicalize_name(Requirement(dep).name) == under_test:
                 aside.append(dep)
-            elif dep not in args.with_reqs:
+            elif dep not in typed:
                 added.append(dep)
-        args.with_reqs = [*args.with_reqs, *added]
+        draft.rewrite("with_reqs", [*typed, *added])  # joined to what was typed
     if added:
         say(f"envbisect: {name}: its script metadata adds --with {' --with '.join(added)}")
     if aside:
         say(f"envbisect: {name}: {', '.join(aside)} left to the search (--package {package})")
-    if meta.requires_python and hasattr(args, "python") and args.python is None:
-        args.python = meta.requires_python
+    origin = Origin(Source.INPUTS, name)
+    if meta.requires_python and draft.offer("python", meta.requires_python, origin):
         say(f"envbisect: {name}: Python {meta.requires_python}, its requires-python")
-    if meta.exclude_newer and hasattr(args, "exclude_newer") and args.exclude_newer is None:
-        args.exclude_newer = meta.exclude_newer
+    if meta.exclude_newer and draft.offer("exclude_newer", meta.exclude_newer, origin):
         say(f"envbisect: {name}: --exclude-newer {meta.exclude_newer}, its [tool.uv]")
+
+
+def _from(draft: Draft, dest: str) -> str:
+    """`` (from UV_PYTHON)`` when the value was not typed, else ""."""
+    origin = draft.origin(dest)
+    return "" if origin.source is Source.FLAG else f" (from {origin.describe()})"

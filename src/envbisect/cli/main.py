@@ -25,6 +25,7 @@ if TYPE_CHECKING:
 
     from envbisect.cli.context import Context
     from envbisect.cli.display import RichProgress
+    from envbisect.cli.optionset import Draft, Options, Source
     from envbisect.errors import EnvbisectError
 
 # ``envbisect --version`` and ``-V`` answer before anything else is imported: the rest of this
@@ -182,18 +183,18 @@ def _main(argv: Sequence[str] | None) -> int:
     # --help has printed and left by now: what follows is imported for a command that runs.
     import shlex
 
-    from envbisect.cli import implied
     from envbisect.cli.context import Context
-    from envbisect.cli.display import COLOR, RichProgress, print_error, stderr_console
+    from envbisect.cli.display import Color, RichProgress, print_error, stderr_console
     from envbisect.errors import EnvbisectError, Interrupted, NoAnswer
     from envbisect.redact import mask_env_args
 
-    COLOR["choice"] = getattr(args, "color", "auto")
+    color = Color.of(args)
     if unknown:
         sub = subparser(parser, args.command)
         message = f"unrecognized arguments: {' '.join(unknown)}"
         print_error(
-            UsageError(message, hint=suggest(message, sub, unknown) or f"see {sub.prog} --help")
+            UsageError(message, hint=suggest(message, sub, unknown) or f"see {sub.prog} --help"),
+            color,
         )
         return 2
     if args.command is None:
@@ -207,16 +208,15 @@ def _main(argv: Sequence[str] | None) -> int:
         print_error(
             UsageError(
                 "-q and -v cannot be used together", hint="-q prints the answer only, -v everything"
-            )
+            ),
+            color,
         )
         return 2
     # quiet: nothing on stderr but errors (print_error has its own console), the answer on
     # stdout.
-    console = stderr_console(quiet=quiet)
+    console = stderr_console(color=color, quiet=quiet)
     progress = RichProgress(console, quiet=quiet, verbose=verbose)
-    ctx = Context(
-        args=args, tail=tail, command=full, console=console, progress=progress, parser=parser
-    )
+    ctx: Context | None = None
     try:
         try:
             if tail and not command.tail:
@@ -224,10 +224,16 @@ def _main(argv: Sequence[str] | None) -> int:
                     f"envbisect {args.command} takes no command after --",
                     hint=f"see envbisect {args.command} --help",
                 )
-            implied.apply(args, progress.message)  # a report's Python and torch, a script's
-            _project_defaults(args, args_list, progress, verbose=verbose)
-            if getattr(args, "python", "") is None and args.command != "env":
-                _default_python(args, progress)
+            # The options, resolved once (each value with its origin); ``args`` is not read
+            # again, and nothing writes either.
+            opts = resolve_options(
+                args, subparser(parser, args.command), args_list, progress.message, verbose=verbose
+            )
+            ctx = Context(
+                args=opts, tail=tail, command=full, console=console, progress=progress,
+                parser=parser,
+            )  # fmt: skip
+            args = opts
             from envbisect.cli import readflags as o  # the flags read back: after parsing
 
             if hasattr(args, "index_url"):  # one line: which indexes, and where each came from
@@ -264,7 +270,7 @@ def _main(argv: Sequence[str] | None) -> int:
         from envbisect.cli.context import no_answer
         from envbisect.core.results.search import SearchResult
 
-        if isinstance(e.result, SearchResult):  # the search ran and its report is written
+        if ctx is not None and isinstance(e.result, SearchResult):  # its report is written
             return no_answer(ctx, e.result, e)
         return _fail(args, e)
     except EnvbisectError as e:
@@ -273,36 +279,54 @@ def _main(argv: Sequence[str] | None) -> int:
         return _fail(args, Interrupted("interrupted", hint="run the same command again to resume"))
 
 
-def _project_defaults(
-    args: argparse.Namespace, argv: list[str], progress: RichProgress, *, verbose: bool
-) -> None:
-    """The repository's ``[tool.envbisect]`` defaults (cli/projectconf.py), said with -v."""
-    if getattr(args, "no_config", False):
-        return
+def resolve_options(
+    parsed: argparse.Namespace,
+    parser: argparse.ArgumentParser,
+    argv: Sequence[str],
+    say: Callable[[str], None],
+    *,
+    verbose: bool,
+) -> Options:
+    """The options of the command line ``argv`` that ``parser`` (the subcommand's) parsed
+    into ``parsed``, resolved once, each value with its origin (cli/optionset.py has the
+    order); each value taken is said on stderr."""
     from pathlib import Path
 
-    from envbisect.cli import projectconf
+    from envbisect.cli import implied, projectconf
+    from envbisect.cli.optionset import Draft, Source, typed_dests
 
-    conf = projectconf.find(Path.cwd())
-    if conf is None:
-        return
-    args._project = conf
-    uv_python = bool(os.environ.get("UV_PYTHON", "").strip())
-    taken = projectconf.apply(args, argv, conf, uv_python=uv_python)
-    if verbose and taken:
-        progress.message(f"envbisect: from {conf.origin}: {', '.join(taken)}")
+    draft = Draft(parsed, typed_dests(parser, argv))
+    python_here = draft.has("python") and parsed.command != "env"
+    uv_python = os.environ.get("UV_PYTHON", "").strip()
+    if python_here and uv_python:
+        _offer_python(draft, uv_python, "UV_PYTHON", Source.ENVIRONMENT, say)
+    implied.apply(draft, say)  # uv's variables; a report's Python and torch, a script's
+    conf = None if draft.get("no_config") else projectconf.find(Path.cwd())
+    if conf is not None:
+        taken = projectconf.apply(draft, conf)
+        if verbose and taken:
+            say(f"envbisect: from {conf.origin}: {', '.join(taken)}")
+    if python_here and draft.get("python") is None:
+        from envbisect.env.pyrequest import default_python
+
+        found = default_python()
+        if found is not None:
+            _offer_python(draft, found.request, found.origin, Source.DEFAULT, say)
+    opts = draft.freeze(conf)
+    chosen = opts.chosen()
+    if verbose and chosen:
+        say(f"envbisect: options: {', '.join(chosen)}")
+    return opts
 
 
-def _default_python(args: argparse.Namespace, progress: RichProgress) -> None:
-    """No --python: uv's rules pick the request (env/pyrequest.py), said on stderr."""
-    from envbisect.env.pyrequest import default_python
+def _offer_python(
+    draft: Draft, request: str, where: str, source: Source, say: Callable[[str], None]
+) -> None:
+    """uv's Python request when --python is not typed: UV_PYTHON, or uv's rules."""
+    from envbisect.cli.optionset import Origin
 
-    found = default_python()
-    if found is not None:
-        args.python = found.request
-        progress.message(
-            f"envbisect: Python {found.request} (from {found.origin}; --python to choose another)"
-        )
+    if draft.offer("python", request, Origin(source, where)):
+        say(f"envbisect: Python {request} (from {where}; --python to choose another)")
 
 
 def _say_held_back(progress: RichProgress, args: argparse.Namespace) -> None:
@@ -323,7 +347,7 @@ def _fail(args: argparse.Namespace, err: EnvbisectError) -> int:
     import json
     import signal
 
-    from envbisect.cli.display import error_json, print_error
+    from envbisect.cli.display import Color, error_json, print_error
     from envbisect.errors import Interrupted
 
     if isinstance(err, Interrupted) and _received:
@@ -332,5 +356,5 @@ def _fail(args: argparse.Namespace, err: EnvbisectError) -> int:
         err.message = f"{sig.name} received: {err.message}"
     if getattr(args, "json", False):
         print(json.dumps({"status": "error", "error": error_json(err)}, indent=2))
-    print_error(err)
+    print_error(err, Color.of(args))
     return err.exit_code

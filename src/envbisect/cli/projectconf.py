@@ -25,14 +25,16 @@ or a value of the wrong type is a usage error naming the file.
 
 from __future__ import annotations
 
-import argparse
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from envbisect.errors import UsageError
+
+if TYPE_CHECKING:
+    from envbisect.cli.optionset import Draft
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -61,27 +63,26 @@ def _seconds(v: object) -> float | None:
 
 @dataclass(frozen=True, slots=True)
 class Key:
-    dest: str  # the argparse attribute
-    flags: tuple[str, ...]  # a command line that names one of these wins
+    dest: str  # the option it sets (a flag of that name on the command line wins)
     read: Callable[[object], Any]  # the value, or None when it is of the wrong type
     what: str  # for the error
     path: bool = False  # relative to the pyproject.toml's folder
 
 
 KEYS: dict[str, Key] = {
-    "index-url": Key("index_url", ("--index-url",), _str, "a URL"),
-    "extra-index-url": Key("extra_index_url", ("--extra-index-url",), _strs, "a list of URLs"),
-    "find-links": Key("find_links", ("--find-links",), _strs, "a list of folders or URLs", True),
-    "python": Key("python", ("--python",), _str, "a version or a path"),
-    "probe": Key("probes", ("--probe",), _strs, "a list of probes"),
-    "results": Key("results", ("--results",), _str, "a folder", True),
-    "torch-backend": Key("torch_backend", ("--torch-backend",), _str, "a variant"),
-    "jobs": Key("jobs", ("--jobs",), _int, "a whole number >= 1"),
-    "timeout": Key("timeout", ("--timeout",), _seconds, "seconds > 0"),
-    "slurm-partition": Key("slurm_partition", ("--slurm-partition",), _str, "a partition"),
-    "slurm-account": Key("slurm_account", ("--slurm-account",), _str, "an account"),
-    "slurm-time": Key("slurm_time", ("--slurm-time",), _str, "a time limit, as sbatch's"),
-    "slurm-options": Key("slurm_options", ("--slurm-option",), _strs, "a list of sbatch options"),
+    "index-url": Key("index_url", _str, "a URL"),
+    "extra-index-url": Key("extra_index_url", _strs, "a list of URLs"),
+    "find-links": Key("find_links", _strs, "a list of folders or URLs", True),
+    "python": Key("python", _str, "a version or a path"),
+    "probe": Key("probes", _strs, "a list of probes"),
+    "results": Key("results", _str, "a folder", True),
+    "torch-backend": Key("torch_backend", _str, "a variant"),
+    "jobs": Key("jobs", _int, "a whole number >= 1"),
+    "timeout": Key("timeout", _seconds, "seconds > 0"),
+    "slurm-partition": Key("slurm_partition", _str, "a partition"),
+    "slurm-account": Key("slurm_account", _str, "an account"),
+    "slurm-time": Key("slurm_time", _str, "a time limit, as sbatch's"),
+    "slurm-options": Key("slurm_options", _strs, "a list of sbatch options"),
 }
 # Read by index/settings.py, at their own place in the order: not set on the namespace.
 INDEX_KEYS = ("index-url", "extra-index-url", "find-links")
@@ -150,25 +151,18 @@ def _paths(value: str | list[str], base: Path) -> str | list[str]:
     return one(value) if isinstance(value, str) else [one(v) for v in value]
 
 
-def given(argv: Sequence[str], flags: tuple[str, ...]) -> bool:
-    """Whether the command line names one of ``flags``: whole, with ``=VALUE``, or by a
-    prefix, as argparse takes ``--time 30`` for ``--timeout 30``."""
-    words = [a.split("=", 1)[0] for a in argv if a.startswith("--") and len(a) > 2]
-    return any(f.startswith(w) for w in words for f in flags)
+def apply(draft: Draft, conf: ProjectConfig) -> list[str]:
+    """Offer each value of the table to the options (cli/optionset.py: the command line, the
+    environment and the command's inputs rank above it; index keys are read by
+    index_settings); the ``key = value`` lines taken, for -v."""
+    from envbisect.cli.optionset import Origin, Source
 
-
-def apply(
-    args: argparse.Namespace, argv: Sequence[str], conf: ProjectConfig, *, uv_python: bool
-) -> list[str]:
-    """Set each value the command line did not (index keys are read by index_settings);
-    the ``key = value`` lines taken, for -v. ``uv_python``: UV_PYTHON is set, and wins."""
+    origin = Origin(Source.PROJECT, conf.origin)
     taken = []
     for name, value in conf.values.items():
-        key = KEYS[name]
-        if name in INDEX_KEYS or not hasattr(args, key.dest) or given(argv, key.flags):
+        if name in INDEX_KEYS:
             continue
-        if name == "python" and (uv_python or args.python is not None):
-            continue  # UV_PYTHON wins, and so does a bug report's Python (cli/implied.py)
-        setattr(args, key.dest, Path(value) if name == "results" else value)
-        taken.append(f"{name} = {value!r}")
+        dest = KEYS[name].dest
+        if draft.offer(dest, Path(value) if name == "results" else value, origin):
+            taken.append(f"{name} = {value!r}")
     return taken

@@ -19,8 +19,14 @@ from typing import TYPE_CHECKING, Any, cast
 from packaging.utils import canonicalize_name
 
 from envbisect.errors import UsageError
-from envbisect.model import IndexConfig
-from envbisect.options import CommonOptions, SlurmSettings, TorchChoice
+from envbisect.model import IndexConfig, IndexStrategy
+from envbisect.options import (
+    CommonOptions,
+    ExecutorKind,
+    NativeBacktrace,
+    SlurmSettings,
+    TorchChoice,
+)
 
 if TYPE_CHECKING:
     from envbisect.index.settings import IndexSettings
@@ -29,13 +35,20 @@ if TYPE_CHECKING:
 def index_settings(args: argparse.Namespace) -> IndexSettings:
     """The indexes the flags, the environment and the configuration files name, and where
     each came from (index/settings.py has the order); read once per invocation."""
+    from envbisect.cli.optionset import Options
+
+    if isinstance(args, Options):
+        return cast("IndexSettings", args.derived("index_settings", lambda: _index_settings(args)))
+    return _index_settings(args)
+
+
+def _index_settings(args: argparse.Namespace) -> IndexSettings:
+    from envbisect.cli.optionset import Options
     from envbisect.index.settings import resolve as resolve_indexes  # not for --help
 
-    cached = getattr(args, "_index_settings", None)
-    if cached is not None:
-        return cast("IndexSettings", cached)
     if getattr(args, "index_url", None) == "":
         check_url("--index-url", "")  # not PyPI by default: an empty flag is a mistake
+    conf = args.project if isinstance(args, Options) else None
     found = resolve_indexes(
         index_url=getattr(args, "index_url", None),
         extra_index_urls=tuple(getattr(args, "extra_index_url", ())),
@@ -46,11 +59,10 @@ def index_settings(args: argparse.Namespace) -> IndexSettings:
         no_config=getattr(args, "no_config", False)
         or not (hasattr(args, "index_url") or hasattr(args, "find_links")),
         find_links=tuple(getattr(args, "find_links", ())),
-        project=(conf.origin, conf.values) if (conf := getattr(args, "_project", None)) else None,
+        project=(conf.origin, conf.values) if conf is not None else None,
     )
     for f in (found.main, *found.extra):
         check_url(f.origin, f.url)
-    args._index_settings = found
     return found
 
 
@@ -83,7 +95,9 @@ def indexes(args: argparse.Namespace, torch_index: str | None = None) -> IndexCo
         extra_index_urls=extra,
         find_links=tuple(links),
         torch_index=torch_index,
-        index_strategy="unsafe-best-match" if found.pip_rule else "first-index",
+        index_strategy=(
+            IndexStrategy.UNSAFE_BEST_MATCH if found.pip_rule else IndexStrategy.FIRST_INDEX
+        ),
     )
 
 
@@ -225,11 +239,11 @@ def common_options(args: argparse.Namespace, *, command: str, repro: Any = None)
         results=(results or base.results).resolve(),
         timeout=getattr(args, "timeout", base.timeout),
         keep_envs=getattr(args, "keep_envs", base.keep_envs),
-        native_backtrace=getattr(args, "native_backtrace", base.native_backtrace),
+        native_backtrace=NativeBacktrace(getattr(args, "native_backtrace", base.native_backtrace)),
         any_failure=getattr(args, "any_failure", base.any_failure),
         repeat=getattr(args, "repeat", base.repeat),
         jobs=getattr(args, "jobs", base.jobs),
-        executor=getattr(args, "executor", None) or base.executor,
+        executor=ExecutorKind(getattr(args, "executor", None) or base.executor),
         ray_address=getattr(args, "ray_address", None),
         gpus_per_probe=getattr(args, "gpus_per_probe", None) or base.gpus_per_probe,
         slurm=slurm_settings(args),
@@ -267,6 +281,6 @@ def matrix_common(args: argparse.Namespace, spec: Any, *, command: str) -> Commo
     executor and GPUs per probe; the command line's win."""
     return replace(
         common_options(args, command=command),
-        executor=args.executor or spec.executor or "local",
+        executor=ExecutorKind(args.executor or spec.executor or ExecutorKind.LOCAL),
         gpus_per_probe=spec.gpus_per_probe if args.gpus_per_probe is None else args.gpus_per_probe,
     )

@@ -59,6 +59,12 @@ class PackageVersion:
 
 
 class MetadataSource(Protocol):
+    @property
+    def overrides(self) -> Mapping[NormalizedName, SpecifierSet]:
+        """``--override``: every requirement on these projects takes these versions (the
+        planner applies them, core/resolve.py). Empty: none."""
+        ...
+
     def versions(self, name: str) -> Sequence[PackageVersion]:
         """Every version of ``name`` (any order). Unknown project: an empty sequence."""
         ...
@@ -98,6 +104,8 @@ class Plan:
     # version or None if dropped). Empty without a baseline.
     moved: tuple[tuple[NormalizedName, Version | None, Version | None], ...]
     visited: tuple[tuple[str, str], ...]  # (identifier, version) pinned, in order
+    # Answered by uv (env/uvplan.py's fallback), which reads its own cache: never remembered.
+    by_uv: bool = False
     # How far each package is from the requirements (1: asked for; 2: what those need...):
     # lock's descent suspects the packages closest to the pins first. Empty: not known.
     depths: Mapping[NormalizedName, int] = field(default_factory=dict)
@@ -117,6 +125,7 @@ class Plan:
 class Unresolvable:
     reason: str
     visited: tuple[tuple[str, str], ...] = ()
+    by_uv: bool = False  # as Plan's
     # resolvelib ran past its rounds with no fallback to ask: not an answer about the
     # requirements (uv may well resolve them), so never remembered as one.
     gave_up: bool = False

@@ -66,7 +66,7 @@ class _Recording:
 
     def __init__(self, source: MetadataSource) -> None:
         self.source = source
-        self.overrides = getattr(source, "overrides", {})
+        self.overrides = source.overrides
         self.read: dict[str, None] = {}
 
     # core.plan's Prefetch, passed on (what is fetched ahead is not "read" until asked for).
@@ -128,7 +128,7 @@ def plan(
     result = resolve.plan(requirements, recording, target, **kw)
     # uv's answer reads its own cache; a give-up is no answer (uv may resolve it).
     gave_up = isinstance(result, Unresolvable) and result.gave_up
-    if result.visited[:1] != (("uv", "pip compile"),) and not gave_up:
+    if not result.by_uv and not gave_up:
         source.keep(key, to_entry(result), list(recording.read))
     return result
 

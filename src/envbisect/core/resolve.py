@@ -88,7 +88,7 @@ def plan(
     # --override (core/overrides.py): the source says which. Every requirement on such a
     # project takes the override's versions, except where a root pins it exactly (the
     # candidate under test, a cell's axis): there that pin is the override.
-    overrides = dict(getattr(source, "overrides", None) or {})
+    overrides = dict(source.overrides)
     for r in requirements:
         if _is_exact(r) and canonicalize_name(r.name) in overrides:
             overrides[canonicalize_name(r.name)] = r.specifier

@@ -14,7 +14,7 @@ from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from envbisect import __version__
-from envbisect.core.results.parts import RowVerdict, Status
+from envbisect.core.results.parts import Direction, RowVerdict, SearchMode, Status
 from envbisect.core.results.search import RunResult, SearchResult
 from envbisect.model import InstalledDist
 from envbisect.textsafe import md_block, md_code, md_text
@@ -25,16 +25,16 @@ def verdict_line(res: SearchResult) -> str:
         return f"no answer for {res.package}: {res.reason}"
     if res.verdict:
         return res.verdict
-    new_word = "first bad" if res.direction == "regression" else "first fixed"
-    old_word = "last good" if res.direction == "regression" else "last broken"
-    what = "" if res.direction == "regression" else " (searching for the fix)"
+    new_word = "first bad" if res.direction == Direction.REGRESSION else "first fixed"
+    old_word = "last good" if res.direction == Direction.REGRESSION else "last broken"
+    what = "" if res.direction == Direction.REGRESSION else " (searching for the fix)"
     if res.status is Status.AMBIGUOUS:
         return (
             f"the {new_word} version of {res.package} is one of {', '.join(res.possible)}"
             f"{what}; {old_word} is {res.last_old} ({res.reason})"
         )
     outcome = res.first_new_outcome
-    how = f": {outcome.describe()}" if outcome and res.direction == "regression" else ""
+    how = f": {outcome.describe()}" if outcome and res.direction == Direction.REGRESSION else ""
     sure = f" (probability {res.probability:.2f})" if res.probability is not None else ""
     yanked = res.yanked_between if isinstance(res, RunResult) else ()
     left_out = (
@@ -53,7 +53,7 @@ def _neighbour(res: SearchResult) -> str:
     row = res.row(res.neighbour) if res.neighbour else None
     if row is None:
         return ""
-    side = "before" if res.direction == "regression" else "after"
+    side = "before" if res.direction == Direction.REGRESSION else "after"
     return f"the version {side} it, {row.version}, fails another way ({row.outcome.describe()}); "
 
 
@@ -66,7 +66,11 @@ def breakpoints_line(res: SearchResult) -> str | None:
     first_failure = True
     for b in res.breakpoints:
         text = b.describe()
-        if first_failure and b.outcome.kind.value != "pass" and res.direction == "regression":
+        if (
+            first_failure
+            and b.outcome.kind.value != "pass"
+            and res.direction == Direction.REGRESSION
+        ):
             text += " (the first failure)"
             first_failure = False
         parts.append(text)
@@ -166,8 +170,8 @@ def report_markdown(res: SearchResult, *, when: datetime) -> str:
     if res.skipped:
         lines += ["", "## Untestable without building", ""]
         lines += [f"- {_md(v)}: {_md(why)}" for v, why in res.skipped]
-    good = res.row(res.last_old if res.direction == "regression" else res.first_new)
-    bad = res.row(res.first_new if res.direction == "regression" else res.last_old)
+    good = res.row(res.last_old if res.direction == Direction.REGRESSION else res.first_new)
+    bad = res.row(res.first_new if res.direction == Direction.REGRESSION else res.last_old)
     if res.status is not Status.NO_ANSWER and good and bad:
         lines += ["", "## The boundary", ""]
         lines += [f"### {_md(bad.version)}: {_md(bad.outcome.describe())}", ""]
@@ -198,11 +202,11 @@ def _search_section(res: SearchResult) -> list[str]:
         return []
     lines = ["", "## Search", ""]
     lines.append(f"- {s.rounds} round(s) of up to {s.jobs} probe(s); {s.repeat} run(s) per probe")
-    if s.mode == "probabilistic":
+    if s.mode is SearchMode.PROBABILISTIC:
         lines.append(f"- probabilistic search: {s.switch_reason}")
         if res.probability is not None:
             lines.append(
-                f"- P(first {'bad' if res.direction != 'fix' else 'fixed'} is "
+                f"- P(first {'bad' if res.direction != Direction.FIX else 'fixed'} is "
                 f"{res.first_new}) = {res.probability:.3f} (confidence asked: "
                 f"{s.confidence})"
             )

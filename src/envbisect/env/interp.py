@@ -1,6 +1,6 @@
 """The interpreter a ``--python`` request names, and its facts, found once and kept on disk.
 
-Who does what: ``find_python`` asks uv, ``inspect_target`` runs ``FACTS_SCRIPT`` with the
+Who does what: ``find_python`` asks uv, ``_target`` runs ``FACTS_SCRIPT`` with the
 interpreter (``run_python_json``: any script that answers in JSON); ``locate`` remembers both
 answers between invocations (in envbisect's disk cache, diskcache.py, under a folder of its
 own), so that a probe does not pay for two subprocesses before it starts building.
@@ -266,11 +266,6 @@ def python_json(proc: subprocess.CompletedProcess[str], python: str, doing: str)
         last = (proc.stderr.strip().splitlines() or [f"exit {proc.returncode}"])[-1]
         raise UsageError(f"{python} failed while {doing}: {last}", hint=hint, ref="python-broken")
     return json.loads(proc.stdout)
-
-
-def inspect_target(python: str) -> Target:
-    """Read the facts wheel selection needs off the target interpreter itself."""
-    return Target.from_facts(run_python_json(python, FACTS_SCRIPT))
 
 
 # What an interpreter's own site-packages hold (``--inherit``): its folders and, read from

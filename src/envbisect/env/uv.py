@@ -43,7 +43,7 @@ from envbisect.errors import (
     UvMissing,
 )
 from envbisect.index.pytorch import is_official
-from envbisect.model import EnvSpec, IndexConfig, InstalledDist, Outcome
+from envbisect.model import EnvSpec, IndexConfig, IndexStrategy, InstalledDist, Outcome
 from envbisect.redact import mask_text
 
 # Variables that would make uv read other indexes or policies than the EnvSpec says.
@@ -84,8 +84,8 @@ def index_args(indexes: IndexConfig, *, only_binary: bool) -> list[str]:
     if torch and is_official(torch):
         # uv knows PyTorch's layout: torch packages from that folder, the rest elsewhere.
         args += ["--torch-backend", torch.rstrip("/").rsplit("/", 1)[1]]
-    if indexes.index_strategy != "first-index":
-        args += ["--index-strategy", indexes.index_strategy]
+    if indexes.index_strategy is not IndexStrategy.FIRST_INDEX:
+        args += ["--index-strategy", indexes.index_strategy.value]
     if only_binary:
         args += ["--only-binary", ":all:"]
     return args

@@ -30,6 +30,8 @@ from envbisect.model import IndexConfig
 from envbisect.redact import mask_text
 
 _PIN = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)(?:\[[^\]]*\])?==([^\s;\\]+)")
+# What a plan by uv visited, as the planner names its steps (uv reads no candidate of ours).
+_VISITED = (("uv", "pip compile"),)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -103,13 +105,14 @@ class UvFallback:
                         hint="check the network and the indexes; finished probes are kept",
                     )
                 return Unresolvable(
-                    reason="uv: " + _explanation(text), visited=(("uv", "pip compile"),)
+                    reason="uv: " + _explanation(text), visited=_VISITED, by_uv=True
                 )
             pins = parse_pins(out.read_text())
         return Plan(
             pins=pins,
             moved=moved(q.baseline, pins, q.user_names),
-            visited=(("uv", "pip compile"),),
+            visited=_VISITED,
+            by_uv=True,
         )
 
 

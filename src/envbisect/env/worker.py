@@ -19,7 +19,6 @@ import os
 import shutil
 import socket
 import tempfile
-import threading
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from pathlib import Path
@@ -42,8 +41,7 @@ from envbisect.model import (
     RawProbe,
     installed_hash,
 )
-
-NATIVE_BACKTRACE = ("auto", "always", "never")
+from envbisect.options import NativeBacktrace
 
 
 class Watcher(Protocol):
@@ -57,23 +55,13 @@ class Watcher(Protocol):
     def output(self, env_id: str, stream: str, text: str) -> None: ...
 
 
-# Set by the controller for the probes that run in its own process (this thread or worker
-# threads); a worker process or a Ray node has none, and its probes run exactly the same.
-_watcher: Watcher | None = None
-_watcher_lock = threading.Lock()
+def _tell(
+    w: Watcher | None, task: ProbeTask, phase: str | None = None, stream: str = "", text: str = ""
+) -> None:
+    """Tell the watcher, if there is one; a watcher's failure never changes a probe.
 
-
-def watch(watcher: Watcher | None) -> Watcher | None:
-    """Hear the phases of the probes run in this process from now on; the previous one back."""
-    global _watcher
-    with _watcher_lock:
-        previous, _watcher = _watcher, watcher
-    return previous
-
-
-def _tell(task: ProbeTask, phase: str | None = None, stream: str = "", text: str = "") -> None:
-    """Tell the watcher, if there is one; a watcher's failure never changes a probe."""
-    w = _watcher
+    The controller passes its watcher to the probes that run in its own process (this thread
+    or worker threads); a worker process or a Ray node has none, and its probes run the same."""
     if w is None:
         return
     try:
@@ -105,7 +93,7 @@ class ProbeTask:
     earlier: ProbeRecord | None = None
     timeout: float = 600.0
     keep_envs: bool = False
-    native_backtrace: str = "auto"
+    native_backtrace: NativeBacktrace = NativeBacktrace.AUTO
     uv: str | None = None
     offline: bool
     devices: tuple[tuple[str, str], ...] = ()  # CUDA_VISIBLE_DEVICES given by the executor
@@ -119,16 +107,16 @@ class ProbeTask:
 Built = tuple[Materializer, BuiltEnv | BuildFailed]
 
 
-def prebuild(task: ProbeTask) -> Built:
+def prebuild(task: ProbeTask, watcher: Watcher | None = None) -> Built:
     """Only the build of ``task``, told to no one (``run_task(task, built=...)`` probes it
     later): the session builds the environments a search may ask for next while a probe runs.
     An environment built and not wanted is removed by ``discard``."""
-    return _build(task, quiet=True)
+    return _build(task, watcher, quiet=True)
 
 
-def build(task: ProbeTask) -> Built:
+def build(task: ProbeTask, watcher: Watcher | None = None) -> Built:
     """Only the build of ``task``, its phases told as ``run_task`` tells them."""
-    return _build(task)
+    return _build(task, watcher)
 
 
 def discard(built: Built) -> None:
@@ -137,10 +125,16 @@ def discard(built: Built) -> None:
         materializer.remove(env.path)
 
 
-def run_task(task: ProbeTask, built: Built | None = None, *, ahead: bool = False) -> ProbeRecord:
+def run_task(
+    task: ProbeTask,
+    built: Built | None = None,
+    *,
+    ahead: bool = False,
+    watcher: Watcher | None = None,
+) -> ProbeRecord:
     """Build, run and classify; the record of every run the environment now has. ``built``:
     the environment is built already (``build``; ``prebuild`` with ``ahead``, which the
-    progress line says), only the probe is left.
+    progress line says), only the probe is left. ``watcher``: who hears its phases.
 
     A record equal to ``task.earlier`` means nothing new was seen (an environment that built
     before and fails to build now keeps what was seen). Ctrl-C, or the executor cancelling,
@@ -149,12 +143,12 @@ def run_task(task: ProbeTask, built: Built | None = None, *, ahead: bool = False
     rec = task.earlier
     started = rec.started_at if rec is not None else _now()
     if built is None:
-        materializer, env = _build(task)
+        materializer, env = _build(task, watcher)
     else:
         materializer, env = built
         if ahead:
-            _tell(task, "built ahead")
-    return _finish(task, rec, started, materializer, env)
+            _tell(watcher, task, "built ahead")
+    return _finish(task, rec, started, materializer, env, watcher)
 
 
 def _finish(
@@ -163,6 +157,7 @@ def _finish(
     started: str,
     materializer: Materializer,
     built: BuiltEnv | BuildFailed,
+    watcher: Watcher | None,
 ) -> ProbeRecord:
     if isinstance(built, BuildFailed):
         if rec is not None:  # it built before: keep what was seen, do not overwrite it
@@ -170,7 +165,7 @@ def _finish(
         seen = _Seen(outcome=built.outcome, runs=(built.outcome,), build_seconds=built.seconds)
     else:
         try:
-            seen = _probe(task, built)
+            seen = _probe(task, built, watcher)
         finally:
             if not task.keep_envs:
                 materializer.remove(built.path)
@@ -211,29 +206,28 @@ class _Seen:
     report: dict[str, Any] | None = None
 
 
-def _build(task: ProbeTask, *, quiet: bool = False) -> Built:
+def _build(task: ProbeTask, w: Watcher | None, *, quiet: bool = False) -> Built:
     """The environment, built on this machine with its uv and interpreter (``quiet``: its
     phases told to no one, for a build ahead of the search)."""
     uv = Uv(binary=_uv(task.uv), offline=task.offline)
     python = _python(uv, task.python, task.python_version)
     envs_dir = task.envs_dir or Path(tempfile.gettempdir()) / "envbisect-envs"
-    w = _watcher
     materializer = Materializer(uv, envs_dir, verbose=w is not None and w.verbose)
     if not quiet:
-        _tell(task, "building")
+        _tell(w, task, "building")
     built = materializer.build(
         task.spec,
         python,
-        None if quiet else (lambda phase: _tell(task, phase)),
+        None if quiet else (lambda phase: _tell(w, task, phase)),
         source_repo=task.source_repo,
         build_timeout=task.build_timeout,
     )
     if not quiet:
-        _tell(task, stream="uv", text=built.log)
+        _tell(w, task, stream="uv", text=built.log)
     return materializer, built
 
 
-def _probe(task: ProbeTask, built: BuiltEnv) -> _Seen:
+def _probe(task: ProbeTask, built: BuiltEnv, watcher: Watcher | None) -> _Seen:
     """The runs the environment lacks, after the stored ones, until one is untestable."""
     rec = task.earlier
     earlier = rec.all_runs if rec is not None else ()
@@ -253,7 +247,7 @@ def _probe(task: ProbeTask, built: BuiltEnv) -> _Seen:
     try:
         for r in range(len(earlier), task.runs):
             first_failure = not any(failed(o) for o in seen)
-            outcome, raw = _run(task, built, r, first_failure=first_failure)
+            outcome, raw = _run(task, built, r, watcher, first_failure=first_failure)
             seen.append(outcome)
             probe_s += raw.seconds
             if (not tails[0] and not tails[1]) or (failed(outcome) and first_failure):
@@ -284,21 +278,21 @@ def _probe(task: ProbeTask, built: BuiltEnv) -> _Seen:
 
 
 def _run(
-    task: ProbeTask, built: BuiltEnv, r: int, *, first_failure: bool
+    task: ProbeTask, built: BuiltEnv, r: int, w: Watcher | None, *, first_failure: bool
 ) -> tuple[Outcome, RawProbe]:
     """Run ``r`` of the repro, classified; the first crash is rerun under gdb."""
     workdir = built.path / ("envbisect-work" if r == 0 else f"envbisect-work-{r}")
-    _tell(task, "running" if task.runs == 1 else f"running {r + 1}/{task.runs}")
+    _tell(w, task, "running" if task.runs == 1 else f"running {r + 1}/{task.runs}")
     devices = dict(task.devices)
     raw = task.repro.run(
         built, workdir=workdir, timeout=task.timeout, run=r, repeat=task.runs, devices=devices
     )
-    _tell(task, stream="stdout", text=raw.stdout_tail)
-    _tell(task, stream="stderr", text=raw.stderr_tail)
+    _tell(w, task, stream="stdout", text=raw.stdout_tail)
+    _tell(w, task, stream="stderr", text=raw.stderr_tail)
     outcome = classify(raw)
     if outcome.kind is OutcomeKind.CRASH and first_failure:
         if _gdb(task.native_backtrace) is not None:
-            _tell(task, "native backtrace")
+            _tell(w, task, "native backtrace")
         outcome = _forensics(task, built, outcome, workdir)
     # The environment's own path says nothing and differs every time.
     outcome = replace(
@@ -309,10 +303,10 @@ def _run(
     return outcome, raw
 
 
-def check_native_backtrace(mode: str) -> str | None:
+def check_native_backtrace(mode: NativeBacktrace) -> str | None:
     """gdb's path for ``--native-backtrace mode`` (None: crashes get no native frames)."""
-    gdb = forensics.gdb_path() if mode != "never" else None
-    if mode == "always" and gdb is None:
+    gdb = forensics.gdb_path() if mode is not NativeBacktrace.NEVER else None
+    if mode is NativeBacktrace.ALWAYS and gdb is None:
         raise UsageError(
             "--native-backtrace always needs gdb, and gdb is not installed",
             hint="install gdb (apt install gdb), or use --native-backtrace auto",
@@ -337,7 +331,7 @@ def _python(uv: Uv, request: str, version: str) -> str:
 
 
 @functools.cache
-def _gdb(mode: str) -> str | None:
+def _gdb(mode: NativeBacktrace) -> str | None:
     return check_native_backtrace(mode)
 
 

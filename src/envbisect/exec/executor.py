@@ -10,7 +10,7 @@ from envbisect.errors import UsageError
 if TYPE_CHECKING:  # concurrent.futures costs --help 5 ms: the table below is all it reads here
     from concurrent.futures import Future
 
-    from envbisect.env.worker import ProbeTask
+    from envbisect.env.worker import ProbeTask, Watcher
     from envbisect.model import ProbeRecord
     from envbisect.options import CommonOptions
 
@@ -35,13 +35,13 @@ class Executor(Protocol):
         ...
 
 
-def _local(opts: CommonOptions) -> Executor:
+def _local(opts: CommonOptions, watcher: Watcher | None) -> Executor:
     from envbisect.exec.pool import ThreadExecutor
 
-    return ThreadExecutor(opts.jobs, gpus_per_probe=opts.gpus_per_probe)
+    return ThreadExecutor(opts.jobs, gpus_per_probe=opts.gpus_per_probe, watcher=watcher)
 
 
-def _process(opts: CommonOptions) -> Executor:
+def _process(opts: CommonOptions, watcher: Watcher | None) -> Executor:
     from envbisect.exec.pool import ProcessExecutor
 
     if opts.gpus_per_probe:
@@ -53,13 +53,13 @@ def _process(opts: CommonOptions) -> Executor:
     return ProcessExecutor(opts.jobs)
 
 
-def _ray(opts: CommonOptions) -> Executor:
+def _ray(opts: CommonOptions, watcher: Watcher | None) -> Executor:
     from envbisect.exec.ray import RayExecutor
 
     return RayExecutor(opts.jobs, address=opts.ray_address, gpus_per_probe=opts.gpus_per_probe)
 
 
-def _slurm(opts: CommonOptions) -> Executor:
+def _slurm(opts: CommonOptions, watcher: Watcher | None) -> Executor:
     from envbisect.exec.slurm import SlurmExecutor
 
     return SlurmExecutor(
@@ -72,7 +72,7 @@ def _slurm(opts: CommonOptions) -> Executor:
 
 # The executors by name, as --executor takes them (each imported only when chosen: the plain
 # install never imports Ray).
-EXECUTORS: dict[str, Callable[[CommonOptions], Executor]] = {
+EXECUTORS: dict[str, Callable[[CommonOptions, Watcher | None], Executor]] = {
     "local": _local,
     "process": _process,
     "ray": _ray,
@@ -80,12 +80,7 @@ EXECUTORS: dict[str, Callable[[CommonOptions], Executor]] = {
 }
 
 
-def make_executor(opts: CommonOptions) -> Executor:
-    factory = EXECUTORS.get(opts.executor)
-    if factory is None:
-        raise UsageError(
-            f"--executor {opts.executor!r} is not an executor",
-            hint=f"use one of: {', '.join(EXECUTORS)}",
-            ref="bad-executor",
-        )
-    return factory(opts)
+def make_executor(opts: CommonOptions, *, watcher: Watcher | None = None) -> Executor:
+    """The executor ``opts`` names; ``watcher`` hears the phases of probes run in this process
+    (the local executor's: a worker process or a node tells no one)."""
+    return EXECUTORS[opts.executor.value](opts, watcher)

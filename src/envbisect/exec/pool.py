@@ -19,7 +19,7 @@ from dataclasses import replace
 from types import FrameType
 
 from envbisect.env import envreport, runner
-from envbisect.env.worker import ProbeTask, run_task
+from envbisect.env.worker import ProbeTask, Watcher, run_task
 from envbisect.errors import UsageError
 from envbisect.model import ProbeRecord
 
@@ -27,18 +27,22 @@ from envbisect.model import ProbeRecord
 class ThreadExecutor:
     """Probes in worker threads; with ``gpus_per_probe``, each probe waits for that many of
     this machine's GPUs and sees only them (CUDA_VISIBLE_DEVICES): with 8 GPUs and 1 per
-    probe, eight probes run at once, each on its own GPU."""
+    probe, eight probes run at once, each on its own GPU. ``watcher``: who hears the phases
+    of the probes (they run in this process)."""
 
     name = "local"
 
-    def __init__(self, jobs: int, *, gpus_per_probe: int = 0) -> None:
+    def __init__(
+        self, jobs: int, *, gpus_per_probe: int = 0, watcher: Watcher | None = None
+    ) -> None:
         self._pool = ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="envbisect-probe")
         self._gpus = GpuPool(local_gpus(), gpus_per_probe) if gpus_per_probe else None
+        self._watcher = watcher
 
     def submit(self, task: ProbeTask) -> Future[ProbeRecord]:
         if self._gpus is None:
-            return self._pool.submit(run_task, task)
-        return self._pool.submit(self._gpus.run, task)
+            return self._pool.submit(run_task, task, watcher=self._watcher)
+        return self._pool.submit(self._gpus.run, task, self._watcher)
 
     def cancel_all(self) -> None:
         # Every live probe group dies now, every run in flight raises KeyboardInterrupt
@@ -66,12 +70,13 @@ class GpuPool:
         self._free = list(ids)
         self._cond = threading.Condition()
 
-    def run(self, task: ProbeTask) -> ProbeRecord:
+    def run(self, task: ProbeTask, watcher: Watcher | None = None) -> ProbeRecord:
         with self._cond:
             self._cond.wait_for(lambda: len(self._free) >= self.per)
             mine, self._free = self._free[: self.per], self._free[self.per :]
         try:
-            return run_task(replace(task, devices=(("CUDA_VISIBLE_DEVICES", ",".join(mine)),)))
+            mine_only = (("CUDA_VISIBLE_DEVICES", ",".join(mine)),)
+            return run_task(replace(task, devices=mine_only), watcher=watcher)
         finally:
             with self._cond:
                 self._free = sorted([*self._free, *mine], key=_gpu_order)

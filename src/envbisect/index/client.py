@@ -71,7 +71,7 @@ from envbisect.index.simple import (
     parse_simple_json,
 )
 from envbisect.index.wheelmeta import local_metadata
-from envbisect.model import DistFile, IndexConfig
+from envbisect.model import DistFile, IndexConfig, IndexStrategy
 from envbisect.redact import mask_text, mask_url, strip_credentials
 
 if TYPE_CHECKING:  # httpx is imported when the first request is made: a warm plan makes none
@@ -233,14 +233,6 @@ class IndexClient:
         matches = pf.files_of(want) if want is not None else []
         return self.core_metadata(metadata.best_file(pf, version, matches))
 
-    def metadata_many(
-        self, pairs: Iterable[tuple[str, str]], *, max_workers: int = 8
-    ) -> dict[tuple[str, str], str]:
-        """``metadata_for`` of each (name, version) on at most ``max_workers`` threads."""
-        todo = list(dict.fromkeys(pairs))
-        texts = self._pool(lambda p: self.metadata_for(*p), todo, max_workers)
-        return dict(zip(todo, texts, strict=True))
-
     def _pool(self, fn: Callable[[_T], _R], items: list[_T], max_workers: int) -> list[_R]:
         if len(items) <= 1 or max_workers <= 1:
             return [fn(x) for x in items]
@@ -256,7 +248,7 @@ class IndexClient:
         page: ProjectFiles | None = None
         files: list[DistFile] = []
         order = self.index_urls()
-        if self.config.index_strategy != "first-index":
+        if self.config.index_strategy is not IndexStrategy.FIRST_INDEX:
             # pip's rule: every index's files; of the same file on several, the main index's
             # copy (a lock then names PyPI, not a local mirror that happens to hold it too).
             order = [self.config.index_url, *self.config.extra_index_urls]
@@ -266,7 +258,7 @@ class IndexClient:
                 continue
             if page is None:
                 page = found
-                if self.config.index_strategy == "first-index":
+                if self.config.index_strategy is IndexStrategy.FIRST_INDEX:
                     break
             else:  # pip's rule: every index's files; the first index's copy of a file wins
                 known = {f.filename for f in (*page.files, *files)}

@@ -251,13 +251,6 @@ class IndexMetadataSource:
             list(pool.map(one, todo))
 
 
-def parse_requires_dist(text: str) -> list[Requirement]:
-    """The ``Requires-Dist`` lines of a METADATA text, parsed; malformed lines are skipped.
-    The objects are shared (each distinct line is parsed once per process): never change one.
-    """
-    return [r for r in map(_requirement, requires_dist(text)) if r is not None]
-
-
 def requires_dist(text: str) -> list[str]:
     """The ``Requires-Dist`` values of a METADATA text, as written.
 

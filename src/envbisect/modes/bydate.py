@@ -255,11 +255,11 @@ def _search(
         repeat=session.opts.repeat,
     )
     log, search = bisect(bis, session, want, labels=lambda i: moments[i].label())
-    final = bis.result
+    final = bis.conclude()
     assert final is not None
     result = replace(result, rows=tuple(log.rows), search=search)
     result = answer(result, final, lambda i: moments[i].label())
-    if final.status == "no-answer":
+    if final.status is Status.NO_ANSWER:
         return result
     assert final.first_new is not None and final.last_old is not None
     # The culprit is confirmed on the environment right before the first bad moment: the last

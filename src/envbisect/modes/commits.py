@@ -33,7 +33,7 @@ from envbisect.core.commits import (
     Commit,
 )
 from envbisect.core.results.commits import CommitAnswer, CommitBreakpoint, ProbedCommit
-from envbisect.core.results.parts import ProbeRow, Status
+from envbisect.core.results.parts import Direction, ProbeRow, Status
 from envbisect.core.results.search import RunResult
 from envbisect.errors import EnvbisectError, InfrastructureError, NoAnswer
 from envbisect.model import InstalledDist, OutcomeKind, SourceBuild
@@ -150,7 +150,7 @@ def search(
         log, _ = bisect(bis, session, points.want, labels=labels.__getitem__, cached=points.cached)
     except KeyboardInterrupt as e:
         raise session.interrupted(e) from e
-    final = bis.result
+    final = bis.conclude()
     assert final is not None
     _check_ends(final, log.rows, log.points, rng, package, bis)
     tested, skipped = _tested(log.rows, log.points, rng, key)
@@ -160,7 +160,7 @@ def search(
         web=src.web,
         good_ref=good.name,
         bad_ref=bad.name,
-        status=Status(final.status),
+        status=final.status,
         direction=final.direction,
         reason=final.reason,
         commits=n,
@@ -220,7 +220,7 @@ def _check_ends(
 ) -> None:
     """An end that does not build from source: this machine cannot build the package (the
     release was built once, somewhere): one line and a hint, never an answer."""
-    if final.status != "no-answer":
+    if final.status is not Status.NO_ANSWER:
         return
     ends = {bis.old.index, bis.new.index}
     for r, i in zip(rows, points, strict=True):
@@ -334,7 +334,7 @@ def after_release(
     environment held as in the passing release's probe."""
     package = result.package
     assert result.first_new is not None and result.last_old is not None
-    fix = result.direction == "fix"
+    fix = result.direction == Direction.FIX
     good_v, bad_v = (
         (result.first_new, result.last_old) if fix else (result.last_old, result.first_new)
     )

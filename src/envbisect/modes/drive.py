@@ -22,6 +22,7 @@ from envbisect.core.results.parts import (
     FailRate,
     ProbeRow,
     RowVerdict,
+    SearchMode,
     SearchSummary,
     Status,
 )
@@ -105,7 +106,7 @@ def bisect(
 def answer(result: R, final: BisectResult, labels: Callable[[int], str]) -> R:
     """The result with a bisection's answer, each point by its label: the boundary, the
     points that may hide it, every breakpoint and the neighbour that fails another way."""
-    status = Status(final.status)
+    status = final.status
     out = replace(result, status=status, direction=final.direction, reason=final.reason)
     if status is Status.NO_ANSWER:
         return out
@@ -134,12 +135,12 @@ def summary(
 ) -> SearchSummary:
     """How the bisection ran; the fail rate of each point when its runs were counted."""
     rates = None
-    if bis.mode == "probabilistic" or bis.repeat > 1:
+    if bis.mode is SearchMode.PROBABILISTIC or bis.repeat > 1:
         rates = []
         for i in sorted(bis.runs):
             fails, runs = fail_rate(bis, i)
             rates.append(FailRate(version=labels(i), runs=runs, fails=fails))
-    probabilistic = bis.mode == "probabilistic"
+    probabilistic = bis.mode is SearchMode.PROBABILISTIC
     return SearchSummary(
         mode=bis.mode,
         jobs=jobs,

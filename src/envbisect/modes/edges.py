@@ -52,10 +52,13 @@ class Edges:
         plan_only: bool = False,
     ) -> None:
         self.plan_only = plan_only  # nothing is built: a missing interpreter is planned for
-        self._opts = opts
+        self.opts = opts  # as given: --torch-backend auto's variant is indexes()'s to choose
+        self._indexes: IndexConfig | None = None
+        self._indexes_lock = threading.Lock()
         if not (plan_only or opts.dry_run):  # someone else's folder: refused before any work
             refuse_foreign(opts.results)
         self.progress = progress or Progress()
+        self.watcher = ProgressWatcher(self.progress)  # hears the probes run in this process
         self._transport = transport
         self._executor = executor
         self._own_executor = executor is None  # one handed in is its owner's to close
@@ -67,10 +70,6 @@ class Edges:
         self._uv_planned = False  # the uv fallback was said (once a run)
         self._inherited: tuple[tuple[str, ...], dict[str, str]] | None = None
         self._inherit_lock = threading.Lock()  # builds ahead ask from their own thread
-        self._open()
-
-    def _open(self) -> None:
-        """What a subclass keeps beside the edges, set up last in ``__init__``."""
 
     # -- lifetime -------------------------------------------------------------------------------
 
@@ -93,13 +92,17 @@ class Edges:
 
     # -- the edges, opened on first use ------------------------------------------------------
 
-    @property
-    def opts(self) -> CommonOptions:
-        """The options, with the choice they leave to this machine made on first use:
-        ``--torch-backend auto``'s variant (nvidia-smi, once, said through the reporter)."""
-        if self._opts.torch_auto is not None:
-            self._opts = _choose_torch(self._opts, self.progress)
-        return self._opts
+    def indexes(self) -> IndexConfig:
+        """The indexes of this session's environments: the options', with the choice they
+        leave to this machine made at the first call: ``--torch-backend auto``'s variant
+        (nvidia-smi, once, said through the reporter)."""
+        with self._indexes_lock:
+            if self._indexes is None:
+                auto = self.opts.torch_auto is not None
+                self._indexes = (
+                    _choose_torch(self.opts, self.progress) if auto else self.opts.indexes
+                )
+            return self._indexes
 
     @property
     def uv(self) -> Uv:
@@ -161,7 +164,7 @@ class Edges:
         return UvFallback(
             uv=self.uv,
             python=python or self.python,
-            indexes=self.opts.indexes,
+            indexes=self.indexes(),
             only_binary=only_binary,
             notice=notice,
             overrides=self.opts.overrides,
@@ -215,7 +218,7 @@ class Edges:
     @property
     def client(self) -> IndexClient:
         if self._client is None:
-            self._client = self._new_client(self.opts.indexes)
+            self._client = self._new_client(self.indexes())
         return self._client
 
     def _new_client(self, config: IndexConfig) -> IndexClient:
@@ -232,7 +235,7 @@ class Edges:
     def index_client(self, config: IndexConfig) -> IndexClient:
         """A client of other indexes than the session's (the public ones a lockfile names),
         read the way the session's are: the same transport, cache and --offline."""
-        if config == self.opts.indexes:
+        if config == self.indexes():
             return self.client
         if config not in self._others:
             self._others[config] = self._new_client(config)
@@ -248,7 +251,7 @@ class Edges:
     def executor(self) -> Executor:
         if self._executor is None:
             guard.token()  # worker processes inherit the owner's tag: they die with it
-            self._executor = make_executor(self.opts)
+            self._executor = make_executor(self.opts, watcher=self.watcher)
         return self._executor
 
     @property
@@ -257,9 +260,28 @@ class Edges:
         return self.opts.repro
 
 
-def _choose_torch(opts: CommonOptions, progress: Progress) -> CommonOptions:
-    """``opts`` with ``--torch-backend auto`` made a variant: the newest CUDA build the driver
-    supports, else the CPU build."""
+class ProgressWatcher:
+    """The worker's watcher (env/worker.py): the phases of the probes run in this process,
+    told to the reporter under the label each environment's probe was reported as."""
+
+    def __init__(self, progress: Progress) -> None:
+        self.progress = progress
+        self.labels: dict[str, str] = {}  # env id -> the label its probe was reported as
+
+    @property
+    def verbose(self) -> bool:
+        return self.progress.verbose
+
+    def phase(self, env_id: str, phase: str) -> None:
+        self.progress.phase(self.labels.get(env_id, env_id), phase)
+
+    def output(self, env_id: str, stream: str, text: str) -> None:
+        self.progress.output(self.labels.get(env_id, env_id), stream, text)
+
+
+def _choose_torch(opts: CommonOptions, progress: Progress) -> IndexConfig:
+    """``opts``'s indexes with ``--torch-backend auto`` made a variant: the newest CUDA build
+    the driver supports, else the CPU build."""
     from envbisect.env import envreport  # nvidia-smi; a module attribute, for tests
     from envbisect.index import pytorch
 
@@ -268,4 +290,4 @@ def _choose_torch(opts: CommonOptions, progress: Progress) -> CommonOptions:
     backend = pytorch.resolve_backend("auto", smi.get("cuda") if smi else None)
     progress.message(f"envbisect: --torch-backend auto chose {backend}")
     url = pytorch.variant_url(backend, opts.torch_auto.mirror)
-    return replace(opts, indexes=replace(opts.indexes, torch_index=url), torch_auto=None)
+    return replace(opts.indexes, torch_index=url)

@@ -83,7 +83,7 @@ def write_lockfiles(
     (modes/portable.py); ``again`` is the command that writes it again. ``as_listed``: why
     a table's cell was built with overrides (it is installed as listed, as an override's)."""
     target = target or session.target
-    indexes = session.opts.indexes
+    indexes = session.indexes()
     entries = lock_entries(installed, target, session.client, allow_sdist=allow_sdist)
     stem = name.replace(".", "_")
     req = inside(session.opts.results, folder / (f"{name}.txt" if name else "requirements.txt"))

@@ -199,7 +199,7 @@ def _answer(
         for r in rows
         if r.outcome.kind is OutcomeKind.UNTESTABLE or r.verdict is RowVerdict.SKIP
     ]
-    final = bis.result
+    final = bis.conclude()
     assert final is not None
     result = replace(
         result,

@@ -21,7 +21,7 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, replace
 from functools import partial
 from types import TracebackType
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
@@ -38,9 +38,15 @@ from envbisect.errors import DiskFull, EnvbisectError, Interrupted
 from envbisect.model import EnvSpec, IndexConfig, OutcomeKind, ProbeRecord, SourceBuild
 from envbisect.modes.edges import Edges
 from envbisect.modes.sharing import CLAIM_POLL, Renewal, drop_build, said_if_failed
-from envbisect.options import CommonOptions
+from envbisect.options import CommonOptions, ExecutorKind, NativeBacktrace
+from envbisect.progress import Progress
 from envbisect.redact import mask_env_map, mask_text
 from envbisect.store import Claimant
+
+if TYPE_CHECKING:
+    import httpx
+
+    from envbisect.exec import Executor
 
 R = TypeVar("R", bound=SearchResult)
 T = TypeVar("T")
@@ -66,11 +72,21 @@ class Want:
 class Session(Edges):
     """Use as a context manager; everything it opened is closed on exit."""
 
-    def _open(self) -> None:
-        """Called by ``Edges.__init__``: the state of probing (nothing is opened here)."""
+    def __init__(
+        self,
+        opts: CommonOptions,
+        progress: Progress | None = None,
+        *,
+        transport: httpx.BaseTransport | None = None,
+        executor: Executor | None = None,
+        plan_only: bool = False,
+    ) -> None:
+        """The edges (modes/edges.py), then the state of probing (nothing is opened here)."""
+        super().__init__(
+            opts, progress, transport=transport, executor=executor, plan_only=plan_only
+        )
         self._gdb_checked = False
         self._gdb_warned = False
-        self._labels: dict[str, str] = {}  # env id -> the label its probe was reported as
         self._ahead: dict[str, Future[worker.Built]] = {}  # built ahead: env id -> the build
         self._ahead_pool: ThreadPoolExecutor | None = None
         # None built ahead: one core this process may use (a build beside the probe slows it;
@@ -112,7 +128,7 @@ class Session(Edges):
         return EnvSpec.build(
             inherit.pop("requirements"),
             python=(target or self.target).identity,
-            indexes=indexes or self.opts.indexes,
+            indexes=indexes or self.indexes(),
             only_binary=only_binary,
             exclude_newer=exclude_newer,
             prerelease=prerelease,
@@ -150,7 +166,7 @@ class Session(Edges):
                 **fields,
                 "repro": self.repro.repro_id,
                 "python": self.target.identity,
-                "indexes": self.opts.indexes.to_dict(),
+                "indexes": self.indexes().to_dict(),
                 "any_failure": self.opts.any_failure,
                 **({"repeat": self.opts.repeat} if self.opts.repeat != 1 else {}),
                 **({"overrides": list(self.opts.overrides)} if self.opts.overrides else {}),
@@ -210,28 +226,8 @@ class Session(Edges):
         stored, every finished one is. ``again``: every environment is built and probed
         afresh (``matrix --recheck``), its new record replacing the stored one. ``ahead``:
         the environments the next round may want, built while this round's probe runs (one
-        probe at a time on this machine: ``in_thread``)."""
-        previous = worker.watch(self)  # phases of the probes run in this process
-        try:
-            return self._probe_all(wants, again, ahead)
-        finally:
-            worker.watch(previous)
-
-    # The worker's watcher (env/worker.py): phases of local probes, told to the reporter.
-
-    @property
-    def verbose(self) -> bool:
-        return self.progress.verbose
-
-    def phase(self, env_id: str, phase: str) -> None:
-        self.progress.phase(self._labels.get(env_id, env_id), phase)
-
-    def output(self, env_id: str, stream: str, text: str) -> None:
-        self.progress.output(self._labels.get(env_id, env_id), stream, text)
-
-    def _probe_all(
-        self, wants: Sequence[Want], again: bool, ahead: Callable[[], Sequence[Want]] | None
-    ) -> list[tuple[ProbeRecord, bool]]:
+        probe at a time on this machine: ``in_thread``). The phases of the probes run in
+        this process are told to ``watcher`` (edges.py), under each want's label."""
         out: dict[int, tuple[ProbeRecord, bool]] = {}
         futures: dict[Future[ProbeRecord], tuple[int, ProbeTask]] = {}
         waiting: list[tuple[int, Want]] = []
@@ -247,14 +243,14 @@ class Session(Edges):
             task = self._task(want)
             if again:
                 task = replace(task, earlier=None)
-            self._labels[want.spec.env_id] = want.label
+            self.watcher.labels[want.spec.env_id] = want.label
             if self.in_thread:
                 # One at a time in this thread: the fixed cost of a pool buys nothing here.
                 # The environment may have been built ahead; the next ones are, while it runs.
                 built = self._take_ahead(want.spec.env_id)
                 was_ahead = built is not None
                 if built is None and ahead is not None:
-                    built = self._room(partial(worker.build, task))
+                    built = self._room(partial(worker.build, task, self.watcher))
                 if ahead is not None:
                     try:
                         self._build_ahead(ahead())
@@ -264,9 +260,9 @@ class Session(Edges):
                         raise
                     ahead = None
                 if built is None:
-                    rec = self._room(partial(run_task, task))
+                    rec = self._room(partial(run_task, task, watcher=self.watcher))
                 else:
-                    rec = run_task(task, built, ahead=was_ahead)
+                    rec = run_task(task, built, ahead=was_ahead, watcher=self.watcher)
                 out[i] = self._record(task, rec)
                 continue
             futures[self.executor.submit(task)] = (i, task)
@@ -318,10 +314,11 @@ class Session(Edges):
     def _probe_claimed(self, want: Want) -> tuple[ProbeRecord, bool]:
         assert want.spec is not None
         task = self._task(want)
-        self._labels[want.spec.env_id] = want.label
+        self.watcher.labels[want.spec.env_id] = want.label
         if self.in_thread:
             built = self._take_ahead(want.spec.env_id)
-            return self._record(task, run_task(task, built, ahead=built is not None))
+            rec = run_task(task, built, ahead=built is not None, watcher=self.watcher)
+            return self._record(task, rec)
         return self._record(task, self.executor.submit(task).result())
 
     def rows(
@@ -356,7 +353,7 @@ class Session(Edges):
         return (
             self.opts.jobs <= 1
             and self._executor is None
-            and self.opts.executor == "local"
+            and self.opts.executor is ExecutorKind.LOCAL
             and not self.opts.gpus_per_probe
         )
 
@@ -378,7 +375,7 @@ class Session(Edges):
             if self._ahead_pool is None:
                 self._ahead_pool = ThreadPoolExecutor(1, thread_name_prefix="envbisect-ahead")
             self._ahead[spec.env_id] = fut = self._ahead_pool.submit(
-                worker.prebuild, self._task(want)
+                worker.prebuild, self._task(want), self.watcher
             )
             fut.add_done_callback(partial(said_if_failed, self.progress, want.label))
 
@@ -467,9 +464,9 @@ class Session(Edges):
         if (
             o.kind is OutcomeKind.CRASH
             and not o.native_frames
-            and self.opts.native_backtrace == "auto"
+            and self.opts.native_backtrace is NativeBacktrace.AUTO
             and not self._gdb_warned
-            and check_native_backtrace("auto") is None
+            and check_native_backtrace(NativeBacktrace.AUTO) is None
         ):
             self.progress.message(
                 "gdb is not installed: crash signatures carry no native frames "

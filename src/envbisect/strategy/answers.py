@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 
 from envbisect.core.outcome import failed
-from envbisect.core.results.parts import Direction
+from envbisect.core.results.parts import Direction, Status
 from envbisect.model import Outcome
 from envbisect.strategy import flaky
 from envbisect.strategy.segments import Breakpoint, answer, breakpoints
@@ -33,9 +33,11 @@ def from_segments(
 ) -> BisectResult:
     """The answer from the segments of ``[lo, hi]`` (``cls``: each probed testable point's
     class; ``outcome_at``: what a probed point did), once no gap has a point left."""
-    a = answer(cls, ref_class, regression=direction == "regression", any_failure=any_failure)
+    a = answer(
+        cls, ref_class, regression=direction == Direction.REGRESSION, any_failure=any_failure
+    )
     return BisectResult(
-        status="found" if not a.possible else "ambiguous",
+        status=Status.FOUND if not a.possible else Status.AMBIGUOUS,
         direction=direction,
         first_new=a.first_new,
         last_old=a.last_old,
@@ -62,14 +64,14 @@ def from_posterior(
     k = post.points.index(best)
     last_old = post.points[k - 1]
     hidden = tuple(range(last_old + 1, best + 1))  # untestable points before it, and it
-    at = best if direction == "regression" else last_old
+    at = best if direction == Direction.REGRESSION else last_old
     shown = next((o for o in runs.get(at, ()) if failed(o)), reference)
     point = Breakpoint(
         last_old=last_old, first_new=best, outcome=shown, possible=hidden if len(hidden) > 1 else ()
     )
     if p >= confidence:
         return BisectResult(
-            status="found" if len(hidden) == 1 else "ambiguous",
+            status=Status.FOUND if len(hidden) == 1 else Status.AMBIGUOUS,
             direction=direction,
             first_new=best,
             last_old=last_old,
@@ -79,7 +81,7 @@ def from_posterior(
             breakpoints=(point,),
         )
     return BisectResult(
-        status="ambiguous",
+        status=Status.AMBIGUOUS,
         direction=direction,
         first_new=best,
         last_old=last_old,

@@ -49,10 +49,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Literal
 
 from envbisect.core.outcome import representative
-from envbisect.core.results.parts import Direction
+from envbisect.core.results.parts import Direction, SearchMode, Status
 from envbisect.model import Outcome, OutcomeKind
 from envbisect.strategy import answers, ends, flaky, segments
 from envbisect.strategy.classes import Classes, disorder
@@ -64,14 +63,7 @@ from envbisect.strategy.segments import (
     choose,
     split,
 )
-from envbisect.strategy.verdicts import (
-    BisectResult,
-    Step,
-    SteppedEnd,
-    Verdict,
-    judge,
-    tally,
-)
+from envbisect.strategy.verdicts import BisectResult, Step, SteppedEnd, Verdict, judge, tally
 
 
 @dataclass(slots=True, kw_only=True)
@@ -109,7 +101,7 @@ class Bisector:
     cls: dict[int, int] = field(init=False, default_factory=dict)
     classes: Classes = field(init=False, default_factory=Classes)
     ref_class: int = field(init=False, default=1)
-    mode: Literal["plain", "probabilistic"] = field(init=False, default="plain")
+    mode: SearchMode = field(init=False, default=SearchMode.PLAIN)
     switch_reason: str = field(init=False, default="")
     probes_since_switch: int = field(init=False, default=0)
     _applied: set[int] = field(init=False, default_factory=set)
@@ -121,9 +113,9 @@ class Bisector:
         self.upfront = frozenset(self.untestable)
         self.skipped = set(self.upfront)
         if self.n < 2:
-            self._result = BisectResult(status="no-answer", reason="fewer than two candidates")
+            self._result = BisectResult(status=Status.NO_ANSWER, reason="fewer than two candidates")
         if self.probabilistic:
-            self.mode = "probabilistic"
+            self.mode = SearchMode.PROBABILISTIC
             self.switch_reason = "asked for (--probabilistic)"
         self.old, self.new, self._expected = place(self.n, self.good, self.bad)
         if self.stand_in:
@@ -163,7 +155,7 @@ class Bisector:
                 return pending[:1]
             inside = [i for i in self.open_points if i not in self.runs]
             return pending + split(inside, self.old.index, self.new.index, k - len(pending))
-        if self.mode == "probabilistic":
+        if self.mode is SearchMode.PROBABILISTIC:
             return self._next_probabilistic(k)
         open_gaps = [g for g in self.gaps() if g.open]
         if not open_gaps:
@@ -175,7 +167,7 @@ class Bisector:
         """How many runs the next probe of ``index`` should have in all (a point probed again
         in the probabilistic mode gets ``repeat`` more than it has)."""
         have = len(self.runs.get(index, ()))
-        again = self.mode == "probabilistic" or any(
+        again = self.mode is SearchMode.PROBABILISTIC or any(
             e.retry and e.index == index for e in (self.old, self.new)
         )
         return have + self.repeat if again and have else self.repeat
@@ -243,7 +235,7 @@ class Bisector:
                 return None
         if self.direction is None:
             return None  # a guess from the first round: applied once the direction is known
-        if self.mode == "probabilistic":
+        if self.mode is SearchMode.PROBABILISTIC:
             self.probes_since_switch += 1
         return self._apply(index)
 
@@ -269,14 +261,14 @@ class Bisector:
         )
 
     def _failing(self) -> Verdict:
-        return Verdict.NEW if self.direction == "regression" else Verdict.OLD
+        return Verdict.NEW if self.direction == Direction.REGRESSION else Verdict.OLD
 
     def _apply(self, index: int) -> Verdict:
         """Count the runs at ``index`` into the search (again, when it was probed again)."""
         fails, passes = self.counts(index)
         runs = self.runs[index]
         note = ""
-        c = self._point_class(runs) if self.mode == "plain" else None
+        c = self._point_class(runs) if self.mode is SearchMode.PLAIN else None
         if c is not None and c not in (PASS_CLASS, self.ref_class) and not self.any_failure:
             verdict = Verdict.OTHER  # a bug of its own: its segment is searched too
             note = "another failure than the reference: a segment of its own"
@@ -293,7 +285,7 @@ class Bisector:
             if fails and passes:
                 note = "flaky"
                 self._switch(f"the runs at one point disagree ({fails} of {fails + passes} failed)")
-            if self.mode == "plain" and c is not None and self._in_order(index, c):
+            if self.mode is SearchMode.PLAIN and c is not None and self._in_order(index, c):
                 self.cls[index] = c
         self._applied.add(index)
         self.history.append(
@@ -322,15 +314,19 @@ class Bisector:
         probabilistic (with ``switch=False`` the point is left out, as a plain bisection
         ignores a verdict that would widen its range). Other failures may come and go."""
         why = disorder(
-            self.cls, index, c, ref_class=self.ref_class, regression=self.direction == "regression"
+            self.cls,
+            index,
+            c,
+            ref_class=self.ref_class,
+            regression=self.direction == Direction.REGRESSION,
         )
         if why:
             self._switch(why)
         return not why
 
     def _switch(self, reason: str) -> None:
-        if self.mode == "plain" and self.switch:
-            self.mode = "probabilistic"
+        if self.mode is SearchMode.PLAIN and self.switch:
+            self.mode = SearchMode.PROBABILISTIC
             self.switch_reason = reason
             # The posterior weighs the pass and the reference failure only: another failure
             # is no evidence there, and probing it again would buy nothing.
@@ -376,12 +372,12 @@ class Bisector:
         fail (the new end, unless the user named the good end newer than the bad). Probe it
         again: within the probe budget in the probabilistic mode, up to four probes in all
         with --repeat."""
-        if self.mode != "probabilistic" and self.repeat < 2:
+        if self.mode is not SearchMode.PROBABILISTIC and self.repeat < 2:
             return False
         bad = ends.unfailed(self.old, self.new, self.expected_direction)
         if bad is None:
             return False
-        if self.mode == "probabilistic":
+        if self.mode is SearchMode.PROBABILISTIC:
             if self.probes_since_switch >= self.probe_budget():
                 return False
             self.probes_since_switch += 1
@@ -417,7 +413,9 @@ class Bisector:
         if found is None:
             self._no_answer(why)
             return
-        failing, passing = (self.new, self.old) if found == "regression" else (self.old, self.new)
+        failing, passing = (
+            (self.new, self.old) if found == Direction.REGRESSION else (self.old, self.new)
+        )
         assert failing.outcome is not None
         self.direction, self.reference = found, failing.outcome
         self.ref_class = self.classes.of(self.reference)
@@ -433,7 +431,7 @@ class Bisector:
             return None
         points = [self.old.index, *self.open_points, self.new.index]
         counts = {i: self.counts(i) for i in points if i in self.runs}
-        return flaky.posterior(points, counts, regression=self.direction == "regression")
+        return flaky.posterior(points, counts, regression=self.direction == Direction.REGRESSION)
 
     def probe_budget(self) -> int:
         if self.max_probes is not None:
@@ -466,7 +464,9 @@ class Bisector:
     # -- answers ------------------------------------------------------------------------------
 
     def _no_answer(self, reason: str) -> None:
-        self._result = BisectResult(status="no-answer", direction=self.direction, reason=reason)
+        self._result = BisectResult(
+            status=Status.NO_ANSWER, direction=self.direction, reason=reason
+        )
 
     def _finish(self) -> None:
         """The answer from the segments, once no gap has a point left to probe."""
@@ -486,6 +486,12 @@ class Bisector:
 
     @property
     def result(self) -> BisectResult | None:
+        """The answer held so far (None: not reached, or not yet worked out: ``conclude``)."""
+        return self._result
+
+    def conclude(self) -> BisectResult | None:
+        """Work out the answer where the search has reached it (as ``next`` does on its way)
+        and return it; None while points remain to probe."""
         if self._result is None:
             self.next()
         return self._result

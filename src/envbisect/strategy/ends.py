@@ -136,9 +136,9 @@ def place(n: int, good: int | None, bad: int | None) -> tuple[End, End, Directio
     old_i, new_i, old_fixed, new_fixed = _bounds(n, good, bad)
     expected: Direction | None = None
     if good is not None:
-        expected = "regression" if good == old_i else "fix"
+        expected = Direction.REGRESSION if good == old_i else Direction.FIX
     elif bad is not None:
-        expected = "regression" if bad == new_i else "fix"
+        expected = Direction.REGRESSION if bad == new_i else Direction.FIX
     old = End(index=old_i, fixed=old_fixed, inward=+1)
     new = End(index=new_i, fixed=new_fixed, inward=-1)
     return old, new, expected
@@ -203,7 +203,7 @@ def unfailed(old: End, new: End, expected: Direction | None) -> End | None:
     assert old.outcome is not None and new.outcome is not None
     if old.outcome.kind is not OutcomeKind.PASS or new.outcome.kind is not OutcomeKind.PASS:
         return None
-    return old if expected == "fix" else new
+    return old if expected == Direction.FIX else new
 
 
 def cost(old: End, new: End, skipped: Collection[int]) -> tuple[int, int]:
@@ -248,10 +248,10 @@ def decide(
             f"both ends {both} (old end: {_rate(old_runs)}{old.outcome.describe()}; "
             f"new end: {_rate(new_runs)}{new.outcome.describe()})"
         )
-    found: Direction = "regression" if old_pass else "fix"
+    found: Direction = Direction.REGRESSION if old_pass else Direction.FIX
     if expected is not None and expected != found:
-        good_end = old if expected == "regression" else new
-        bad_end = new if expected == "regression" else old
+        good_end = old if expected == Direction.REGRESSION else new
+        bad_end = new if expected == Direction.REGRESSION else old
         assert good_end.outcome is not None and bad_end.outcome is not None
         return None, (
             f"the good end does not pass ({good_end.outcome.describe()}) "

@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any, Generic, Protocol, TypeVar
 
-from envbisect.core.results.parts import ProbeRow, RowVerdict
+from envbisect.core.results.parts import Direction, ProbeRow, RowVerdict, SearchMode
 from envbisect.model import Outcome, OutcomeKind
 from envbisect.strategy import ends, flaky, segments
 from envbisect.strategy.bisect import Bisector, Verdict
@@ -122,7 +122,7 @@ class Bisection(Points[int]):
         """With one point in flight, the point the bisection asks for next if it behaves as
         the old end does, then if it behaves as the new end does (an end not probed yet is
         taken to pass, the new one to fail): on a copy, never on the search itself."""
-        if len(batch) != 1 or self.bis.mode != "plain":
+        if len(batch) != 1 or self.bis.mode is not SearchMode.PLAIN:
             return []
         (i,) = batch
         out: list[int] = []
@@ -153,7 +153,7 @@ def verdict(bis: Bisector, i: int) -> RowVerdict:
         return RowVerdict.SKIP
     if step.verdict is Verdict.OTHER:
         return RowVerdict.OTHER
-    regression = bis.direction == "regression"
+    regression = bis.direction == Direction.REGRESSION
     if step.verdict is Verdict.OLD:
         return RowVerdict.GOOD if regression else RowVerdict.BAD
     return RowVerdict.BAD if regression else RowVerdict.GOOD
@@ -176,7 +176,7 @@ def remaining(bis: Bisector) -> tuple[int, int]:
         return 0, 0
     if bis.direction is None:
         return ends.cost(bis.old, bis.new, bis.skipped)
-    if bis.mode == "probabilistic":
+    if bis.mode is SearchMode.PROBABILISTIC:
         left = len(bis.open_points) + 1
         return left, max(0, bis.probe_budget() - bis.probes_since_switch)
     open_gaps = [len(g.open) for g in bis.gaps()]
@@ -191,10 +191,10 @@ def drawing(bis: Bisector) -> str:
     if bis.direction is None:
         return ""
     lo, hi = bis.old.index, bis.new.index
-    if bis.mode == "probabilistic":
+    if bis.mode is SearchMode.PROBABILISTIC:
         post = bis.posterior()
         assert post is not None
-        marks = flaky.marks(post, lo, hi, bis.skipped, bis.direction == "regression")
+        marks = flaky.marks(post, lo, hi, bis.skipped, bis.direction == Direction.REGRESSION)
     else:
         marks = segments.marks(bis.cls, bis.skipped, bis.ref_class, lo, hi)
     return "[" + ", ".join(segments.collapse(marks)) + "]"

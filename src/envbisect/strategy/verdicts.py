@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from envbisect.core.outcome import same_failure
-from envbisect.core.results.parts import Direction
+from envbisect.core.results.parts import Direction, Status
 from envbisect.model import Outcome, OutcomeKind
 from envbisect.strategy.segments import Breakpoint
 
@@ -37,11 +37,11 @@ class Step:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class BisectResult:
-    status: Literal["found", "ambiguous", "no-answer"]
+    status: Status  # found, ambiguous or no answer (never a dry run)
     direction: Direction | None = None
     first_new: int | None = None
     last_old: int | None = None
-    possible: tuple[int, ...] = ()  # "ambiguous": the first new point is one of these
+    possible: tuple[int, ...] = ()  # ambiguous: the first new point is one of these
     reason: str = ""
     probability: float | None = None  # probabilistic mode: P(first_new is the boundary)
     # Every boundary between segments, oldest first (one in a plain two-state range).
@@ -71,7 +71,7 @@ def judge(
     passed = outcome.kind is OutcomeKind.PASS
     if not passed and not any_failure and not same_failure(outcome, reference):
         return Verdict.SKIP
-    if direction == "regression":
+    if direction == Direction.REGRESSION:
         return Verdict.OLD if passed else Verdict.NEW
     return Verdict.NEW if passed else Verdict.OLD
 

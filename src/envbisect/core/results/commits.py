@@ -82,7 +82,7 @@ class CommitAnswer:
 
     @property
     def fix(self) -> bool:
-        return self.direction == "fix"
+        return self.direction == Direction.FIX
 
     @property
     def probes(self) -> int:
@@ -113,7 +113,7 @@ class CommitAnswer:
             "good_ref": self.good_ref,
             "bad_ref": self.bad_ref,
             "status": self.status.value,
-            "direction": self.direction,
+            "direction": self.direction.value if self.direction else None,
             **({"reason": self.reason} if self.reason else {}),
             new_key: self.first_new.to_dict(self.web) if self.first_new else None,
             old_key: self.last_old.to_dict(self.web) if self.last_old else None,

@@ -18,11 +18,16 @@ from __future__ import annotations
 import enum
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 from envbisect.model import InstalledDist, Outcome, ProbeRecord
 
-Direction = Literal["regression", "fix"]
+
+class Direction(enum.Enum):
+    """Which way the search looks: its ``--json`` ``direction``."""
+
+    REGRESSION = "regression"  # old passes and new fails: find the first bad
+    FIX = "fix"  # old fails and new passes: find the first fixed
 
 
 class Status(enum.Enum):
@@ -185,13 +190,20 @@ class FailRate:
         return {"version": self.version, "runs": self.runs, "fails": self.fails}
 
 
+class SearchMode(enum.Enum):
+    """How a bisection searched: its ``--json`` ``search.mode``."""
+
+    PLAIN = "plain"  # one run a point, segments by outcome class
+    PROBABILISTIC = "probabilistic"  # runs counted, a posterior over the boundary
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class SearchSummary:
     """How a search ran: its ``--json`` ``search``. ``mode`` is None where the search is no
     bisection (diff: ddmin, then bisections); ``confidence`` and ``switch_reason`` are a
     probabilistic search's; ``fail_rates`` is None where the runs were not counted."""
 
-    mode: str | None = None  # "plain" | "probabilistic"
+    mode: SearchMode | None = None
     jobs: int = 1
     rounds: int = 0
     repeat: int = 1
@@ -202,12 +214,12 @@ class SearchSummary:
     @property
     def plain(self) -> bool:
         """A plain bisection, one probe a round, one run a probe: nothing to report."""
-        return self.mode == "plain" and self.repeat == 1 and self.jobs == 1
+        return self.mode is SearchMode.PLAIN and self.repeat == 1 and self.jobs == 1
 
     def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {} if self.mode is None else {"mode": self.mode}
+        out: dict[str, Any] = {} if self.mode is None else {"mode": self.mode.value}
         out.update(jobs=self.jobs, rounds=self.rounds, repeat=self.repeat)
-        if self.mode == "probabilistic":
+        if self.mode is SearchMode.PROBABILISTIC:
             out.update(confidence=self.confidence, switch_reason=self.switch_reason)
         if self.fail_rates is not None:
             out["fail_rates"] = [r.to_dict() for r in self.fail_rates]

@@ -83,7 +83,7 @@ class SearchResult:
 
     @property
     def fix(self) -> bool:
-        return self.direction == "fix"
+        return self.direction == Direction.FIX
 
     @property
     def answered(self) -> bool:
@@ -112,7 +112,7 @@ class SearchResult:
         out: dict[str, Any] = {
             "package": self.package,
             "status": self.status.value,
-            "direction": self.direction,
+            "direction": self.direction.value if self.direction else None,
             "candidates": self.candidates,
             new_key: self.first_new if answered else None,
             old_key: self.last_old if answered else None,

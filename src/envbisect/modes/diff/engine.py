@@ -32,6 +32,7 @@ from envbisect.core.results.parts import (
     ProbeRow,
     RowVerdict,
     SearchSummary,
+    Status,
     moves,
 )
 from envbisect.errors import NoAnswer, Unanswered
@@ -292,8 +293,8 @@ class DiffEngine:
             return self.want(f"{name} {versions[i]}", {**others, name: str(versions[i])}, runs)
 
         self.drive(_CulpritBisection(bis, self.verdict), want)
-        final = bis.result
-        if final is None or final.status == "no-answer" or final.first_new is None:
+        final = bis.conclude()
+        if final is None or final.status is Status.NO_ANSWER or final.first_new is None:
             return None
         last_good = versions[final.last_old] if final.last_old is not None else lo
         points: tuple[BreakpointRow, ...] = ()

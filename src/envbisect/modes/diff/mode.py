@@ -55,7 +55,7 @@ from envbisect.core.pins.sources import PinSet
 from envbisect.core.plan import Fallback, MatchCache, Plan, PlanTarget
 from envbisect.core.planmemo import plan
 from envbisect.core.results.diff import DiffResult, changes_between
-from envbisect.core.results.parts import Status
+from envbisect.core.results.parts import Direction, Status
 from envbisect.core.target import Target
 from envbisect.errors import NoAnswer, UsageError
 from envbisect.index.source import IndexMetadataSource
@@ -104,7 +104,7 @@ def _run(opts: DiffOptions, session: Session) -> DiffResult:
         DiffResult,
         package="(diff)",
         candidates=len(changes),
-        direction="regression",
+        direction=Direction.REGRESSION,
         run_id=_run_id(opts, session),
     )
     engine = DiffEngine(

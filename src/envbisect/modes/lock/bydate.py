@@ -23,7 +23,7 @@ from envbisect.core.candidates import build_candidates
 from envbisect.core.outcome import same_failure
 from envbisect.core.plan import Plan
 from envbisect.core.results.lock import Constraint
-from envbisect.core.results.parts import ProbeRow, moves
+from envbisect.core.results.parts import ProbeRow, Status, moves
 from envbisect.errors import NoAnswer, Unanswered
 from envbisect.model import Outcome, OutcomeKind
 from envbisect.modes.bydate import Moment, timeline
@@ -132,7 +132,7 @@ class ByDate:
         )
         log, _ = bisect(bis, session, want, labels=lambda i: moments[i].label())
         self.ctx.tally.add(log)
-        final = bis.result
+        final = bis.conclude()
         hint = (
             "give --good-date DATE of an environment where the repro passes, or "
             "--from LOCK of your working environment"
@@ -145,7 +145,7 @@ class ByDate:
                 hint=hint,
                 why=Unanswered.GOOD_FAILS,
             )
-        if final is None or final.status == "no-answer" or final.last_old is None:
+        if final is None or final.status is Status.NO_ANSWER or final.last_old is None:
             why = final.reason if final is not None else "the search did not end"
             raise NoAnswer(
                 f"the starting point ({moments[0].label()}) and the newest "

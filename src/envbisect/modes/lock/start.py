@@ -37,7 +37,7 @@ def starting_point(ctx: LockContext, newest: Plan) -> tuple[str, Pins, datetime 
             ctx.roots,
             session.client,
             session.target,
-            torch_index=bool(session.opts.indexes.torch_index),
+            torch_index=bool(session.indexes().torch_index),
             say=session.progress.message,
         )
     planned = ctx.as_of(when)
