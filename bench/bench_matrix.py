@@ -28,6 +28,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 from packaging.version import Version  # noqa: E402
 
+from envbisect.core.living.cell import CellState  # noqa: E402
 from envbisect.model import IndexConfig  # noqa: E402
 from envbisect.modes.living.matrix import load_matrix, run_matrix  # noqa: E402
 from envbisect.options import CommonOptions  # noqa: E402
@@ -93,7 +94,7 @@ def replay(results_json: Path) -> tuple[int, int, int, int]:
         versions = tuple((a, c["versions"][a]) for a in axes)
         cell = Cell(python=str(c["python"]), versions=versions)
         if c["state"] == "unresolvable":
-            cell.state = "unresolvable"
+            cell.state = CellState.UNRESOLVABLE
         else:
             cell.spec = EnvSpec.build([key], python="replay", indexes=IndexConfig())
         rows.setdefault(json.dumps(versions[:-1]), []).append(cell)
@@ -106,7 +107,7 @@ def replay(results_json: Path) -> tuple[int, int, int, int]:
             probed += 1
             c = truth[asked.key]
             outcome = Outcome(kind=OutcomeKind(str(c["kind"])), signature=str(c["signature"]))
-            asked.state, asked.outcome = "measured", outcome
+            asked.state, asked.outcome = CellState.MEASURED, outcome
             try:
                 asked = walk.send(outcome)
             except StopIteration:
@@ -115,7 +116,7 @@ def replay(results_json: Path) -> tuple[int, int, int, int]:
         1
         for row in rows.values()
         for c in row
-        if c.state == "inferred" and c.outcome is not None
+        if c.state is CellState.INFERRED and c.outcome is not None
         and c.outcome.kind.value != truth[c.key]["kind"]
     )  # fmt: skip
     testable = sum(c["state"] != "unresolvable" for c in truth.values())

@@ -37,13 +37,14 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from bench_matrix import GRID  # noqa: E402
 
+from envbisect.core.living.cell import CellState  # noqa: E402
 from envbisect.core.results.parts import ProbeRow, RowVerdict  # noqa: E402
 from envbisect.env.repro import Repro  # noqa: E402
 from envbisect.exec.ray import RayExecutor  # noqa: E402
 from envbisect.model import EnvSpec, IndexConfig, Outcome, OutcomeKind  # noqa: E402
 from envbisect.modes.living.matrix import load_matrix, run_matrix  # noqa: E402
 from envbisect.modes.session import Session  # noqa: E402
-from envbisect.options import CommonOptions  # noqa: E402
+from envbisect.options import CommonOptions, ExecutorKind  # noqa: E402
 from envbisect.strategy.rows import Cell, MatrixRows  # noqa: E402
 from support.corpus import build_index  # noqa: E402
 from support.raycluster import RayCluster, use_token  # noqa: E402
@@ -91,7 +92,8 @@ def matrix_two_nodes(work: Path, index_url: str, rounds: int) -> dict[str, float
         run_matrix(spec, CommonOptions(results=work / "mx-warm", cache_dir=work / "c"), full=True)
         for r in range(rounds):
             for name in times:
-                extra = {"executor": "ray", "ray_address": two.address} if "ray" in name else {}
+                on_ray = {"executor": ExecutorKind.RAY, "ray_address": two.address}
+                extra = on_ray if "ray" in name else {}
                 opts = CommonOptions(results=work / f"mx-{len(name)}-{r}", cache_dir=work / "c",
                                      jobs=2, **extra)  # type: ignore[arg-type]  # fmt: skip
                 start = time.perf_counter()
@@ -118,7 +120,7 @@ def model(overhead: float) -> list[tuple[int, float, float, int]]:
                 versions = tuple((a, c["versions"][a]) for a in axes)
                 cell = Cell(python="3.11", versions=versions)
                 if c["state"] == "unresolvable":
-                    cell.state = "unresolvable"
+                    cell.state = CellState.UNRESOLVABLE
                 else:
                     cell.spec = EnvSpec.build([key], python="model", indexes=IndexConfig())
                 rows.setdefault(json.dumps(versions[:-1]), []).append(cell)

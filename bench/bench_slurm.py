@@ -37,7 +37,7 @@ from envbisect.exec.slurm import SlurmExecutor  # noqa: E402
 from envbisect.model import IndexConfig  # noqa: E402
 from envbisect.modes.living.matrix import load_matrix, run_matrix  # noqa: E402
 from envbisect.modes.session import Session  # noqa: E402
-from envbisect.options import CommonOptions  # noqa: E402
+from envbisect.options import CommonOptions, ExecutorKind  # noqa: E402
 from support.corpus import build_index  # noqa: E402
 from support.slurmcluster import SlurmCluster, missing  # noqa: E402
 
@@ -75,7 +75,7 @@ def matrix(work: Path, index_url: str, rounds: int) -> dict[str, float]:
     run_matrix(spec, CommonOptions(results=work / "mx-warm", cache_dir=work / "c"), full=True)
     for r in range(rounds):
         for i, name in enumerate(times):
-            extra = {"executor": "slurm"} if "slurm" in name else {}
+            extra = {"executor": ExecutorKind.SLURM} if "slurm" in name else {}
             opts = CommonOptions(results=work / f"mx-{i}-{r}", cache_dir=work / "c",
                                  jobs=2, **extra)  # type: ignore[arg-type]  # fmt: skip
             start = time.perf_counter()

@@ -83,7 +83,7 @@ def cluster(_token: None) -> Iterator[RayCluster]:
 
 
 def on(cluster: RayCluster) -> dict[str, Any]:
-    return {"executor": "ray", "ray_address": cluster.address}
+    return {"executor": ExecutorKind.RAY, "ray_address": cluster.address}
 
 
 def test_ray_listens_on_loopback_only(cluster: RayCluster) -> None:

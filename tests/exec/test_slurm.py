@@ -78,7 +78,10 @@ def test_run_lock_and_matrix_on_slurm_are_the_same_as_local(
     date_repro = Repro.build(origin=tmp_path, repro_file=str(tmp_path / "date.py"))
     seen: dict[str, list[Any]] = {}
     hosts: list[str] = []
-    for name, extra in (("local", {"jobs": 2}), ("slurm", {"jobs": 4, "executor": "slurm"})):
+    for name, extra in (
+        ("local", {"jobs": 2}),
+        ("slurm", {"jobs": 4, "executor": ExecutorKind.SLURM}),
+    ):
         where = tmp_path / name
         rec = RecordingProgress()
         res = run_bisect(

@@ -23,7 +23,7 @@ import pytest
 
 from envbisect.core.living import feed, history, page, tables
 from envbisect.core.living import update as cellupdate
-from envbisect.core.living.cell import PublishedCell
+from envbisect.core.living.cell import CellState, PublishedCell
 from envbisect.core.living.meta import MatrixMeta
 from envbisect.store import Store
 from support.cli import start
@@ -407,7 +407,7 @@ def test_the_edges_of_a_rows_passing_range() -> None:
 
     def cell(lib: str, kind: str, outside: str | None = None) -> PublishedCell:
         return PublishedCell(python="3.11", versions=(("app", "1.0"), ("lib", lib)),
-                             state="measured", kind=kind, outside=outside)  # fmt: skip
+                             state=CellState.MEASURED, kind=kind, outside=outside)  # fmt: skip
 
     row = [cell("4.10", "pass", "past app's pins"), cell("4.8", "fail"), cell("4.9", "pass")]
     assert {k[1][1][1] for k in edge_keys(row)} == {"4.9", "4.10"}

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from packaging.version import Version
 
+from envbisect.core.living.cell import CellState
 from envbisect.core.living.spec import select_versions
 from envbisect.errors import UsageError
 from envbisect.modes.living.matrix import load_matrix, run_matrix
@@ -79,9 +80,9 @@ def test_grid_comes_out_right_cell_by_cell_with_fewer_probes(
         app, lib = dict(cell.versions)["gridapp"], dict(cell.versions)["gridlib"]
         truth = grid_truth(app, lib)
         if truth == "unresolvable":
-            assert cell.state == "unresolvable" and "gridlib>=1.2" in cell.reason
+            assert cell.state is CellState.UNRESOLVABLE and "gridlib>=1.2" in cell.reason
             continue
-        assert cell.state in ("measured", "inferred"), (cell.label(), cell.state)
+        assert cell.state in (CellState.MEASURED, CellState.INFERRED), (cell.label(), cell.state)
         assert cell.outcome is not None and cell.outcome.kind.value == truth, cell.label()
     counts = res.counts()
     # Monotone rows: every row's ends, plus a bisection in the rows that change.
@@ -105,10 +106,10 @@ def test_outside_pins_builds_the_cells_the_pins_rule_out(
     res = run_matrix(spec, CommonOptions(results=tmp_path / "r", cache_dir=tmp_path / "c"),
                      full=True)  # fmt: skip
     cells = {(dict(c.versions)["gridapp"], dict(c.versions)["gridlib"]): c for c in res.cells}
-    assert not [c.label() for c in res.cells if c.state == "unresolvable"]
+    assert not [c.label() for c in res.cells if c.state is CellState.UNRESOLVABLE]
     for lib in ("1.0.0", "1.1.0"):
         c = cells[("1.6.0", lib)]
-        assert c.state == "measured" and c.outcome is not None
+        assert c.state is CellState.MEASURED and c.outcome is not None
         assert c.outcome.kind.value == "pass", c.label()
         assert c.spec is not None and c.spec.overrides == ("gridapp==1.6.0", f"gridlib=={lib}")
     assert cells[("1.5.0", "1.3.0")].outcome.kind.value == "crash"  # type: ignore[union-attr]
@@ -132,7 +133,7 @@ def test_outside_pins_follows_the_later_axis_where_two_disagree(
     cells = {dict(c.versions)["sidelib"]: c for c in res.cells}
     assert set(cells) == {"1.0.0", "2.0.0"}
     two = cells["2.0.0"]
-    assert two.state == "measured" and two.outcome is not None, two.reason
+    assert two.state is CellState.MEASURED and two.outcome is not None, two.reason
     assert two.outcome.kind.value == "pass"
     assert two.spec is not None and "sidetok==2.0.0" in two.spec.overrides  # as planned
     assert {(d.name, d.version) for d in two.installed} >= {("sidelib", "2.0.0"),

@@ -21,7 +21,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from envbisect.core.living import findings, page, ranges, tables
-from envbisect.core.living.cell import PublishedCell
+from envbisect.core.living.cell import CellState, PublishedCell
 from envbisect.core.living.document import PublishedTable
 from envbisect.core.living.meta import MatrixMeta
 from support import browser
@@ -65,7 +65,7 @@ def test_findings_of_datasets_pyarrow_group_unresolvable_cells_by_their_conflict
         ("datasets 2.17.1 to 2.19.2 cannot be installed with every pyarrow <= 11.0.0: "
          "datasets needs pyarrow>=12.0.0", 6),
     ]  # fmt: skip
-    assert sum(f.cells for f in found) == sum(c.state == "unresolvable" for c in cells)
+    assert sum(f.cells for f in found) == sum(c.state is CellState.UNRESOLVABLE for c in cells)
 
 
 OUTCOMES = st.sampled_from(["pass", "fail", "crash", "unresolvable"])
@@ -87,7 +87,7 @@ def test_findings_cover_every_cell_that_does_not_pass_once(grid: list[list[str]]
     typed = _cells(cells)
     found = findings.findings(typed, ["a", "b"], tables.grid(typed, ["a", "b"]))
     assert sum(f.cells for f in found) == sum(
-        c.state == "unresolvable" or c.kind != "pass" for c in typed
+        c.state is CellState.UNRESOLVABLE or c.kind != "pass" for c in typed
     )
     # The cell's own version is taken out of its signature: one cause per kind.
     assert len({(f.kind, f.reason) for f in found}) == len({f.kind for f in found})

@@ -18,6 +18,7 @@ import json
 from collections.abc import Generator, Sequence
 from dataclasses import dataclass
 
+from envbisect.core.living.cell import CellState
 from envbisect.core.results.parts import ProbeRow
 from envbisect.model import EnvSpec, InstalledDist, Outcome, OutcomeKind
 from envbisect.strategy.bisect import Bisector
@@ -34,7 +35,7 @@ Walk = Generator["Cell", Outcome, None]
 class Cell:
     python: str
     versions: tuple[tuple[str, str], ...]  # (package, version), in axis order
-    state: str = "pending"  # measured | inferred | unresolvable | untestable | unknown
+    state: CellState = CellState.PENDING
     outcome: Outcome | None = None
     spec: EnvSpec | None = None
     reason: str = ""
@@ -51,7 +52,7 @@ class Cell:
         return " ".join(f"{p}=={v}" for p, v in self.versions)
 
     def measure(self, row: ProbeRow) -> None:
-        self.state, self.outcome, self.installed = "measured", row.outcome, row.installed
+        self.state, self.outcome, self.installed = CellState.MEASURED, row.outcome, row.installed
         self.seconds, self.reused = row.build_seconds + row.probe_seconds, row.reused
 
 
@@ -59,7 +60,7 @@ def walk_row(row: Sequence[Cell], *, full: bool = False) -> Walk:
     """Yield each cell to probe (it is measured before the walk goes on); infer the rest."""
     if full or len(row) < 2:
         for cell in row:
-            if cell.state != "unresolvable":
+            if cell.state is not CellState.UNRESOLVABLE:
                 yield from _probe(cell)
         return
     yield from _search(row, list(range(len(row))), SPOT_CHECKS)
@@ -67,7 +68,7 @@ def walk_row(row: Sequence[Cell], *, full: bool = False) -> Walk:
 
 
 def _probe(cell: Cell) -> Generator[Cell, Outcome, Outcome]:
-    if cell.state == "measured" and cell.outcome is not None:
+    if cell.state is CellState.MEASURED and cell.outcome is not None:
         return cell.outcome  # a segment's end measured by the enclosing search
     return (yield cell)
 
@@ -75,7 +76,7 @@ def _probe(cell: Cell) -> Generator[Cell, Outcome, Outcome]:
 def _search(row: Sequence[Cell], seg: list[int], spot_checks: int) -> Walk:
     bis = Bisector(
         n=len(seg),
-        untestable=[k for k, i in enumerate(seg) if row[i].state == "unresolvable"],
+        untestable=[k for k, i in enumerate(seg) if row[i].state is CellState.UNRESOLVABLE],
         any_failure=True,
     )
     while (k := bis.next()) is not None:
@@ -86,7 +87,7 @@ def _search(row: Sequence[Cell], seg: list[int], spot_checks: int) -> Walk:
     if _passes(ends[0]) != _passes(ends[1]):
         return  # the bisection found the boundary
     lo, hi = bis.old.index, bis.new.index
-    middle = [k for k in range(lo + 1, hi) if row[seg[k]].state == "pending"]
+    middle = [k for k in range(lo + 1, hi) if row[seg[k]].state is CellState.PENDING]
     if not middle:
         return
     mid = middle[len(middle) // 2]
@@ -104,22 +105,24 @@ def infer(row: Sequence[Cell]) -> None:
     known = [
         i
         for i, c in enumerate(row)
-        if c.state == "measured" and c.outcome is not None and _passes(c.outcome) is not None
+        if c.state is CellState.MEASURED
+        and c.outcome is not None
+        and _passes(c.outcome) is not None
     ]
     for i, cell in enumerate(row):
-        if cell.state != "pending":
+        if cell.state is not CellState.PENDING:
             continue
         left = max((j for j in known if j < i), default=None)
         right = min((j for j in known if j > i), default=None)
         if left is None or right is None:
-            cell.state, cell.reason = "unknown", "outside the measured cells"
+            cell.state, cell.reason = CellState.UNKNOWN, "outside the measured cells"
             continue
         a, b = row[left].outcome, row[right].outcome
         assert a is not None and b is not None
         if _passes(a) != _passes(b):
-            cell.state, cell.reason = "unknown", "between cells that disagree"
+            cell.state, cell.reason = CellState.UNKNOWN, "between cells that disagree"
             continue
-        cell.state = "inferred"
+        cell.state = CellState.INFERRED
         cell.outcome = a
         cell.inferred_from = row[left].key
 

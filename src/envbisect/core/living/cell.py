@@ -10,6 +10,7 @@ never by string key.
 
 from __future__ import annotations
 
+import enum
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -21,8 +22,20 @@ from envbisect.model import InstalledDist, OutcomeKind
 Versions = tuple[tuple[str, str], ...]  # (package, version), in axis order
 Key = tuple[str, Versions]  # (python, versions): one cell of a table
 
-# What a cell of the row walk (strategy.rows) ends as.
-STATES = ("measured", "inferred", "unresolvable", "untestable", "unknown")
+
+class CellState(enum.Enum):
+    """What a cell of the row walk (strategy/rows.py) is: pending until it ends as one of the
+    others, which a table publishes."""
+
+    PENDING = "pending"
+    MEASURED = "measured"
+    INFERRED = "inferred"  # from the measured cells at both sides, which agree
+    UNRESOLVABLE = "unresolvable"  # its requirements have no consistent environment
+    UNTESTABLE = "untestable"
+    UNKNOWN = "unknown"  # outside the measured cells, or between cells that disagree
+
+
+STATES = tuple(s.value for s in CellState if s is not CellState.PENDING)  # published
 KINDS = tuple(k.value for k in OutcomeKind)
 MALFORMED = ResultsMalformed.ref
 HINT = (
@@ -91,7 +104,7 @@ class PublishedCell:
 
     python: str
     versions: Versions
-    state: str  # one of STATES
+    state: CellState
     kind: str | None = None  # one of KINDS: measured, or inferred from the measured ones
     signal: str | None = None  # a crash's signal (SIGSEGV)
     signature: str = ""  # the outcome's signature (a message without the env's path)
@@ -132,13 +145,13 @@ class PublishedCell:
     @property
     def passes(self) -> bool:
         """Measured and passing: a cell with lockfiles, one that can be recommended."""
-        return self.state == "measured" and self.kind == "pass"
+        return self.state is CellState.MEASURED and self.kind == "pass"
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
             "python": self.python,
             "versions": self.versions_dict(),
-            "state": self.state,
+            "state": self.state.value,
             "kind": self.kind,
             "signal": self.signal,
             "signature": self.signature,
@@ -186,7 +199,7 @@ class PublishedCell:
         return cls(
             python=_field(d, "python", str, where, required=True),
             versions=tuple(versions.items()),
-            state=state,
+            state=CellState(state),
             kind=kind,
             signal=_field(d, "signal", str, where),
             signature=_field(d, "signature", str, where) or "",

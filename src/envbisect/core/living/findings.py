@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from envbisect.core.living.cell import PublishedCell
+from envbisect.core.living.cell import CellState, PublishedCell
 from envbisect.core.living.grid import Section, sect_key, vkey
 
 __all__ = ["Finding", "findings", "recommended", "vkey"]  # vkey: where callers found it
@@ -75,9 +75,9 @@ def recommended(cells: Sequence[PublishedCell]) -> dict[str, PublishedCell]:
 
 def category(cell: PublishedCell) -> str | None:
     """What a cell counts as in the findings; ``None`` for a pass or an unknown."""
-    if cell.state == "unresolvable":
+    if cell.state is CellState.UNRESOLVABLE:
         return "unresolvable"
-    if cell.state not in ("measured", "inferred") or cell.kind in (None, "pass"):
+    if cell.state not in (CellState.MEASURED, CellState.INFERRED) or cell.kind in (None, "pass"):
         return None
     return cell.kind
 
@@ -96,7 +96,7 @@ def normalise(cell: PublishedCell) -> str:
 def reason(cell: PublishedCell) -> str:
     """A short reason for the cell itself (shown in the cell, the full text on hover)."""
     text = cell.signature
-    if cell.state == "unresolvable":
+    if cell.state is CellState.UNRESOLVABLE:
         text = text.removeprefix("unresolvable: ").rsplit("; ", 1)[-1]
     return _shorten(text)
 
@@ -146,7 +146,7 @@ def findings(
                         text=text,
                         reason=short,
                         cells=len(picked),
-                        inferred=sum(1 for c in picked if c.state == "inferred"),
+                        inferred=sum(1 for c in picked if c.state is CellState.INFERRED),
                     )
                 )
     out.sort(key=lambda f: (-f.cells, f.section, f.text))

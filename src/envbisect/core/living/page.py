@@ -21,7 +21,7 @@ from urllib.parse import quote
 
 from envbisect.core.living import findings as fnd
 from envbisect.core.living import ranges
-from envbisect.core.living.cell import PublishedCell
+from envbisect.core.living.cell import CellState, PublishedCell
 from envbisect.core.living.grid import Section
 from envbisect.core.living.meta import MatrixMeta
 from envbisect.core.living.tables import (
@@ -249,13 +249,13 @@ def html_page(
         body.append("</tr></thead><tbody>")
         for r in s.rows:
             mine = [s.cells.get((r, col)) for col in s.cols]
-            whole = all(c is not None and c.state == "unresolvable" for c in mine)
+            whole = all(c is not None and c.state is CellState.UNRESOLVABLE for c in mine)
             tr = "<tr class='all-unresolvable'>" if whole else "<tr>"
             body.append(f"{tr}<th>{_e(r)}</th>")
             body += ["<td></td>" if c is None else _cell_html(c, ids[id(c)]) for c in mine]
             body.append("</tr>")
         body.append("</tbody></table></div>")
-    unresolvable = sum(1 for c in cells if c.state == "unresolvable")
+    unresolvable = sum(1 for c in cells if c.state is CellState.UNRESOLVABLE)
     # Inert inside its <script type="application/json">: no "<" can start a tag there.
     data = json.dumps(payload).replace("&", "\\u0026").replace("<", "\\u003c")
     data = data.replace(">", "\\u003e")

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from envbisect.core.living.cell import Key, PublishedCell
+from envbisect.core.living.cell import CellState, Key, PublishedCell
 from envbisect.core.living.grid import Section, vkey
 
 MAX_MESSAGE = 110
@@ -107,7 +107,9 @@ def _passes(cell: PublishedCell | None) -> bool:
 
 def _counts(cell: PublishedCell) -> bool:
     """A cell that says "does not work": measured and not passing, or unresolvable."""
-    return cell.state == "unresolvable" or (cell.state == "measured" and cell.kind != "pass")
+    return cell.state is CellState.UNRESOLVABLE or (
+        cell.state is CellState.MEASURED and cell.kind != "pass"
+    )
 
 
 def _nearest(line: Sequence[tuple[str, PublishedCell | None]]) -> tuple[str, str] | None:
@@ -115,7 +117,7 @@ def _nearest(line: Sequence[tuple[str, PublishedCell | None]]) -> tuple[str, str
         if cell is not None and _counts(cell):
             verb = (
                 "cannot be installed"
-                if cell.state == "unresolvable"
+                if cell.state is CellState.UNRESOLVABLE
                 else _VERB.get(str(cell.kind), "cannot be built or probed")
             )
             where = f"{col} (outside its pins)" if cell.outside else col

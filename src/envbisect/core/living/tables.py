@@ -15,7 +15,7 @@ import io
 from collections.abc import Mapping, Sequence
 
 from envbisect.core.living import findings, ranges
-from envbisect.core.living.cell import PublishedCell
+from envbisect.core.living.cell import CellState, PublishedCell
 from envbisect.core.living.grid import Section, grid
 from envbisect.core.living.meta import MatrixMeta
 from envbisect.textsafe import md_code
@@ -82,11 +82,11 @@ def mark(cell: Cell) -> str:
 
 def style_of(cell: Cell) -> str:
     state, kind = cell.state, cell.kind
-    if state == "unresolvable":
+    if state is CellState.UNRESOLVABLE:
         return "unresolvable"
-    if state == "unknown" or kind is None:
+    if state is CellState.UNKNOWN or kind is None:
         return "unknown"
-    if state == "inferred":
+    if state is CellState.INFERRED:
         return "inferred-pass" if kind == "pass" else "inferred-fail"
     return str(kind)
 
@@ -107,12 +107,12 @@ def short(cell: Cell) -> str:
 def plain(cell: Cell) -> str:
     """The cell in words, no symbols (the HTML page and the picture: colour carries the rest)."""
     kind = cell.kind or ""
-    if cell.state == "unresolvable":
+    if cell.state is CellState.UNRESOLVABLE:
         return "unresolvable"
-    if cell.state == "unknown" or not kind:
+    if cell.state is CellState.UNKNOWN or not kind:
         return "unknown"
     text = kind + (f" {cell.signal}" if kind == "crash" and cell.signal else "")
-    return f"{text} (inferred)" if cell.state == "inferred" else text
+    return f"{text} (inferred)" if cell.state is CellState.INFERRED else text
 
 
 def markdown(
@@ -244,7 +244,7 @@ def where(f: findings.Finding, found: Sequence[findings.Finding]) -> str:
 def counts_text(cells: Sequence[Cell]) -> str:
     counts: dict[str, int] = {}
     for c in cells:
-        counts[c.state] = counts.get(c.state, 0) + 1
+        counts[c.state.value] = counts.get(c.state.value, 0) + 1
     return f"{len(cells)} in all: " + ", ".join(f"{n} {k}" for k, n in sorted(counts.items()))
 
 
@@ -270,7 +270,7 @@ def csv_text(cells: Sequence[Cell], axes: Sequence[str]) -> str:
             [
                 c.python,
                 *(c.version(a) for a in axes),
-                c.state,
+                c.state.value,
                 c.kind,
                 c.signal,
                 c.signature,

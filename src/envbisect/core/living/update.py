@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
-from envbisect.core.living.cell import Key, PublishedCell, Versions, combo
+from envbisect.core.living.cell import CellState, Key, PublishedCell, Versions, combo
 
 __all__ = ["Key", "Versions", "combo"]  # the cell's types, where update's callers found them
 
@@ -160,7 +160,7 @@ def _why_gone(axis: AxisNow, version: str) -> str:
 def _recheckable(cell: PublishedCell, cutoff: datetime) -> bool:
     """Measured, with an environment to lock, and measured before ``cutoff`` (a date that
     cannot be read counts as old: checking again is the safe side)."""
-    if cell.state != "measured" or not cell.installed:
+    if cell.state is not CellState.MEASURED or not cell.installed:
         return False
     return instant(cell.measured_at) <= cutoff
 

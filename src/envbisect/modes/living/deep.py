@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime, timezone
 
-from envbisect.core.living.cell import DeepRun, PublishedCell, without_env_path
+from envbisect.core.living.cell import CellState, DeepRun, PublishedCell, without_env_path
 from envbisect.core.living.ranges import edge_keys, edge_positions
 from envbisect.core.living.spec import MatrixSpec
 from envbisect.core.results.parts import ProbeRow
@@ -57,7 +57,9 @@ def edges(row: Sequence[Cell], inside: Inside) -> list[Cell]:
     """The row's edge cells (``core.living.ranges.edge_positions``: what publish shows too),
     of the cells measured passing, in column order."""
     passes = [
-        c.state == "measured" and c.outcome is not None and c.outcome.kind is OutcomeKind.PASS
+        c.state is CellState.MEASURED
+        and c.outcome is not None
+        and c.outcome.kind is OutcomeKind.PASS
         for c in row
     ]
     within = [p and inside(c) for p, c in zip(passes, row, strict=True)]
@@ -106,7 +108,7 @@ def _deep_row(matrix: str, probe: str, cell: Cell, row: ProbeRow, deep: Session)
         matrix=deep_table(matrix, probe),
         python=cell.python,
         cell=cell.key,
-        state="measured",
+        state=CellState.MEASURED.value,
         env_id=row.env_id,
         repro_id=deep.repro.repro_id,
         kind=row.outcome.kind.value,

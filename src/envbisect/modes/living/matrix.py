@@ -25,6 +25,7 @@ from packaging.utils import canonicalize_name
 from packaging.version import Version
 
 from envbisect.core.candidates import build_candidates
+from envbisect.core.living.cell import CellState
 from envbisect.core.living.lastrun import COUNTED, Counts
 from envbisect.core.living.spec import SCHEMA_HINT, MatrixSpec, parse_matrix, select_versions
 from envbisect.core.outcome import untestable
@@ -70,10 +71,10 @@ class MatrixResult:
         n: dict[str, int] = dict.fromkeys(COUNTED, 0)
         n["cells"] = len(self.cells)
         for c in self.cells:
-            if c.state == "measured":
+            if c.state is CellState.MEASURED:
                 n["reused" if c.reused else "built"] += 1
-            elif c.state in n:
-                n[c.state] += 1
+            elif c.state.value in n:
+                n[c.state.value] += 1
         return Counts(**n)
 
 
@@ -241,7 +242,7 @@ def _run_python(
         rows.setdefault(cell.versions[:-1], []).append(cell)
     session.progress.message(
         f"envbisect: matrix {spec.name} on Python {label}: {len(cells)} cells in "
-        f"{len(rows)} row(s), {sum(c.state == 'unresolvable' for c in cells)} "
+        f"{len(rows)} row(s), {sum(c.state is CellState.UNRESOLVABLE for c in cells)} "
         f"unresolvable; {'every cell' if full else 'row ends first, then bisection'}"
     )
 
@@ -397,7 +398,7 @@ def _plan_cell(
         planner, followed = outside.for_cell(cell.versions)
     planned = planner.plan_versions(versions, max(dates) if dates else None)
     if not isinstance(planned, Plan):
-        cell.state, cell.reason = "unresolvable", planned.reason
+        cell.state, cell.reason = CellState.UNRESOLVABLE, planned.reason
         cell.outcome = untestable(f"unresolvable: {planned.reason}")
         return
     # outside_pins: the cell's axis versions installed over what its packages allow, and
@@ -414,7 +415,7 @@ def _cell_row(matrix: str, cell: Cell, repro_id: str) -> CellRow:
         matrix=matrix,
         python=cell.python,
         cell=cell.key,
-        state=cell.state,
+        state=cell.state.value,  # the store keeps the word
         env_id=cell.spec.env_id if cell.spec else None,
         repro_id=repro_id,
         kind=o.kind.value if o else None,

@@ -25,7 +25,7 @@ else:  # pragma: no cover
 
 from envbisect.core.living import feed, findings, history, page, tables
 from envbisect.core.living import update as cellupdate
-from envbisect.core.living.cell import HINT, Key, PublishedCell, without_env_path
+from envbisect.core.living.cell import HINT, CellState, Key, PublishedCell, without_env_path
 from envbisect.core.living.document import PublishedTable
 from envbisect.core.living.history import Change
 from envbisect.core.living.lastrun import LastRun, UpdateNote
@@ -51,18 +51,18 @@ def published_cells(spec: MatrixSpec, store: Store) -> list[PublishedCell]:
     out: list[PublishedCell] = []
     by_key = {(r.python, r.cell): r for r in store.cells(spec.name)}
     for (python, key), row in sorted(by_key.items()):
-        source = row
-        if row.state == "inferred" and row.inferred_from:
+        source, state = row, CellState(row.state)  # the store keeps the word
+        if state is CellState.INFERRED and row.inferred_from:
             source = by_key.get((python, row.inferred_from), row)
         rec = (
             store.get(source.env_id, source.repro_id) if source.env_id and source.repro_id else None
         )
-        mine = rec if row.state == "measured" else None  # an inferred cell has no run
+        mine = rec if state is CellState.MEASURED else None  # an inferred cell has no run
         out.append(
             PublishedCell(
                 python=python,
                 versions=tuple(json.loads(key).items()),
-                state=row.state,
+                state=state,
                 kind=row.kind,
                 signal=rec.outcome.signal if rec else None,
                 signature=without_env_path(row.signature or ""),

@@ -23,7 +23,7 @@ from packaging.utils import canonicalize_name
 from packaging.version import Version
 
 from envbisect.core.candidates import build_candidates
-from envbisect.core.living.cell import Key, PublishedCell, combo
+from envbisect.core.living.cell import CellState, Key, PublishedCell, combo
 from envbisect.core.living.lastrun import Recheck, UpdateNote
 from envbisect.core.living.spec import MatrixSpec
 from envbisect.core.living.update import (
@@ -256,7 +256,7 @@ def _rechecked(
             matrix=spec.name,
             python=cell.python,
             cell=json.dumps(cell.versions_dict()),
-            state="measured",
+            state=CellState.MEASURED.value,
             env_id=want.spec.env_id,
             repro_id=session.repro.repro_id,
             kind=rec.outcome.kind.value,
