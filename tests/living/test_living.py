@@ -25,6 +25,7 @@ from envbisect.core.living import feed, history, page, tables
 from envbisect.core.living import update as cellupdate
 from envbisect.core.living.cell import CellState, PublishedCell
 from envbisect.core.living.meta import MatrixMeta
+from envbisect.model import OutcomeKind
 from envbisect.store import Store
 from support.cli import start
 from support.corpus import EPOCH
@@ -407,7 +408,8 @@ def test_the_edges_of_a_rows_passing_range() -> None:
 
     def cell(lib: str, kind: str, outside: str | None = None) -> PublishedCell:
         return PublishedCell(python="3.11", versions=(("app", "1.0"), ("lib", lib)),
-                             state=CellState.MEASURED, kind=kind, outside=outside)  # fmt: skip
+                             state=CellState.MEASURED, kind=OutcomeKind(kind),
+                             outside=outside)  # fmt: skip
 
     row = [cell("4.10", "pass", "past app's pins"), cell("4.8", "fail"), cell("4.9", "pass")]
     assert {k[1][1][1] for k in edge_keys(row)} == {"4.9", "4.10"}

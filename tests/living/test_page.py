@@ -24,6 +24,7 @@ from envbisect.core.living import findings, page, ranges, tables
 from envbisect.core.living.cell import CellState, PublishedCell
 from envbisect.core.living.document import PublishedTable
 from envbisect.core.living.meta import MatrixMeta
+from envbisect.model import OutcomeKind
 from support import browser
 from support.cli import envbisect
 
@@ -48,7 +49,7 @@ def _found(name: str) -> list[findings.Finding]:
 def test_findings_of_transformers_peft_name_the_ranges_and_the_cause() -> None:
     found = _found("transformers-peft")
     _, cells = _load("transformers-peft")
-    failing = [c for c in cells if c.kind == "fail"]
+    failing = [c for c in cells if c.kind is OutcomeKind.FAIL]
     assert [f.sentence() for f in found] == [
         "peft 0.16.0 to 0.17.1 fail with every transformers >= 5.0.0: "
         "ImportError: cannot import name 'HybridCache' from 'transformers'"
@@ -87,7 +88,7 @@ def test_findings_cover_every_cell_that_does_not_pass_once(grid: list[list[str]]
     typed = _cells(cells)
     found = findings.findings(typed, ["a", "b"], tables.grid(typed, ["a", "b"]))
     assert sum(f.cells for f in found) == sum(
-        c.state is CellState.UNRESOLVABLE or c.kind != "pass" for c in typed
+        c.state is CellState.UNRESOLVABLE or c.kind is not OutcomeKind.PASS for c in typed
     )
     # The cell's own version is taken out of its signature: one cause per kind.
     assert len({(f.kind, f.reason) for f in found}) == len({f.kind for f in found})

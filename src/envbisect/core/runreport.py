@@ -16,7 +16,7 @@ from packaging.version import InvalidVersion, Version
 from envbisect import __version__
 from envbisect.core.results.parts import Direction, RowVerdict, SearchMode, Status
 from envbisect.core.results.search import RunResult, SearchResult
-from envbisect.model import InstalledDist
+from envbisect.model import InstalledDist, OutcomeKind
 from envbisect.textsafe import md_block, md_code, md_text
 
 
@@ -68,7 +68,7 @@ def breakpoints_line(res: SearchResult) -> str | None:
         text = b.describe()
         if (
             first_failure
-            and b.outcome.kind.value != "pass"
+            and b.outcome.kind is not OutcomeKind.PASS
             and res.direction == Direction.REGRESSION
         ):
             text += " (the first failure)"
@@ -80,7 +80,9 @@ def breakpoints_line(res: SearchResult) -> str | None:
 def other_failures_hint(res: SearchResult) -> str | None:
     """When failures unlike the reference hid the boundary, say how to chase either bug."""
     other = [
-        r for r in res.rows if r.verdict is RowVerdict.SKIP and r.outcome.kind.value != "untestable"
+        r
+        for r in res.rows
+        if r.verdict is RowVerdict.SKIP and r.outcome.kind is not OutcomeKind.UNTESTABLE
     ]
     if not other or res.status is Status.FOUND:
         return None

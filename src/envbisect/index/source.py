@@ -80,6 +80,7 @@ class IndexMetadataSource:
         # Project pages of dependencies are fetched ahead, while the resolver works on
         # something else: a cold plan waits on the network far less.
         self._ahead = ThreadPoolExecutor(max_workers=8, thread_name_prefix="envbisect-ahead")
+        self._closed = threading.Event()
 
     def versions(self, name: str) -> Sequence[PackageVersion]:
         key = canonicalize_name(name)
@@ -217,6 +218,8 @@ class IndexMetadataSource:
     def _warm(self, name: str, spec: str) -> None:
         """``name``'s page, and the requirements of its likely version within ``spec``: the
         baseline's where it is allowed, else the newest release allowed."""
+        if self._closed.is_set():
+            return  # queued before close(): nobody will ask
         with contextlib.suppress(EnvbisectError, InvalidSpecifier):
             allowed = SpecifierSet(spec)
             versions = self.versions(name)
@@ -232,7 +235,11 @@ class IndexMetadataSource:
                 self.dependencies(name, likely)
 
     def close(self) -> None:
-        self._ahead.shutdown(wait=False, cancel_futures=True)
+        """Stop reading ahead: what is queued is dropped, and what is running (a request or
+        two each, under the client's deadline) ends before this returns, so that nothing
+        writes to the cache or uses the client after its owner closes them."""
+        self._closed.set()
+        self._ahead.shutdown(wait=True, cancel_futures=True)
 
     def prefetch_dependencies(self, pairs: Sequence[tuple[str, Version]]) -> None:
         """Read the requirements of several versions at once (the client bounds concurrency);

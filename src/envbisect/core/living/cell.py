@@ -64,19 +64,19 @@ class DeepRun:
     edge of its row's passing range, in the cell's own environment, and what it gave."""
 
     probe: str  # as the matrix file names it: llamafactory-train:ppo
-    kind: str  # one of KINDS
+    kind: OutcomeKind
     signature: str = ""
     seconds: float | None = None  # build and probe
     measured_at: str | None = None
 
     @property
     def passes(self) -> bool:
-        return self.kind == "pass"
+        return self.kind is OutcomeKind.PASS
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "probe": self.probe,
-            "kind": self.kind,
+            "kind": self.kind.value,
             "signature": self.signature,
             "seconds": self.seconds,
             "measured_at": self.measured_at,
@@ -91,7 +91,7 @@ class DeepRun:
             raise _malformed(f"{where}: a deep run's 'kind' is {kind!r}, not one of {KINDS}")
         return cls(
             probe=_field(d, "probe", str, where, required=True),
-            kind=kind,
+            kind=OutcomeKind(kind),
             signature=_field(d, "signature", str, where) or "",
             seconds=_seconds(d, f"{where}: a deep run's"),
             measured_at=_field(d, "measured_at", str, where),
@@ -105,7 +105,7 @@ class PublishedCell:
     python: str
     versions: Versions
     state: CellState
-    kind: str | None = None  # one of KINDS: measured, or inferred from the measured ones
+    kind: OutcomeKind | None = None  # measured, or inferred from the measured ones
     signal: str | None = None  # a crash's signal (SIGSEGV)
     signature: str = ""  # the outcome's signature (a message without the env's path)
     library: str | None = None  # a crash's faulting library
@@ -145,14 +145,14 @@ class PublishedCell:
     @property
     def passes(self) -> bool:
         """Measured and passing: a cell with lockfiles, one that can be recommended."""
-        return self.state is CellState.MEASURED and self.kind == "pass"
+        return self.state is CellState.MEASURED and self.kind is OutcomeKind.PASS
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
             "python": self.python,
             "versions": self.versions_dict(),
             "state": self.state.value,
-            "kind": self.kind,
+            "kind": self.kind.value if self.kind is not None else None,
             "signal": self.signal,
             "signature": self.signature,
             "library": self.library,
@@ -200,7 +200,7 @@ class PublishedCell:
             python=_field(d, "python", str, where, required=True),
             versions=tuple(versions.items()),
             state=CellState(state),
-            kind=kind,
+            kind=OutcomeKind(kind) if kind is not None else None,
             signal=_field(d, "signal", str, where),
             signature=_field(d, "signature", str, where) or "",
             library=_field(d, "library", str, where),

@@ -18,6 +18,7 @@ from typing import Any
 
 from envbisect.core.living.cell import CellState, PublishedCell
 from envbisect.core.living.grid import Section, sect_key, vkey
+from envbisect.model import OutcomeKind
 
 __all__ = ["Finding", "findings", "recommended", "vkey"]  # vkey: where callers found it
 
@@ -77,9 +78,12 @@ def category(cell: PublishedCell) -> str | None:
     """What a cell counts as in the findings; ``None`` for a pass or an unknown."""
     if cell.state is CellState.UNRESOLVABLE:
         return "unresolvable"
-    if cell.state not in (CellState.MEASURED, CellState.INFERRED) or cell.kind in (None, "pass"):
+    if cell.state not in (CellState.MEASURED, CellState.INFERRED) or cell.kind in (
+        None,
+        OutcomeKind.PASS,
+    ):
         return None
-    return cell.kind
+    return str(cell.kind.value) if cell.kind is not None else None
 
 
 def normalise(cell: PublishedCell) -> str:

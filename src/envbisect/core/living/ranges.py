@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from envbisect.core.living.cell import CellState, Key, PublishedCell
 from envbisect.core.living.grid import Section, vkey
+from envbisect.model import OutcomeKind
 
 MAX_MESSAGE = 110
 _VERB = {"fail": "fails", "crash": "crashes", "timeout": "times out"}
@@ -108,7 +109,7 @@ def _passes(cell: PublishedCell | None) -> bool:
 def _counts(cell: PublishedCell) -> bool:
     """A cell that says "does not work": measured and not passing, or unresolvable."""
     return cell.state is CellState.UNRESOLVABLE or (
-        cell.state is CellState.MEASURED and cell.kind != "pass"
+        cell.state is CellState.MEASURED and cell.kind is not OutcomeKind.PASS
     )
 
 
@@ -118,7 +119,7 @@ def _nearest(line: Sequence[tuple[str, PublishedCell | None]]) -> tuple[str, str
             verb = (
                 "cannot be installed"
                 if cell.state is CellState.UNRESOLVABLE
-                else _VERB.get(str(cell.kind), "cannot be built or probed")
+                else _VERB.get(cell.kind.value if cell.kind else "", "cannot be built or probed")
             )
             where = f"{col} (outside its pins)" if cell.outside else col
             return where, _short(f"{verb}: {cell.signature}" if cell.signature else verb)

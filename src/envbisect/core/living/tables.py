@@ -18,6 +18,7 @@ from envbisect.core.living import findings, ranges
 from envbisect.core.living.cell import CellState, PublishedCell
 from envbisect.core.living.grid import Section, grid
 from envbisect.core.living.meta import MatrixMeta
+from envbisect.model import OutcomeKind
 from envbisect.textsafe import md_code
 from envbisect.textsafe import md_text as _md
 
@@ -74,10 +75,15 @@ OUTSIDE_LEGEND = (
 
 def mark(cell: Cell) -> str:
     """The mark of a cell's outcome: readable without its colour."""
-    s = style_of(cell)
-    if s.startswith("inferred") and cell.kind in MARKS:
-        return f"({MARKS[str(cell.kind)]})"
+    s, kind = style_of(cell), _word(cell)
+    if s.startswith("inferred") and kind in MARKS:
+        return f"({MARKS[kind]})"
     return MARKS[s]
+
+
+def _word(cell: Cell) -> str:
+    """The cell's outcome kind as results.json writes it ("" for none)."""
+    return cell.kind.value if cell.kind is not None else ""
 
 
 def style_of(cell: Cell) -> str:
@@ -87,16 +93,16 @@ def style_of(cell: Cell) -> str:
     if state is CellState.UNKNOWN or kind is None:
         return "unknown"
     if state is CellState.INFERRED:
-        return "inferred-pass" if kind == "pass" else "inferred-fail"
-    return str(kind)
+        return "inferred-pass" if kind is OutcomeKind.PASS else "inferred-fail"
+    return kind.value
 
 
 def short(cell: Cell) -> str:
     s = style_of(cell)
-    text = _SYMBOL[s]
-    if s.startswith("inferred") and cell.kind in _SYMBOL:
+    text, kind = _SYMBOL[s], _word(cell)
+    if s.startswith("inferred") and kind in _SYMBOL:
         # The kind of the measured cells it is inferred from: (💥) for a crash row.
-        text = f"({_SYMBOL[str(cell.kind)].split(' ')[0]}) inferred"
+        text = f"({_SYMBOL[kind].split(' ')[0]}) inferred"
     if s == "crash" and cell.signal:
         text += f" {cell.signal}"
     if cell.outside:
@@ -106,7 +112,7 @@ def short(cell: Cell) -> str:
 
 def plain(cell: Cell) -> str:
     """The cell in words, no symbols (the HTML page and the picture: colour carries the rest)."""
-    kind = cell.kind or ""
+    kind = _word(cell)
     if cell.state is CellState.UNRESOLVABLE:
         return "unresolvable"
     if cell.state is CellState.UNKNOWN or not kind:
@@ -220,7 +226,7 @@ def deep_words(cell: Cell) -> list[str]:
     for r in cell.deep:
         took = f" ({r.seconds:.0f} s)" if r.seconds is not None else ""
         said = f": {r.signature}" if r.signature and not r.passes else ""
-        out.append(f"{r.probe}: {r.kind}{took}{said}")
+        out.append(f"{r.probe}: {r.kind.value}{took}{said}")
     return out
 
 
@@ -271,7 +277,7 @@ def csv_text(cells: Sequence[Cell], axes: Sequence[str]) -> str:
                 c.python,
                 *(c.version(a) for a in axes),
                 c.state.value,
-                c.kind,
+                _word(c),
                 c.signal,
                 c.signature,
                 c.seconds,

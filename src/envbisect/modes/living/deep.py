@@ -177,7 +177,7 @@ def attach(
                 runs.append(
                     DeepRun(
                         probe=probe,
-                        kind=rec.outcome.kind.value,
+                        kind=rec.outcome.kind,
                         signature=without_env_path(rec.outcome.signature),
                         seconds=round(rec.build_seconds + rec.probe_seconds, 2),
                         measured_at=rec.started_at,

@@ -33,6 +33,7 @@ from envbisect.core.living.meta import MatrixMeta
 from envbisect.core.living.spec import MatrixSpec
 from envbisect.errors import ResultsMalformed, StoreError, UsageError
 from envbisect.index.source import IndexMetadataSource
+from envbisect.model import OutcomeKind
 from envbisect.modes.living import checkdata, deep
 from envbisect.modes.living.matrix import public_indexes
 from envbisect.modes.living.outside import outside_note
@@ -63,7 +64,7 @@ def published_cells(spec: MatrixSpec, store: Store) -> list[PublishedCell]:
                 python=python,
                 versions=tuple(json.loads(key).items()),
                 state=state,
-                kind=row.kind,
+                kind=OutcomeKind(row.kind) if row.kind else None,  # the store keeps the word
                 signal=rec.outcome.signal if rec else None,
                 signature=without_env_path(row.signature or ""),
                 library=rec.outcome.library if rec else None,

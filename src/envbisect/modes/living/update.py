@@ -244,7 +244,10 @@ def _rechecked(
 ) -> None:
     """What one recheck saw: into the result, and (unless untestable) the store's cell row."""
     entry = Recheck(
-        python=cell.python, versions=cell.versions, before=cell.kind, after=rec.outcome.kind.value
+        python=cell.python,
+        versions=cell.versions,
+        before=cell.kind.value if cell.kind else None,
+        after=rec.outcome.kind.value,
     )
     if rec.outcome.kind is OutcomeKind.UNTESTABLE:
         result.not_rechecked.append(replace(entry, why=rec.outcome.signature))
