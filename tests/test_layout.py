@@ -49,9 +49,18 @@ def test_pure_modules_do_no_io(path: Path) -> None:
             assert called not in FORBIDDEN_CALLS, f"{path.name}:{node.lineno} calls {called}()"
 
 
-def test_modules_stay_under_500_lines() -> None:
-    long = {p.relative_to(SRC).as_posix(): n for p in SRC.rglob("*.py")
-            if (n := len(p.read_text(encoding="utf-8").splitlines())) > 500}  # fmt: skip
+# A module past 500 lines must be one concept that a reader keeps in one place, and say so
+# near its top (``# one concept: WHY``, a reason a reader can check); none passes 800.
+ONE_CONCEPT = re.compile(r"^# one concept: \S.{20,}$", re.MULTILINE)
+
+
+def test_modules_stay_under_500_lines_or_say_why_they_are_one_concept() -> None:
+    long = {}
+    for p in SRC.rglob("*.py"):
+        lines = p.read_text(encoding="utf-8").splitlines()
+        said = ONE_CONCEPT.search("\n".join(lines[:60])) is not None
+        if len(lines) > (800 if said else 500):
+            long[p.relative_to(SRC).as_posix()] = len(lines)
     assert long == {}
 
 
