@@ -43,7 +43,7 @@ def plan_views(
         else:
             uv = UvFallback(
                 uv=session.uv,
-                python=session.python,
+                python=session.interpreter,
                 indexes=w.spec.indexes,
                 only_binary=w.spec.only_binary,
                 overrides=w.spec.overrides,

@@ -129,12 +129,12 @@ class Edges:
         if self._inherited is None:
             from envbisect.env.interp import inherited
 
-            self._inherited = inherited(self.python)
+            self._inherited = inherited(self.interpreter)
             dists = self._inherited[1]
             shown = ", ".join(f"{n} {v}" for n, v in sorted(dists.items())[:6])
             more = f" and {len(dists) - 6} more" if len(dists) > 6 else ""
             self.progress.message(
-                f"envbisect: --inherit: each environment sees {self.python}'s own "
+                f"envbisect: --inherit: each environment sees {self.interpreter}'s own "
                 f"{len(dists)} package(s) ({shown}{more}), never installs them"
             )
         return self._inherited
@@ -163,7 +163,7 @@ class Edges:
 
         return UvFallback(
             uv=self.uv,
-            python=python or self.python,
+            python=python or self.interpreter,
             indexes=self.indexes(),
             only_binary=only_binary,
             notice=notice,
@@ -207,12 +207,17 @@ class Edges:
             return None
         return lambda request: install_python(self.uv, request, self.progress.message)
 
+    # One name per meaning: ``opts.python`` is the request (--python, as typed or resolved:
+    # cli/optionset.py), ``interpreter`` the interpreter uv found for it (its path), and
+    # ``target`` what that interpreter is (the platform and Python a plan is made for).
     @property
-    def python(self) -> str:
+    def interpreter(self) -> str:
+        """The path of the interpreter uv finds for the --python request."""
         return self.target_for(self.opts.python)[0]
 
     @property
     def target(self) -> Target:
+        """What the interpreter is: the platform and the Python version plans are made for."""
         return self.target_for(self.opts.python)[1]
 
     @property

@@ -181,7 +181,7 @@ class Session(Edges):
         until a mode finds one."""
         return cls(
             package=package,
-            target=f"{self.target.short} ({self.python}, Python {self.target.python_version})",
+            target=f"{self.target.short} ({self.interpreter}, Python {self.target.python_version})",
             command=mask_text(self.opts.command),
             repro=self.repro.describe(),
             env=mask_env_map(self.repro.user_env),
