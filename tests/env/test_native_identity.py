@@ -5,7 +5,7 @@ a bisection over its releases takes log time and answers the release next to the
 Real parts: each release is compiled here with gcc (a versioned shared library and an extension
 module linked to it with RPATH $ORIGIN), served from a local index on 127.0.0.1, installed by
 uv into real environments, crashed for real and re-run under real gdb (``native_backtrace``
-"on"), which names the library and the function. Skipped without gcc or gdb.
+always), which names the library and the function. Skipped without gcc or gdb.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from conftest import RecordingProgress, run_options
 from envbisect.core.outcome import library_identity, same_failure
 from envbisect.model import OutcomeKind
 from envbisect.modes.run import RunOptions, run_bisect
+from envbisect.options import NativeBacktrace
 from envbisect.store import Store
 from support.index_server import LocalIndex
 from support.sonames import build_soname_index, family
@@ -53,8 +54,9 @@ def soname_index(tmp_path_factory: pytest.TempPathFactory, python: str) -> Itera
 def options(
     index: LocalIndex, python: str, package: str, tmp_path: Path, **kw: object
 ) -> RunOptions:
-    """Under real gdb (``native_backtrace`` "on", unless ``kw`` says otherwise)."""
-    kw = {"native_backtrace": "on", **kw}
+    """Under real gdb (``--native-backtrace always``: the test needs gdb's frames), unless
+    ``kw`` says otherwise."""
+    kw = {"native_backtrace": NativeBacktrace.ALWAYS, **kw}
     return run_options(index, python, tmp_path / "results", package, tmp_path, **kw)
 
 
