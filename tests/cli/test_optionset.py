@@ -81,3 +81,17 @@ def test_resolve_ranks_the_environment_over_the_project_table_and_says_each_orig
         and "--timeout 9.0 (the command line)" in line
     )
     assert f"--jobs 3 ([tool.envbisect] in {tmp_path / 'pyproject.toml'})" in line
+
+
+def test_the_options_line_never_shows_a_credential() -> None:
+    args = argparse.Namespace(
+        index_url="https://me:s3cret@mirror.example/simple",
+        probe_env=["HF_TOKEN=hf_abcdef", "MODE=fast"],
+        jobs=2,
+    )
+    flags = {"index_url": "--index-url", "probe_env": "--env"}
+    opts = Draft(args, typed={"index_url", "probe_env", "jobs"}, flags=flags).freeze(None)
+    line = ", ".join(opts.chosen())
+    assert "s3cret" not in line and "hf_abcdef" not in line
+    assert "--index-url https://***@mirror.example/simple (the command line)" in line
+    assert "--env HF_TOKEN=*** MODE=fast (the command line)" in line

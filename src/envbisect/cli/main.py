@@ -293,9 +293,9 @@ def resolve_options(
     from pathlib import Path
 
     from envbisect.cli import implied, projectconf
-    from envbisect.cli.optionset import Draft, Source, typed_dests
+    from envbisect.cli.optionset import Draft, Source, flag_names, typed_dests
 
-    draft = Draft(parsed, typed_dests(parser, argv))
+    draft = Draft(parsed, typed_dests(parser, argv), flag_names(parser))
     python_here = draft.has("python") and parsed.command != "env"
     uv_python = os.environ.get("UV_PYTHON", "").strip()
     if python_here and uv_python:

@@ -78,10 +78,12 @@ class Options(argparse.Namespace):
         values: Mapping[str, Any],
         origins: Mapping[str, Origin],
         project: Table | None = None,
+        flags: Mapping[str, str] | None = None,
     ) -> None:
         for dest, value in values.items():
             object.__setattr__(self, dest, value)
         object.__setattr__(self, "_origins", dict(origins))
+        object.__setattr__(self, "_flags", dict(flags or {}))
         object.__setattr__(self, "_project", project)
         object.__setattr__(self, "_derived", {})
 
@@ -113,20 +115,41 @@ class Options(argparse.Namespace):
             value = getattr(self, dest, None)
             if origin.source is Source.DEFAULT or dest in _NOT_SAID or value in (None, False):
                 continue
-            shown = " ".join(map(str, value)) if isinstance(value, list | tuple) else value
-            flag = "--" + dest.replace("_", "-")
-            out.append(f"{flag} {shown} ({origin.describe()})" if shown is not True else flag)
+            flag = self._flags.get(dest) or "--" + dest.replace("_", "-")
+            if value is True:
+                out.append(flag)
+                continue
+            items = value if isinstance(value, list | tuple) else [value]
+            shown = " ".join(_shown(str(v)) for v in items)
+            out.append(f"{flag} {shown} ({origin.describe()})")
         return out
 
 
-_NOT_SAID = frozenset({"command", "_project"})
+def _shown(value: str) -> str:
+    """A value as -v may print it: credentials masked (a URL's user info; ``NAME=VALUE`` of
+    ``--env`` when the name or the value says secret)."""
+    from envbisect.redact import mask_env, mask_text
+
+    name, eq, rest = value.partition("=")
+    if eq and name.isidentifier():
+        return f"{name}={mask_env(name, rest)}"
+    return mask_text(value)
+
+
+_NOT_SAID = frozenset({"command"})
 
 
 class Draft:
     """The options while they are resolved: every value of the parsed namespace with its
     origin (typed or default), and the offers of each step (module doc)."""
 
-    def __init__(self, parsed: argparse.Namespace, typed: Iterable[str]) -> None:
+    def __init__(
+        self,
+        parsed: argparse.Namespace,
+        typed: Iterable[str],
+        flags: Mapping[str, str] | None = None,
+    ) -> None:
+        self._flags = dict(flags or {})  # dest -> its long flag, as -v names it
         self._values: dict[str, Any] = dict(vars(parsed))
         given = set(typed)
         self._origins = {d: FLAG if d in given else DEFAULT for d in self._values}
@@ -157,7 +180,7 @@ class Draft:
         self._values[dest] = value
 
     def freeze(self, project: Table | None) -> Options:
-        return Options(self._values, self._origins, project)
+        return Options(self._values, self._origins, project, self._flags)
 
 
 def given(argv: Iterable[str], flags: tuple[str, ...]) -> bool:
@@ -165,6 +188,16 @@ def given(argv: Iterable[str], flags: tuple[str, ...]) -> bool:
     by a prefix, as argparse takes ``--time 30`` for ``--timeout 30``."""
     words = [a.split("=", 1)[0] for a in argv if a.startswith("--") and len(a) > 2]
     return any(f.startswith(w) for w in words for f in flags)
+
+
+def flag_names(parser: argparse.ArgumentParser) -> dict[str, str]:
+    """Each option's long flag (``probe_env`` -> ``--env``)."""
+    out: dict[str, str] = {}
+    for action in parser._actions:
+        longs = [f for f in action.option_strings if f.startswith("--")]
+        if longs:
+            out.setdefault(action.dest, longs[0])
+    return out
 
 
 def typed_dests(parser: argparse.ArgumentParser, argv: Iterable[str]) -> set[str]:
