@@ -40,8 +40,8 @@ def scripted(
         names = {c[0] for c in subset}
         calls.append(sorted(names))
         if names & unresolved:
-            return "unresolved"
-        return "fail" if culprits <= names else "pass"
+            return Result.UNRESOLVED
+        return Result.FAIL if culprits <= names else Result.PASS
 
     return test, calls
 
@@ -74,7 +74,7 @@ def test_ddmin_reasons_over_what_was_probed() -> None:
 
     def test(subset: Sequence[Change]) -> tuple[Result, list[Change]]:
         names = {c[0] for c in subset} | ({"lib"} if any(c[0] == "app" for c in subset) else set())
-        return ("fail" if "lib" in names else "pass"), [by_name[n] for n in sorted(names)]
+        return (Result.FAIL if "lib" in names else Result.PASS), [by_name[n] for n in sorted(names)]
 
     assert ddmin(changes, test) == [("lib", "1", "2")]
     # Told only what was asked, the same tests blame app: the trap this guards against.
@@ -84,7 +84,7 @@ def test_ddmin_reasons_over_what_was_probed() -> None:
 def test_ddmin_keeps_a_pair_that_cannot_be_applied_apart() -> None:
     """Each of app and lib forces the other: no smaller failure can be probed, both stay."""
     changes: list[Change] = [("app", "1", "2"), ("lib", "1", "2")]
-    assert ddmin(changes, lambda s: ("fail", changes)) == changes
+    assert ddmin(changes, lambda s: (Result.FAIL, changes)) == changes
 
 
 def test_culprit_text_names_what_moved() -> None:

@@ -25,10 +25,19 @@ on its own, as a smaller failing set.
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Callable, Generator, Sequence
-from typing import Generic, Literal, TypeVar
+from typing import Generic, TypeVar
 
-Result = Literal["fail", "pass", "unresolved"]
+
+class Result(enum.Enum):
+    """What testing one subset says."""
+
+    FAIL = "fail"
+    PASS = "pass"
+    UNRESOLVED = "unresolved"  # untestable, or another failure: evidence of nothing
+
+
 C = TypeVar("C")
 Subset = tuple[C, ...]
 _Told = tuple[Result, Subset[C]]  # a tested subset's result and its effective set
@@ -104,7 +113,7 @@ class Ddmin(Generic[C]):
             told = yield batch
             for result, effective in told:
                 inside = set(effective) < set(current)
-                if result == "fail" and inside:
+                if result is Result.FAIL and inside:
                     return tuple(c for c in current if c in effective)
             i += len(batch)
         return None

@@ -204,15 +204,15 @@ class DiffEngine:
 
     def verdict(self, outcome: Outcome) -> Result:
         if outcome.kind is OutcomeKind.PASS:
-            return "pass"
+            return Result.PASS
         if outcome.kind is OutcomeKind.UNTESTABLE:
-            return "unresolved"
+            return Result.UNRESOLVED
         assert self.reference is not None
         if self.any_failure or self.session.opts.any_failure:
-            return "fail"
+            return Result.FAIL
         if same_failure(outcome, self.reference):
-            return "fail"
-        return "unresolved"  # another bug: not evidence either way
+            return Result.FAIL
+        return Result.UNRESOLVED  # another bug: not evidence either way
 
     def ddmin(self, changes: Sequence[Change]) -> list[Change]:
         """A 1-minimal set of changes that fails (in effective terms)."""
@@ -352,7 +352,7 @@ class _CulpritBisection(Bisection):
     def record(self, point: int, row: ProbeRow) -> None:
         outcome, runs = row.outcome, row.run_outcomes or (row.outcome,)
         end = point in (self.bis.old.index, self.bis.new.index)
-        if end and self.verdict(outcome) == "unresolved":
+        if end and self.verdict(outcome) is Result.UNRESOLVED:
             outcome = untestable("another outcome")
             runs = (outcome,)
         self.bis.record(point, outcome, runs)
@@ -405,7 +405,7 @@ def verify(diff: DiffEngine, minimal: Sequence[Change]) -> Roots:
     for point in points:
         row, want = strategy.rows[point], wants[point]
         if not point[1]:
-            held = diff.verdict(row.outcome) == "fail"
+            held = diff.verdict(row.outcome) is Result.FAIL
             checks.append(
                 Check(
                     environment=_environment(roots, ""),
