@@ -1,11 +1,15 @@
 """Another revision's envbisect, for a bench that runs the same commands with it side by side.
 
-``archived(REV, DIR)`` unpacks ``git archive REV src`` under DIR and returns the ``src``
-folder to put on PYTHONPATH (bench/bench_breakpoints.py and bench/realworld.py ``--against``).
+``archived(REV, DIR)`` unpacks ``git archive REV src`` under DIR, compiles it (where
+PYTHONDONTWRITEBYTECODE is set, as on some machines, the other revision would otherwise compile
+every module at every start while this tree's were compiled once: a timing of the compiler,
+not of the code) and returns the ``src`` folder to put on PYTHONPATH (bench/bench_breakpoints.py
+and bench/realworld.py ``--against``).
 """
 
 from __future__ import annotations
 
+import compileall
 import subprocess
 import tarfile
 from io import BytesIO
@@ -20,4 +24,5 @@ def archived(rev: str, into: Path) -> Path:
                           check=True).stdout  # fmt: skip
     with tarfile.open(fileobj=BytesIO(blob)) as tf:
         tf.extractall(into, filter="data")
+    compileall.compile_dir(into / "src", quiet=1)
     return into / "src"
