@@ -292,7 +292,7 @@ def resolve_options(
     order); each value taken is said on stderr."""
     from pathlib import Path
 
-    from envbisect.cli import implied, projectconf
+    from envbisect.cli import implied
     from envbisect.cli.optionset import Draft, Source, flag_names, typed_dests
 
     draft = Draft(parsed, typed_dests(parser, argv), flag_names(parser))
@@ -301,7 +301,11 @@ def resolve_options(
     if python_here and uv_python:
         _offer_python(draft, uv_python, "UV_PYTHON", Source.ENVIRONMENT, say)
     implied.apply(draft, say)  # uv's variables; a report's Python and torch, a script's
-    conf = None if draft.get("no_config") else projectconf.find(Path.cwd())
+    conf = None
+    if not draft.get("no_config"):  # the table's reader (and tomllib) only where it is read
+        from envbisect.cli import projectconf
+
+        conf = projectconf.find(Path.cwd())
     if conf is not None:
         taken = projectconf.apply(draft, conf)
         if verbose and taken:
