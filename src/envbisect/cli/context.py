@@ -15,13 +15,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypedDict
 
-from rich.console import Console
-
 from envbisect.errors import NoAnswer
 from envbisect.progress import Progress
 from envbisect.textsafe import for_terminal
 
 if TYPE_CHECKING:
+    from envbisect.cli.display import AnyConsole
     from envbisect.core.results.search import SearchResult
     from envbisect.modes.listing import ListingOptions
 
@@ -31,7 +30,7 @@ class Context:
     args: argparse.Namespace
     tail: list[str]  # the command after --
     command: str  # the whole command line, for reports
-    console: Console
+    console: AnyConsole  # rich's, or its plain text where rich would print no more
     progress: Progress
     parser: argparse.ArgumentParser  # the whole command line's (completion prints from it)
 

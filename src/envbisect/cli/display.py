@@ -7,23 +7,26 @@ from __future__ import annotations
 
 import enum
 import math
-import statistics
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from rich.console import Console
-from rich.live import Live
-from rich.markup import escape as markup_escape
-from rich.text import Text
-
+from envbisect.cli.plainconsole import PlainConsole, prints_plain
+from envbisect.cli.plainconsole import escape as markup_escape
 from envbisect.errors import EnvbisectError
 from envbisect.model import Outcome, OutcomeKind
 from envbisect.progress import Progress
 from envbisect.redact import mask_text
 from envbisect.textsafe import for_terminal
+
+if TYPE_CHECKING:
+    from rich.console import Console
+    from rich.live import Live
+    from rich.text import Text
+
+    AnyConsole = Console | PlainConsole
 
 STYLE = {
     OutcomeKind.PASS: "green",
@@ -58,7 +61,7 @@ class RichProgress(Progress):
 
     def __init__(
         self,
-        console: Console,
+        console: AnyConsole,
         *,
         quiet: bool = False,
         verbose: bool = False,
@@ -207,6 +210,8 @@ class RichProgress(Progress):
         """Seconds left: the median measured probe times the steps left (None: none measured)."""
         if not self._measured or steps <= 0:
             return None
+        import statistics
+
         return statistics.median(self._measured) * steps
 
     def _where(self, left: int, steps_left: int) -> str:
@@ -221,10 +226,13 @@ class RichProgress(Progress):
     def _start_live(self) -> None:
         # Started outside the lock: Live.start draws at once, and drawing takes the lock.
         with self._lock:
-            if not self._live_ok or self._live is not None:
+            console = self.console
+            if not self._live_ok or self._live is not None or isinstance(console, PlainConsole):
                 return
+            from rich.live import Live
+
             live = self._live = Live(
-                console=self.console,
+                console=console,
                 get_renderable=self._render,
                 refresh_per_second=8,
                 transient=True,
@@ -270,8 +278,9 @@ class RichProgress(Progress):
                         f"  at most {self._steps_left} step(s) left{now_too} · "
                         f"about {duration(eta)}"
                     )
-        text = Text(for_terminal("\n".join(lines)), no_wrap=True, overflow="ellipsis")
-        return text
+        from rich.text import Text
+
+        return Text(for_terminal("\n".join(lines)), no_wrap=True, overflow="ellipsis")
 
 
 def fit(drawing: str, width: int) -> str:
@@ -315,11 +324,16 @@ class Color(enum.Enum):
 
 def stderr_console(
     *, color: Color = Color.AUTO, quiet: bool = False, highlight: bool = True
-) -> Console:
+) -> AnyConsole:
     """A console on stderr as ``--color`` says: ``auto`` is rich's own rule (a terminal gets
     colour; ``NO_COLOR`` turns it off, ``FORCE_COLOR`` on, as rich documents), ``always``
     colours a pipe too, ``never`` writes plain text. emoji=False: rich would turn ``:six:``
-    in ``import:six`` into an emoji."""
+    in ``import:six`` into an emoji. Where rich would print plain text (a pipe, a log file),
+    the same text without rich (plainconsole.py)."""
+    if prints_plain(forced=color is Color.ALWAYS):
+        return PlainConsole(quiet=quiet, highlight=highlight)
+    from rich.console import Console
+
     extra: dict[str, Any] = {}
     if color is Color.ALWAYS:  # over NO_COLOR too: the flag is the later word
         extra["force_terminal"], extra["no_color"] = True, False
