@@ -12,10 +12,9 @@ from __future__ import annotations
 import errno
 import json
 import os
-import socket
+import platform
 import sqlite3
 import time
-import uuid
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, fields
 from pathlib import Path
@@ -401,11 +400,11 @@ class Claimant:
 
     @classmethod
     def this_process(cls) -> Claimant:
-        return cls(owner=uuid.uuid4().hex, host=socket.gethostname(), pid=os.getpid())
+        return cls(owner=os.urandom(16).hex(), host=platform.node(), pid=os.getpid())
 
 
 def _alive(holder: Claimant, beat: float, now: float) -> bool:
-    if holder.host == socket.gethostname():
+    if holder.host == platform.node():  # socket.gethostname() where there is uname
         try:
             os.kill(holder.pid, 0)
         except ProcessLookupError:

@@ -9,7 +9,6 @@ or a fenced block whose fence no backtick run inside can close.
 
 from __future__ import annotations
 
-import html
 import re
 
 _ESCAPES = re.compile(
@@ -29,6 +28,8 @@ def for_terminal(text: str) -> str:
 
 def md_text(text: str) -> str:
     """``text`` for a Markdown line or table cell: no HTML, no table break, one line."""
+    import html
+
     clean = html.escape(for_terminal(text), quote=False)
     return clean.replace("|", "\\|").replace("\n", " ").replace("\t", " ")
 

@@ -92,13 +92,15 @@ def read_venv(python: Path) -> dict[str, Any] | None:
 
     What the report script would print there: this machine's platform, the environment's
     Python from its ``pyvenv.cfg`` (``version_info``, ``implementation``, as uv writes them),
-    and the distributions of its one site-packages folder, found through importlib.metadata
-    as the script finds them. None for an environment that sees more than that folder (system
-    site-packages, a ``.pth`` line that adds a folder: an editable install) or is not CPython's.
+    and the distributions of its one site-packages folder, read as the script's
+    importlib.metadata finds them (distinfo.py). None for an environment that sees more than
+    that folder (system site-packages, a ``.pth`` line that adds a folder: an editable
+    install), is not CPython's, or holds what only importlib.metadata reads.
     """
     import platform
     import sys
-    from importlib import metadata
+
+    from envbisect.env import distinfo
 
     root = python.parent.parent
     try:
@@ -128,10 +130,10 @@ def read_venv(python: Path) -> dict[str, Any] | None:
         implementation_name="cpython",
         platform_python_implementation="CPython",
     )
-    try:
-        _script.walk(out, metadata.distributions(path=[str(sites[0])]))  # type: ignore[no-untyped-call]
-    except Exception:  # what packages wrote there is untrusted: ask the interpreter instead,
-        return None  # whose own failure the report already survives (Pending.result)
+    try:  # importlib.metadata's reading, without its imports (distinfo.py)
+        _script.walk(out, distinfo.distributions(sites[0]))  # type: ignore[no-untyped-call]
+    except Exception:  # what packages wrote there is untrusted, or not plain (NotPlain): ask
+        return None  # the interpreter, whose own failure the report survives (Pending.result)
     out["envbisect"] = __version__
     return out
 

@@ -27,7 +27,6 @@ from __future__ import annotations
 import atexit
 import contextlib
 import os
-import secrets
 import shutil
 import signal
 import subprocess
@@ -56,7 +55,7 @@ def token() -> str:
         if _token is not None and _token_pid == os.getpid():
             return _token
         reap_orphans()
-        tok = f"{os.getpid()}.{_start_time(os.getpid())}.{secrets.token_hex(4)}"
+        tok = f"{os.getpid()}.{_start_time(os.getpid())}.{os.urandom(4).hex()}"  # token_hex(4)
         _watched.clear()
         _created.clear()
         if sys.platform.startswith("linux"):

@@ -19,7 +19,6 @@ What a failed call's output means (infrastructure, or the candidate's own) is uv
 
 from __future__ import annotations
 
-import email.parser
 import errno
 import os
 import shutil
@@ -432,16 +431,16 @@ def read_installed(venv: Path) -> tuple[InstalledDist, ...]:
     Only entries with a PEP 503 name and a PEP 440 version: a wheel can install any file
     (a fake ``.dist-info`` through ``.data/purelib``), and what is read here goes into the
     store, reports and lockfiles, where a newline would become another line."""
+    from envbisect.env.distinfo import Headers  # the email parser's header rules, not its imports
+
     found: dict[str, InstalledDist] = {}
-    parser = email.parser.HeaderParser()
     for site in _site_packages(venv):
         for info in sorted(site.glob("*.dist-info")):
             meta = info / "METADATA"
             if not meta.is_file():
                 continue
-            with meta.open(encoding="utf-8", errors="replace") as fh:
-                headers = parser.parse(fh)
-            name, version = headers.get("Name"), headers.get("Version")
+            headers = Headers(meta.read_text(encoding="utf-8", errors="replace"))
+            name, version = headers["Name"], headers["Version"]
             if name and version and is_project_name(name) and is_version(version):
                 found[name.lower()] = InstalledDist(name=str(name), version=str(version))
     return tuple(sorted(found.values(), key=lambda d: d.name.lower()))

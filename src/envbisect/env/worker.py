@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import functools
 import os
+import platform
 import shutil
-import socket
 import tempfile
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
@@ -187,7 +187,7 @@ def _finish(
         envbisect_version=__version__,
         env_report=seen.report,
         runs=seen.runs if len(seen.runs) > 1 else (),
-        host=socket.gethostname(),
+        host=platform.node(),  # socket.gethostname()'s answer, without socket's import
     )
 
 

@@ -39,7 +39,6 @@ only where uv's settings name none. Every other uv setting is not read.
 
 from __future__ import annotations
 
-import configparser
 import os
 import sys
 from collections.abc import Mapping
@@ -241,6 +240,8 @@ def _uv_file(path: Path, data: dict[str, Any], prefix: str = "") -> _Level:
 def _pip(environ: Mapping[str, str]) -> _Level:
     level = _Level()
     files = _pip_files(environ)
+    import configparser  # where pip's files are read: not on every start
+
     parser = configparser.RawConfigParser()
     for path in files:
         try:
@@ -289,6 +290,8 @@ def _pip_files(environ: Mapping[str, str]) -> list[Path]:
 def _pip_origin(files: list[Path], section: str, key: str) -> str:
     """The last pip.conf that sets the key (pip's later files win)."""
     for path in reversed(files):
+        import configparser
+
         one = configparser.RawConfigParser()
         try:
             one.read(path, encoding="utf-8")

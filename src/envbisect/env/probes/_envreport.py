@@ -15,7 +15,6 @@ import platform
 import re
 import subprocess
 import sys
-from importlib import metadata
 
 PACKAGES = (
     "torch",
@@ -194,6 +193,8 @@ def _numpy_abi(found):
 
 
 def main(argv):
+    from importlib import metadata  # here: envbisect imports this file and reads no metadata
+
     deep = len(argv) > 1 and argv[1] == "deep"
     out = interpreter()
     found = walk(out, metadata.distributions())
