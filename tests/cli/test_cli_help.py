@@ -94,3 +94,47 @@ def test_version_and_help_import_only_what_they_print(argv: list[str], allowed: 
     line = next(ln for ln in done.stderr.splitlines() if ln.startswith("LOADED"))
     loaded = set(ast.literal_eval(line.removeprefix("LOADED ")))
     assert loaded <= allowed, line
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_a_parser_made_for_one_command_reads_its_lines_as_the_whole_one(command: str) -> None:
+    """main builds only the subcommand a line names (cli/parser.py named_command): its help,
+    its examples and their values are the whole parser's."""
+    from envbisect.cli.parser import named_command
+
+    for example in EXAMPLES[command]:
+        argv = shlex.split(example)[1:]
+        argv = argv[: argv.index("--")] if "--" in argv else argv
+        assert named_command(argv, COMMANDS) == (None if command == "completion" else command)
+        whole = build_parser().parse_known_args(argv)
+        assert build_parser(only=command).parse_known_args(argv) == whole
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), pytest.raises(SystemExit):
+        build_parser(only=command).parse_args([command, "--help"])
+    assert out.getvalue() == help_of(command)
+
+
+@pytest.mark.parametrize(
+    ("argv", "named"),
+    [
+        (["-q", "--color", "never", "probe", "-v"], "probe"),
+        (["--color=always", "run"], "run"),
+        (["-h", "probe"], None),  # the top's help lists every command
+        (["--col", "always", "probe"], None),  # an abbreviation: argparse's to read
+        (["prob"], None),  # a typo: the whole parser's "did you mean"
+        (["completion", "bash"], None),  # printed from the whole parser
+        ([], None),
+    ],
+)
+def test_which_lines_get_a_parser_of_their_command(argv: list[str], named: str | None) -> None:
+    from envbisect.cli.parser import named_command
+
+    assert named_command(argv, COMMANDS) == named
+
+
+def test_an_error_at_the_top_reads_as_from_the_whole_parser() -> None:
+    # --color's bad value, before a command: the usage line lists every command.
+    bad = subprocess.run([sys.executable, "-m", "envbisect", "--color", "pink", "probe"],
+                         capture_output=True, text=True)  # fmt: skip
+    assert bad.returncode == 2
+    assert "invalid choice: 'pink'" in bad.stderr and "Traceback" not in bad.stderr

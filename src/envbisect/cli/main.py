@@ -147,15 +147,16 @@ def _guarded(argv: Sequence[str] | None) -> int:
                 signal.signal(s, handler)
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The whole parser (cli/parser.py), imported when a command line is to be read."""
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The whole parser (cli/parser.py), imported when a command line is to be read
+    (``only``: a parser of that subcommand alone)."""
     from envbisect.cli import parser
 
-    return parser.build_parser()
+    return parser.build_parser(only)
 
 
 def _main(argv: Sequence[str] | None) -> int:
-    from envbisect.cli.parser import subparser, suggest
+    from envbisect.cli.parser import WholeParserNeeded, named_command, subparser, suggest
     from envbisect.errors import UsageError
 
     args_list = list(sys.argv[1:] if argv is None else argv)
@@ -163,7 +164,7 @@ def _main(argv: Sequence[str] | None) -> int:
     if "--" in args_list:
         cut = args_list.index("--")
         args_list, tail = args_list[:cut], args_list[cut + 1 :]
-    parser = build_parser()
+    parser = build_parser(named_command(args_list, tuple(COMMANDS)))
     if args_list[:1] == ["help"]:  # as uv, pip and ruff: envbisect help [CMD]
         if len(args_list) == 1:
             parser.print_help()
@@ -179,7 +180,11 @@ def _main(argv: Sequence[str] | None) -> int:
             )
             return 2
         args_list = [args_list[1], "--help"]
-    args, unknown = parser.parse_known_args(args_list)
+    try:
+        args, unknown = parser.parse_known_args(args_list)
+    except WholeParserNeeded:
+        parser = build_parser()
+        args, unknown = parser.parse_known_args(args_list)
     # --help has printed and left by now: what follows is imported for a command that runs.
     import shlex
 

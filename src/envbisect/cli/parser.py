@@ -23,8 +23,17 @@ if TYPE_CHECKING:
     Subcommands = argparse._SubParsersAction[argparse.ArgumentParser]
 
 
+class WholeParserNeeded(Exception):
+    """An error at the top of a parser made for one subcommand: its usage line would name that
+    one alone, so the whole parser reads the command line again (and says it as ever)."""
+
+
 class _Parser(argparse.ArgumentParser):
+    made_for: str | None = None  # the one subcommand this top-level parser was made for
+
     def error(self, message: str) -> NoReturn:
+        if self.made_for is not None:
+            raise WholeParserNeeded(message)
         from envbisect.cli.display import print_error  # rich: only when there is an error
 
         print_error(UsageError(message, hint=suggest(message, self) or f"see {self.prog} --help"))
@@ -319,8 +328,9 @@ SUBCOMMANDS = (RUN, COMMITS, PROBE, REPRO, PINS, VERSIONS, DIFF, LOCK, MATRIX, P
                CI_TEMPLATE, ENV, CHECK, COMPLETION)  # fmt: skip
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The whole command line: every subcommand and its options."""
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The whole command line: every subcommand and its options (``only``: that subcommand
+    alone, for a command line that names it: a third of the parser's 370 options, its time)."""
     parser = _Parser(
         prog="envbisect",
         description="Find which package version broke a "
@@ -331,12 +341,36 @@ def build_parser() -> argparse.ArgumentParser:
     o.attach(parser, o.QUIET, o.VERBOSE, o.COLOR)
     # _Parser is an ArgumentParser: Sub.add takes the common type.
     sub = cast("Subcommands", parser.add_subparsers(dest="command", parser_class=_Parser))
+    parser.made_for = only
     for command in SUBCOMMANDS:
+        if only is not None and command.name != only:
+            continue
         one = command.add(sub)
         # -q and -v after the subcommand too (envbisect run ... -q), as before it.
         o.attach(one, o.QUIET, o.VERBOSE, o.COLOR)
         helpfmt.arrange(one, command.name)
     return parser
+
+
+_TOP_FLAGS = frozenset({"-q", "--quiet", "-v", "--verbose"})
+
+
+def named_command(args: Sequence[str], commands: Sequence[str]) -> str | None:
+    """The subcommand a command line runs, read as argparse reads it, where its parser alone
+    will do: None where the line prints a completion from the whole parser, or has before its
+    command anything but -q, -v and --color (``-h``, an abbreviation, a typo)."""
+    i = 0
+    while i < len(args):
+        word = args[i]
+        if word == "--color":
+            i += 2
+        elif word in _TOP_FLAGS or word.startswith("--color="):
+            i += 1
+        elif word in commands and word != "completion":
+            return word  # its --help is its own parser's, the same either way
+        else:
+            return None
+    return None
 
 
 def subparser(parser: argparse.ArgumentParser, command: str | None) -> argparse.ArgumentParser:
