@@ -8,14 +8,18 @@ import argparse
 import ast
 import contextlib
 import io
+import os
 import shlex
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
 from envbisect.cli.helpfmt import DOCS, EXAMPLES, GROUPS
 from envbisect.cli.parser import build_parser
+from support.cli import on_index
+from support.index_server import LocalIndex
 
 COMMANDS = sorted(EXAMPLES)
 
@@ -138,3 +142,28 @@ def test_an_error_at_the_top_reads_as_from_the_whole_parser() -> None:
                          capture_output=True, text=True)  # fmt: skip
     assert bad.returncode == 2
     assert "invalid choice: 'pink'" in bad.stderr and "Traceback" not in bad.stderr
+
+
+PROBE_LOADED = LOADED.replace(
+    'heavy = ("rich", "packaging", "concurrent.futures", "httpx", "envbisect.model", "typing")',
+    'heavy = ("rich", "importlib.metadata", "email", "httpx", "socket", "envbisect.core.plan",'
+    ' "envbisect.core.results.search", "envbisect.modes.bydate")',
+)
+
+
+def test_a_probe_in_a_pipe_imports_none_of_what_it_does_not_use(
+    index: LocalIndex, python: str, tmp_path: Path
+) -> None:
+    """A probe's fixed cost is mostly imports (bench/bench_probe.py): one built and run with
+    stderr a pipe loads no rich (plainconsole.py), no importlib.metadata or email parser
+    (distinfo.py), no index client, no planner and no search."""
+    env = {k: v for k, v in os.environ.items() if k not in ("FORCE_COLOR", "TTY_COMPATIBLE")}
+    done = subprocess.run(
+        [sys.executable, "-c", PROBE_LOADED, "probe", "--with", "helperlib==1.0.0",
+         "--no-config", *on_index(index.url, python, tmp_path), "--", "python", "-c", "pass"],
+        capture_output=True, text=True, timeout=120, env=env,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "python -c pass: pass" in done.stdout + done.stderr
+    line = next(ln for ln in done.stderr.splitlines() if ln.startswith("LOADED"))
+    assert ast.literal_eval(line.removeprefix("LOADED ")) == [], line

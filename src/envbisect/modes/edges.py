@@ -17,14 +17,12 @@ from typing import TYPE_CHECKING
 
 from packaging.utils import canonicalize_name
 
-from envbisect.core.plan import Question
 from envbisect.core.target import Target, for_version, version_request
 from envbisect.diskcache import default_cache_dir
 from envbisect.env import guard
 from envbisect.env.interp import install_python, locate, python_downloads_refused
 from envbisect.env.repro import Repro
 from envbisect.env.uv import Uv, find_uv
-from envbisect.env.uvplan import UvFallback
 from envbisect.errors import UsageError
 from envbisect.exec import Executor, make_executor
 from envbisect.model import IndexConfig
@@ -35,6 +33,8 @@ from envbisect.store import Store, refuse_foreign
 if TYPE_CHECKING:  # a probe without pins never reads an index: no httpx at startup
     import httpx
 
+    from envbisect.core.plan import Question
+    from envbisect.env.uvplan import UvFallback
     from envbisect.index.client import IndexClient
 
 
@@ -149,6 +149,7 @@ class Edges:
         """uv, for every plan resolvelib gives up on in this session (run, lock, matrix,
         diff, by date): the same pins, constraints and cut-off, answered by ``uv pip
         compile``. Said once a run, on stderr."""
+        from envbisect.env.uvplan import UvFallback  # a plan's: not a probe's
 
         def notice(q: Question) -> None:
             if self._uv_planned:

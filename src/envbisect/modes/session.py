@@ -29,8 +29,6 @@ from packaging.utils import canonicalize_name
 from envbisect.core.names import project_name
 from envbisect.core.outcome import failed, untestable
 from envbisect.core.overrides import for_environment
-from envbisect.core.results.parts import Moved, ProbeRow, RowVerdict
-from envbisect.core.results.search import SearchResult
 from envbisect.core.target import Target
 from envbisect.env import runner, worker
 from envbisect.env.worker import ProbeTask, check_native_backtrace, run_task
@@ -46,9 +44,11 @@ from envbisect.store import Claimant
 if TYPE_CHECKING:
     import httpx
 
+    from envbisect.core.results.parts import Moved, ProbeRow
+    from envbisect.core.results.search import SearchResult
     from envbisect.exec import Executor
 
-R = TypeVar("R", bound=SearchResult)
+R = TypeVar("R", bound="SearchResult")
 T = TypeVar("T")
 
 
@@ -325,6 +325,8 @@ class Session(Edges):
         self, wants: Sequence[Want], ahead: Callable[[], Sequence[Want]] | None = None
     ) -> list[ProbeRow]:
         """The report row of each wanted environment (untestable ones without a build)."""
+        from envbisect.core.results.parts import ProbeRow, RowVerdict  # a search's: not probe's
+
         buildable = [w for w in wants if w.spec is not None]
         records = iter(self.probe_all(buildable, ahead=ahead))
         out = []
