@@ -27,6 +27,11 @@ versions (those ``envbisect versions pyarrow`` says install here), each step ``u
 ``uv pip install datasets==2.14.6 pyarrow==V`` (uv picks the rest, as envbisect's ``latest``
 policy does) + ``python -c "import datasets"``. uv's own cache (the user's), warmed by the
 untimed round.
+
+``--wide S`` (``--versions 64``, say): the shape of a machine with more cores than probes, on
+this one: every probe sleeps S seconds before ``bisectpkg.run()``, so probes at once do not
+take each other's CPU (as GPU jobs mostly wait); envbisect at ``--jobs`` 1, 2, 4 and 8
+against the search by hand.
 """
 
 from __future__ import annotations
@@ -42,6 +47,7 @@ import tempfile
 import time
 from collections.abc import Callable
 from datetime import datetime, timedelta, timezone
+from functools import partial
 from pathlib import Path
 
 import bench_probe as bp
@@ -108,21 +114,22 @@ def binary_search(n: int, passes: Callable[[int], bool]) -> tuple[int, int]:
 
 
 def by_hand(
-    uv: str, python: str, url: str, n: int, work: Path, env: dict[str, str]
-) -> tuple[int, int]:
+    uv: str, python: str, url: str, n: int, work: Path, env: dict[str, str],
+    repro: list[str] = REPRO,
+) -> tuple[int, int]:  # fmt: skip
     """(first bad index, environments built): both ends checked, then binary search."""
     return binary_search(n, lambda i: venv_passes(
-        uv, python, work, env, ["--index-url", url, f"{PACKAGE}==1.{i}.0"], REPRO[1:]))  # fmt: skip
+        uv, python, work, env, ["--index-url", url, f"{PACKAGE}==1.{i}.0"], repro[1:]))  # fmt: skip
 
 
-def ours(envbisect: str, python: str, url: str, n: int, work: Path, env: dict[str, str]
-         ) -> tuple[int, int]:  # fmt: skip
+def ours(envbisect: str, python: str, url: str, n: int, work: Path, env: dict[str, str],
+         repro: list[str] = REPRO, jobs: int = 1) -> tuple[int, int]:  # fmt: skip
     results = Path(tempfile.mkdtemp(prefix="results-", dir=work))
     try:
         argv = [envbisect, "run", "--package", PACKAGE, "--good", "1.0.0", "--bad",
                 f"1.{n - 1}.0", "--index-url", url, "--no-config", "--python", python, "--results",
-                str(results), "--cache-dir", str(work / "meta"), "--json", "--",
-                *REPRO]  # fmt: skip
+                str(results), "--cache-dir", str(work / "meta"), "--json", "--jobs", str(jobs),
+                "--", *repro]  # fmt: skip
         proc = subprocess.run(argv, env=env, capture_output=True, text=True)
         if proc.returncode != 0:
             raise SystemExit(f"envbisect run failed ({proc.returncode}): {proc.stderr[-2000:]}")
@@ -234,6 +241,72 @@ def pypi_main(args: argparse.Namespace) -> int:
     return 0
 
 
+WIDE_JOBS = (1, 2, 4, 8)
+
+
+def wide_main(args: argparse.Namespace) -> int:
+    """``--wide S``: the shape of a wide machine, where probes do not compete for the CPU (a
+    GPU job's host side mostly waits): each probe sleeps S seconds, then runs the same
+    ``bisectpkg.run()``. envbisect at ``--jobs`` 1, 2, 4 and 8 against the search by hand;
+    the same first bad version every time, more environments as K grows (a K+1-way split
+    each round, after the round that checks both ends)."""
+    n, first_bad = args.versions, (2 * args.versions) // 3
+    repro = ["python", "-c", f"import time, {PACKAGE}; time.sleep({args.wide}); {PACKAGE}.run()"]
+    work = Path(tempfile.mkdtemp(prefix="envbisect-bench-bisect-wide-"))
+    env = bp.bench_env(work / "uv-cache")
+    uv = bp.uv_next_to(args.envbisect)
+    python = bp.find_python(uv, args.python, env)
+    index = build_index(work / "files", n, first_bad)
+    hand = "uv binary search by hand"
+    sides: dict[str, Callable[[], tuple[int, int]]] = {
+        f"envbisect run --jobs {k}": partial(
+            ours, args.envbisect, python, index.url, n, work, env, repro, k
+        )
+        for k in WIDE_JOBS
+    }
+    sides[hand] = lambda: by_hand(uv, python, index.url, n, work, env, repro)
+    times: dict[str, list[float]] = {k: [] for k in sides}
+    seen: dict[str, tuple[int, int]] = {}
+    try:
+        for r in range(args.rounds + 1):  # round 0 warms uv's cache and the metadata cache
+            for label, fn in sides.items() if r % 2 == 0 else reversed(list(sides.items())):
+                start = time.perf_counter()
+                seen[label] = fn()
+                if r:
+                    times[label].append(time.perf_counter() - start)
+            if {first for first, _ in seen.values()} != {first_bad}:
+                print(f"a side missed the first bad version: {seen}", file=sys.stderr)
+                return 1
+    finally:
+        index.stop()
+        shutil.rmtree(work, ignore_errors=True)
+    med = {k: statistics.median(v) for k, v in times.items()}
+    what = (f"a whole bisection, {n} versions, probes that wait {args.wide:g} s (the shape of a "
+            f"wide machine: no probe takes another's CPU), first bad 1.{first_bad}.0")  # fmt: skip
+    figs = [
+        Figure(
+            what=f"{what}, --jobs {k}",
+            a=Side(label=f"envbisect run --jobs {k}", value=med[f"envbisect run --jobs {k}"],
+                   command=f"envbisect run --package {PACKAGE} --good 1.0.0 --bad 1.{n - 1}.0 "
+                   f"--index-url URL --no-config --jobs {k} -- python -c '...sleep; run()'"),
+            b=Side(label="a hand-written uv binary search", value=med[hand],
+                   command="uv venv + uv pip install --no-config bisectpkg==V + the repro, "
+                   "per step"),
+            note=f"environments: envbisect {seen[f'envbisect run --jobs {k}'][1]}, by hand "
+            f"{seen[hand][1]}; the same first bad version",
+        )
+        for k in WIDE_JOBS
+    ]  # fmt: skip
+    if args.json:
+        emit("bench_cli_bisect", figs, rounds=args.rounds)
+        return 0
+    print(f"# {what}, {args.rounds} rounds\n")
+    print("| | median s | environments | vs by hand |\n|---|---:|---:|---:|")
+    for k, sec in med.items():
+        print(f"| {k} | {sec:.2f} | {seen[k][1]} | {sec / med[hand]:.2f}x |")
+    return 0
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     ap.add_argument("--versions", type=int, default=16)
@@ -241,11 +314,20 @@ def main() -> int:
     ap.add_argument("--envbisect", default=str(Path(sys.executable).parent / "envbisect"))
     ap.add_argument("--python", default=None)
     ap.add_argument("--pypi", action="store_true", help="the real case on PyPI (see above)")
+    ap.add_argument(
+        "--wide",
+        type=float,
+        metavar="S",
+        default=None,
+        help="a probe that waits S seconds, at --jobs 1, 2, 4 and 8 (see above)",
+    )
     ap.add_argument("--json", action="store_true", help="print the figure as JSON")
     args = ap.parse_args()
     compile_bytecode()
     if args.pypi:
         return pypi_main(args)
+    if args.wide is not None:
+        return wide_main(args)
     n, first_bad = args.versions, (2 * args.versions) // 3
     work = Path(tempfile.mkdtemp(prefix="envbisect-bench-bisect-"))
     env = bp.bench_env(work / "uv-cache")

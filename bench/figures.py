@@ -47,6 +47,9 @@ BENCHES: list[tuple[str, bool, list[str], list[str]]] = [
     ("bench_cli_bisect", False, ["--rounds", "3"], ["--rounds", "5"]),
     # the same against a hand-written uv search on a real PyPI case (pyarrow under datasets)
     ("bench_cli_bisect", True, ["--pypi", "--rounds", "1"], ["--pypi", "--rounds", "3"]),
+    # the shape of a wide machine: probes that wait (GPU jobs), --jobs 1, 2, 4 and 8
+    ("bench_cli_bisect", False, ["--wide", "1", "--versions", "64", "--rounds", "1"],
+     ["--wide", "1", "--versions", "64", "--rounds", "3"]),
     ("bench_envs", False, ["--sizes", "8,16,32", "--rounds", "3"],
      ["--sizes", "8,16,32,64,128", "--rounds", "7", "--pypi"]),
     ("bench_lock", False, [], []),
