@@ -32,7 +32,7 @@ class Context:
     command: str  # the whole command line, for reports
     console: AnyConsole  # rich's, or its plain text where rich would print no more
     progress: Progress
-    parser: argparse.ArgumentParser  # the whole command line's (completion prints from it)
+    parser: argparse.ArgumentParser  # the line's: the whole one for completion (it prints it)
 
 
 def repro_for(ctx: Context, *, default_for: str | None = None, pins: bool = False) -> Any:

@@ -330,7 +330,7 @@ SUBCOMMANDS = (RUN, COMMITS, PROBE, REPRO, PINS, VERSIONS, DIFF, LOCK, MATRIX, P
 
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     """The whole command line: every subcommand and its options (``only``: that subcommand
-    alone, for a command line that names it: a third of the parser's 370 options, its time)."""
+    alone, for a command line that names it: its options, not all 370, are made)."""
     parser = _Parser(
         prog="envbisect",
         description="Find which package version broke a "

@@ -132,7 +132,7 @@ def _wait(proc: subprocess.Popen[bytes], timeout: float, stop_signal: int, grace
 def _exited(proc: subprocess.Popen[bytes], timeout: float) -> bool:
     """Whether ``proc`` ended within ``timeout`` seconds (reaped if so). Woken by its exit
     (a pidfd, Linux 5.3 on): ``Popen.wait(timeout)`` polls in sleeps that double up to 50 ms,
-    so a probe seen ending 15 ms late at 16 ms, and up to 50 ms late once it ran 0.1 s."""
+    so a probe that ended at 16 ms was seen at 31 ms, and a longer one up to 50 ms late."""
     try:
         fd = os.pidfd_open(proc.pid)
     except (AttributeError, OSError):  # not Linux, an old kernel, or reaped already
