@@ -60,6 +60,7 @@ def test_escape_is_riches(text: str) -> None:
 
 @SETTINGS
 @given(version=TEXT, detail=TEXT, highlight=st.booleans())
+@example(version="1.0", detail="path C:\\[x] \\[1]", highlight=False)
 def test_envbisects_markup_prints_as_rich_prints_it(
     version: str, detail: str, highlight: bool
 ) -> None:
@@ -79,6 +80,8 @@ def test_envbisects_markup_prints_as_rich_prints_it(
 
 @SETTINGS
 @given(markup=TEXT, more=TEXT)
+@example("a \\[1] b [dim]c[/dim]", "")  # rich drops the backslash of "\\[" before no tag
+@example("[dim]c[/dim] d \\[2]", "")  # and after the last tag
 @example("[dim]a[/bold]", "")  # a close rich rejects: MarkupError from both
 @example("[/]", "")
 @example("[dim]a\tb[/dim]", "")  # a tab: rich expands it
