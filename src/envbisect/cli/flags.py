@@ -132,7 +132,7 @@ REFRESH = opt(
     "--refresh",
     action="store_true",
     help="revalidate every cached index page whatever its age (uv's --refresh): see a release "
-    "published minutes ago",
+    "published minutes ago; every build asks uv for its pages again",
 )
 REFRESH_PACKAGE = many(
     "--refresh-package",

@@ -8,7 +8,8 @@ nor a continuation, values keep their continuation lines). A folder with an ``.e
 two folders of one name raises ``NotPlain`` (the report is then asked of the interpreter, as
 before); a RECORD that needs the csv module, or requirements in ``requires.txt``, are read by
 importlib.metadata itself, imported for that distribution alone. tests/env/test_distinfo.py
-compares both readers on folders of distributions and on fuzzed METADATA.
+compares both readers on folders of distributions and on fuzzed METADATA. ``read_installed``
+is what a build installed (names and versions, by the same header rules), for the store.
 """
 
 from __future__ import annotations
@@ -17,6 +18,9 @@ import os
 import re
 from pathlib import Path
 from typing import Any
+
+from envbisect.core.names import is_project_name, is_version
+from envbisect.model import InstalledDist
 
 _LINES = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$")  # io.StringIO(newline="")'s lines
 _HEADER = re.compile(r"From |[\041-\071\073-\176]*:|[\t ]")  # email.feedparser.headerRE
@@ -122,3 +126,31 @@ def distributions(site: Path) -> list[DistInfo]:
             names.add(name)
             found.append(DistInfo(site / child))
     return found
+
+
+def read_installed(venv: Path) -> tuple[InstalledDist, ...]:
+    """What a venv holds, from its ``*.dist-info/METADATA`` files.
+
+    Only entries with a PEP 503 name and a PEP 440 version: a wheel can install any file
+    (a fake ``.dist-info`` through ``.data/purelib``), and what is read here goes into the
+    store, reports and lockfiles, where a newline would become another line."""
+    found: dict[str, InstalledDist] = {}
+    for site in site_packages(venv):
+        for info in sorted(site.glob("*.dist-info")):
+            meta = info / "METADATA"
+            if not meta.is_file():
+                continue
+            headers = Headers(meta.read_text(encoding="utf-8", errors="replace"))
+            name, version = headers["Name"], headers["Version"]
+            if name and version and is_project_name(name) and is_version(version):
+                found[name.lower()] = InstalledDist(name=str(name), version=str(version))
+    return tuple(sorted(found.values(), key=lambda d: d.name.lower()))
+
+
+def site_packages(venv: Path) -> list[Path]:
+    """A venv's site-packages folders."""
+    if os.name == "nt":
+        return [venv / "Lib" / "site-packages"]
+    return sorted(venv.glob("lib/python*/site-packages")) + sorted(
+        venv.glob("lib64/python*/site-packages")
+    )

@@ -3,7 +3,8 @@
 Who does what: ``find_uv`` locates the binary (the ``uv`` package's own API first, then PATH);
 the interpreter the user named, and its facts, are env/interp.py's; ``Materializer.build``
 creates one fresh venv and installs one ``EnvSpec`` into it, then reads back what was actually
-installed from the venv's metadata (no subprocess).
+installed from the venv's metadata (no subprocess). A build of a session first lets uv answer
+from its cache where the session revalidated every page it needs (env/uvfresh.py).
 
 All environments share uv's cache (``UV_CACHE_DIR`` when set), so a warm environment is hard
 links, not copies. uv runs with ``--no-config`` and without the index environment variables:
@@ -30,9 +31,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from envbisect.core.names import is_project_name, is_version
+from packaging.utils import canonicalize_name
+
 from envbisect.core.outcome import untestable
-from envbisect.env import guard
+from envbisect.env import guard, uvfresh
+from envbisect.env.distinfo import read_installed, site_packages
 from envbisect.env.runner import interrupted, run_captured
 from envbisect.env.scrub import scrub
 from envbisect.env.uvfailure import first_error_line, uv_failure
@@ -194,10 +197,13 @@ class BuildFailed:
 class Materializer:
     """Creates fresh uv virtualenvs under ``envs_dir``, one per ``build`` call."""
 
-    def __init__(self, uv: Uv, envs_dir: Path, *, verbose: bool = False) -> None:
+    def __init__(self, uv: Uv, envs_dir: Path, *, verbose: bool = False, session: str = "") -> None:
         self.uv = uv
         self.envs_dir = envs_dir
         self.verbose = verbose  # uv says what it resolved and installed (-v); same install
+        # The session's token: pages uv revalidated in it are not asked for again within
+        # env/uvfresh.py's window ("": every install asks uv online, as it would itself).
+        self.session = session
 
     def build(
         self,
@@ -244,17 +250,11 @@ class Materializer:
         build_timeout: float | None = None,
     ) -> BuiltEnv | BuildFailed:
         env = self.uv.env(spec.indexes)
-        flags = ["--no-project", "--no-config", "--quiet", "--allow-existing"]
-        venv = self._run([self.uv.binary, "venv", str(path), "--python", python, *flags], env)
-        if venv.returncode != 0:
+        venv = self._venv(spec, python, path, env)
+        if venv is not None:
             self.remove(path)
-            return self._failed(venv.stderr, start, spec, what="creating the virtualenv")
+            return self._failed(venv, start, spec, what="creating the virtualenv")
         vpython = _venv_python(path)
-        if spec.inherit_paths:  # --inherit: the interpreter's own packages, after the env's
-            for site in _site_packages(path):
-                (site / "envbisect-inherit.pth").write_text(
-                    "".join(f"{p}\n" for p in spec.inherit_paths), encoding="utf-8"
-                )
         on_phase("resolving & installing")  # one uv command: it resolves, then installs
         args = self._install_args(spec, vpython)
         tree: list[str] = []
@@ -266,10 +266,19 @@ class Materializer:
             args += srcbuild.install_args(spec)
             on_phase("building from source & installing")
         args += ["--", *spec.requirements, *tree]
-        install: subprocess.CompletedProcess[str] | BuildFailed
+        install: subprocess.CompletedProcess[str] | BuildFailed | None = None
+        began: float | None = None  # an install online: when it started
         if not spec.requirements and not tree:  # everything inherited: nothing to install
             install = subprocess.CompletedProcess(args, 0, "", "")
-        else:
+        elif not tree:
+            install = self._from_cache(spec, path, args, env)
+        if install is None:
+            if not (path / "pyvenv.cfg").exists():  # emptied by a try from uv's cache
+                venv = self._venv(spec, python, path, env)
+                if venv is not None:
+                    self.remove(path)
+                    return self._failed(venv, start, spec, what="creating the virtualenv")
+            began = uvfresh.REVALIDATED.now()
             install = self._install(
                 args, env=env, path=path, start=start, tree=tree, build_timeout=build_timeout
             )
@@ -281,6 +290,8 @@ class Materializer:
             text = install.stderr.replace(str(path), "<env>")
             return self._failed(text, start, spec, what="building" if tree else "installing")
         installed = read_installed(path)
+        if began is not None and not tree:
+            self._mark(spec, installed, began)
         why_not = _unreadable(spec, installed)
         if why_not:
             self.remove(path)
@@ -293,6 +304,50 @@ class Materializer:
             seconds=time.monotonic() - start,
             log=mask_text(install.stderr) if self.verbose else "",
         )
+
+    def _venv(self, spec: EnvSpec, python: str, path: Path, env: dict[str, str]) -> str | None:
+        """A fresh venv at ``path`` (what uv said where it could not make one)."""
+        flags = ["--no-project", "--no-config", "--quiet", "--allow-existing"]
+        venv = self._run([self.uv.binary, "venv", str(path), "--python", python, *flags], env)
+        if venv.returncode != 0:
+            return venv.stderr
+        if spec.inherit_paths:  # --inherit: the interpreter's own packages, after the env's
+            for site in site_packages(path):
+                (site / "envbisect-inherit.pth").write_text(
+                    "".join(f"{p}\n" for p in spec.inherit_paths), encoding="utf-8"
+                )
+        return None
+
+    def _scope(self, spec: EnvSpec) -> tuple[object, ...]:
+        return (self.session, self.uv.cache_dir, spec.indexes)
+
+    def _from_cache(
+        self, spec: EnvSpec, path: Path, args: list[str], env: dict[str, str]
+    ) -> subprocess.CompletedProcess[str] | None:
+        """The install answered from uv's cache, where this session revalidated the page of
+        everything it installed within the window (env/uvfresh.py). None where it was not
+        tried, or did not count: the folder at ``path`` is then emptied for a venv made
+        again, and the install online."""
+        scope = self._scope(spec)
+        if not self.session or self.uv.offline or not uvfresh.REVALIDATED.any_fresh(scope):
+            return None
+        proc = self._run(args, {**env, "UV_OFFLINE": "1"})
+        if proc.returncode == 0:
+            names = {canonicalize_name(d.name) for d in read_installed(path)}
+            if uvfresh.REVALIDATED.fresh(scope, names):
+                note = "envbisect: from uv's cache (this run revalidated those pages)\n"
+                return subprocess.CompletedProcess(proc.args, 0, proc.stdout, note + proc.stderr)
+        # A miss (a file never downloaded) or a page older than the window: online, afresh.
+        shutil.rmtree(path, ignore_errors=True)
+        path.mkdir(mode=0o700)  # as tempfile.mkdtemp made it
+        return None
+
+    def _mark(self, spec: EnvSpec, installed: tuple[InstalledDist, ...], began: float) -> None:
+        """What an install online put in the venv: uv revalidated those pages after
+        ``began``."""
+        if self.session and not self.uv.offline:
+            names = {canonicalize_name(d.name) for d in installed}
+            uvfresh.REVALIDATED.mark(self._scope(spec), names, began)
 
     def _install_args(self, spec: EnvSpec, vpython: Path) -> list[str]:
         """``uv pip install`` into the venv, from the spec's indexes and with its flags."""
@@ -423,32 +478,3 @@ def _venv_python(path: Path) -> Path:
     if os.name == "nt":
         return path / "Scripts" / "python.exe"
     return path / "bin" / "python"
-
-
-def read_installed(venv: Path) -> tuple[InstalledDist, ...]:
-    """What a venv holds, from its ``*.dist-info/METADATA`` files.
-
-    Only entries with a PEP 503 name and a PEP 440 version: a wheel can install any file
-    (a fake ``.dist-info`` through ``.data/purelib``), and what is read here goes into the
-    store, reports and lockfiles, where a newline would become another line."""
-    from envbisect.env.distinfo import Headers  # the email parser's header rules, not its imports
-
-    found: dict[str, InstalledDist] = {}
-    for site in _site_packages(venv):
-        for info in sorted(site.glob("*.dist-info")):
-            meta = info / "METADATA"
-            if not meta.is_file():
-                continue
-            headers = Headers(meta.read_text(encoding="utf-8", errors="replace"))
-            name, version = headers["Name"], headers["Version"]
-            if name and version and is_project_name(name) and is_version(version):
-                found[name.lower()] = InstalledDist(name=str(name), version=str(version))
-    return tuple(sorted(found.values(), key=lambda d: d.name.lower()))
-
-
-def _site_packages(venv: Path) -> list[Path]:
-    if os.name == "nt":
-        return [venv / "Lib" / "site-packages"]
-    return sorted(venv.glob("lib/python*/site-packages")) + sorted(
-        venv.glob("lib64/python*/site-packages")
-    )

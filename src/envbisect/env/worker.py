@@ -101,6 +101,9 @@ class ProbeTask:
     # that runs the probe), and the cap on the build (--build-timeout; None: no cap).
     source_repo: str | None = None
     build_timeout: float | None = None
+    # The session's token: what uv revalidated for its earlier builds on this node is not
+    # asked for again within env/uvfresh.py's window ("": every build asks uv online).
+    session: str = ""
 
 
 # A build ahead: its materializer, and what it made.
@@ -212,7 +215,9 @@ def _build(task: ProbeTask, w: Watcher | None, *, quiet: bool = False) -> Built:
     uv = Uv(binary=_uv(task.uv), offline=task.offline)
     python = _python(uv, task.python, task.python_version)
     envs_dir = task.envs_dir or Path(tempfile.gettempdir()) / "envbisect-envs"
-    materializer = Materializer(uv, envs_dir, verbose=w is not None and w.verbose)
+    materializer = Materializer(
+        uv, envs_dir, verbose=w is not None and w.verbose, session=task.session
+    )
     if not quiet:
         _tell(w, task, "building")
     built = materializer.build(

@@ -454,6 +454,7 @@ class Session(Edges):
             offline=self.uv.offline,
             source_repo=want.source_repo,
             build_timeout=self.opts.build_timeout if want.spec.source is not None else None,
+            session="" if self.opts.refresh or self.opts.refresh_packages else self._me.owner,
         )
 
     def _record(self, task: ProbeTask, rec: ProbeRecord) -> tuple[ProbeRecord, bool]:
