@@ -59,8 +59,11 @@ def _pages(index: LocalIndex) -> int:
     return sum(n for k, n in index.hits.items() if k.startswith("GET /simple/"))
 
 
-def _build(m: Materializer, index: LocalIndex, python: str, *reqs: str) -> BuiltEnv:
-    spec = EnvSpec.build(list(reqs), python="cp3", indexes=IndexConfig(index_url=index.url))
+def _build(
+    m: Materializer, index: LocalIndex, python: str, *reqs: str, overrides: tuple[str, ...] = ()
+) -> BuiltEnv:
+    indexes = IndexConfig(index_url=index.url)
+    spec = EnvSpec.build(list(reqs), python="cp3", indexes=indexes, overrides=overrides)
     built = m.build(spec, python)
     assert isinstance(built, BuiltEnv), built
     return built
@@ -87,8 +90,9 @@ def test_a_session_asks_for_a_page_once_and_a_new_file_is_still_fetched(
     second = _build(m, index, python, "app==1.0")
     assert _pages(index) == asked, "pages this session revalidated were asked for again"
     assert "from uv's cache" in second.log and _have(second) == _have(first)
-    # A version never downloaded: uv's cache lacks its file, so the build goes online.
-    third = _build(m, index, python, "app==1.1")
+    # A version never downloaded: uv's cache lacks its file, so the build goes online, in a
+    # venv made again with the files uv reads (an --overrides file) written again.
+    third = _build(m, index, python, "app==1.1", overrides=("dep==1.0",))
     assert _have(third)["app"] == "1.1" and "from uv's cache" not in third.log
     assert _pages(index) > asked
 

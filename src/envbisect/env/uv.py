@@ -278,6 +278,8 @@ class Materializer:
                 if venv is not None:
                     self.remove(path)
                     return self._failed(venv, start, spec, what="creating the virtualenv")
+                # its files (--overrides, --excludes) lived in the folder: written again
+                args = [*self._install_args(spec, vpython), "--", *spec.requirements]
             began = uvfresh.REVALIDATED.now()
             install = self._install(
                 args, env=env, path=path, start=start, tree=tree, build_timeout=build_timeout
