@@ -77,6 +77,10 @@ class IndexMetadataSource:
         self._deps: dict[tuple[str, Version], list[Requirement]] = {}
         self._lock = threading.Lock()
         self._warmed: set[tuple[str, str]] = set()  # (project, specifier) fetched ahead
+        # The extras requirements read so far ask of each project: what those extras bring
+        # is fetched ahead too (a cold plan of torch 2.11 otherwise waited on 11 CUDA
+        # packages one after the other, 0.85 s).
+        self._extras: dict[str, set[str]] = {}
         # Project pages of dependencies are fetched ahead, while the resolver works on
         # something else: a cold plan waits on the network far less.
         self._ahead = ThreadPoolExecutor(max_workers=8, thread_name_prefix="envbisect-ahead")
@@ -142,7 +146,11 @@ class IndexMetadataSource:
             self._deps[key] = deps
             # What each dependency allows: its likely version is the newest of those (an
             # exact pin, as torch pins its CUDA wheels, is fetched ahead, not the newest).
-            wanted = (d for d in deps if self._applies(d))
+            extras = sorted(self._extras.get(key[0], ()))
+            wanted = [d for d in deps if self._applies(d, extras)]
+            for d in wanted:  # torch asks for cuda-toolkit[cublas,cudart,...]: what those bring
+                if d.extras:
+                    self._extras.setdefault(canonicalize_name(d.name), set()).update(d.extras)
             ahead = {(canonicalize_name(d.name), str(d.specifier)) for d in wanted}
             ahead -= self._warmed
             self._warmed.update(ahead)
@@ -195,13 +203,14 @@ class IndexMetadataSource:
                 self._tokens[key] = "unknown"
         return self._tokens[key]
 
-    def _applies(self, req: Requirement) -> bool:
-        """Whether a dependency applies on the target without extras (worth fetching ahead)."""
+    def _applies(self, req: Requirement, extras: Sequence[str] = ()) -> bool:
+        """Whether a dependency applies on the target, without extras or with one of the
+        ``extras`` some requirement asked of its project (worth fetching ahead)."""
         if req.marker is None:
             return True
-        env = {**self.target.marker_environment(), "extra": ""}
+        env = self.target.marker_environment()
         try:
-            return applies(req.marker, env)
+            return any(applies(req.marker, {**env, "extra": e}) for e in ("", *extras))
         except Exception:  # an odd marker in someone's metadata: do not fetch ahead
             return False
 
