@@ -17,8 +17,12 @@ what it installed is marked revalidated at the time it started. A package uv's c
 version never downloaded) fails offline at once and is fetched online, as before.
 
 What it does not see: a project uv considered and did not install (an alternative it backtracked
-from) may be read from a page older than the window. ``--refresh`` turns all of this off (every
-build asks uv as before); so does ``--offline`` (every build is offline already).
+from) may be read from a page older than the window. An install online counts as revalidating
+what it installed; on an index whose pages say ``max-age`` (PyPI: 600 s) uv may itself have
+answered from a page that was still fresh, so such a page can be read up to twice the window
+old (there uv saves little by this anyway: it revalidates nothing fresh). ``--refresh`` turns
+all of this off (every build asks uv as before); so does ``--offline`` (every build is offline
+already).
 
 The registry is this process's (threads of ``--jobs`` and builds ahead share it; a Ray worker
 keeps its own; a Slurm job starts empty). Its scope is the session's token, uv's cache and the
