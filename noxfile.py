@@ -43,10 +43,11 @@ def quick(session: nox.Session) -> None:
 
 @nox.session
 def fuzz(session: nox.Session) -> None:
-    """Every parser of untrusted text fuzzed with the long budget (tests/test_fuzz.py; the
-    quick tier runs a short one)."""
+    """Every parser of untrusted text fuzzed with the long budget (tests/test_fuzz.py, and the
+    wheel reader against zipfile; the quick tier runs a short one)."""
     session.install("-e", ".", *group("test"))
-    session.run("pytest", "tests/test_fuzz.py", *session.posargs, env={"ENVBISECT_FUZZ": "long"})
+    tests = ["tests/test_fuzz.py", "tests/index/test_wheelmeta.py"]
+    session.run("pytest", *tests, *session.posargs, env={"ENVBISECT_FUZZ": "long"})
 
 
 @nox.session

@@ -6,6 +6,7 @@ requests than zipfile makes."""
 from __future__ import annotations
 
 import io
+import os
 import warnings
 import zipfile
 
@@ -59,7 +60,11 @@ def _zipfile(blob: bytes) -> bytes | str:
         return e.ref or "error"
 
 
-@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(
+    max_examples=10000 if os.environ.get("ENVBISECT_FUZZ") == "long" else 400,  # nox -s fuzz
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
 # What the fuzz found zipfile raising past the old reader's net (a traceback): kept.
 @example(  # a name marked UTF-8 that is not: UnicodeDecodeError
     members=[("pkgé-1.0.dist-info/METADATA", b"", 0, b"")], comment=b"", before=b"",
