@@ -267,19 +267,27 @@ class Materializer:
             on_phase("building from source & installing")
         args += ["--", *spec.requirements, *tree]
         install: subprocess.CompletedProcess[str] | BuildFailed | None = None
+        installed: tuple[InstalledDist, ...] | None = None
         began: float | None = None  # an install online: when it started
         if not spec.requirements and not tree:  # everything inherited: nothing to install
             install = subprocess.CompletedProcess(args, 0, "", "")
-        elif not tree:
-            install = self._from_cache(spec, path, args, env)
-        if install is None:
-            if not (path / "pyvenv.cfg").exists():  # emptied by a try from uv's cache
+        elif not tree and self._may_use_cache(spec):
+            cached = self._from_cache(spec, path, args, env)
+            if cached is not None:
+                install, installed = cached
+            else:  # a miss (a file never downloaded) or a page older than the window
+                try:  # online, in a venv made afresh: uv would keep what is there
+                    shutil.rmtree(path)
+                    path.mkdir(mode=0o700)  # as tempfile.mkdtemp made it
+                except OSError as e:
+                    raise _os_error(e, self.envs_dir) from e
                 venv = self._venv(spec, python, path, env)
                 if venv is not None:
                     self.remove(path)
                     return self._failed(venv, start, spec, what="creating the virtualenv")
                 # its files (--overrides, --excludes) lived in the folder: written again
                 args = [*self._install_args(spec, vpython), "--", *spec.requirements]
+        if install is None:
             began = uvfresh.REVALIDATED.now()
             install = self._install(
                 args, env=env, path=path, start=start, tree=tree, build_timeout=build_timeout
@@ -291,7 +299,8 @@ class Materializer:
             # uv names the checkout's folder: its temporary path says nothing, and differs.
             text = install.stderr.replace(str(path), "<env>")
             return self._failed(text, start, spec, what="building" if tree else "installing")
-        installed = read_installed(path)
+        if installed is None:
+            installed = read_installed(path)
         if began is not None and not tree:
             self._mark(spec, installed, began)
         why_not = _unreadable(spec, installed)
@@ -323,26 +332,28 @@ class Materializer:
     def _scope(self, spec: EnvSpec) -> tuple[object, ...]:
         return (self.session, self.uv.cache_dir, spec.indexes)
 
+    def _may_use_cache(self, spec: EnvSpec) -> bool:
+        """Whether this session has revalidated any page for ``spec``'s indexes lately (an
+        answer from uv's cache could count)."""
+        if not self.session or self.uv.offline:
+            return False
+        return uvfresh.REVALIDATED.any_fresh(self._scope(spec))
+
     def _from_cache(
         self, spec: EnvSpec, path: Path, args: list[str], env: dict[str, str]
-    ) -> subprocess.CompletedProcess[str] | None:
-        """The install answered from uv's cache, where this session revalidated the page of
-        everything it installed within the window (env/uvfresh.py). None where it was not
-        tried, or did not count: the folder at ``path`` is then emptied for a venv made
-        again, and the install online."""
-        scope = self._scope(spec)
-        if not self.session or self.uv.offline or not uvfresh.REVALIDATED.any_fresh(scope):
-            return None
+    ) -> tuple[subprocess.CompletedProcess[str], tuple[InstalledDist, ...]] | None:
+        """The install answered from uv's cache, and what it installed, where this session
+        revalidated the page of each of those within the window (env/uvfresh.py); else None
+        (the venv then holds whatever uv got to install)."""
         proc = self._run(args, {**env, "UV_OFFLINE": "1"})
-        if proc.returncode == 0:
-            names = {canonicalize_name(d.name) for d in read_installed(path)}
-            if uvfresh.REVALIDATED.fresh(scope, names):
-                note = "envbisect: from uv's cache (this run revalidated those pages)\n"
-                return subprocess.CompletedProcess(proc.args, 0, proc.stdout, note + proc.stderr)
-        # A miss (a file never downloaded) or a page older than the window: online, afresh.
-        shutil.rmtree(path, ignore_errors=True)
-        path.mkdir(mode=0o700)  # as tempfile.mkdtemp made it
-        return None
+        if proc.returncode != 0:
+            return None
+        installed = read_installed(path)
+        names = {canonicalize_name(d.name) for d in installed}
+        if not uvfresh.REVALIDATED.fresh(self._scope(spec), names):
+            return None
+        note = "envbisect: from uv's cache (this run revalidated those pages)\n"
+        return subprocess.CompletedProcess(proc.args, 0, proc.stdout, note + proc.stderr), installed
 
     def _mark(self, spec: EnvSpec, installed: tuple[InstalledDist, ...], began: float) -> None:
         """What an install online put in the venv: uv revalidated those pages after
