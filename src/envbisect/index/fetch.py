@@ -1,4 +1,5 @@
-"""GETs to package indexes: one HTTP client, retries with backoff, credentials per origin.
+"""GETs to package indexes: an HTTP client per request in flight (reused), retries with backoff,
+credentials per origin.
 
 Who does what: ``Fetcher`` sends every request an ``IndexClient`` makes (pages, metadata files,
 wheels), retrying transport errors and 429/5xx as index/retry.py says and raising
