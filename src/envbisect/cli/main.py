@@ -71,6 +71,7 @@ COMMANDS: dict[str, Command] = {
     "ci-template": _in("ci_template", "cmd_ci_template"),
     "env": _in("env", "cmd_env"),
     "check": _in("check", "cmd_check"),
+    "why": _in("why", "cmd_why"),
     "completion": _in("completion", "cmd_completion"),
 }
 

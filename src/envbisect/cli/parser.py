@@ -315,6 +315,27 @@ CHECK = Sub(
         o.JSON,
     ),
 )
+WHY = Sub(
+    name="why",
+    help="name the release that removed or changed what a traceback names, and the fixes",
+    usage="envbisect why (FILE | TEXT | -) [options]",
+    description="Reads a failure's text (a bug report, a log, a traceback; - for stdin) for "
+    "what it names: a name that cannot be imported, a module not found, a missing "
+    "attribute, a call that no longer fits. For each, the distribution that ships it and "
+    "the one whose code made the import or the call are read release by release from "
+    "their wheels on the index (a file list and one module each, by range requests; "
+    "nothing built, nothing installed): the first release that removed or changed it, the "
+    "first that brought it back or caught up, and the fix on each side. The versions the "
+    "text states (an environment block, pip freeze, pip show) say which side to move. "
+    "Exit 0: no finding; 1: findings.",
+    takes=(
+        o.opt("why_input", metavar="FILE|TEXT", help="a file, the failure text itself, or - "
+              "for stdin"),
+        o.PYTHON.but(help="the Python the failure ran on (default: as the text's paths or "
+                     "environment block say, else this one's)"),
+        o.INDEX, o.JSON,
+    ),
+)  # fmt: skip
 COMPLETION = Sub(
     name="completion",
     help="print a shell completion script (bash, zsh, tcsh, fish or powershell)",
@@ -325,7 +346,7 @@ COMPLETION = Sub(
 
 # In the order --help lists them.
 SUBCOMMANDS = (RUN, COMMITS, PROBE, REPRO, PINS, VERSIONS, DIFF, LOCK, MATRIX, PUBLISH,
-               CI_TEMPLATE, ENV, CHECK, COMPLETION)  # fmt: skip
+               CI_TEMPLATE, ENV, CHECK, WHY, COMPLETION)  # fmt: skip
 
 
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:

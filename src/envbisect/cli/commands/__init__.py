@@ -22,5 +22,6 @@ publish      publish: a matrix's tables from the store
 ci_template  ci-template: the workflow that keeps tables current
 env          env: the environment report
 check        check: a report's (or this machine's) environment, offline
+why          why: the release that changed what a traceback names, read from the wheels
 completion   completion: a shell's completion script
 """

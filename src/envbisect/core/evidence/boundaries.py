@@ -1,0 +1,189 @@
+"""From release histories to fixes: which release changed the named thing, and which side to
+move.
+
+A history is one yes/no question asked of one distribution's releases (oldest first), with the
+changes a search found (strategy/releases.py). Two roles:
+
+- the **callee** (the distribution that should offer the name, the module, the parameter):
+  "yes" is what the failing code needs. Where the release the report runs says "no": the
+  nearest change below it from yes to no is the release that removed it (hold back below it:
+  ``pkg<first_bad``, and ``last_good`` is the last that had it); the nearest change above it
+  from no to yes is the release that brought it (move up: ``pkg>=first_good``).
+- the **caller** (the distribution whose code makes the import or the call): "yes" is "still
+  does what fails". Where its release says "yes": the nearest change above it from yes to no
+  is the release that caught up (move up to it); the nearest change below from no to yes is
+  the release that began doing it (hold back below it).
+
+Without the report's version, the newest release stands in for it (a report is usually of
+what ``pip install -U`` gave). Pure: histories in, fixes out.
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from packaging.version import InvalidVersion, Version
+
+YES, NO = 1, 0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Change:
+    """The answer changes from ``old`` (at ``last_old``) to ``new`` (at ``first_new``);
+    ``hidden``: releases between whose answer could not be read."""
+
+    last_old: str
+    first_new: str
+    old: int
+    new: int
+    hidden: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"last_old": self.last_old, "first_new": self.first_new,
+                "from": bool(self.old), "to": bool(self.new), "hidden": list(self.hidden)}  # fmt: skip
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class History:
+    """``question`` in words ("pyarrow defines PyExtensionType"); ``answers``: the releases
+    read and their answers (None: could not say), in version order."""
+
+    package: str
+    role: str  # "callee" or "caller"
+    question: str
+    versions: tuple[str, ...]
+    changes: tuple[Change, ...]
+    answers: tuple[tuple[str, int | None], ...] = ()
+    installed: str | None = None
+    installed_answer: int | None = None
+    reads: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "package": self.package,
+            "role": self.role,
+            "question": self.question,
+            "releases": len(self.versions),
+            "read": [{"version": v, "answer": None if a is None else bool(a)}
+                     for v, a in self.answers],
+            "changes": [c.to_dict() for c in self.changes],
+            "installed": self.installed,
+            "installed_answer": None if self.installed_answer is None
+            else bool(self.installed_answer),
+        }  # fmt: skip
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Fix:
+    """``package op version``: ``<`` holds it back below ``version``, ``>=`` moves it up."""
+
+    package: str
+    op: str
+    version: str
+    why: str
+    role: str = ""
+
+    @property
+    def requirement(self) -> str:
+        return f"{self.package}{self.op}{self.version}"
+
+    @property
+    def command(self) -> str:
+        return shlex.join(["pip", "install", self.requirement])
+
+    @property
+    def forward(self) -> bool:
+        return self.op == ">="
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"requirement": self.requirement, "command": self.command, "why": self.why,
+                "forward": self.forward, "package": self.package}  # fmt: skip
+
+
+def _key(v: str) -> Version | None:
+    try:
+        return Version(v)
+    except InvalidVersion:
+        return None
+
+
+def _position(h: History) -> tuple[str, int | None]:
+    """The release standing for the report's (its own, else the newest) and its answer."""
+    if h.installed is not None:
+        ans = h.installed_answer
+        if ans is None:
+            ans = _inferred(h, h.installed)
+        return h.installed, ans
+    newest = h.versions[-1]
+    return newest, _inferred(h, newest)
+
+
+def _inferred(h: History, version: str) -> int | None:
+    """The answer at ``version`` as the read releases and the changes tell."""
+    for v, a in h.answers:
+        if v == version:
+            return a
+    want = _key(version)
+    if want is None:
+        return None
+    known = [(k, a) for v, a in h.answers if a is not None and (k := _key(v)) is not None]
+    below = [a for k, a in known if k <= want]
+    above = [a for k, a in known if k >= want]
+    if below and above and below[-1] == above[0]:
+        return below[-1]
+    return None
+
+
+def fixes(h: History) -> list[Fix]:
+    """The fixes one history supports, the forward one first (see the module's docstring)."""
+    at, answer = _position(h)
+    if answer is None:
+        return []
+    where = _key(at)
+    if where is None:
+        return []
+    below = [c for c in h.changes if (k := _key(c.first_new)) is not None and k <= where]
+    above = [c for c in h.changes if (k := _key(c.first_new)) is not None and k > where]
+    out: list[Fix] = []
+    if h.role == "callee" and answer == NO:
+        up = next((c for c in above if c.new == YES), None)
+        if up is not None:
+            out.append(Fix(package=h.package, op=">=", version=up.first_new, role=h.role,
+                           why=f"{h.question} from {up.first_new} on"))  # fmt: skip
+        down = next((c for c in reversed(below) if c.new == NO), None)
+        if down is not None:
+            out.append(Fix(package=h.package, op="<", version=down.first_new, role=h.role,
+                           why=f"{h.question} up to {down.last_old}, "
+                           f"not from {down.first_new} on"))  # fmt: skip
+    elif h.role == "caller" and answer == YES:
+        up = next((c for c in above if c.new == NO), None)
+        if up is not None:
+            out.append(Fix(package=h.package, op=">=", version=up.first_new, role=h.role,
+                           why=f"{h.question} up to {up.last_old}, "
+                           f"not from {up.first_new} on"))  # fmt: skip
+        down = next((c for c in reversed(below) if c.new == YES), None)
+        if down is not None:
+            out.append(Fix(package=h.package, op="<", version=down.first_new, role=h.role,
+                           why=f"{h.question} from {down.first_new} on"))  # fmt: skip
+    return out
+
+
+def merged(histories: Sequence[History]) -> list[Fix]:
+    """Every history's fixes, forward ones first (the maintainers' usual answer: move the
+    side that lags to the release that caught up), each requirement once."""
+    out: dict[str, Fix] = {}
+    every = [f for h in histories for f in fixes(h)]
+    for f in sorted(every, key=lambda f: not f.forward):
+        out.setdefault(f.requirement, f)
+    return list(out.values())
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Verdicts:
+    """What the histories of one evidence item say (for the answer's text)."""
+
+    histories: tuple[History, ...] = ()
+    fixes: tuple[Fix, ...] = field(default=())

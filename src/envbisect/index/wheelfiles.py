@@ -1,0 +1,163 @@
+"""One remote wheel opened for reading: its file list and single members, by range requests.
+
+``envbisect why`` asks of a release "is this module there, what does its source say": the
+central directory (one or two range requests from the end of the file) and the one member
+(one more) answer it, whatever the wheel's size. An index that does not serve ranges gets the
+whole wheel, streamed to a temporary file and read there, up to ``WHOLE_LIMIT`` bytes (a
+torch wheel is gigabytes: past the limit the read is refused, said in one line). A ``file:``
+wheel (a find-links folder) is read in place. zipfile reads the archive; what it rejects is a
+``bad-wheel`` error. A member read this way cannot be checked against the wheel's hash (only
+the whole file has one); nothing read here is installed or run, only parsed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import tempfile
+import zipfile
+import zlib
+from typing import IO
+
+from envbisect.errors import IndexUnreachable, InfrastructureError
+from envbisect.index.metadata import FILE_HEADERS, Get
+from envbisect.index.wheelmeta import RangeFile, file_path
+from envbisect.model import DistFile
+from envbisect.redact import mask_url
+
+WHOLE_LIMIT = 200 * 1024 * 1024  # bytes of a wheel read whole where ranges are not served
+MEMBER_LIMIT = 16 * 1024 * 1024  # bytes of one member (a module's source) read at most
+
+
+class NoRanges(Exception):
+    """The server answered a range request with the whole file."""
+
+
+def _bad(f: DistFile, e: BaseException) -> InfrastructureError:
+    return InfrastructureError(
+        f"{f.filename} is not a readable wheel ({e})",
+        hint="the wheel is broken; report it to the package's maintainers",
+        ref="bad-wheel",
+    )
+
+
+_ZIP_ERRORS = (
+    zipfile.BadZipFile,
+    zipfile.LargeZipFile,
+    zlib.error,
+    EOFError,
+    NotImplementedError,
+    UnicodeDecodeError,
+    RuntimeError,
+    ValueError,
+    KeyError,
+)
+
+
+class WheelFiles:
+    """The members of one wheel: ``names()`` and ``read(member)``. Use as a context manager
+    (a whole wheel read into a temporary file is removed on exit)."""
+
+    def __init__(self, f: DistFile, get: Get) -> None:
+        self.file = f
+        self._get = get
+        self._stack = contextlib.ExitStack()
+        self._zip: zipfile.ZipFile | None = None
+        self.requests_ranged = True
+
+    def __enter__(self) -> WheelFiles:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._stack.close()
+
+    def _open(self) -> zipfile.ZipFile:
+        if self._zip is not None:
+            return self._zip
+        fh = self._handle()
+        try:
+            self._zip = self._stack.enter_context(zipfile.ZipFile(fh))
+        except (*_ZIP_ERRORS, NoRanges, OSError) as e:
+            raise _bad(self.file, e) from e
+        return self._zip
+
+    def _handle(self) -> IO[bytes]:
+        f = self.file
+        if f.url.startswith("file:"):
+            try:
+                return self._stack.enter_context(file_path(f.url).open("rb"))
+            except OSError as e:
+                raise InfrastructureError(
+                    f"cannot read {file_path(f.url)}: {e.strerror or e}",
+                    hint="the find-links folder changed while envbisect ran?",
+                    ref="bad-wheel",
+                ) from e
+        ranged = self._ranged()
+        if ranged is not None:
+            return ranged
+        self.requests_ranged = False
+        return self._whole()
+
+    def _ranged(self) -> IO[bytes] | None:
+        f = self.file
+        size = f.size
+        if size is None:
+            head = self._get(f.url, headers={**FILE_HEADERS, "Range": "bytes=0-0"})
+            total = head.headers.get("content-range", "").rpartition("/")[2]
+            if head.status_code != 206 or not total.isdigit():
+                return None
+            size = int(total)
+
+        def read(start: int, end: int) -> bytes:
+            resp = self._get(f.url, headers={**FILE_HEADERS, "Range": f"bytes={start}-{end}"})
+            if resp.status_code != 206:
+                raise NoRanges
+            return resp.content
+
+        rf = RangeFile(read, size)
+        try:
+            rf.seek(max(0, size - 22))
+            rf.read(22)  # the end record: the first request tells whether ranges work
+        except NoRanges:
+            return None
+        return rf  # type: ignore[return-value]
+
+    def _whole(self) -> IO[bytes]:
+        f = self.file
+        if f.size is not None and f.size > WHOLE_LIMIT:
+            raise InfrastructureError(
+                f"{mask_url(f.url)} is {f.size // (1024 * 1024)} MiB and its index does not "
+                "serve range requests",
+                hint="use an index that serves ranges (PyPI does), or a find-links folder "
+                "that holds the wheel",
+                ref="no-ranges",
+            )
+        tmp = self._stack.enter_context(tempfile.TemporaryFile())
+        resp = self._get(f.url, headers=FILE_HEADERS, sink=tmp)
+        if resp.status_code != 200:
+            raise IndexUnreachable(
+                f"{mask_url(f.url)} answered HTTP {resp.status_code}",
+                hint="check the index URL and any credentials it needs",
+            )
+        tmp.seek(0)
+        return tmp
+
+    def names(self) -> list[str]:
+        """Every member's name, in the archive's order."""
+        return self._open().namelist()
+
+    def read(self, member: str) -> bytes | None:
+        """The member's bytes, or None where the wheel has no such member."""
+        zf = self._open()
+        try:
+            info = zf.getinfo(member)
+        except KeyError:
+            return None
+        if info.file_size > MEMBER_LIMIT:
+            return None
+        try:
+            return zf.read(info)
+        except (*_ZIP_ERRORS, NoRanges, OSError) as e:
+            raise _bad(self.file, e) from e

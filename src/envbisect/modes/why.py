@@ -1,0 +1,378 @@
+"""``envbisect why``: from a failure's text to the release that changed what it names, and
+the fixes, read from the wheels on the index in seconds, nothing built.
+
+Who does what: core/evidence/failure.py reads the evidence items and the frames;
+core/checks/observed.py the versions the report states; this module decides, for each item,
+which distribution should offer the named thing (the *callee*: importnames.py's candidates,
+confirmed by the wheel's own files) and which made the import or the call (the *caller*: the
+innermost installed frame), asks each its question over its releases (releasereads.py: static
+probes driven by strategy/releases.py), and turns the histories into fixes
+(core/evidence/boundaries.py). A failure that is not about a release (a file of the user's
+shadowing a package, a package not installed) is said as such, with no version fix.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from packaging.utils import canonicalize_name
+
+from envbisect.core.evidence import apisource as src
+from envbisect.core.evidence.boundaries import History, merged
+from envbisect.core.evidence.failure import (
+    BadCall,
+    Evidence,
+    Frame,
+    MissingAttr,
+    MissingModule,
+    MissingName,
+    MissingSymbolVersion,
+    read_failure,
+)
+from envbisect.core.evidence.importnames import candidates, member_of, top_levels
+from envbisect.core.results.why import Explained, WhyResult
+from envbisect.index.client import IndexClient
+from envbisect.modes.releasereads import (
+    Accepts,
+    CallerDoes,
+    Offers,
+    Question,
+    Reader,
+    Releases,
+    Ships,
+    search,
+)
+from envbisect.progress import Progress
+
+_SITE = re.compile(r"[\\/](?:site|dist)-packages[\\/]")
+_LISTED_TRIED = 40  # listed distributions read for a top-level name no candidate ships
+
+
+@dataclass
+class _Context:
+    client: IndexClient
+    reader: Reader
+    releases: Releases
+    installed: dict[str, str]
+    listed: tuple[str, ...]
+    threads: int
+    progress: Progress
+    dists: dict[str, str | None] = field(default_factory=dict)
+
+
+def explain(
+    text: str,
+    *,
+    origin: str,
+    client: IndexClient,
+    python: str | None = None,
+    threads: int = 4,
+    progress: Progress | None = None,
+) -> WhyResult:
+    """Every evidence item of ``text`` explained (see the module's docstring)."""
+    from envbisect.core.checks.observed import from_text
+
+    started = time.perf_counter()
+    requests_before = client.stats.requests
+    # GitHub does not show HTML comments (issue templates' guidance): blanked, lines kept.
+    failure = read_failure(re.sub(r"<!--.*?-->", lambda m: "\n" * m.group(0).count("\n"),
+                                  text, flags=re.DOTALL))
+    observed = from_text(text, origin=origin)
+    installed: dict[str, str] = {}
+    for name, said in (observed.packages if observed is not None else {}).items():
+        installed[canonicalize_name(name)] = said.value.split("+", 1)[0]
+    minor = _minor(python or failure.python or (observed.python_minor() if observed else None))
+    ctx = _Context(
+        client=client,
+        reader=Reader(client),
+        releases=Releases(client, minor),
+        installed=installed,
+        listed=tuple(installed),
+        threads=threads,
+        progress=progress or Progress(),
+    )
+    try:
+        explained = tuple(_explain(ctx, item) for item in _distinct(failure.items))
+    finally:
+        ctx.reader.close()
+    return WhyResult(
+        origin=origin,
+        python=f"{minor[0]}.{minor[1]}",
+        explained=explained,
+        requests=client.stats.requests - requests_before,
+        reads=ctx.reader.reads,
+        seconds=time.perf_counter() - started,
+    )
+
+
+def _minor(text: str | None) -> tuple[int, int]:
+    m = re.match(r"(\d+)\.(\d+)", text or "")
+    if m and m.group(1) == "3":
+        return (3, int(m.group(2)))
+    return (sys.version_info[0], sys.version_info[1])
+
+
+def _distinct(items: Sequence[Evidence]) -> list[Evidence]:
+    """Items in order, at most eight (a log that repeats one failure a hundred times says it
+    once)."""
+    return list(items)[:8]
+
+
+def _explain(ctx: _Context, item: Evidence) -> Explained:
+    if isinstance(item, MissingName):
+        return _missing_name(ctx, item)
+    if isinstance(item, MissingAttr):
+        if item.of_module:
+            return _module_attr(ctx, item)
+        return Explained(item=item, kind="unexplained",
+                         notes=(f"a class's attribute ({item.owner}.{item.name}): "
+                                "its class is not located from the text",))  # fmt: skip
+    if isinstance(item, MissingModule):
+        return _missing_module(ctx, item)
+    if isinstance(item, BadCall):
+        return _bad_call(ctx, item)
+    assert isinstance(item, MissingSymbolVersion)
+    return Explained(item=item, kind="unexplained",
+                     notes=(f"{item.library}_{item.version} is a C library's symbol version: "
+                            "see envbisect check for the binaries' requirements",))  # fmt: skip
+
+
+# -- which distribution -----------------------------------------------------------------------
+
+
+def dist_of(ctx: _Context, top: str) -> str | None:
+    """The distribution that ships the top-level import name ``top`` (module docstring)."""
+    if top in ctx.dists:
+        return ctx.dists[top]
+    found = None
+    for dist in candidates(top, ctx.listed):
+        if _ships_top(ctx, dist, top):
+            found = dist
+            break
+    if found is None:
+        for dist in [d for d in ctx.listed if d not in candidates(top)][:_LISTED_TRIED]:
+            if _ships_top(ctx, dist, top):
+                found = dist
+                break
+    ctx.dists[top] = found
+    return found
+
+
+def _ships_top(ctx: _Context, dist: str, top: str) -> bool:
+    rels = ctx.releases.of(dist, ctx.installed.get(dist))
+    if not rels:
+        return False
+    want = ctx.installed.get(dist)
+    pick = next((r for r in rels if str(r.version) == want), rels[-1])
+    return top in top_levels(ctx.reader.names(pick.file))
+
+
+def _history(ctx: _Context, q: Question) -> History | None:
+    dist = canonicalize_name(q.dist)
+    rels = ctx.releases.of(dist, ctx.installed.get(dist))
+    if not rels:
+        return None
+    ctx.progress.message(f"envbisect: why: {q.text}: reading {dist}'s releases")
+    return search(ctx.reader, rels, q, installed=ctx.installed.get(dist), threads=ctx.threads)
+
+
+def _caller(ctx: _Context, item: Evidence, callee_top: str | None) -> tuple[Frame, str] | None:
+    """The innermost frame, where it is installed code of another distribution."""
+    frame = item.caller
+    if frame is None or frame.module is None or frame.top is None:
+        return None
+    if callee_top is not None and frame.top == callee_top:
+        return None  # inside the callee's own distribution: its release is the one question
+    dist = dist_of(ctx, frame.top)
+    return (frame, dist) if dist is not None else None
+
+
+def _finish(
+    item: Evidence, histories: Sequence[History | None], *, kind: str = "version",
+    notes: Sequence[str] = (),
+) -> Explained:  # fmt: skip
+    hs = tuple(h for h in histories if h is not None)
+    fixes = tuple(merged(hs))
+    more = list(notes)
+    for h in hs:
+        if h.role == "callee" and h.installed is not None and h.installed_answer == 1:
+            more.append(
+                f"{h.package} {h.installed} (as the text says) passes this: {h.question}; "
+                "the failure ran with another release than the one stated, or not this one"
+            )
+    if not fixes and kind == "version":
+        kind = "unexplained"
+    return Explained(item=item, kind=kind, histories=hs, fixes=fixes, notes=tuple(more))
+
+
+# -- the kinds of evidence --------------------------------------------------------------------
+
+
+def _local(item: MissingName | MissingModule, path: str, module: str) -> Explained | None:
+    """A module loaded from outside site-packages: the user's own file or folder (or a
+    checkout), whose version no release history tells."""
+    if not path or _SITE.search(path):
+        return None
+    top = module.split(".")[0]
+    if path.strip() == "unknown location":
+        note = (f"{module} is a folder without __init__.py (a namespace package): a folder "
+                f"named {top} in the working directory or on sys.path hides the installed "
+                f"package; rename or leave that folder")  # fmt: skip
+        return Explained(item=item, kind="local", notes=(note,))
+    leaf = re.split(r"[\\/]", path.strip())[-1]
+    if leaf == f"{top}.py":
+        note = f"{path} is a file of yours named {top}.py: it hides the installed {top}; rename it"
+    else:
+        note = (f"{module} is loaded from {path}, outside site-packages (a checkout or a "
+                "folder of yours): no release of it is involved")  # fmt: skip
+    return Explained(item=item, kind="local", notes=(note,))
+
+
+def _missing_name(ctx: _Context, item: MissingName) -> Explained:
+    local = _local(item, item.path or "", item.module)
+    if local is not None:
+        return local
+    top = item.module.split(".")[0]
+    dist = dist_of(ctx, top)
+    if dist is None:
+        return _nobody(item, top)
+    what = f"{item.module} offers {item.name}"
+    callee = _history(ctx, Offers(dist=dist, role="callee", text=what, module=item.module,
+                                  name=item.name))  # fmt: skip
+    caller = None
+    found = _caller(ctx, item, top)
+    if found is not None:
+        frame, cdist = found
+        assert frame.module is not None
+        q = CallerDoes(dist=cdist, role="caller", module=frame.module, how="import",
+                       target=item.module, name=item.name,
+                       text=f"{frame.module} imports {item.name} from {item.module}")  # fmt: skip
+        caller = _history(ctx, q)
+    return _finish(item, [caller, callee])
+
+
+def _module_attr(ctx: _Context, item: MissingAttr) -> Explained:
+    top = item.owner.split(".")[0]
+    dist = dist_of(ctx, top)
+    if dist is None:
+        return _nobody(item, top)
+    callee = _history(ctx, Offers(dist=dist, role="callee", module=item.owner, name=item.name,
+                                  text=f"{item.owner} has {item.name}"))  # fmt: skip
+    caller = None
+    found = _caller(ctx, item, top)
+    if found is not None:
+        frame, cdist = found
+        assert frame.module is not None
+        q = CallerDoes(dist=cdist, role="caller", module=frame.module, how="attribute",
+                       target=item.owner, name=item.name,
+                       text=f"{frame.module} reads {item.owner}.{item.name}")  # fmt: skip
+        caller = _history(ctx, q)
+    return _finish(item, [caller, callee])
+
+
+def _missing_module(ctx: _Context, item: MissingModule) -> Explained:
+    top = item.module.split(".")[0]
+    dist = dist_of(ctx, top)
+    if dist is None:
+        return _nobody(item, top)
+    if item.module == top:
+        if dist not in ctx.installed:
+            return Explained(item=item, kind="not-installed", package=dist,
+                             notes=(f"{top} is not installed where this ran (the text lists no "
+                                    f"{dist}): install it (pip install {dist}) into the "
+                                    "environment that runs the code",))  # fmt: skip
+        q = Ships(dist=dist, role="callee", module=top,
+                  text=f"{dist}'s wheel ships its module {top}")  # fmt: skip
+        h = _history(ctx, q)
+        broken = h is not None and h.installed_answer == 0
+        return _finish(item, [h], kind="broken-release" if broken else "version")
+    callee = _history(ctx, Ships(dist=dist, role="callee", module=item.module,
+                                 text=f"{dist} ships {item.module}"))  # fmt: skip
+    caller = None
+    found = _caller(ctx, item, top)
+    if found is not None:
+        frame, cdist = found
+        assert frame.module is not None
+        q = CallerDoes(dist=cdist, role="caller", module=frame.module, how="module",
+                       target=item.module, text=f"{frame.module} imports {item.module}")  # fmt: skip
+        caller = _history(ctx, q)
+    return _finish(item, [caller, callee])
+
+
+def _bad_call(ctx: _Context, item: BadCall) -> Explained:
+    histories: list[History | None] = []
+    found = _caller(ctx, item, None)
+    if found is not None and not item.missing:
+        frame, cdist = found
+        assert frame.module is not None
+        passed = f"passes {item.keyword}" if item.keyword else f"passes {item.given} arguments"
+        q = CallerDoes(dist=cdist, role="caller", module=frame.module, how="call",
+                       func=frame.func, name=item.func, keyword=item.keyword, given=item.given,
+                       text=f"{frame.module}.{frame.func} {passed} to {item.func}()")  # fmt: skip
+        histories.append(_history(ctx, q))
+    where = _definition(ctx, item)
+    if where is not None:
+        dist, module = where
+        qual = item.callee if item.owner else item.func
+        if item.keyword:
+            says = f"accepts {item.keyword}"
+        elif item.given is not None:
+            says = f"accepts {item.given} positional arguments"
+        else:
+            says = f"does without {', '.join(item.missing)}"
+        q2 = Accepts(dist=dist, role="callee", module=module, qualname=qual,
+                     keyword=item.keyword, given=item.given, missing=item.missing,
+                     text=f"{module}.{qual}() {says}")  # fmt: skip
+        histories.append(_history(ctx, q2))
+    return _finish(item, histories)
+
+
+def _definition(ctx: _Context, item: BadCall) -> tuple[str, str] | None:
+    """Where the called class or function is defined: ``(distribution, module)``, looked for
+    in the modules of the installed frames (innermost first) and what they import."""
+    name = item.owner or item.func
+    frames = [f for f in reversed(item.frames) if f.module is not None][:4]
+    for frame in frames:
+        assert frame.module is not None and frame.top is not None
+        found = _locate(ctx, frame.module, name, depth=0)
+        if found is not None:
+            return found
+    return None
+
+
+def _locate(ctx: _Context, module: str, name: str, depth: int) -> tuple[str, str] | None:
+    top = module.split(".")[0]
+    dist = dist_of(ctx, top)
+    if dist is None or depth > 3:
+        return None
+    rels = ctx.releases.of(dist, ctx.installed.get(dist))
+    if not rels:
+        return None
+    want = ctx.installed.get(dist)
+    rel = next((r for r in rels if str(r.version) == want), rels[-1])
+    names = ctx.reader.names(rel.file)
+    member = member_of(names, module)
+    if member is None:
+        return None
+    text = ctx.reader.source(rel.file, member) or ""
+    tree = src.parse(text)
+    if tree is None:
+        return None
+    if src.defines(tree, name):
+        return dist, module
+    package = member.endswith("/__init__.py")
+    at = src.imported_at(tree, module, package, name)
+    if at is None:
+        for key in src.lazy_keys(tree, name):
+            at = f"{module}.{key}"
+            break
+    return _locate(ctx, at, name, depth + 1) if at else None
+
+
+def _nobody(item: Evidence, top: str) -> Explained:
+    return Explained(item=item, kind="unexplained",
+                     notes=(f"no distribution on the index was found to ship {top}",))  # fmt: skip
