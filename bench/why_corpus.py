@@ -47,23 +47,53 @@ def cases() -> list[dict[str, Any]]:
     return out
 
 
-def _norm(req: str) -> tuple[str, str, Version] | None:
+def _norm(req: str) -> list[tuple[str, str, Version]]:
+    """Each bound of a fix (``trl>=0.8.0,<0.13.0`` holds two: either may be the accepted
+    one)."""
     try:
         r = Requirement(req)
     except InvalidRequirement:
-        return None
-    specs = list(r.specifier)
-    if len(specs) != 1:
-        return None
-    return canonicalize_name(r.name), specs[0].operator, Version(specs[0].version)
+        return []
+    return [(canonicalize_name(r.name), s.operator, Version(s.version)) for s in r.specifier]
+
+
+_RELEASES: dict[str, list[tuple[Version, bool]]] = {}
+
+
+def releases(name: str) -> list[tuple[Version, bool]]:
+    """Every version of ``name`` on PyPI with whether pip would pick it (not yanked, not a
+    pre-release): two fixes that let pip pick the same releases are the same fix."""
+    if name not in _RELEASES:
+        from envbisect.index.client import IndexClient
+        from envbisect.model import IndexConfig
+
+        with IndexClient(IndexConfig()) as client:
+            pf = client.project_files(name)
+            _RELEASES[name] = sorted(
+                (v, not v.is_prerelease and any(not f.yanked for f in pf.files_of(v)))
+                for v in pf.versions()
+            )
+    return _RELEASES[name]
+
+
+def same_fix(a: tuple[str, str, Version], b: tuple[str, str, Version]) -> bool:
+    """``a`` and ``b`` name one package, one direction, and versions with no release pip
+    would pick between them (``transformers>=4.46.1`` is ``>=4.46.0`` where 4.46.0 is
+    yanked)."""
+    if a[:2] != b[:2]:
+        return False
+    if a[2] == b[2]:
+        return True
+    lo, hi = sorted((a[2], b[2]))
+    return not any(picked and lo <= v < hi for v, picked in releases(a[0]))
 
 
 def judge(case: dict[str, Any], proposed: list[str]) -> str:
-    expected = {n for f in case["fixes"] if (n := _norm(f)) is not None}
-    got = {n for f in proposed if (n := _norm(f)) is not None}
+    expected = [n for f in case["fixes"] for n in _norm(f)]
+    got = [n for f in proposed for n in _norm(f)]
     if not expected:
         return "wrong" if got else "right"
-    if got & expected:
+    if any(same_fix(g, e) for g in got for e in expected):
         return "right"
     return "wrong" if got else "missed"
 

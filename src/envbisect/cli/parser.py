@@ -331,8 +331,9 @@ WHY = Sub(
     takes=(
         o.opt("why_input", metavar="FILE|TEXT", help="a file, the failure text itself, or - "
               "for stdin"),
-        o.PYTHON.but(help="the Python the failure ran on (default: as the text's paths or "
-                     "environment block say, else this one's)"),
+        o.opt("--python", dest="why_python", metavar="VERSION",
+              help="the Python the failure ran on, e.g. 3.10 (default: as the text's paths, "
+              "environment block or prose say, else this one's)"),
         o.INDEX, o.JSON,
     ),
 )  # fmt: skip

@@ -70,7 +70,7 @@ from envbisect.index.simple import (
     parse_simple_html,
     parse_simple_json,
 )
-from envbisect.index.wheelfiles import WheelFiles
+from envbisect.index.wheelfiles import SdistFiles, WheelFiles
 from envbisect.index.wheelmeta import local_metadata
 from envbisect.model import DistFile, IndexConfig, IndexStrategy
 from envbisect.redact import mask_text, mask_url, strip_credentials
@@ -220,13 +220,14 @@ class IndexClient:
                 self._metadata[f.url] = self._load_metadata(f)
             return self._metadata[f.url]
 
-    def wheel(self, f: DistFile) -> WheelFiles:
+    def wheel(self, f: DistFile) -> WheelFiles | SdistFiles:
         """``f`` opened for reading its file list and single members (index/wheelfiles.py):
-        range requests, the whole file only where the index serves none. Offline, only a
-        ``file:`` wheel can be read."""
-        metadata.wheel_only(f)
+        a wheel by range requests (the whole file only where the index serves none), an
+        sdist whole. Offline, only a ``file:`` one can be read."""
         if self.offline and not f.url.startswith("file:"):
             raise offline_miss(f.url)
+        if not f.is_wheel:
+            return SdistFiles(f, self._fetcher.get)
         return WheelFiles(f, self._fetcher.get)
 
     def metadata_for(self, name: str, version: str) -> str:

@@ -13,6 +13,7 @@ the whole file has one); nothing read here is installed or run, only parsed.
 from __future__ import annotations
 
 import contextlib
+import tarfile
 import tempfile
 import zipfile
 import zlib
@@ -161,3 +162,87 @@ class WheelFiles:
             return zf.read(info)
         except (*_ZIP_ERRORS, NoRanges, OSError) as e:
             raise _bad(self.file, e) from e
+
+
+SDIST_LIMIT = 40 * 1024 * 1024  # bytes of an sdist read whole (a release with no wheel)
+
+
+class SdistFiles:
+    """An sdist read as a wheel would lay its modules out: the archive downloaded whole (a
+    tar cannot be read by ranges), its ``name-version/`` folder and a ``src/`` layout's
+    folder taken off every path. Only members are read; nothing is built or extracted. For
+    releases of pure-Python projects that published no wheel."""
+
+    def __init__(self, f: DistFile, get: Get) -> None:
+        self.file = f
+        self._get = get
+        self._stack = contextlib.ExitStack()
+        self._members: dict[str, object] | None = None
+        self._tar: tarfile.TarFile | None = None
+        self._zip: zipfile.ZipFile | None = None
+
+    def __enter__(self) -> SdistFiles:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._stack.close()
+
+    def _open(self) -> dict[str, object]:
+        if self._members is not None:
+            return self._members
+        f = self.file
+        if f.size is not None and f.size > SDIST_LIMIT:
+            raise InfrastructureError(
+                f"{f.filename} is {f.size // (1024 * 1024)} MiB: too large to read whole",
+                hint="this release has no wheel; read the releases around it instead",
+                ref="bad-wheel",
+            )
+        if f.url.startswith("file:"):
+            fh: IO[bytes] = self._stack.enter_context(file_path(f.url).open("rb"))
+        else:
+            fh = self._stack.enter_context(tempfile.TemporaryFile())
+            resp = self._get(f.url, headers=FILE_HEADERS, sink=fh)
+            if resp.status_code != 200:
+                raise IndexUnreachable(
+                    f"{mask_url(f.url)} answered HTTP {resp.status_code}",
+                    hint="check the index URL and any credentials it needs",
+                )
+            fh.seek(0)
+        raw: dict[str, object] = {}
+        try:
+            if f.filename.endswith(".zip"):
+                self._zip = self._stack.enter_context(zipfile.ZipFile(fh))
+                raw = {i.filename: i for i in self._zip.infolist() if not i.is_dir()}
+            else:
+                self._tar = self._stack.enter_context(tarfile.open(fileobj=fh, mode="r:*"))
+                raw = {m.name: m for m in self._tar.getmembers() if m.isfile()}
+        except (*_ZIP_ERRORS, tarfile.TarError, OSError) as e:
+            raise _bad(self.file, e) from e
+        self._members = {}
+        for name, info in raw.items():
+            path = name.split("/", 1)[1] if "/" in name else name
+            path = path.removeprefix("src/")
+            self._members.setdefault(path, info)
+        return self._members
+
+    def names(self) -> list[str]:
+        return list(self._open())
+
+    def read(self, member: str) -> bytes | None:
+        info = self._open().get(member)
+        if info is None:
+            return None
+        try:
+            if isinstance(info, zipfile.ZipInfo) and self._zip is not None:
+                return self._zip.read(info) if info.file_size <= MEMBER_LIMIT else None
+            if isinstance(info, tarfile.TarInfo) and self._tar is not None:
+                if info.size > MEMBER_LIMIT:
+                    return None
+                fh = self._tar.extractfile(info)
+                return fh.read() if fh is not None else None
+        except (*_ZIP_ERRORS, tarfile.TarError, OSError) as e:
+            raise _bad(self.file, e) from e
+        return None

@@ -25,11 +25,14 @@ from envbisect.core.evidence.boundaries import NO, YES, Change, History
 from envbisect.core.evidence.importnames import has_module, member_of
 from envbisect.errors import UnknownPackage, UsageError
 from envbisect.index.client import IndexClient
-from envbisect.index.wheelfiles import WheelFiles
+from envbisect.index.wheelfiles import SdistFiles, WheelFiles
 from envbisect.model import DistFile
 from envbisect.strategy.releases import ReleaseSearch
 
-CACHE_VERSION = "why1"  # part of every cached answer's key: bump when a judgement changes
+CACHE_VERSION = "why1"
+# Releases read before a question whose answer never changed is left unexplained: a name that
+# came and went between the points of the first round is seen once the spread is this dense.
+WIDEN_UP_TO = 32  # part of every cached answer's key: bump when a judgement changes
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -100,6 +103,11 @@ class Releases:
         except InvalidVersion:
             kept = None
         out = []
+        # a project whose wheels are all pure Python: its sdist-only releases are read too
+        pure = all(
+            f.filename.endswith("-none-any.whl")
+            for v in versions for f in files_of(v) if f.is_wheel
+        )
         for v in sorted(versions):
             own = kept is not None and v.public == kept.public
             if v.is_prerelease and not own:
@@ -109,6 +117,11 @@ class Releases:
                 continue
             ranked = [(r, f.filename, f) for f in files if (r := _fits(f.filename, self._minor)) is not None]
             if not ranked:
+                # No wheel at all: a pure-Python project's sdist holds the same modules.
+                sdists = [f for f in files_of(v) if not f.is_wheel and not f.yanked
+                          and f.filename.endswith((".tar.gz", ".zip"))]
+                if sdists and pure and not any(f.is_wheel for f in files_of(v)):
+                    out.append(Release(version=v, file=sdists[0]))
                 continue
             ranked.sort(key=lambda x: (x[0], x[1]))
             out.append(Release(version=v, file=ranked[0][2], yanked=ranked[0][2].yanked))
@@ -120,7 +133,7 @@ class Reader:
 
     def __init__(self, client: IndexClient) -> None:
         self.client = client
-        self._open: dict[str, WheelFiles] = {}
+        self._open: dict[str, WheelFiles | SdistFiles] = {}
         self._names: dict[str, list[str]] = {}
         self._sources: dict[tuple[str, str], str | None] = {}
         self._lock = threading.Lock()
@@ -132,7 +145,7 @@ class Reader:
         for w in opened:
             w.close()
 
-    def _wheel(self, f: DistFile) -> WheelFiles:
+    def _wheel(self, f: DistFile) -> WheelFiles | SdistFiles:
         with self._lock:
             if f.url not in self._open:
                 self._open[f.url] = self.client.wheel(f)
@@ -192,10 +205,13 @@ def _is_package(member: str) -> bool:
     return member.endswith("/__init__.py")
 
 
-def offers(r: Reader, f: DistFile, module: str, name: str, depth: int = 0) -> int | None:
-    """Whether the release offers ``from module import name`` (a submodule counts)."""
+def offers(
+    r: Reader, f: DistFile, module: str, name: str, depth: int = 0, *, star: bool = False
+) -> int | None:
+    """Whether the release offers ``from module import name`` (a submodule counts); with
+    ``star``, whether ``from module import *`` brings it (its public names, ``__all__``)."""
     names = r.names(f)
-    if has_module(names, f"{module}.{name}"):
+    if not star and has_module(names, f"{module}.{name}"):
         return YES
     member = member_of(names, module)
     if member is None:
@@ -203,23 +219,30 @@ def offers(r: Reader, f: DistFile, module: str, name: str, depth: int = 0) -> in
     text = r.source(f, member)
     if text is None:
         return None
+    if star:
+        public = src.public_names(text)
+        if public is None:
+            return None
+        if name in public:
+            return YES
+        tree = src.parse(text)
+        if tree is None or src.all_names(tree) is not None:
+            return NO  # __all__ decides what * brings
     judged = src.has_name(text, module, name, is_package=_is_package(member))
-    if judged.verdict is Verdict.PRESENT:
+    if not star and judged.verdict is Verdict.PRESENT:
         return YES
     if judged.verdict is Verdict.UNKNOWN:
         return None
     for other in judged.follow if depth < 3 else ():
         inner = member_of(names, other)
         if inner is None:
-            if has_module(names, other):
-                return None
+            # an extension module: its stub says what it exports; without one it is taken
+            # to export nothing the Python modules beside it do not name
+            stub = other.replace(".", "/") + ".pyi"
+            if stub in names and name in (src.public_names(r.source(f, stub) or "") or ()):
+                return YES
             continue
-        public = src.public_names(r.source(f, inner) or "")
-        if public is None:
-            return None
-        if name in public:
-            return YES
-        deeper = offers(r, f, other, name, depth + 1)
+        deeper = offers(r, f, other, name, depth + 1, star=True)
         if deeper != NO:
             return deeper
     return NO
@@ -253,6 +276,8 @@ class Ships(Question):
 
 
 def _params(r: Reader, f: DistFile, module: str, qualname: str, depth: int = 0) -> Params | None:
+    """What ``qualname`` in ``module`` accepts in this release, following the class's bases
+    inside the distribution (a dataclass's ``__init__``: its fields and its bases')."""
     names = r.names(f)
     member = member_of(names, module)
     if member is None or depth > 4:
@@ -261,28 +286,38 @@ def _params(r: Reader, f: DistFile, module: str, qualname: str, depth: int = 0) 
     found = src.signature(text, module, qualname, is_package=_is_package(member))
     if isinstance(found, Params) or found is None:
         return found
+    if found.fields is not None:
+        inherited: list[tuple[str, bool]] = []
+        for base_module, base in found.bases:
+            inherited = src.merge_fields(inherited, _fields(r, f, base_module, base, depth + 1))
+        return src.dataclass_params(src.merge_fields(inherited, found.fields))
     parts = qualname.split(".")
     method = parts[-1] if len(parts) > 1 else "__init__"
     top = module.split(".")[0]
     for base_module, base in found.bases:
         if base_module.split(".")[0] != top:
             continue  # a base in another distribution: not followed
-        inherited = _params(r, f, base_module, f"{base}.{method}", depth + 1)
-        if inherited is None:
-            continue
-        own = src.dataclass_fields(text, parts[-2]) if method == "__init__" and len(parts) > 1 else None
-        if own:
-            names_now = [n for n in inherited.positional if n not in {x for x, _ in own}]
-            required = [n for n in inherited.required if n not in {x for x, _ in own}]
-            return Params(
-                positional=(*names_now, *(n for n, _ in own)),
-                keyword_only=inherited.keyword_only,
-                required=(*required, *(n for n, d in own if not d)),
-                varargs=inherited.varargs,
-                varkw=inherited.varkw,
-            )
-        return inherited
+        inherited_params = _params(r, f, base_module, f"{base}.{method}", depth + 1)
+        if inherited_params is not None:
+            return inherited_params
     return None
+
+
+def _fields(r: Reader, f: DistFile, module: str, cls: str, depth: int) -> list[tuple[str, bool]]:
+    """The fields a dataclass base brings (none from a class that is not a dataclass, or
+    lies in another distribution)."""
+    member = member_of(r.names(f), module)
+    if member is None or depth > 6:
+        return []
+    found = src.dataclass_fields(r.source(f, member) or "", module, cls,
+                                 is_package=_is_package(member))  # fmt: skip
+    if found is None:
+        return []
+    own, bases = found
+    inherited: list[tuple[str, bool]] = []
+    for base_module, base in bases:
+        inherited = src.merge_fields(inherited, _fields(r, f, base_module, base, depth + 1))
+    return src.merge_fields(inherited, own)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -344,7 +379,8 @@ class CallerDoes(Question):
         elif self.how == "attribute":
             v = src.uses_attribute(text, self.target, self.name)
         else:
-            v = src.passes(text, self.func, self.name, keyword=self.keyword, given=self.given)
+            callee = self.name or None  # none: any call in the function
+            v = src.passes(text, self.func, callee, keyword=self.keyword, given=self.given)
         return {Verdict.PRESENT: YES, Verdict.ABSENT: NO}.get(v)
 
 
@@ -365,15 +401,20 @@ def search(
     near = [at] if at is not None else _around(releases, installed)
     machine = ReleaseSearch(len(releases), must=near)
     answers: dict[int, int | None] = {}
+    never = YES if q.role == "caller" else NO  # the answer that, everywhere, explains nothing
     with ThreadPoolExecutor(max(1, threads), thread_name_prefix="envbisect-why") as pool:
-        while not machine.done:
-            batch = machine.next_batch(threads)
-            if not batch:
+        while True:
+            while not machine.done:
+                batch = machine.next_batch(threads)
+                if not batch:
+                    break
+                got = list(pool.map(lambda i: r.answer(releases[i].file, q), batch))
+                for i, value in zip(batch, got, strict=True):
+                    answers[i] = value
+                    machine.record(i, value)
+            same = {a for a in answers.values() if a is not None} <= {never}
+            if not same or len(answers) >= WIDEN_UP_TO or not machine.widen():
                 break
-            got = list(pool.map(lambda i: r.answer(releases[i].file, q), batch))
-            for i, value in zip(batch, got, strict=True):
-                answers[i] = value
-                machine.record(i, value)
     versions = tuple(str(x.version) for x in releases)
     changes = tuple(
         Change(

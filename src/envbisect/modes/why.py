@@ -34,6 +34,7 @@ from envbisect.core.evidence.failure import (
     read_failure,
 )
 from envbisect.core.evidence.importnames import candidates, member_of, top_levels
+from envbisect.core.evidence.stated import stated_python, stated_version
 from envbisect.core.results.why import Explained, WhyResult
 from envbisect.index.client import IndexClient
 from envbisect.modes.releasereads import (
@@ -50,6 +51,10 @@ from envbisect.progress import Progress
 
 _SITE = re.compile(r"[\\/](?:site|dist)-packages[\\/]")
 _LISTED_TRIED = 40  # listed distributions read for a top-level name no candidate ships
+_EXPORTERS_TRIED = 12  # distributions asked for a class no frame locates
+# The training stack: where a class named in a message without a frame is looked for first.
+_STACK = ("transformers", "trl", "peft", "accelerate", "datasets", "diffusers",
+          "huggingface-hub", "deepspeed", "vllm", "torch", "llamafactory")  # fmt: skip
 
 
 @dataclass
@@ -62,6 +67,20 @@ class _Context:
     threads: int
     progress: Progress
     dists: dict[str, str | None] = field(default_factory=dict)
+    text: str = ""
+    stated: dict[str, str | None] = field(default_factory=dict)
+
+
+def _version(ctx: _Context, dist: str) -> str | None:
+    """The version of ``dist`` the text states: its environment block's, else its prose's."""
+    dist = canonicalize_name(dist)
+    if dist in ctx.installed:
+        return ctx.installed[dist]
+    if dist not in ctx.stated:
+        tops = tuple(t for t, d in ctx.dists.items() if d == dist)
+        said = stated_version(ctx.text, dist, tops)
+        ctx.stated[dist] = said.split("+", 1)[0] if said else None
+    return ctx.stated[dist]
 
 
 def explain(
@@ -85,7 +104,12 @@ def explain(
     installed: dict[str, str] = {}
     for name, said in (observed.packages if observed is not None else {}).items():
         installed[canonicalize_name(name)] = said.value.split("+", 1)[0]
-    minor = _minor(python or failure.python or (observed.python_minor() if observed else None))
+    minor = _minor(
+        python
+        or failure.python
+        or (observed.python_minor() if observed else None)
+        or stated_python(text)
+    )
     ctx = _Context(
         client=client,
         reader=Reader(client),
@@ -94,6 +118,7 @@ def explain(
         listed=tuple(installed),
         threads=threads,
         progress=progress or Progress(),
+        text=text,
     )
     try:
         explained = tuple(_explain(ctx, item) for item in _distinct(failure.items))
@@ -163,21 +188,21 @@ def dist_of(ctx: _Context, top: str) -> str | None:
 
 
 def _ships_top(ctx: _Context, dist: str, top: str) -> bool:
-    rels = ctx.releases.of(dist, ctx.installed.get(dist))
+    rels = ctx.releases.of(dist, _version(ctx, dist))
     if not rels:
         return False
-    want = ctx.installed.get(dist)
+    want = _version(ctx, dist)
     pick = next((r for r in rels if str(r.version) == want), rels[-1])
     return top in top_levels(ctx.reader.names(pick.file))
 
 
 def _history(ctx: _Context, q: Question) -> History | None:
     dist = canonicalize_name(q.dist)
-    rels = ctx.releases.of(dist, ctx.installed.get(dist))
+    rels = ctx.releases.of(dist, _version(ctx, dist))
     if not rels:
         return None
     ctx.progress.message(f"envbisect: why: {q.text}: reading {dist}'s releases")
-    return search(ctx.reader, rels, q, installed=ctx.installed.get(dist), threads=ctx.threads)
+    return search(ctx.reader, rels, q, installed=_version(ctx, dist), threads=ctx.threads)
 
 
 def _caller(ctx: _Context, item: Evidence, callee_top: str | None) -> tuple[Frame, str] | None:
@@ -276,11 +301,16 @@ def _module_attr(ctx: _Context, item: MissingAttr) -> Explained:
 
 def _missing_module(ctx: _Context, item: MissingModule) -> Explained:
     top = item.module.split(".")[0]
+    if item.not_package:
+        note = (f"{item.not_package} was imported as a plain module, not the installed package: "
+                f"a file {item.not_package.replace('.', '/')}.py of yours (in the working "
+                "directory or on sys.path) hides it; rename it")  # fmt: skip
+        return Explained(item=item, kind="local", notes=(note,))
     dist = dist_of(ctx, top)
     if dist is None:
         return _nobody(item, top)
     if item.module == top:
-        if dist not in ctx.installed:
+        if _version(ctx, dist) is None:
             return Explained(item=item, kind="not-installed", package=dist,
                              notes=(f"{top} is not installed where this ran (the text lists no "
                                     f"{dist}): install it (pip install {dist}) into the "
@@ -305,14 +335,15 @@ def _missing_module(ctx: _Context, item: MissingModule) -> Explained:
 
 def _bad_call(ctx: _Context, item: BadCall) -> Explained:
     histories: list[History | None] = []
-    found = _caller(ctx, item, None)
-    if found is not None and not item.missing:
-        frame, cdist = found
+    site = _call_site(ctx, item)
+    if site is not None and not item.missing:
+        frame, cdist, callee = site
         assert frame.module is not None
         passed = f"passes {item.keyword}" if item.keyword else f"passes {item.given} arguments"
+        to = f" to {callee}()" if callee else " in a call"
         q = CallerDoes(dist=cdist, role="caller", module=frame.module, how="call",
-                       func=frame.func, name=item.func, keyword=item.keyword, given=item.given,
-                       text=f"{frame.module}.{frame.func} {passed} to {item.func}()")  # fmt: skip
+                       func=frame.func, name=callee, keyword=item.keyword, given=item.given,
+                       text=f"{frame.module}.{frame.func} {passed}{to}")  # fmt: skip
         histories.append(_history(ctx, q))
     where = _definition(ctx, item)
     if where is not None:
@@ -331,6 +362,23 @@ def _bad_call(ctx: _Context, item: BadCall) -> Explained:
     return _finish(item, histories)
 
 
+def _call_site(ctx: _Context, item: BadCall) -> tuple[Frame, str, str] | None:
+    """The installed frame that makes the call, its distribution, and the name called there
+    ("" for any call). A call that forwards ``**kwargs`` (a wrapper's ``super().__init__``)
+    passes on what it was given: the frame above it made the call with the keyword."""
+    frames = [f for f in item.frames if not f.path.startswith("<")]
+    if not frames or frames[-1].module is None:
+        return None
+    frame, callee = frames[-1], item.func
+    if "**" in frame.source and item.keyword and len(frames) > 1 and frames[-2].module:
+        frame = frames[-2]
+        called = re.findall(r"([A-Za-z_]\w*)\s*\(", frame.source)
+        callee = called[-1] if called else ""
+    assert frame.top is not None
+    dist = dist_of(ctx, frame.top)
+    return (frame, dist, callee) if dist is not None else None
+
+
 def _definition(ctx: _Context, item: BadCall) -> tuple[str, str] | None:
     """Where the called class or function is defined: ``(distribution, module)``, looked for
     in the modules of the installed frames (innermost first) and what they import."""
@@ -341,6 +389,23 @@ def _definition(ctx: _Context, item: BadCall) -> tuple[str, str] | None:
         found = _locate(ctx, frame.module, name, depth=0)
         if found is not None:
             return found
+    if item.owner is None:
+        return None
+    # No frame defines or imports the class: the packages the text lists (the training
+    # stack's first), each asked whether its top-level module exports it.
+    listed = sorted(ctx.listed, key=lambda d: (d not in _STACK, ctx.listed.index(d)))
+    for dist in [*listed, *(d for d in _STACK if d not in listed)][:_EXPORTERS_TRIED]:
+        rels = ctx.releases.of(dist, _version(ctx, dist))
+        if not rels:
+            continue
+        want = _version(ctx, dist)
+        rel = next((r for r in rels if str(r.version) == want), rels[-1])
+        for top in sorted(top_levels(ctx.reader.names(rel.file))):
+            if dist_of(ctx, top) != dist:
+                continue
+            found = _locate(ctx, top, name, depth=0)
+            if found is not None:
+                return found
     return None
 
 
@@ -349,10 +414,10 @@ def _locate(ctx: _Context, module: str, name: str, depth: int) -> tuple[str, str
     dist = dist_of(ctx, top)
     if dist is None or depth > 3:
         return None
-    rels = ctx.releases.of(dist, ctx.installed.get(dist))
+    rels = ctx.releases.of(dist, _version(ctx, dist))
     if not rels:
         return None
-    want = ctx.installed.get(dist)
+    want = _version(ctx, dist)
     rel = next((r for r in rels if str(r.version) == want), rels[-1])
     names = ctx.reader.names(rel.file)
     member = member_of(names, module)

@@ -96,6 +96,16 @@ class ReleaseSearch:
             return all(not self._unknown(i) for i in range(self.count))
         return not self._gaps()
 
+    def widen(self) -> bool:
+        """One more spread round: a point between each two neighbouring points read (for a
+        question whose answer never changed where it was read: a name that came and went
+        between them). False where every release has been read."""
+        read = sorted([*self.classes, *self.skipped])
+        more = {(a + b) // 2 for a, b in zip(read, read[1:], strict=False) if b - a > 1}
+        more = {i for i in more if self._unknown(i)}
+        self._first = sorted({*self._first, *more})
+        return bool(more)
+
     def boundaries(self) -> list[Boundary]:
         """Every change of class between neighbouring known points, oldest first."""
         points = sorted(self.classes.items())

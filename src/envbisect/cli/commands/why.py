@@ -60,7 +60,7 @@ def cmd_why(ctx: Context) -> int:
     common = common_options(a, command=ctx.command)
     with Session(common, ctx.progress, plan_only=True) as session:
         result = explain(
-            text, origin=origin, client=session.client, python=a.python, progress=ctx.progress
+            text, origin=origin, client=session.client, python=a.why_python, progress=ctx.progress
         )
     ctx.progress.close()
     if a.json:

@@ -185,7 +185,7 @@ def _getattr_verdict(tree: ast.Module, fn: ast.FunctionDef, name: str) -> Verdic
     naming it (``if attr in TABLE``, ``TABLE[attr]`` in a ``try``) or the name itself
     (``if attr == "name"``) returns (PRESENT) or only raises (ABSENT)."""
     tables = set()
-    for stmt in _top(tree.body):
+    for stmt in [*_top(tree.body), *ast.walk(fn)]:  # a table at the top, or inside
         if isinstance(stmt, ast.Assign) and name in set(_strings(stmt.value)):
             tables.update(_targets(stmt.targets[0]))
     for node in ast.walk(fn):
@@ -290,6 +290,7 @@ class Bases:
     (absolute import paths; the module itself for a class defined beside)."""
 
     bases: tuple[tuple[str, str], ...]
+    fields: tuple[tuple[str, bool], ...] | None = None  # a dataclass's own: its __init__'s
 
 
 def _params(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> Params:
@@ -415,26 +416,41 @@ def signature(
         if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef) and stmt.name == parts[-1]:
             return _params(stmt)
     if parts[-1] == "__init__" and _is_dataclass(cls):
-        fields = _fields(cls)
-        bases = _base_refs(tree, cls, module, is_package)
-        if bases and any(n != "object" for _, n in bases):
-            # fields of the bases come first: the caller merges (dataclass_fields)
-            return Bases(bases=bases)
-        return Params(
-            positional=("self", *(n for n, _ in fields)),
-            required=("self", *(n for n, d in fields if not d)),
-        )
+        # the generated __init__ takes the dataclass bases' fields first: the caller merges
+        own = tuple(_fields(cls))
+        return Bases(bases=_base_refs(tree, cls, module, is_package), fields=own)
     bases = _base_refs(tree, cls, module, is_package)
     return Bases(bases=bases) if bases else None
 
 
-def dataclass_fields(source: str, cls_name: str) -> list[tuple[str, bool]] | None:
-    """The fields a dataclass declares itself (for merging along its bases), or None."""
+def dataclass_fields(
+    source: str, module: str, cls_name: str, *, is_package: bool
+) -> tuple[list[tuple[str, bool]], tuple[tuple[str, str], ...]] | None:
+    """A dataclass's own fields and its bases (for merging along them); None where the
+    class is not a dataclass here (a mixin: it adds no field)."""
     tree = parse(source)
     cls = find_class(tree, cls_name) if tree is not None else None
-    if cls is None:
+    if cls is None or tree is None or not _is_dataclass(cls):
         return None
-    return _fields(cls)
+    return _fields(cls), _base_refs(tree, cls, module, is_package)
+
+
+def merge_fields(
+    inherited: list[tuple[str, bool]], own: Sequence[tuple[str, bool]]
+) -> list[tuple[str, bool]]:
+    """Fields in the order a dataclass's ``__init__`` takes them: the bases' first, a field
+    declared again keeps its place and takes the new default."""
+    out = dict(inherited)
+    for name, default in own:
+        out[name] = default
+    return list(out.items())
+
+
+def dataclass_params(fields: Sequence[tuple[str, bool]]) -> Params:
+    return Params(
+        positional=("self", *(n for n, _ in fields)),
+        required=("self", *(n for n, d in fields if not d)),
+    )
 
 
 # -- the caller's side ------------------------------------------------------------------------
@@ -454,8 +470,8 @@ def _guarded(tree: ast.Module) -> set[int]:
                 )
                 for h in node.handlers
             )
-            if catches:
-                for s in node.body:
+            if catches:  # the try's body, and the fallbacks its handlers import instead
+                for s in [*node.body, *(x for h in node.handlers for x in h.body)]:
                     for n in ast.walk(s):
                         if hasattr(n, "lineno"):
                             out.add(n.lineno)
@@ -528,7 +544,8 @@ def uses_attribute(source: str, owner_module: str, name: str) -> Verdict:
 
 
 def passes(
-    source: str, func: str, callee: str, *, keyword: str | None = None, given: int | None = None
+    source: str, func: str, callee: str | None, *, keyword: str | None = None,
+    given: int | None = None,
 ) -> Verdict:
     """PRESENT where a function named ``func`` in the module calls ``callee`` (a name or an
     attribute of that name) passing ``keyword``, or ``given`` or more positional arguments
@@ -545,7 +562,7 @@ def passes(
                     f = node.func
                     named = f.id if isinstance(f, ast.Name) else (
                         f.attr if isinstance(f, ast.Attribute) else None)  # fmt: skip
-                    if named == callee:
+                    if named == callee or (callee is None and named is not None):
                         calls.append(node)
     if not calls:
         return Verdict.UNKNOWN

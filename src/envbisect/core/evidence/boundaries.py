@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import shlex
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from packaging.version import InvalidVersion, Version
@@ -85,9 +85,12 @@ class Fix:
     version: str
     why: str
     role: str = ""
+    floor: str | None = None  # a hold-back that also needs at least this release
 
     @property
     def requirement(self) -> str:
+        if self.floor is not None:
+            return f"{self.package}>={self.floor},{self.op}{self.version}"
         return f"{self.package}{self.op}{self.version}"
 
     @property
@@ -111,11 +114,15 @@ def _key(v: str) -> Version | None:
 
 
 def _position(h: History) -> tuple[str, int | None]:
-    """The release standing for the report's (its own, else the newest) and its answer."""
+    """The release standing for the report's (its own, else the newest) and its answer. The
+    report's own release that could not be read answers as the failure shows: the callee
+    lacks what is needed, the caller does what fails."""
     if h.installed is not None:
         ans = h.installed_answer
         if ans is None:
             ans = _inferred(h, h.installed)
+        if ans is None:
+            ans = NO if h.role == "callee" else YES
         return h.installed, ans
     newest = h.versions[-1]
     return newest, _inferred(h, newest)
@@ -137,17 +144,43 @@ def _inferred(h: History, version: str) -> int | None:
     return None
 
 
+def _at_or_below(c: Change, where: Version, answer: int) -> bool:
+    first, last = _key(c.first_new), _key(c.last_old)
+    if first is None or last is None:
+        return False
+    if first <= where:
+        return True
+    return last < where and c.new == answer
+
+
 def fixes(h: History) -> list[Fix]:
-    """The fixes one history supports, the forward one first (see the module's docstring)."""
+    """The fixes one history supports, the forward one first (see the module's docstring).
+    A stated release that contradicts the failure (the callee's has the name, the caller's
+    does not make the call) was not the one that failed: the newest stands in for it."""
+    contradicts = YES if h.role == "callee" else NO
+    if h.installed is not None and h.installed_answer == contradicts:
+        h = replace(h, installed=None, installed_answer=None)
     at, answer = _position(h)
     if answer is None:
         return []
     where = _key(at)
     if where is None:
         return []
-    below = [c for c in h.changes if (k := _key(c.first_new)) is not None and k <= where]
-    above = [c for c in h.changes if (k := _key(c.first_new)) is not None and k > where]
+    # A change read around the report's release (no wheel of it, or of its neighbours, to
+    # read) counts as below it when the report's answer is the new one, above when the old.
+    below = [c for c in h.changes if _at_or_below(c, where, answer)]
+    above = [c for c in h.changes if c not in below]
     out: list[Fix] = []
+    if h.installed is None and h.changes:
+        # No version stated: the newest stands in; where it does what the failing code
+        # needs, the text ran an older release: the last change towards it is the fix.
+        last = h.changes[-1]
+        wanted = YES if h.role == "callee" else NO
+        if answer == wanted and last.new == wanted:
+            said = "from" if h.role == "callee" else "not from"
+            return [Fix(package=h.package, op=">=", version=last.first_new, role=h.role,
+                        why=f"{h.question}: {said} {last.first_new} on (no version stated: "
+                        "the text ran an older release)")]  # fmt: skip
     if h.role == "callee" and answer == NO:
         up = next((c for c in above if c.new == YES), None)
         if up is not None:
@@ -155,8 +188,12 @@ def fixes(h: History) -> list[Fix]:
                            why=f"{h.question} from {up.first_new} on"))  # fmt: skip
         down = next((c for c in reversed(below) if c.new == NO), None)
         if down is not None:
+            # where the name came in at a change before, the window it lived in
+            before = [c for c in h.changes[: h.changes.index(down)] if c.new == YES]
+            floor = before[-1].first_new if before else None
+            span = f"from {floor} " if floor else ""
             out.append(Fix(package=h.package, op="<", version=down.first_new, role=h.role,
-                           why=f"{h.question} up to {down.last_old}, "
+                           floor=floor, why=f"{h.question} {span}up to {down.last_old}, "
                            f"not from {down.first_new} on"))  # fmt: skip
     elif h.role == "caller" and answer == YES:
         up = next((c for c in above if c.new == NO), None)
@@ -176,7 +213,9 @@ def merged(histories: Sequence[History]) -> list[Fix]:
     side that lags to the release that caught up), each requirement once."""
     out: dict[str, Fix] = {}
     every = [f for h in histories for f in fixes(h)]
-    for f in sorted(every, key=lambda f: not f.forward):
+    # forward first; then holding the callee back; holding a caller back before the
+    # release that began the call last (it keeps old code, and its other fixes, away)
+    for f in sorted(every, key=lambda f: (not f.forward, f.role == "caller")):
         out.setdefault(f.requirement, f)
     return list(out.values())
 

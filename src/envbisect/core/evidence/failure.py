@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 # -- frames -----------------------------------------------------------------------------------
@@ -32,6 +32,8 @@ _FRAME = re.compile(r'^\s*File "(?P<path>[^"]+)", line (?P<line>\d+), in (?P<fun
 _RICH_FRAME = re.compile(
     r"^[\s│|]*(?P<path>(?:[A-Za-z]:)?[\\/~.][^\s:]*\.py):(?P<line>\d+) in (?P<func>[\w<>.]+)"
 )
+# pytest's long traceback: "path.py:12: in func", the code line under it, "E   Error: ...".
+_PYTEST_FRAME = re.compile(r"^\s*(?P<path>[^\s:\"]+\.py):(?P<line>\d+): in (?P<func>[\w<>.]+)\s*$")
 _SITE = re.compile(r"[\\/](?:site|dist)-packages[\\/]")
 _PYTHON_IN_PATH = re.compile(r"[\\/]python(3\.\d{1,2})[\\/](?:site|dist)-packages[\\/]")
 _TRACEBACK = re.compile(r"Traceback \(most recent call last\)")
@@ -121,10 +123,15 @@ class MissingName(Item):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class MissingModule(Item):
+    """``not_package``: the message adds ``'x' is not a package``: ``x`` was found as a
+    plain module (a file ``x.py``), not the installed package."""
+
     module: str
+    not_package: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {**self.base_dict("module-missing"), "module": self.module}
+        return {**self.base_dict("module-missing"), "module": self.module,
+                "not_package": self.not_package}  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -207,7 +214,9 @@ _IMPORT_NAME = re.compile(
     rf"(?: from (?!partially initialized){_Q}?(?P<module>[\w.]+){_Q}?)?"
     r"(?:\s*\((?P<path>[^)]*)\))?"
 )
-_NO_MODULE = re.compile(rf"No module named {_Q}(?P<module>[\w.]+){_Q}")
+_NO_MODULE = re.compile(
+    rf"No module named {_Q}(?P<module>[\w.]*\w){_Q}?(?:;\s*{_Q}(?P<plain>[\w.]+){_Q} is not a package)?"
+)
 _MODULE_ATTR = re.compile(
     rf"(?<!partially initialized )module {_Q}(?P<owner>[\w.]+){_Q} has no attribute "
     rf"{_Q}(?P<name>\w+){_Q}"
@@ -242,8 +251,10 @@ def read_failure(text: str) -> FailureText:
     frames: list[Frame] = []
     every: list[Frame] = []
     python = None
+    dangling: list[Frame] = []  # a traceback block no error line followed (a cut-off paste)
     for number, line in enumerate(lines, 1):
         if _TRACEBACK.search(line):
+            dangling = frames if frames and not _ended(items, frames) else dangling
             frames = []
             continue
         frame = _frame(line, lines, number)
@@ -254,20 +265,29 @@ def read_failure(text: str) -> FailureText:
             if m and python is None:
                 python = m.group(1)
             continue
-        for item in _items(line, number, tuple(frames)):
+        for item in _items(line, number, tuple(frames), text):
             key = _key(item)
             if key not in seen:
                 seen.add(key)
                 items.append(item)
+    if frames and not _ended(items, frames):
+        dangling = frames
+    if dangling:  # the error quoted before its (cut-off) traceback: that traceback is its
+        items = [replace(i, frames=tuple(dangling)) if not i.frames else i for i in items]
     return FailureText(items=tuple(items), python=python, frames=tuple(every))
 
 
+def _ended(items: list[Evidence], frames: list[Frame]) -> bool:
+    """Whether an item was read after the last of ``frames`` (the block has its error)."""
+    return any(i.at > frames[-1].at for i in items)
+
+
 def _frame(line: str, lines: list[str], number: int) -> Frame | None:
-    m = _FRAME.match(line) or _RICH_FRAME.match(line)
+    m = _FRAME.match(line) or _PYTEST_FRAME.match(line) or _RICH_FRAME.match(line)
     if m is None:
         return None
     source = ""
-    if _FRAME.match(line) and number < len(lines):
+    if m.re is not _RICH_FRAME and number < len(lines):
         nxt = lines[number]  # the line after (lines are 1-based)
         if nxt.startswith("    ") and not _FRAME.match(nxt):
             source = nxt.strip()
@@ -282,19 +302,19 @@ def _frame(line: str, lines: list[str], number: int) -> Frame | None:
     )
 
 
-def _items(line: str, number: int, frames: tuple[Frame, ...]) -> Iterator[Evidence]:
+def _items(line: str, number: int, frames: tuple[Frame, ...], whole: str) -> Iterator[Evidence]:
     text = line.strip()
     base: dict[str, Any] = {"at": number, "text": text[:300], "frames": frames}
     m = _IMPORT_NAME.search(line)
     if m:
-        module = m.group("module") or _imported_from(frames, m.group("name"))
+        module = m.group("module") or _imported_from(frames, m.group("name"), whole)
         if module:
             yield MissingName(module=module, name=m.group("name"),
                               path=(m.group("path") or None), **base)  # fmt: skip
         return
     m = _NO_MODULE.search(line)
     if m:
-        yield MissingModule(module=m.group("module"), **base)
+        yield MissingModule(module=m.group("module"), not_package=m.group("plain"), **base)
         return
     m = _MODULE_ATTR.search(line)
     if m:
@@ -331,14 +351,15 @@ def _items(line: str, number: int, frames: tuple[Frame, ...]) -> Iterator[Eviden
         )
 
 
-def _imported_from(frames: tuple[Frame, ...], name: str) -> str | None:
+def _imported_from(frames: tuple[Frame, ...], name: str, whole: str) -> str | None:
     """The module of ``from MODULE import ..., name`` on the innermost frame's code line
-    (Python before 3.8 does not say where from)."""
-    if not frames:
-        return None
-    m = re.match(r"from\s+([\w.]+)\s+import\s+(.*)", frames[-1].source)
-    if m and re.search(rf"\b{re.escape(name)}\b", m.group(2)):
-        return m.group(1)
+    (Python before 3.8 does not say where from), else anywhere in the text (a report that
+    quotes the failing import)."""
+    lines = [frames[-1].source] if frames else []
+    for line in [*lines, *whole.splitlines()]:
+        for m in re.finditer(r"from\s+([\w.]+)\s+import\s+([\w, ()]+)", line):
+            if re.search(rf"\b{re.escape(name)}\b", m.group(2)):
+                return m.group(1)
     return None
 
 
