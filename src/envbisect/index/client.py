@@ -220,7 +220,7 @@ class IndexClient:
                 self._metadata[f.url] = self._load_metadata(f)
             return self._metadata[f.url]
 
-    def wheel(self, f: DistFile) -> WheelFiles | SdistFiles:
+    def wheel(self, f: DistFile, *, whole: bool = False) -> WheelFiles | SdistFiles:
         """``f`` opened for reading its file list and single members (index/wheelfiles.py):
         a wheel by range requests (the whole file only where the index serves none), an
         sdist whole. Offline, only a ``file:`` one can be read."""
@@ -228,7 +228,7 @@ class IndexClient:
             raise offline_miss(f.url)
         if not f.is_wheel:
             return SdistFiles(f, self._fetcher.get)
-        return WheelFiles(f, self._fetcher.get)
+        return WheelFiles(f, self._fetcher.get, whole=whole)
 
     def metadata_for(self, name: str, version: str) -> str:
         """The METADATA text of ``name`` at exactly ``version``.

@@ -58,12 +58,13 @@ class WheelFiles:
     """The members of one wheel: ``names()`` and ``read(member)``. Use as a context manager
     (a whole wheel read into a temporary file is removed on exit)."""
 
-    def __init__(self, f: DistFile, get: Get) -> None:
+    def __init__(self, f: DistFile, get: Get, *, whole: bool = False) -> None:
         self.file = f
         self._get = get
         self._stack = contextlib.ExitStack()
         self._zip: zipfile.ZipFile | None = None
-        self.requests_ranged = True
+        self._whole_wanted = whole  # every member will be read: one download, not many ranges
+        self.requests_ranged = not whole
 
     def __enter__(self) -> WheelFiles:
         return self
@@ -95,7 +96,7 @@ class WheelFiles:
                     hint="the find-links folder changed while envbisect ran?",
                     ref="bad-wheel",
                 ) from e
-        ranged = self._ranged()
+        ranged = None if self._whole_wanted else self._ranged()
         if ranged is not None:
             return ranged
         self.requests_ranged = False

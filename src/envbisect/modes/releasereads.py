@@ -32,7 +32,8 @@ from envbisect.strategy.releases import ReleaseSearch
 CACHE_VERSION = "why1"
 # Releases read before a question whose answer never changed is left unexplained: a name that
 # came and went between the points of the first round is seen once the spread is this dense.
-WIDEN_UP_TO = 32  # part of every cached answer's key: bump when a judgement changes
+WIDEN_UP_TO = 32
+SCAN_LIMIT = 30 * 1024 * 1024  # bytes of a wheel read whole to look in every module  # part of every cached answer's key: bump when a judgement changes
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -161,6 +162,21 @@ class Reader:
             self.client.remember(key, found)
         self._names[f.url] = found
         return found
+
+    def every_source(self, f: DistFile) -> dict[str, str] | None:
+        """Every Python module of a release (the wheel read whole, once), None where it is
+        larger than ``SCAN_LIMIT``."""
+        if f.size is not None and f.size > SCAN_LIMIT:
+            return None
+        with self.client.wheel(f, whole=True) as w:
+            out = {}
+            for name in w.names():
+                if name.endswith(".py"):
+                    data = w.read(name)
+                    out[name] = data.decode("utf-8", errors="replace") if data else ""
+        with self._lock:
+            self.reads += 1
+        return out
 
     def source(self, f: DistFile, member: str) -> str | None:
         key = (f.url, member)
@@ -343,6 +359,33 @@ class Accepts(Question):
         if self.given is not None:
             return YES if p.accepts_positional(self.given) else NO
         return NO if p.requires(self.missing) else YES
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ImportsUnshipped(Question):
+    """Whether a module of the release imports ``module`` of its own distribution while the
+    release does not ship it: a broken release (a typo, a file left out of the wheel)."""
+
+    module: str
+
+    @property
+    def key(self) -> str:
+        return f"unshipped:{self.module}"
+
+    def ask(self, r: Reader, f: DistFile) -> int | None:
+        if has_module(r.names(f), self.module):
+            return NO
+        every = r.every_source(f)
+        if every is None:
+            return None
+        leaf = self.module.rsplit(".", 1)[-1]
+        for member, text in every.items():
+            if leaf not in text:
+                continue  # cannot import it: no need to parse it
+            mod = member.removesuffix(".py").removesuffix("/__init__").replace("/", ".")
+            if src.imports_module(text, mod, self.module, is_package=_is_package(member)) is Verdict.PRESENT:
+                return YES
+        return NO
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

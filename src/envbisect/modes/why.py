@@ -40,6 +40,7 @@ from envbisect.index.client import IndexClient
 from envbisect.modes.releasereads import (
     Accepts,
     CallerDoes,
+    ImportsUnshipped,
     Offers,
     Question,
     Reader,
@@ -330,6 +331,15 @@ def _missing_module(ctx: _Context, item: MissingModule) -> Explained:
         q = CallerDoes(dist=cdist, role="caller", module=frame.module, how="module",
                        target=item.module, text=f"{frame.module} imports {item.module}")  # fmt: skip
         caller = _history(ctx, q)
+    elif callee is not None and not merged([callee]):
+        # nobody else imports it: the distribution's own code does, in a release that
+        # does not ship it (a broken release)
+        q2 = ImportsUnshipped(dist=dist, role="caller", module=item.module,
+                              text=f"{dist} imports its own {item.module} without shipping it")  # fmt: skip
+        own = _history(ctx, q2)
+        if own is not None and merged([own]):
+            broken = own.installed_answer == 1 or own.installed is None
+            return _finish(item, [own], kind="broken-release" if broken else "version")
     return _finish(item, [caller, callee])
 
 

@@ -180,14 +180,46 @@ def _module_getattr(tree: ast.Module) -> ast.FunctionDef | None:
     return None
 
 
+def _tables(tree: ast.Module, fn: ast.FunctionDef, name: str) -> set[str]:
+    """The names of tables that hold ``name`` where ``__getattr__`` reads them, in the
+    module's order: assigned a value that names it, or filled (``T.update(...)``,
+    ``T = {... for n in S}``) from a table that does at that point; assigned again without
+    it, or deleted, it no longer does (numpy builds ``__former_attrs__`` from one
+    ``_type_info`` and ``__deprecated_attrs__`` from another of the same name)."""
+    tables: set[str] = set()
+
+    def names_it(value: ast.AST) -> bool:
+        return name in set(_strings(value)) or any(
+            isinstance(n, ast.Name) and n.id in tables for n in ast.walk(value)
+        )
+
+    for stmt in [*_top(tree.body), *ast.walk(fn)]:
+        if isinstance(stmt, ast.Assign):
+            for target in _targets(stmt.targets[0]):
+                if names_it(stmt.value):
+                    tables.add(target)
+                else:
+                    tables.discard(target)
+        elif isinstance(stmt, ast.Delete):
+            for t in stmt.targets:
+                tables.difference_update(_targets(t))
+        elif (
+            isinstance(stmt, ast.Expr)
+            and isinstance(stmt.value, ast.Call)
+            and isinstance(stmt.value.func, ast.Attribute)
+            and stmt.value.func.attr == "update"
+            and isinstance(stmt.value.func.value, ast.Name)
+            and names_it(stmt.value)
+        ):
+            tables.add(stmt.value.func.value.id)
+    return tables
+
+
 def _getattr_verdict(tree: ast.Module, fn: ast.FunctionDef, name: str) -> Verdict:
     """What a module-level ``__getattr__`` does for ``name``: the block that tests a table
     naming it (``if attr in TABLE``, ``TABLE[attr]`` in a ``try``) or the name itself
     (``if attr == "name"``) returns (PRESENT) or only raises (ABSENT)."""
-    tables = set()
-    for stmt in [*_top(tree.body), *ast.walk(fn)]:  # a table at the top, or inside
-        if isinstance(stmt, ast.Assign) and name in set(_strings(stmt.value)):
-            tables.update(_targets(stmt.targets[0]))
+    tables = _tables(tree, fn, name)
     for node in ast.walk(fn):
         if isinstance(node, ast.If):
             tested = node.test

@@ -56,8 +56,8 @@ class Explained:
         if self.kind == "broken-release":
             h = self.histories[0] if self.histories else None
             if h is not None:
-                out.insert(1, f"  broken release: {h.package} {h.installed}'s wheel lacks its "
-                              "own module")  # fmt: skip
+                which = f"{h.package} {h.installed}" if h.installed else f"a release of {h.package}"
+                out.insert(1, f"  broken release: {which} fails on its own ({h.question})")
         return out
 
 
