@@ -28,10 +28,13 @@ import subprocess
 import sys
 import tempfile
 import time
-import tomllib
 from pathlib import Path
 from typing import Any
 
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 from packaging.version import Version
@@ -113,8 +116,11 @@ def run_case(
     exe: str, case: dict[str, Any], command: str, cache: Path, offline: bool
 ) -> tuple[dict[str, Any], float]:
     text = CORPUS / case["text"]
-    argv = [exe, "check", str(text), "--json"] if command.startswith("check") else [
-        exe, "why", str(text), "--json"]  # fmt: skip
+    argv = (
+        [exe, "check", str(text), "--json"]
+        if command.startswith("check")
+        else [exe, "why", str(text), "--json"]
+    )
     if command == "check-online":
         argv.append("--online")
     if command != "check":
@@ -159,18 +165,24 @@ def main() -> int:
             seconds.append(took)
             requests.append(int(answer.get("requests", 0)))
             said = answer.get("error") or ", ".join(fixes) or "no fix"
-            print(f"{verdict:<6} {took:6.1f} s {answer.get('requests', 0):4} req  "
-                  f"{case['id']:<48} {said}  (accepted: {', '.join(case['fixes']) or 'none'})",
-                  flush=True)  # fmt: skip
+            print(
+                f"{verdict:<6} {took:6.1f} s {answer.get('requests', 0):4} req  "
+                f"{case['id']:<48} {said}  (accepted: {', '.join(case['fixes']) or 'none'})",
+                flush=True,
+            )
     total = sum(counts.values())
     if not total:
         print("no case ran", file=sys.stderr)
         return 2
-    print(f"\n{total} cases: right {counts['right']} ({100 * counts['right'] / total:.0f}%), "
-          f"wrong {counts['wrong']} (on a clean case: {clean_wrong}), missed {counts['missed']}")
-    print(f"seconds per case: median {statistics.median(seconds):.2f}, slowest "
-          f"{max(seconds):.2f}; index requests per case: median "
-          f"{statistics.median(requests):.0f}")  # fmt: skip
+    print(
+        f"\n{total} cases: right {counts['right']} ({100 * counts['right'] / total:.0f}%), "
+        f"wrong {counts['wrong']} (on a clean case: {clean_wrong}), missed {counts['missed']}"
+    )
+    print(
+        f"seconds per case: median {statistics.median(seconds):.2f}, slowest "
+        f"{max(seconds):.2f}; index requests per case: median "
+        f"{statistics.median(requests):.0f}"
+    )
     return 0
 
 

@@ -136,7 +136,7 @@ class WheelFiles:
                 "that holds the wheel",
                 ref="no-ranges",
             )
-        tmp = self._stack.enter_context(tempfile.TemporaryFile())
+        tmp = self._stack.enter_context(tempfile.TemporaryFile())  # noqa: SIM115
         resp = self._get(f.url, headers=FILE_HEADERS, sink=tmp)
         if resp.status_code != 200:
             raise IndexUnreachable(
@@ -204,7 +204,7 @@ class SdistFiles:
         if f.url.startswith("file:"):
             fh: IO[bytes] = self._stack.enter_context(file_path(f.url).open("rb"))
         else:
-            fh = self._stack.enter_context(tempfile.TemporaryFile())
+            fh = self._stack.enter_context(tempfile.TemporaryFile())  # noqa: SIM115
             resp = self._get(f.url, headers=FILE_HEADERS, sink=fh)
             if resp.status_code != 200:
                 raise IndexUnreachable(
@@ -218,7 +218,7 @@ class SdistFiles:
                 self._zip = self._stack.enter_context(zipfile.ZipFile(fh))
                 raw = {i.filename: i for i in self._zip.infolist() if not i.is_dir()}
             else:
-                self._tar = self._stack.enter_context(tarfile.open(fileobj=fh, mode="r:*"))
+                self._tar = self._stack.enter_context(tarfile.open(fileobj=fh, mode="r:*"))  # noqa: SIM115
                 raw = {m.name: m for m in self._tar.getmembers() if m.isfile()}
         except (*_ZIP_ERRORS, tarfile.TarError, OSError) as e:
             raise _bad(self.file, e) from e

@@ -20,7 +20,7 @@ from packaging.utils import canonicalize_name, parse_wheel_filename
 from packaging.version import InvalidVersion, Version
 
 from envbisect.core.evidence import apisource as src
-from envbisect.core.evidence.apisource import Bases, Params, Verdict
+from envbisect.core.evidence.apisource import Params, Verdict
 from envbisect.core.evidence.boundaries import NO, YES, Change, History
 from envbisect.core.evidence.importnames import has_module, member_of
 from envbisect.errors import UnknownPackage, UsageError
@@ -29,11 +29,11 @@ from envbisect.index.wheelfiles import SdistFiles, WheelFiles
 from envbisect.model import DistFile
 from envbisect.strategy.releases import ReleaseSearch
 
-CACHE_VERSION = "why1"
+CACHE_VERSION = "why1"  # part of every cached answer's key: bump when a judgement changes
 # Releases read before a question whose answer never changed is left unexplained: a name that
 # came and went between the points of the first round is seen once the spread is this dense.
 WIDEN_UP_TO = 32
-SCAN_LIMIT = 30 * 1024 * 1024  # bytes of a wheel read whole to look in every module  # part of every cached answer's key: bump when a judgement changes
+SCAN_LIMIT = 30 * 1024 * 1024  # bytes of a wheel read whole to look in every module
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -61,9 +61,9 @@ def _fits(filename: str, minor: tuple[int, int]) -> int | None:
                 rank = 9
         else:
             continue
-        if rank < 9 and t.platform != "any":
-            if "x86_64" not in t.platform or not t.platform.startswith(("manylinux", "linux")):
-                rank = 2  # another platform: the same Python source, still readable
+        linux = "x86_64" in t.platform and t.platform.startswith(("manylinux", "linux"))
+        if rank < 9 and t.platform != "any" and not linux:
+            rank = 2  # another platform: the same Python source, still readable
         if best is None or rank < best:
             best = rank
     return best
@@ -90,15 +90,17 @@ class Releases:
         except (UnknownPackage, UsageError):
             found = None
         else:
-            found = self._pick(pf.versions(), pf.files_of, keep)
+            found = self._pick(list(pf.versions()), pf.files_of, keep)
         with self._lock:
             self._memo[key] = found
         return found
 
     def _pick(
-        self, versions: Sequence[Version], files_of: Callable[[Version], list[DistFile]],
+        self,
+        versions: Sequence[Version],
+        files_of: Callable[[Version], list[DistFile]],
         keep: str | None,
-    ) -> list[Release]:  # fmt: skip
+    ) -> list[Release]:
         try:
             kept = Version(keep) if keep else None
         except InvalidVersion:
@@ -107,7 +109,9 @@ class Releases:
         # a project whose wheels are all pure Python: its sdist-only releases are read too
         pure = all(
             f.filename.endswith("-none-any.whl")
-            for v in versions for f in files_of(v) if f.is_wheel
+            for v in versions
+            for f in files_of(v)
+            if f.is_wheel
         )
         for v in sorted(versions):
             own = kept is not None and v.public == kept.public
@@ -116,11 +120,18 @@ class Releases:
             files = [f for f in files_of(v) if f.is_wheel]
             if any(f.yanked for f in files) and all(f.yanked for f in files) and not own:
                 continue
-            ranked = [(r, f.filename, f) for f in files if (r := _fits(f.filename, self._minor)) is not None]
+            ranked = [
+                (r, f.filename, f)
+                for f in files
+                if (r := _fits(f.filename, self._minor)) is not None
+            ]
             if not ranked:
                 # No wheel at all: a pure-Python project's sdist holds the same modules.
-                sdists = [f for f in files_of(v) if not f.is_wheel and not f.yanked
-                          and f.filename.endswith((".tar.gz", ".zip"))]
+                sdists = [
+                    f
+                    for f in files_of(v)
+                    if not f.is_wheel and not f.yanked and f.filename.endswith((".tar.gz", ".zip"))
+                ]
                 if sdists and pure and not any(f.is_wheel for f in files_of(v)):
                     out.append(Release(version=v, file=sdists[0]))
                 continue
@@ -156,9 +167,11 @@ class Reader:
         if f.url in self._names:
             return self._names[f.url]
         key = f"{CACHE_VERSION}:names:{f.hash('sha256') or f.url}"
-        found = self.client.recall(key)
-        if not isinstance(found, list):
-            found = self._wheel(f).names()
+        recalled = self.client.recall(key)
+        found: list[str] = (
+            [str(n) for n in recalled] if isinstance(recalled, list) else self._wheel(f).names()
+        )
+        if not isinstance(recalled, list):
             self.client.remember(key, found)
         self._names[f.url] = found
         return found
@@ -325,8 +338,9 @@ def _fields(r: Reader, f: DistFile, module: str, cls: str, depth: int) -> list[t
     member = member_of(r.names(f), module)
     if member is None or depth > 6:
         return []
-    found = src.dataclass_fields(r.source(f, member) or "", module, cls,
-                                 is_package=_is_package(member))  # fmt: skip
+    found = src.dataclass_fields(
+        r.source(f, member) or "", module, cls, is_package=_is_package(member)
+    )
     if found is None:
         return []
     own, bases = found
@@ -383,7 +397,10 @@ class ImportsUnshipped(Question):
             if leaf not in text:
                 continue  # cannot import it: no need to parse it
             mod = member.removesuffix(".py").removesuffix("/__init__").replace("/", ".")
-            if src.imports_module(text, mod, self.module, is_package=_is_package(member)) is Verdict.PRESENT:
+            if (
+                src.imports_module(text, mod, self.module, is_package=_is_package(member))
+                is Verdict.PRESENT
+            ):
                 return YES
         return NO
 
@@ -403,8 +420,10 @@ class CallerDoes(Question):
 
     @property
     def key(self) -> str:
-        return (f"caller:{self.module}:{self.how}:{self.target}:{self.name}:{self.func}:"
-                f"{self.keyword}:{self.given}")  # fmt: skip
+        return (
+            f"caller:{self.module}:{self.how}:{self.target}:{self.name}:{self.func}:"
+            f"{self.keyword}:{self.given}"
+        )
 
     def ask(self, r: Reader, f: DistFile) -> int | None:
         names = r.names(f)
@@ -461,11 +480,14 @@ def search(
     versions = tuple(str(x.version) for x in releases)
     changes = tuple(
         Change(
-            last_old=versions[b.last_old], first_new=versions[b.first_new], old=b.old, new=b.new,
+            last_old=versions[b.last_old],
+            first_new=versions[b.first_new],
+            old=b.old,
+            new=b.new,
             hidden=tuple(versions[i] for i in b.hidden),
         )
         for b in machine.boundaries()
-    )  # fmt: skip
+    )
     return History(
         package=canonicalize_name(q.dist),
         role=q.role,

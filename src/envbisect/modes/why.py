@@ -54,8 +54,19 @@ _SITE = re.compile(r"[\\/](?:site|dist)-packages[\\/]")
 _LISTED_TRIED = 40  # listed distributions read for a top-level name no candidate ships
 _EXPORTERS_TRIED = 12  # distributions asked for a class no frame locates
 # The training stack: where a class named in a message without a frame is looked for first.
-_STACK = ("transformers", "trl", "peft", "accelerate", "datasets", "diffusers",
-          "huggingface-hub", "deepspeed", "vllm", "torch", "llamafactory")  # fmt: skip
+_STACK = (
+    "transformers",
+    "trl",
+    "peft",
+    "accelerate",
+    "datasets",
+    "diffusers",
+    "huggingface-hub",
+    "deepspeed",
+    "vllm",
+    "torch",
+    "llamafactory",
+)
 
 
 @dataclass
@@ -99,8 +110,9 @@ def explain(
     started = time.perf_counter()
     requests_before = client.stats.requests
     # GitHub does not show HTML comments (issue templates' guidance): blanked, lines kept.
-    failure = read_failure(re.sub(r"<!--.*?-->", lambda m: "\n" * m.group(0).count("\n"),
-                                  text, flags=re.DOTALL))
+    failure = read_failure(
+        re.sub(r"<!--.*?-->", lambda m: "\n" * m.group(0).count("\n"), text, flags=re.DOTALL)
+    )
     observed = from_text(text, origin=origin)
     installed: dict[str, str] = {}
     for name, said in (observed.packages if observed is not None else {}).items():
@@ -154,17 +166,27 @@ def _explain(ctx: _Context, item: Evidence) -> Explained:
     if isinstance(item, MissingAttr):
         if item.of_module:
             return _module_attr(ctx, item)
-        return Explained(item=item, kind="unexplained",
-                         notes=(f"a class's attribute ({item.owner}.{item.name}): "
-                                "its class is not located from the text",))  # fmt: skip
+        return Explained(
+            item=item,
+            kind="unexplained",
+            notes=(
+                f"a class's attribute ({item.owner}.{item.name}): "
+                "its class is not located from the text",
+            ),
+        )
     if isinstance(item, MissingModule):
         return _missing_module(ctx, item)
     if isinstance(item, BadCall):
         return _bad_call(ctx, item)
     assert isinstance(item, MissingSymbolVersion)
-    return Explained(item=item, kind="unexplained",
-                     notes=(f"{item.library}_{item.version} is a C library's symbol version: "
-                            "see envbisect check for the binaries' requirements",))  # fmt: skip
+    return Explained(
+        item=item,
+        kind="unexplained",
+        notes=(
+            f"{item.library}_{item.version} is a C library's symbol version: "
+            "see envbisect check for the binaries' requirements",
+        ),
+    )
 
 
 # -- which distribution -----------------------------------------------------------------------
@@ -218,9 +240,12 @@ def _caller(ctx: _Context, item: Evidence, callee_top: str | None) -> tuple[Fram
 
 
 def _finish(
-    item: Evidence, histories: Sequence[History | None], *, kind: str = "version",
+    item: Evidence,
+    histories: Sequence[History | None],
+    *,
+    kind: str = "version",
     notes: Sequence[str] = (),
-) -> Explained:  # fmt: skip
+) -> Explained:
     hs = tuple(h for h in histories if h is not None)
     fixes = tuple(merged(hs))
     more = list(notes)
@@ -245,16 +270,20 @@ def _local(item: MissingName | MissingModule, path: str, module: str) -> Explain
         return None
     top = module.split(".")[0]
     if path.strip() == "unknown location":
-        note = (f"{module} is a folder without __init__.py (a namespace package): a folder "
-                f"named {top} in the working directory or on sys.path hides the installed "
-                f"package; rename or leave that folder")  # fmt: skip
+        note = (
+            f"{module} is a folder without __init__.py (a namespace package): a folder "
+            f"named {top} in the working directory or on sys.path hides the installed "
+            f"package; rename or leave that folder"
+        )
         return Explained(item=item, kind="local", notes=(note,))
     leaf = re.split(r"[\\/]", path.strip())[-1]
     if leaf == f"{top}.py":
         note = f"{path} is a file of yours named {top}.py: it hides the installed {top}; rename it"
     else:
-        note = (f"{module} is loaded from {path}, outside site-packages (a checkout or a "
-                "folder of yours): no release of it is involved")  # fmt: skip
+        note = (
+            f"{module} is loaded from {path}, outside site-packages (a checkout or a "
+            "folder of yours): no release of it is involved"
+        )
     return Explained(item=item, kind="local", notes=(note,))
 
 
@@ -267,16 +296,23 @@ def _missing_name(ctx: _Context, item: MissingName) -> Explained:
     if dist is None:
         return _nobody(item, top)
     what = f"{item.module} offers {item.name}"
-    callee = _history(ctx, Offers(dist=dist, role="callee", text=what, module=item.module,
-                                  name=item.name))  # fmt: skip
+    callee = _history(
+        ctx, Offers(dist=dist, role="callee", text=what, module=item.module, name=item.name)
+    )
     caller = None
     found = _caller(ctx, item, top)
     if found is not None:
         frame, cdist = found
         assert frame.module is not None
-        q = CallerDoes(dist=cdist, role="caller", module=frame.module, how="import",
-                       target=item.module, name=item.name,
-                       text=f"{frame.module} imports {item.name} from {item.module}")  # fmt: skip
+        q = CallerDoes(
+            dist=cdist,
+            role="caller",
+            module=frame.module,
+            how="import",
+            target=item.module,
+            name=item.name,
+            text=f"{frame.module} imports {item.name} from {item.module}",
+        )
         caller = _history(ctx, q)
     return _finish(item, [caller, callee])
 
@@ -286,16 +322,30 @@ def _module_attr(ctx: _Context, item: MissingAttr) -> Explained:
     dist = dist_of(ctx, top)
     if dist is None:
         return _nobody(item, top)
-    callee = _history(ctx, Offers(dist=dist, role="callee", module=item.owner, name=item.name,
-                                  text=f"{item.owner} has {item.name}"))  # fmt: skip
+    callee = _history(
+        ctx,
+        Offers(
+            dist=dist,
+            role="callee",
+            module=item.owner,
+            name=item.name,
+            text=f"{item.owner} has {item.name}",
+        ),
+    )
     caller = None
     found = _caller(ctx, item, top)
     if found is not None:
         frame, cdist = found
         assert frame.module is not None
-        q = CallerDoes(dist=cdist, role="caller", module=frame.module, how="attribute",
-                       target=item.owner, name=item.name,
-                       text=f"{frame.module} reads {item.owner}.{item.name}")  # fmt: skip
+        q = CallerDoes(
+            dist=cdist,
+            role="caller",
+            module=frame.module,
+            how="attribute",
+            target=item.owner,
+            name=item.name,
+            text=f"{frame.module} reads {item.owner}.{item.name}",
+        )
         caller = _history(ctx, q)
     return _finish(item, [caller, callee])
 
@@ -303,39 +353,59 @@ def _module_attr(ctx: _Context, item: MissingAttr) -> Explained:
 def _missing_module(ctx: _Context, item: MissingModule) -> Explained:
     top = item.module.split(".")[0]
     if item.not_package:
-        note = (f"{item.not_package} was imported as a plain module, not the installed package: "
-                f"a file {item.not_package.replace('.', '/')}.py of yours (in the working "
-                "directory or on sys.path) hides it; rename it")  # fmt: skip
+        note = (
+            f"{item.not_package} was imported as a plain module, not the installed package: "
+            f"a file {item.not_package.replace('.', '/')}.py of yours (in the working "
+            "directory or on sys.path) hides it; rename it"
+        )
         return Explained(item=item, kind="local", notes=(note,))
     dist = dist_of(ctx, top)
     if dist is None:
         return _nobody(item, top)
     if item.module == top:
         if _version(ctx, dist) is None:
-            return Explained(item=item, kind="not-installed", package=dist,
-                             notes=(f"{top} is not installed where this ran (the text lists no "
-                                    f"{dist}): install it (pip install {dist}) into the "
-                                    "environment that runs the code",))  # fmt: skip
-        q = Ships(dist=dist, role="callee", module=top,
-                  text=f"{dist}'s wheel ships its module {top}")  # fmt: skip
+            return Explained(
+                item=item,
+                kind="not-installed",
+                package=dist,
+                notes=(
+                    f"{top} is not installed where this ran (the text lists no "
+                    f"{dist}): install it (pip install {dist}) into the "
+                    "environment that runs the code",
+                ),
+            )
+        q = Ships(
+            dist=dist, role="callee", module=top, text=f"{dist}'s wheel ships its module {top}"
+        )
         h = _history(ctx, q)
         broken = h is not None and h.installed_answer == 0
         return _finish(item, [h], kind="broken-release" if broken else "version")
-    callee = _history(ctx, Ships(dist=dist, role="callee", module=item.module,
-                                 text=f"{dist} ships {item.module}"))  # fmt: skip
+    callee = _history(
+        ctx, Ships(dist=dist, role="callee", module=item.module, text=f"{dist} ships {item.module}")
+    )
     caller = None
     found = _caller(ctx, item, top)
     if found is not None:
         frame, cdist = found
         assert frame.module is not None
-        q = CallerDoes(dist=cdist, role="caller", module=frame.module, how="module",
-                       target=item.module, text=f"{frame.module} imports {item.module}")  # fmt: skip
-        caller = _history(ctx, q)
+        ask = CallerDoes(
+            dist=cdist,
+            role="caller",
+            module=frame.module,
+            how="module",
+            target=item.module,
+            text=f"{frame.module} imports {item.module}",
+        )
+        caller = _history(ctx, ask)
     elif callee is not None and not merged([callee]):
         # nobody else imports it: the distribution's own code does, in a release that
         # does not ship it (a broken release)
-        q2 = ImportsUnshipped(dist=dist, role="caller", module=item.module,
-                              text=f"{dist} imports its own {item.module} without shipping it")  # fmt: skip
+        q2 = ImportsUnshipped(
+            dist=dist,
+            role="caller",
+            module=item.module,
+            text=f"{dist} imports its own {item.module} without shipping it",
+        )
         own = _history(ctx, q2)
         if own is not None and merged([own]):
             broken = own.installed_answer == 1 or own.installed is None
@@ -351,9 +421,17 @@ def _bad_call(ctx: _Context, item: BadCall) -> Explained:
         assert frame.module is not None
         passed = f"passes {item.keyword}" if item.keyword else f"passes {item.given} arguments"
         to = f" to {callee}()" if callee else " in a call"
-        q = CallerDoes(dist=cdist, role="caller", module=frame.module, how="call",
-                       func=frame.func, name=callee, keyword=item.keyword, given=item.given,
-                       text=f"{frame.module}.{frame.func} {passed}{to}")  # fmt: skip
+        q = CallerDoes(
+            dist=cdist,
+            role="caller",
+            module=frame.module,
+            how="call",
+            func=frame.func,
+            name=callee,
+            keyword=item.keyword,
+            given=item.given,
+            text=f"{frame.module}.{frame.func} {passed}{to}",
+        )
         histories.append(_history(ctx, q))
     where = _definition(ctx, item)
     if where is not None:
@@ -365,9 +443,16 @@ def _bad_call(ctx: _Context, item: BadCall) -> Explained:
             says = f"accepts {item.given} positional arguments"
         else:
             says = f"does without {', '.join(item.missing)}"
-        q2 = Accepts(dist=dist, role="callee", module=module, qualname=qual,
-                     keyword=item.keyword, given=item.given, missing=item.missing,
-                     text=f"{module}.{qual}() {says}")  # fmt: skip
+        q2 = Accepts(
+            dist=dist,
+            role="callee",
+            module=module,
+            qualname=qual,
+            keyword=item.keyword,
+            given=item.given,
+            missing=item.missing,
+            text=f"{module}.{qual}() {says}",
+        )
         histories.append(_history(ctx, q2))
     return _finish(item, histories)
 
@@ -449,5 +534,8 @@ def _locate(ctx: _Context, module: str, name: str, depth: int) -> tuple[str, str
 
 
 def _nobody(item: Evidence, top: str) -> Explained:
-    return Explained(item=item, kind="unexplained",
-                     notes=(f"no distribution on the index was found to ship {top}",))  # fmt: skip
+    return Explained(
+        item=item,
+        kind="unexplained",
+        notes=(f"no distribution on the index was found to ship {top}",),
+    )

@@ -18,6 +18,7 @@ class. Pure: indices and classes in, the next points and the boundaries out.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -74,9 +75,7 @@ class ReleaseSearch:
         return points
 
     def _gaps(self) -> list[segments.Gap]:
-        return [
-            g for g in segments.gaps(self.classes, self.skipped, 0, self.count - 1) if g.open
-        ]
+        return [g for g in segments.gaps(self.classes, self.skipped, 0, self.count - 1) if g.open]
 
     def record(self, i: int, cls: int | None) -> None:
         self.reads += 1
@@ -101,7 +100,7 @@ class ReleaseSearch:
         question whose answer never changed where it was read: a name that came and went
         between them). False where every release has been read."""
         read = sorted([*self.classes, *self.skipped])
-        more = {(a + b) // 2 for a, b in zip(read, read[1:], strict=False) if b - a > 1}
+        more = {(a + b) // 2 for a, b in itertools.pairwise(read) if b - a > 1}
         more = {i for i in more if self._unknown(i)}
         self._first = sorted({*self._first, *more})
         return bool(more)
@@ -110,7 +109,7 @@ class ReleaseSearch:
         """Every change of class between neighbouring known points, oldest first."""
         points = sorted(self.classes.items())
         out = []
-        for (a, ca), (b, cb) in zip(points, points[1:], strict=False):
+        for (a, ca), (b, cb) in itertools.pairwise(points):
             if ca != cb:
                 hidden = tuple(i for i in range(a + 1, b) if i in self.skipped)
                 out.append(Boundary(last_old=a, first_new=b, old=ca, new=cb, hidden=hidden))

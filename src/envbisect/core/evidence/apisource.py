@@ -61,6 +61,9 @@ def resolve(module: str, is_package: bool, level: int, name: str | None) -> str:
     return ".".join([*base, name] if name else base)
 
 
+_TRY = (ast.Try, *(t for t in (getattr(ast, "TryStar", None),) if t is not None))
+
+
 def _top(body: Sequence[ast.stmt]) -> Iterator[ast.stmt]:
     """The module's top-level statements, into ``if``, ``try`` and ``with`` blocks (where
     optional names are defined), not into functions or classes."""
@@ -69,7 +72,7 @@ def _top(body: Sequence[ast.stmt]) -> Iterator[ast.stmt]:
         if isinstance(stmt, ast.If):
             yield from _top(stmt.body)
             yield from _top(stmt.orelse)
-        elif isinstance(stmt, ast.Try | ast.TryStar):
+        elif isinstance(stmt, _TRY):
             yield from _top(stmt.body)
             for h in stmt.handlers:
                 yield from _top(h.body)
@@ -230,10 +233,12 @@ def _getattr_verdict(tree: ast.Module, fn: ast.FunctionDef, name: str) -> Verdic
                 return _block_verdict(node.body)
         elif isinstance(node, ast.Try):
             reads = any(
-                isinstance(n, ast.Subscript) and isinstance(n.value, ast.Name)
+                isinstance(n, ast.Subscript)
+                and isinstance(n.value, ast.Name)
                 and n.value.id in tables
-                for s in node.body for n in ast.walk(s)
-            )  # fmt: skip
+                for s in node.body
+                for n in ast.walk(s)
+            )
             if reads:
                 return _block_verdict([*node.body, *node.orelse])
     if name in set(_strings(fn)):
@@ -400,10 +405,16 @@ def lazy_keys(tree: ast.Module, name: str) -> list[str]:
     out = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Assign) and isinstance(node.value, ast.Dict):
-            if not any(isinstance(t, ast.Name) and t.id == "_import_structure" for t in node.targets):
+            if not any(
+                isinstance(t, ast.Name) and t.id == "_import_structure" for t in node.targets
+            ):
                 continue
             for k, v in zip(node.value.keys, node.value.values, strict=True):
-                if isinstance(k, ast.Constant) and isinstance(k.value, str) and name in set(_strings(v)):
+                if (
+                    isinstance(k, ast.Constant)
+                    and isinstance(k.value, str)
+                    and name in set(_strings(v))
+                ):
                     out.append(k.value)
     return out
 
@@ -533,7 +544,9 @@ def imports_module(source: str, module: str, target: str, *, is_package: bool) -
     x``, ``from parent import leaf``) outside a ``try`` that catches its failure."""
     tree = parse(source)
     if tree is None:
-        return Verdict.PRESENT if re.search(rf"\b{re.escape(target)}\b", source) else Verdict.UNKNOWN
+        return (
+            Verdict.PRESENT if re.search(rf"\b{re.escape(target)}\b", source) else Verdict.UNKNOWN
+        )
     guarded = _guarded(tree)
     parent, _, leaf = target.rpartition(".")
     for node in ast.walk(tree):
@@ -569,14 +582,21 @@ def uses_attribute(source: str, owner_module: str, name: str) -> Verdict:
                 if f"{node.module}.{a.name}" == owner_module:
                     aliases.add(a.asname or a.name)
     for node in ast.walk(tree):
-        if isinstance(node, ast.Attribute) and node.attr == name:
-            if ast.unparse(node.value) in aliases:
-                return Verdict.PRESENT
+        if (
+            isinstance(node, ast.Attribute)
+            and node.attr == name
+            and ast.unparse(node.value) in aliases
+        ):
+            return Verdict.PRESENT
     return Verdict.ABSENT
 
 
 def passes(
-    source: str, func: str, callee: str | None, *, keyword: str | None = None,
+    source: str,
+    func: str,
+    callee: str | None,
+    *,
+    keyword: str | None = None,
     given: int | None = None,
 ) -> Verdict:
     """PRESENT where a function named ``func`` in the module calls ``callee`` (a name or an
@@ -592,8 +612,11 @@ def passes(
             for node in ast.walk(fn):
                 if isinstance(node, ast.Call):
                     f = node.func
-                    named = f.id if isinstance(f, ast.Name) else (
-                        f.attr if isinstance(f, ast.Attribute) else None)  # fmt: skip
+                    named = (
+                        f.id
+                        if isinstance(f, ast.Name)
+                        else (f.attr if isinstance(f, ast.Attribute) else None)
+                    )
                     if named == callee or (callee is None and named is not None):
                         calls.append(node)
     if not calls:

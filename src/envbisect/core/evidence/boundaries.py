@@ -42,8 +42,13 @@ class Change:
     hidden: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
-        return {"last_old": self.last_old, "first_new": self.first_new,
-                "from": bool(self.old), "to": bool(self.new), "hidden": list(self.hidden)}  # fmt: skip
+        return {
+            "last_old": self.last_old,
+            "first_new": self.first_new,
+            "from": bool(self.old),
+            "to": bool(self.new),
+            "hidden": list(self.hidden),
+        }
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -67,13 +72,15 @@ class History:
             "role": self.role,
             "question": self.question,
             "releases": len(self.versions),
-            "read": [{"version": v, "answer": None if a is None else bool(a)}
-                     for v, a in self.answers],
+            "read": [
+                {"version": v, "answer": None if a is None else bool(a)} for v, a in self.answers
+            ],
             "changes": [c.to_dict() for c in self.changes],
             "installed": self.installed,
-            "installed_answer": None if self.installed_answer is None
+            "installed_answer": None
+            if self.installed_answer is None
             else bool(self.installed_answer),
-        }  # fmt: skip
+        }
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -102,8 +109,13 @@ class Fix:
         return self.op == ">="
 
     def to_dict(self) -> dict[str, Any]:
-        return {"requirement": self.requirement, "command": self.command, "why": self.why,
-                "forward": self.forward, "package": self.package}  # fmt: skip
+        return {
+            "requirement": self.requirement,
+            "command": self.command,
+            "why": self.why,
+            "forward": self.forward,
+            "package": self.package,
+        }
 
 
 def _key(v: str) -> Version | None:
@@ -178,33 +190,67 @@ def fixes(h: History) -> list[Fix]:
         wanted = YES if h.role == "callee" else NO
         if answer == wanted and last.new == wanted:
             said = "from" if h.role == "callee" else "not from"
-            return [Fix(package=h.package, op=">=", version=last.first_new, role=h.role,
-                        why=f"{h.question}: {said} {last.first_new} on (no version stated: "
-                        "the text ran an older release)")]  # fmt: skip
+            return [
+                Fix(
+                    package=h.package,
+                    op=">=",
+                    version=last.first_new,
+                    role=h.role,
+                    why=f"{h.question}: {said} {last.first_new} on (no version stated: "
+                    "the text ran an older release)",
+                )
+            ]
     if h.role == "callee" and answer == NO:
         up = next((c for c in above if c.new == YES), None)
         if up is not None:
-            out.append(Fix(package=h.package, op=">=", version=up.first_new, role=h.role,
-                           why=f"{h.question} from {up.first_new} on"))  # fmt: skip
+            out.append(
+                Fix(
+                    package=h.package,
+                    op=">=",
+                    version=up.first_new,
+                    role=h.role,
+                    why=f"{h.question} from {up.first_new} on",
+                )
+            )
         down = next((c for c in reversed(below) if c.new == NO), None)
         if down is not None:
             # where the name came in at a change before, the window it lived in
             before = [c for c in h.changes[: h.changes.index(down)] if c.new == YES]
             floor = before[-1].first_new if before else None
             span = f"from {floor} " if floor else ""
-            out.append(Fix(package=h.package, op="<", version=down.first_new, role=h.role,
-                           floor=floor, why=f"{h.question} {span}up to {down.last_old}, "
-                           f"not from {down.first_new} on"))  # fmt: skip
+            out.append(
+                Fix(
+                    package=h.package,
+                    op="<",
+                    version=down.first_new,
+                    role=h.role,
+                    floor=floor,
+                    why=f"{h.question} {span}up to {down.last_old}, not from {down.first_new} on",
+                )
+            )
     elif h.role == "caller" and answer == YES:
         up = next((c for c in above if c.new == NO), None)
         if up is not None:
-            out.append(Fix(package=h.package, op=">=", version=up.first_new, role=h.role,
-                           why=f"{h.question} up to {up.last_old}, "
-                           f"not from {up.first_new} on"))  # fmt: skip
+            out.append(
+                Fix(
+                    package=h.package,
+                    op=">=",
+                    version=up.first_new,
+                    role=h.role,
+                    why=f"{h.question} up to {up.last_old}, not from {up.first_new} on",
+                )
+            )
         down = next((c for c in reversed(below) if c.new == YES), None)
         if down is not None:
-            out.append(Fix(package=h.package, op="<", version=down.first_new, role=h.role,
-                           why=f"{h.question} from {down.first_new} on"))  # fmt: skip
+            out.append(
+                Fix(
+                    package=h.package,
+                    op="<",
+                    version=down.first_new,
+                    role=h.role,
+                    why=f"{h.question} from {down.first_new} on",
+                )
+            )
     return out
 
 

@@ -117,8 +117,12 @@ class MissingName(Item):
     path: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {**self.base_dict("import-name"), "module": self.module, "name": self.name,
-                "path": self.path}  # fmt: skip
+        return {
+            **self.base_dict("import-name"),
+            "module": self.module,
+            "name": self.name,
+            "path": self.path,
+        }
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -130,8 +134,11 @@ class MissingModule(Item):
     not_package: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {**self.base_dict("module-missing"), "module": self.module,
-                "not_package": self.not_package}  # fmt: skip
+        return {
+            **self.base_dict("module-missing"),
+            "module": self.module,
+            "not_package": self.not_package,
+        }
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -144,8 +151,12 @@ class MissingAttr(Item):
     of_module: bool
 
     def to_dict(self) -> dict[str, Any]:
-        return {**self.base_dict("attribute"), "owner": self.owner, "name": self.name,
-                "of_module": self.of_module}  # fmt: skip
+        return {
+            **self.base_dict("attribute"),
+            "owner": self.owner,
+            "name": self.name,
+            "of_module": self.of_module,
+        }
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -171,9 +182,14 @@ class BadCall(Item):
         return parts[-2] if len(parts) > 1 and parts[-2] != "<locals>" else None
 
     def to_dict(self) -> dict[str, Any]:
-        return {**self.base_dict("call"), "callee": self.callee, "keyword": self.keyword,
-                "given": self.given, "takes": self.takes,
-                "missing": list(self.missing)}  # fmt: skip
+        return {
+            **self.base_dict("call"),
+            "callee": self.callee,
+            "keyword": self.keyword,
+            "given": self.given,
+            "takes": self.takes,
+            "missing": list(self.missing),
+        }
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -186,9 +202,13 @@ class MissingSymbolVersion(Item):
     module: str | None = None  # the import path of the shared object's folder, when installed
 
     def to_dict(self) -> dict[str, Any]:
-        return {**self.base_dict("symbol-version"), "library": self.library,
-                "version": self.version, "required_by": self.required_by,
-                "module": self.module}  # fmt: skip
+        return {
+            **self.base_dict("symbol-version"),
+            "library": self.library,
+            "version": self.version,
+            "required_by": self.required_by,
+            "module": self.module,
+        }
 
 
 Evidence = MissingName | MissingModule | MissingAttr | BadCall | MissingSymbolVersion
@@ -215,7 +235,8 @@ _IMPORT_NAME = re.compile(
     r"(?:\s*\((?P<path>[^)]*)\))?"
 )
 _NO_MODULE = re.compile(
-    rf"No module named {_Q}(?P<module>[\w.]*\w){_Q}?(?:;\s*{_Q}(?P<plain>[\w.]+){_Q} is not a package)?"
+    rf"No module named {_Q}(?P<module>[\w.]*\w){_Q}?"
+    rf"(?:;\s*{_Q}(?P<plain>[\w.]+){_Q} is not a package)?"
 )
 _MODULE_ATTR = re.compile(
     rf"(?<!partially initialized )module {_Q}(?P<owner>[\w.]+){_Q} has no attribute "
@@ -309,8 +330,9 @@ def _items(line: str, number: int, frames: tuple[Frame, ...], whole: str) -> Ite
     if m:
         module = m.group("module") or _imported_from(frames, m.group("name"), whole)
         if module:
-            yield MissingName(module=module, name=m.group("name"),
-                              path=(m.group("path") or None), **base)  # fmt: skip
+            yield MissingName(
+                module=module, name=m.group("name"), path=(m.group("path") or None), **base
+            )
         return
     m = _NO_MODULE.search(line)
     if m:
@@ -331,8 +353,12 @@ def _items(line: str, number: int, frames: tuple[Frame, ...], whole: str) -> Ite
         return
     m = _TAKES.search(line)
     if m:
-        yield BadCall(callee=m.group("callee"), given=int(m.group("given")),
-                      takes=int(m.group("takes")), **base)  # fmt: skip
+        yield BadCall(
+            callee=m.group("callee"),
+            given=int(m.group("given")),
+            takes=int(m.group("takes")),
+            **base,
+        )
         return
     m = _MISSING_ARGS.search(line)
     if m:

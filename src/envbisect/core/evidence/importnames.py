@@ -117,7 +117,11 @@ def has_module(members: Iterable[str], module: str) -> bool:
     for m in members:
         if m.startswith(folder):
             return True
-        if m.startswith(path + ".") and m.endswith((".py", ".so", ".pyd")) and "/" not in m[len(path):]:
+        if (
+            m.startswith(path + ".")
+            and m.endswith((".py", ".so", ".pyd"))
+            and "/" not in m[len(path) :]
+        ):
             return True
     return False
 

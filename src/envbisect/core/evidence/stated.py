@@ -44,9 +44,10 @@ def stated_version(text: str, dist: str, tops: tuple[str, ...] = ()) -> str | No
     if installs:
         return installs[-1].group("v")
     show = re.search(
-        rf"^\s*Name:\s*{name}\s*$\n(?:.*\n)?\s*Version:\s*{_VERSION}", text,
+        rf"^\s*Name:\s*{name}\s*$\n(?:.*\n)?\s*Version:\s*{_VERSION}",
+        text,
         re.IGNORECASE | re.MULTILINE,
-    )  # fmt: skip
+    )
     if show:
         return show.group("v")
     said = re.search(

@@ -53,11 +53,14 @@ class Explained:
         for n, f in enumerate(self.fixes):
             lead = "fix:" if n == 0 else "or: "
             out.append(f"  {lead} {f.command}  ({f.why})")
-        if self.kind == "broken-release":
-            h = self.histories[0] if self.histories else None
-            if h is not None:
-                which = f"{h.package} {h.installed}" if h.installed else f"a release of {h.package}"
-                out.insert(1, f"  broken release: {which} fails on its own ({h.question})")
+        if self.kind == "broken-release" and self.histories:
+            first = self.histories[0]
+            which = (
+                f"{first.package} {first.installed}"
+                if first.installed
+                else f"a release of {first.package}"
+            )
+            out.insert(1, f"  broken release: {which} fails on its own ({first.question})")
         return out
 
 
@@ -75,8 +78,9 @@ def describe(h: History) -> str:
             parts.append(f"{became} from {c.first_new} on (after {c.last_old})")
         spans = "; ".join(parts)
     where = f", the text's {h.installed}" if h.installed else ""
-    return (f"{h.question}? {spans} [{h.package}: {h.reads} of {len(h.versions)} releases "
-            f"read{where}]")  # fmt: skip
+    return (
+        f"{h.question}? {spans} [{h.package}: {h.reads} of {len(h.versions)} releases read{where}]"
+    )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -99,8 +103,10 @@ class WhyResult:
     def summary(self) -> str:
         found = [e for e in self.explained if e.finding]
         if not self.explained:
-            return (f"{self.origin}: no finding: the text names no import, attribute or call "
-                    "that a release could have changed")  # fmt: skip
+            return (
+                f"{self.origin}: no finding: the text names no import, attribute or call "
+                "that a release could have changed"
+            )
         if not found:
             return f"{self.origin}: no finding: no release explains what the text names"
         return f"{self.origin}: {len(found)} finding(s) (Python {self.python})"
