@@ -23,7 +23,7 @@ from envbisect.core.evidence import apisource as src
 from envbisect.core.evidence.apisource import Params, Verdict
 from envbisect.core.evidence.boundaries import NO, YES, Change, History
 from envbisect.core.evidence.importnames import has_module, member_of
-from envbisect.errors import UnknownPackage, UsageError
+from envbisect.errors import InfrastructureError, UnknownPackage, UsageError
 from envbisect.index.client import IndexClient
 from envbisect.index.wheelfiles import SdistFiles, WheelFiles
 from envbisect.model import DistFile
@@ -150,6 +150,7 @@ class Reader:
         self._sources: dict[tuple[str, str], str | None] = {}
         self._lock = threading.Lock()
         self.reads = 0
+        self.unreadable: dict[str, str] = {}  # file name -> why it could not be read
 
     def close(self) -> None:
         with self._lock:
@@ -206,7 +207,14 @@ class Reader:
         found = self.client.recall(key)
         if isinstance(found, str) and found in ("yes", "no", "unknown"):
             return {"yes": YES, "no": NO, "unknown": None}[found]
-        value = q.ask(self, f)
+        try:
+            value = q.ask(self, f)
+        except InfrastructureError as e:
+            if e.ref not in ("bad-wheel", "no-ranges"):
+                raise
+            with self._lock:  # a wheel that cannot be read: that release is stepped around
+                self.unreadable[f.filename] = e.message
+            return None
         self.client.remember(key, {YES: "yes", NO: "no", None: "unknown"}[value])
         return value
 

@@ -141,6 +141,7 @@ def explain(
         origin=origin,
         python=f"{minor[0]}.{minor[1]}",
         explained=explained,
+        unreadable=tuple(sorted(ctx.reader.unreadable.items())),
         requests=client.stats.requests - requests_before,
         reads=ctx.reader.reads,
         seconds=time.perf_counter() - started,
@@ -215,8 +216,9 @@ def _ships_top(ctx: _Context, dist: str, top: str) -> bool:
     if not rels:
         return False
     want = _version(ctx, dist)
-    pick = next((r for r in rels if str(r.version) == want), rels[-1])
-    return top in top_levels(ctx.reader.names(pick.file))
+    picks = [r for r in rels if str(r.version) == want][:1]
+    picks += [rels[-1]] if rels[-1] not in picks else []  # a broken release may lack it
+    return any(top in top_levels(ctx.reader.names(p.file)) for p in picks)
 
 
 def _history(ctx: _Context, q: Question) -> History | None:

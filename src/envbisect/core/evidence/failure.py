@@ -293,6 +293,9 @@ def read_failure(text: str) -> FailureText:
                 items.append(item)
     if frames and not _ended(items, frames):
         dangling = frames
+    if python is None:  # a path in a message (``... from 'x' (/.../python3.10/...)``)
+        m = _PYTHON_IN_PATH.search(text)
+        python = m.group(1) if m else None
     if dangling:  # the error quoted before its (cut-off) traceback: that traceback is its
         items = [replace(i, frames=tuple(dangling)) if not i.frames else i for i in items]
     return FailureText(items=tuple(items), python=python, frames=tuple(every))

@@ -91,6 +91,7 @@ class WhyResult:
     requests: int = 0
     reads: int = 0
     seconds: float = 0.0
+    unreadable: tuple[tuple[str, str], ...] = ()  # releases stepped around: file, why
 
     @property
     def fixes(self) -> list[Fix]:
@@ -115,6 +116,8 @@ class WhyResult:
         out = [self.summary()]
         for e in self.explained:
             out += e.lines()
+        for filename, why in self.unreadable:
+            out.append(f"note: {filename} could not be read and was stepped around: {why}")
         return out
 
     def to_dict(self) -> dict[str, Any]:
@@ -122,6 +125,7 @@ class WhyResult:
             "origin": self.origin,
             "python": self.python,
             "findings": [e.to_dict() for e in self.explained],
+            "unreadable": [{"file": f, "why": w} for f, w in self.unreadable],
             "requests": self.requests,
             "reads": self.reads,
             "seconds": round(self.seconds, 3),
