@@ -267,6 +267,7 @@ SHARED_NAMES = {
     "run": "run's mode and command",
     "update": "keeping a table current: what it decides (core/living) and does (modes/living)",
     "versions": "versions's answer and command",
+    "why": "why's answer (core/results), its mode and its command",
     "envreport": "the environment report: collected (env) and read (core/envreport/)",
     "env": "the edges' layer (env/) and ``envbisect env``, which reports on an environment",
     "living": "the living tables' wing on both floors (core/living/, modes/living/)",

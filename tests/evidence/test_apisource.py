@@ -5,12 +5,16 @@ a real package uses (named beside it)."""
 
 from __future__ import annotations
 
+import ast
 import textwrap
 
 import pytest
 
 from envbisect.core.evidence import apisource as a
-from envbisect.core.evidence.apisource import Bases, Params, Verdict
+from envbisect.core.evidence import callers as calls
+from envbisect.core.evidence import signatures as sig
+from envbisect.core.evidence.apisource import Verdict
+from envbisect.core.evidence.signatures import Bases, Params
 
 
 def _has(source: str, name: str, module: str = "pkg", package: bool = True) -> a.Judged:
@@ -55,15 +59,24 @@ def test_transformers_lazy_table_in_every_form() -> None:
         _import_structure["models.llama"].extend(["LlamaFlashAttention2"])
         _import_structure["trainer"].append("Seq2SeqTrainer")
     """
-    for name in ("LlamaModel", "Trainer", "GenerationMixin", "LlamaFlashAttention2",
-                 "Seq2SeqTrainer"):
+    for name in (
+        "LlamaModel",
+        "Trainer",
+        "GenerationMixin",
+        "LlamaFlashAttention2",
+        "Seq2SeqTrainer",
+    ):
         assert _has(source, name).verdict is Verdict.PRESENT, name
     assert _has(source, "top_k_top_p_filtering").verdict is Verdict.ABSENT
-    assert a.lazy_keys(a.parse(textwrap.dedent(source)) or a.ast.Module(), "Trainer") == ["trainer"]
+    assert sig.lazy_keys(
+        a.parse(textwrap.dedent(source)) or ast.Module(body=[], type_ignores=[]), "Trainer"
+    ) == ["trainer"]
 
 
 def test_star_imports_are_followed_by_the_caller() -> None:
-    judged = _has("from .core import *\nfrom ..other import *\n", "x", module="pkg.sub", package=True)
+    judged = _has(
+        "from .core import *\nfrom ..other import *\n", "x", module="pkg.sub", package=True
+    )
     assert judged == a.Judged(verdict=Verdict.ABSENT, follow=("pkg.sub.core", "pkg.other"))
     assert a.public_names("__all__ = ['a', 'b']\n_c = 1\nd = 2") == {"a", "b"}
     assert a.public_names("_c = 1\nd = 2") == {"d"}
@@ -118,7 +131,8 @@ def test_module_getattr_that_serves_or_refuses_a_name() -> None:
     assert _has(PILLOW_95, "NEAREST").verdict is Verdict.ABSENT
     # a __getattr__ that names it in a way we cannot read: unknown, never absent
     assert _has("def __getattr__(n):\n    return lookup('name')\n", "name").verdict is (
-        Verdict.UNKNOWN)
+        Verdict.UNKNOWN
+    )
 
 
 def test_a_source_this_python_cannot_parse() -> None:
@@ -134,17 +148,23 @@ def test_signatures() -> None:
     class Sub(Trainer):
         pass
     """)
-    p = a.signature(source, "m", "f", is_package=False)
-    assert p == Params(positional=("a", "b", "c"), keyword_only=("d", "e"),
-                       positional_only=("a",), required=("a", "b", "d"), varargs=True,
-                       varkw=True)
-    init = a.signature(source, "m", "Trainer.__init__", is_package=False)
+    p = sig.signature(source, "m", "f", is_package=False)
+    assert p == Params(
+        positional=("a", "b", "c"),
+        keyword_only=("d", "e"),
+        positional_only=("a",),
+        required=("a", "b", "d"),
+        varargs=True,
+        varkw=True,
+    )
+    init = sig.signature(source, "m", "Trainer.__init__", is_package=False)
     assert isinstance(init, Params) and init.accepts_keyword("tokenizer")
     assert not init.accepts_keyword("processing_class") and not init.accepts_positional(4)
-    assert a.signature(source, "m", "Trainer", is_package=False) == init  # Class(): __init__
-    assert a.signature(source, "m", "Sub.__init__", is_package=False) == Bases(
-        bases=(("m", "Trainer"),))
-    assert a.signature(source, "m", "Nope.__init__", is_package=False) is None
+    assert sig.signature(source, "m", "Trainer", is_package=False) == init  # Class(): __init__
+    assert sig.signature(source, "m", "Sub.__init__", is_package=False) == Bases(
+        bases=(("m", "Trainer"),)
+    )
+    assert sig.signature(source, "m", "Nope.__init__", is_package=False) is None
 
 
 def test_a_dataclass_init_is_its_fields() -> None:
@@ -158,13 +178,17 @@ def test_a_dataclass_init_is_its_fields() -> None:
         _hidden: int = field(default=0, init=False)
         KIND: ClassVar[str] = "lora"
     """)
-    found = a.signature(source, "peft.tuners.lora.config", "LoraConfig.__init__", is_package=False)
-    assert found == Bases(bases=(("peft.tuners.lora.config", "PeftConfig"),),
-                          fields=(("r", True), ("layer_replication", True)))
+    found = sig.signature(
+        source, "peft.tuners.lora.config", "LoraConfig.__init__", is_package=False
+    )
+    assert found == Bases(
+        bases=(("peft.tuners.lora.config", "PeftConfig"),),
+        fields=(("r", True), ("layer_replication", True)),
+    )
     assert found.bases[0][0] == "peft.tuners.lora.config"  # imported relatively: resolved below
-    merged = a.merge_fields([("peft_type", True), ("r", False)], found.fields or ())
+    merged = sig.merge_fields([("peft_type", True), ("r", False)], found.fields or ())
     assert merged == [("peft_type", True), ("r", True), ("layer_replication", True)]
-    assert a.dataclass_params(merged).accepts_keyword("layer_replication")
+    assert sig.dataclass_params(merged).accepts_keyword("layer_replication")
 
 
 def test_the_caller_side() -> None:
@@ -181,21 +205,30 @@ def test_the_caller_side() -> None:
         def training_step(self, model, inputs):
             return self.compute_loss(model, inputs, num_items_in_batch=3)
     """)
-    assert a.imports_name(caller, "trl.core", "transformers", "top_k_top_p_filtering",
-                          is_package=False) is Verdict.PRESENT
-    assert a.imports_name(caller, "trl.core", "transformers", "gone",
-                          is_package=False) is Verdict.ABSENT  # guarded: not a failure
-    assert a.uses_attribute(caller, "pyarrow", "PyExtensionType") is Verdict.PRESENT
-    assert a.uses_attribute(caller, "pyarrow", "ExtensionType") is Verdict.ABSENT
-    assert a.passes(caller, "training_step", "compute_loss",
-                    keyword="num_items_in_batch") is Verdict.PRESENT
+    assert (
+        calls.imports_name(
+            caller, "trl.core", "transformers", "top_k_top_p_filtering", is_package=False
+        )
+        is Verdict.PRESENT
+    )
+    assert (
+        calls.imports_name(caller, "trl.core", "transformers", "gone", is_package=False)
+        is Verdict.ABSENT
+    )  # guarded: not a failure
+    assert calls.uses_attribute(caller, "pyarrow", "PyExtensionType") is Verdict.PRESENT
+    assert calls.uses_attribute(caller, "pyarrow", "ExtensionType") is Verdict.ABSENT
+    assert (
+        calls.passes(caller, "training_step", "compute_loss", keyword="num_items_in_batch")
+        is Verdict.PRESENT
+    )
     # two positional arguments and self: 3 given (a keyword is not one)
-    assert a.passes(caller, "training_step", "compute_loss", given=3) is Verdict.PRESENT
-    assert a.passes(caller, "training_step", "compute_loss", given=4) is Verdict.ABSENT
-    assert a.passes(caller, "nowhere", "compute_loss", keyword="x") is Verdict.UNKNOWN
-    assert a.imports_module(caller, "trl.core", "transformers", is_package=False) is (
-        Verdict.PRESENT)
-    assert a.imports_module(caller, "trl.core", "torch", is_package=False) is Verdict.ABSENT
+    assert calls.passes(caller, "training_step", "compute_loss", given=3) is Verdict.PRESENT
+    assert calls.passes(caller, "training_step", "compute_loss", given=4) is Verdict.ABSENT
+    assert calls.passes(caller, "nowhere", "compute_loss", keyword="x") is Verdict.UNKNOWN
+    assert calls.imports_module(caller, "trl.core", "transformers", is_package=False) is (
+        Verdict.PRESENT
+    )
+    assert calls.imports_module(caller, "trl.core", "torch", is_package=False) is Verdict.ABSENT
 
 
 @pytest.mark.parametrize(

@@ -32,7 +32,10 @@ def _text(name: str) -> str:
         ("/usr/lib/python3.10/site-packages/trl/trainer/sft_trainer.py", "trl.trainer.sft_trainer"),
         ("/x/dist-packages/transformers/__init__.py", "transformers"),
         ("C:\\venv\\Lib\\site-packages\\easyocr\\utils.py", "easyocr.utils"),
-        ("/x/site-packages/tokenizers/tokenizers.cpython-37m-x86_64-linux-gnu.so", "tokenizers.tokenizers"),
+        (
+            "/x/site-packages/tokenizers/tokenizers.cpython-37m-x86_64-linux-gnu.so",
+            "tokenizers.tokenizers",
+        ),
         ("/home/me/project/datasets.py", None),  # the user's own file
         ("/x/site-packages/some-dir/x.py", None),  # not an import path
         ("<frozen importlib._bootstrap>", None),
@@ -81,7 +84,11 @@ def test_a_call_forwarding_kwargs_keeps_the_frames_in_order() -> None:
     (item,) = read_failure(_text("C-anthropic-766-httpx-proxies.txt")).items
     assert isinstance(item, BadCall)
     assert (item.callee, item.keyword, item.owner, item.func) == (
-        "AsyncClient.__init__", "proxies", "AsyncClient", "__init__")
+        "AsyncClient.__init__",
+        "proxies",
+        "AsyncClient",
+        "__init__",
+    )
     assert [f.line for f in item.frames] == [283, 1437, 1334]
     assert "**kwargs" in item.frames[-1].source
 
@@ -97,10 +104,14 @@ def test_the_error_quoted_before_its_cut_off_traceback_takes_that_traceback() ->
     ("line", "expected"),
     [
         ("ModuleNotFoundError: No module named 'trl.commands'", ("trl.commands", None)),
-        ("No module named 'gradio.data_classes'; 'gradio' is not a package",
-         ("gradio.data_classes", "gradio")),
-        ("(ModuleNotFoundError: No module named 'torchvision.transforms.functional_tensor)",
-         ("torchvision.transforms.functional_tensor", None)),
+        (
+            "No module named 'gradio.data_classes'; 'gradio' is not a package",
+            ("gradio.data_classes", "gradio"),
+        ),
+        (
+            "(ModuleNotFoundError: No module named 'torchvision.transforms.functional_tensor)",
+            ("torchvision.transforms.functional_tensor", None),
+        ),
     ],
 )
 def test_module_not_found(line: str, expected: tuple[str, str | None]) -> None:
@@ -112,14 +123,22 @@ def test_module_not_found(line: str, expected: tuple[str, str | None]) -> None:
 @pytest.mark.parametrize(
     ("line", "kw", "given", "takes", "missing"),
     [
-        ("TypeError: Trainer.__init__() got an unexpected keyword argument 'tokenizer'",
-         "tokenizer", None, None, ()),
-        ("TypeError: compute_loss() takes 3 positional arguments but 4 were given",
-         None, 4, 3, ()),
-        ("TypeError: f() takes from 1 to 2 positional arguments but 3 were given",
-         None, 3, 2, ()),
-        ("TypeError: Foo.bar() missing 2 required positional arguments: 'a' and 'b'",
-         None, None, None, ("a", "b")),
+        (
+            "TypeError: Trainer.__init__() got an unexpected keyword argument 'tokenizer'",
+            "tokenizer",
+            None,
+            None,
+            (),
+        ),
+        ("TypeError: compute_loss() takes 3 positional arguments but 4 were given", None, 4, 3, ()),
+        ("TypeError: f() takes from 1 to 2 positional arguments but 3 were given", None, 3, 2, ()),
+        (
+            "TypeError: Foo.bar() missing 2 required positional arguments: 'a' and 'b'",
+            None,
+            None,
+            None,
+            ("a", "b"),
+        ),
     ],
 )
 def test_calls_that_do_not_fit(
@@ -131,17 +150,28 @@ def test_calls_that_do_not_fit(
 
 
 def test_attributes_of_a_class_and_of_an_instance() -> None:
-    text = ("AttributeError: type object 'Image' has no attribute 'ANTIALIAS'\n"
-            "AttributeError: 'Trainer' object has no attribute 'do_grad_scaling'\n")
+    text = (
+        "AttributeError: type object 'Image' has no attribute 'ANTIALIAS'\n"
+        "AttributeError: 'Trainer' object has no attribute 'do_grad_scaling'\n"
+    )
     a, b = read_failure(text).items
-    assert isinstance(a, MissingAttr) and (a.owner, a.name, a.of_module) == ("Image", "ANTIALIAS", False)
+    assert isinstance(a, MissingAttr) and (a.owner, a.name, a.of_module) == (
+        "Image",
+        "ANTIALIAS",
+        False,
+    )
     assert isinstance(b, MissingAttr) and (b.owner, b.name, b.of_module) == (
-        "Trainer", "do_grad_scaling", False)
+        "Trainer",
+        "do_grad_scaling",
+        False,
+    )
 
 
 def test_a_glibc_symbol_version_names_the_shared_objects_package() -> None:
-    text = ("ImportError: /lib64/libc.so.6: version `GLIBC_2.32' not found (required by "
-            "/opt/venv/lib/python3.11/site-packages/pyarrow/libarrow.so.1500)")
+    text = (
+        "ImportError: /lib64/libc.so.6: version `GLIBC_2.32' not found (required by "
+        "/opt/venv/lib/python3.11/site-packages/pyarrow/libarrow.so.1500)"
+    )
     (item,) = read_failure(text).items
     assert isinstance(item, MissingSymbolVersion)
     assert (item.library, item.version, item.module) == ("GLIBC", "2.32", "pyarrow")
@@ -163,8 +193,10 @@ def test_a_log_that_repeats_one_failure_says_it_once() -> None:
 
 
 def test_a_module_named_only_by_the_quoted_import() -> None:
-    text = ("The `ImportError: cannot import name 'log'` error comes from deepspeed: "
-            "`from torch.distributed.elastic.agent.server.api import log, _get_socket_with_port`")
+    text = (
+        "The `ImportError: cannot import name 'log'` error comes from deepspeed: "
+        "`from torch.distributed.elastic.agent.server.api import log, _get_socket_with_port`"
+    )
     (item,) = read_failure(text).items
     assert isinstance(item, MissingName)
     assert item.module == "torch.distributed.elastic.agent.server.api"

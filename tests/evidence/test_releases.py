@@ -11,8 +11,13 @@ from envbisect.core.evidence.boundaries import NO, YES, Change, History, fixes, 
 from envbisect.strategy.releases import Boundary, ReleaseSearch
 
 
-def _run(count: int, answer: Callable[[int], int | None], *, must: list[int] | None = None,
-         widen_until: int = 0) -> tuple[ReleaseSearch, list[int]]:
+def _run(
+    count: int,
+    answer: Callable[[int], int | None],
+    *,
+    must: list[int] | None = None,
+    widen_until: int = 0,
+) -> tuple[ReleaseSearch, list[int]]:
     search = ReleaseSearch(count, must=must or [])
     read: list[int] = []
     while True:
@@ -63,8 +68,16 @@ def _h(role: str, changes: list[Change], installed: str | None, answer: int | No
             if c.first_new == v:
                 state = c.new
         answers.append((v, state))
-    return History(package="p", role=role, question="q", versions=versions, changes=tuple(changes),
-                   answers=tuple(answers), installed=installed, installed_answer=answer)
+    return History(
+        package="p",
+        role=role,
+        question="q",
+        versions=versions,
+        changes=tuple(changes),
+        answers=tuple(answers),
+        installed=installed,
+        installed_answer=answer,
+    )
 
 
 REMOVED = Change(last_old="1.1", first_new="2.0", old=YES, new=NO)
@@ -106,7 +119,13 @@ def test_a_stated_release_that_contradicts_the_failure_is_set_aside() -> None:
 
 def test_forward_fixes_first_then_the_callee_held_back() -> None:
     callee = _h("callee", [REMOVED], "2.1", NO)
-    caller = History(package="c", role="caller", question="c imports it", versions=("1", "2"),
-                     changes=(Change(last_old="1", first_new="2", old=YES, new=NO),),
-                     installed="1", installed_answer=YES)
+    caller = History(
+        package="c",
+        role="caller",
+        question="c imports it",
+        versions=("1", "2"),
+        changes=(Change(last_old="1", first_new="2", old=YES, new=NO),),
+        installed="1",
+        installed_answer=YES,
+    )
     assert [f.requirement for f in merged([callee, caller])] == ["c>=2", "p<2.0"]

@@ -49,9 +49,14 @@ def _releases() -> dict[str, list[tuple[str, dict[str, str]]]]:
         ],
         # Trainer(tokenizer=) renamed to processing_class at 2.0
         "clib": [
-            (v, {"clib/__init__.py": "from .trainer import Trainer\n",
-                 "clib/trainer.py": f"class Trainer:\n    def __init__(self, model, {kw}=None):\n"
-                 "        pass\n"})
+            (
+                v,
+                {
+                    "clib/__init__.py": "from .trainer import Trainer\n",
+                    "clib/trainer.py": f"class Trainer:\n    def __init__(self, model, {kw}=None):\n"
+                    "        pass\n",
+                },
+            )
             for v, kw in (("1.0", "tokenizer"), ("1.5", "tokenizer"), ("2.0", "processing_class"))
         ],
         # 1.1 was published without its package
@@ -98,8 +103,9 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalIndex]:
 
 
 def _why(index: LocalIndex, text: str, cache: Path, *more: str) -> tuple[int, dict[str, Any]]:
-    proc = envbisect("why", "-", "--index-url", index.url, "--cache-dir", str(cache), "--json",
-                     *more, input=text)
+    proc = envbisect(
+        "why", "-", "--index-url", index.url, "--cache-dir", str(cache), "--json", *more, input=text
+    )
     assert proc.returncode in (0, 1), proc.stderr
     assert "Traceback" not in proc.stderr
     return proc.returncode, json.loads(proc.stdout)
@@ -151,8 +157,9 @@ def test_a_name_moved_behind_a_lazy_table_is_still_there(
 
 
 def test_a_parameter_renamed(served: LocalIndex, tmp_path: Path) -> None:
-    text = ("clib==2.0\n"
-            "TypeError: Trainer.__init__() got an unexpected keyword argument 'tokenizer'\n")
+    text = (
+        "clib==2.0\nTypeError: Trainer.__init__() got an unexpected keyword argument 'tokenizer'\n"
+    )
     _, answer = _why(served, text, tmp_path / "c")
     assert _fixes(answer) == ["clib<2.0"]
     (history,) = answer["findings"][0]["histories"]
@@ -194,12 +201,12 @@ def test_an_index_without_range_requests_and_a_wheel_that_does_not_parse(
     index = _serve(tmp_path / "w", ranges=False, broken="alib==1.1")
     try:
         text = "alib==2.1\n" + _import_failure("alib", "old_name", "ulib/use.py")
-        proc = envbisect("why", "-", "--index-url", index.url, "--cache-dir",
-                         str(tmp_path / "c"), input=text)
+        proc = envbisect(
+            "why", "-", "--index-url", index.url, "--cache-dir", str(tmp_path / "c"), input=text
+        )
         assert proc.returncode == 1, proc.stderr
         assert "pip install 'alib<2.0'" in proc.stdout
-        assert "alib-1.1-py3-none-any.whl could not be read and was stepped around" in (
-            proc.stdout)
+        assert "alib-1.1-py3-none-any.whl could not be read and was stepped around" in (proc.stdout)
         assert index.range_requests == 0  # whole wheels, read where ranges are not served
         assert "Traceback" not in proc.stderr
     finally:
@@ -217,7 +224,8 @@ def test_a_report_saved_as_utf16_by_powershell(served: LocalIndex, tmp_path: Pat
     report = tmp_path / "env.txt"
     text = "alib==2.1\r\n" + _import_failure("alib", "old_name", "ulib/use.py")
     report.write_bytes(b"\xff\xfe" + text.encode("utf-16-le"))
-    proc = envbisect("why", str(report), "--index-url", served.url, "--cache-dir",
-                     str(tmp_path / "c"))
+    proc = envbisect(
+        "why", str(report), "--index-url", served.url, "--cache-dir", str(tmp_path / "c")
+    )
     assert proc.returncode == 1, proc.stderr
     assert "alib<2.0" in proc.stdout

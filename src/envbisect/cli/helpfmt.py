@@ -71,16 +71,11 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
         "envbisect ci-template --install .",
     ),
     "env": ("envbisect env", "envbisect env --python .venv/bin/python --json"),
-    "check": (
-        "envbisect check issue.md",
-        "envbisect check --here --json",
-        "envbisect check issue.md --online",
-    ),
+    "check": ("envbisect check issue.md", "envbisect check --here --json"),
     "why": (
-        "envbisect why issue.md",
+        "envbisect why issue.md --json",
         "envbisect why \"ImportError: cannot import name 'cached_download' from "
         "'huggingface_hub'\"",
-        "pip freeze | cat - log.txt | envbisect why - --json",
     ),
     "completion": ("envbisect completion bash", "envbisect completion zsh"),
 }

@@ -318,7 +318,7 @@ CHECK = Sub(
 WHY = Sub(
     name="why",
     help="name the release that removed or changed what a traceback names, and the fixes",
-    usage="envbisect why (FILE | TEXT | -) [options]",
+    usage="envbisect why INPUT [options]",
     description="Reads a failure's text (a bug report, a log, a traceback; - for stdin) for "
     "what it names: a name that cannot be imported, a module not found, a missing "
     "attribute, a call that no longer fits. For each, the distribution that ships it and "
@@ -329,7 +329,7 @@ WHY = Sub(
     "text states (an environment block, pip freeze, pip show) say which side to move. "
     "Exit 0: no finding; 1: findings.",
     takes=(
-        o.opt("why_input", metavar="FILE|TEXT", help="a file, the failure text itself, or - "
+        o.opt("why_input", metavar="INPUT", help="a file, the failure's text itself, or - "
               "for stdin"),
         o.opt("--python", dest="why_python", metavar="VERSION",
               help="the Python the failure ran on, e.g. 3.10 (default: as the text's paths, "

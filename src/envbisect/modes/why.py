@@ -17,82 +17,36 @@ import re
 import sys
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 
 from packaging.utils import canonicalize_name
 
-from envbisect.core.evidence import apisource as src
 from envbisect.core.evidence.boundaries import History, merged
 from envbisect.core.evidence.failure import (
     BadCall,
     Evidence,
-    Frame,
     MissingAttr,
     MissingModule,
     MissingName,
     MissingSymbolVersion,
     read_failure,
 )
-from envbisect.core.evidence.importnames import candidates, member_of, top_levels
-from envbisect.core.evidence.stated import stated_python, stated_version
+from envbisect.core.evidence.stated import stated_python
 from envbisect.core.results.why import Explained, WhyResult
 from envbisect.index.client import IndexClient
-from envbisect.modes.releasereads import (
-    Accepts,
-    CallerDoes,
-    ImportsUnshipped,
-    Offers,
-    Question,
-    Reader,
-    Releases,
-    Ships,
-    search,
+from envbisect.modes.releasereads import Reader, Releases
+from envbisect.modes.staticprobes import Accepts, CallerDoes, ImportsUnshipped, Offers, Ships
+from envbisect.modes.whichdist import (
+    WhyContext,
+    call_site,
+    caller,
+    definition,
+    dist_of,
+    history,
+    version,
 )
 from envbisect.progress import Progress
 
 _SITE = re.compile(r"[\\/](?:site|dist)-packages[\\/]")
-_LISTED_TRIED = 40  # listed distributions read for a top-level name no candidate ships
-_EXPORTERS_TRIED = 12  # distributions asked for a class no frame locates
-# The training stack: where a class named in a message without a frame is looked for first.
-_STACK = (
-    "transformers",
-    "trl",
-    "peft",
-    "accelerate",
-    "datasets",
-    "diffusers",
-    "huggingface-hub",
-    "deepspeed",
-    "vllm",
-    "torch",
-    "llamafactory",
-)
-
-
-@dataclass
-class _Context:
-    client: IndexClient
-    reader: Reader
-    releases: Releases
-    installed: dict[str, str]
-    listed: tuple[str, ...]
-    threads: int
-    progress: Progress
-    dists: dict[str, str | None] = field(default_factory=dict)
-    text: str = ""
-    stated: dict[str, str | None] = field(default_factory=dict)
-
-
-def _version(ctx: _Context, dist: str) -> str | None:
-    """The version of ``dist`` the text states: its environment block's, else its prose's."""
-    dist = canonicalize_name(dist)
-    if dist in ctx.installed:
-        return ctx.installed[dist]
-    if dist not in ctx.stated:
-        tops = tuple(t for t, d in ctx.dists.items() if d == dist)
-        said = stated_version(ctx.text, dist, tops)
-        ctx.stated[dist] = said.split("+", 1)[0] if said else None
-    return ctx.stated[dist]
 
 
 def explain(
@@ -123,7 +77,7 @@ def explain(
         or (observed.python_minor() if observed else None)
         or stated_python(text)
     )
-    ctx = _Context(
+    ctx = WhyContext(
         client=client,
         reader=Reader(client),
         releases=Releases(client, minor),
@@ -161,7 +115,7 @@ def _distinct(items: Sequence[Evidence]) -> list[Evidence]:
     return list(items)[:8]
 
 
-def _explain(ctx: _Context, item: Evidence) -> Explained:
+def _explain(ctx: WhyContext, item: Evidence) -> Explained:
     if isinstance(item, MissingName):
         return _missing_name(ctx, item)
     if isinstance(item, MissingAttr):
@@ -188,57 +142,6 @@ def _explain(ctx: _Context, item: Evidence) -> Explained:
             "see envbisect check for the binaries' requirements",
         ),
     )
-
-
-# -- which distribution -----------------------------------------------------------------------
-
-
-def dist_of(ctx: _Context, top: str) -> str | None:
-    """The distribution that ships the top-level import name ``top`` (module docstring)."""
-    if top in ctx.dists:
-        return ctx.dists[top]
-    found = None
-    for dist in candidates(top, ctx.listed):
-        if _ships_top(ctx, dist, top):
-            found = dist
-            break
-    if found is None:
-        for dist in [d for d in ctx.listed if d not in candidates(top)][:_LISTED_TRIED]:
-            if _ships_top(ctx, dist, top):
-                found = dist
-                break
-    ctx.dists[top] = found
-    return found
-
-
-def _ships_top(ctx: _Context, dist: str, top: str) -> bool:
-    rels = ctx.releases.of(dist, _version(ctx, dist))
-    if not rels:
-        return False
-    want = _version(ctx, dist)
-    picks = [r for r in rels if str(r.version) == want][:1]
-    picks += [rels[-1]] if rels[-1] not in picks else []  # a broken release may lack it
-    return any(top in top_levels(ctx.reader.names(p.file)) for p in picks)
-
-
-def _history(ctx: _Context, q: Question) -> History | None:
-    dist = canonicalize_name(q.dist)
-    rels = ctx.releases.of(dist, _version(ctx, dist))
-    if not rels:
-        return None
-    ctx.progress.message(f"envbisect: why: {q.text}: reading {dist}'s releases")
-    return search(ctx.reader, rels, q, installed=_version(ctx, dist), threads=ctx.threads)
-
-
-def _caller(ctx: _Context, item: Evidence, callee_top: str | None) -> tuple[Frame, str] | None:
-    """The innermost frame, where it is installed code of another distribution."""
-    frame = item.caller
-    if frame is None or frame.module is None or frame.top is None:
-        return None
-    if callee_top is not None and frame.top == callee_top:
-        return None  # inside the callee's own distribution: its release is the one question
-    dist = dist_of(ctx, frame.top)
-    return (frame, dist) if dist is not None else None
 
 
 def _finish(
@@ -289,7 +192,7 @@ def _local(item: MissingName | MissingModule, path: str, module: str) -> Explain
     return Explained(item=item, kind="local", notes=(note,))
 
 
-def _missing_name(ctx: _Context, item: MissingName) -> Explained:
+def _missing_name(ctx: WhyContext, item: MissingName) -> Explained:
     local = _local(item, item.path or "", item.module)
     if local is not None:
         return local
@@ -298,11 +201,11 @@ def _missing_name(ctx: _Context, item: MissingName) -> Explained:
     if dist is None:
         return _nobody(item, top)
     what = f"{item.module} offers {item.name}"
-    callee = _history(
+    callee = history(
         ctx, Offers(dist=dist, role="callee", text=what, module=item.module, name=item.name)
     )
-    caller = None
-    found = _caller(ctx, item, top)
+    by_caller = None
+    found = caller(ctx, item, top)
     if found is not None:
         frame, cdist = found
         assert frame.module is not None
@@ -315,16 +218,16 @@ def _missing_name(ctx: _Context, item: MissingName) -> Explained:
             name=item.name,
             text=f"{frame.module} imports {item.name} from {item.module}",
         )
-        caller = _history(ctx, q)
-    return _finish(item, [caller, callee])
+        by_caller = history(ctx, q)
+    return _finish(item, [by_caller, callee])
 
 
-def _module_attr(ctx: _Context, item: MissingAttr) -> Explained:
+def _module_attr(ctx: WhyContext, item: MissingAttr) -> Explained:
     top = item.owner.split(".")[0]
     dist = dist_of(ctx, top)
     if dist is None:
         return _nobody(item, top)
-    callee = _history(
+    callee = history(
         ctx,
         Offers(
             dist=dist,
@@ -334,8 +237,8 @@ def _module_attr(ctx: _Context, item: MissingAttr) -> Explained:
             text=f"{item.owner} has {item.name}",
         ),
     )
-    caller = None
-    found = _caller(ctx, item, top)
+    by_caller = None
+    found = caller(ctx, item, top)
     if found is not None:
         frame, cdist = found
         assert frame.module is not None
@@ -348,11 +251,11 @@ def _module_attr(ctx: _Context, item: MissingAttr) -> Explained:
             name=item.name,
             text=f"{frame.module} reads {item.owner}.{item.name}",
         )
-        caller = _history(ctx, q)
-    return _finish(item, [caller, callee])
+        by_caller = history(ctx, q)
+    return _finish(item, [by_caller, callee])
 
 
-def _missing_module(ctx: _Context, item: MissingModule) -> Explained:
+def _missing_module(ctx: WhyContext, item: MissingModule) -> Explained:
     top = item.module.split(".")[0]
     if item.not_package:
         note = (
@@ -365,7 +268,7 @@ def _missing_module(ctx: _Context, item: MissingModule) -> Explained:
     if dist is None:
         return _nobody(item, top)
     if item.module == top:
-        if _version(ctx, dist) is None:
+        if version(ctx, dist) is None:
             return Explained(
                 item=item,
                 kind="not-installed",
@@ -379,14 +282,14 @@ def _missing_module(ctx: _Context, item: MissingModule) -> Explained:
         q = Ships(
             dist=dist, role="callee", module=top, text=f"{dist}'s wheel ships its module {top}"
         )
-        h = _history(ctx, q)
+        h = history(ctx, q)
         broken = h is not None and h.installed_answer == 0
         return _finish(item, [h], kind="broken-release" if broken else "version")
-    callee = _history(
+    callee = history(
         ctx, Ships(dist=dist, role="callee", module=item.module, text=f"{dist} ships {item.module}")
     )
-    caller = None
-    found = _caller(ctx, item, top)
+    by_caller = None
+    found = caller(ctx, item, top)
     if found is not None:
         frame, cdist = found
         assert frame.module is not None
@@ -398,7 +301,7 @@ def _missing_module(ctx: _Context, item: MissingModule) -> Explained:
             target=item.module,
             text=f"{frame.module} imports {item.module}",
         )
-        caller = _history(ctx, ask)
+        by_caller = history(ctx, ask)
     elif callee is not None and not merged([callee]):
         # nobody else imports it: the distribution's own code does, in a release that
         # does not ship it (a broken release)
@@ -408,16 +311,16 @@ def _missing_module(ctx: _Context, item: MissingModule) -> Explained:
             module=item.module,
             text=f"{dist} imports its own {item.module} without shipping it",
         )
-        own = _history(ctx, q2)
+        own = history(ctx, q2)
         if own is not None and merged([own]):
             broken = own.installed_answer == 1 or own.installed is None
             return _finish(item, [own], kind="broken-release" if broken else "version")
-    return _finish(item, [caller, callee])
+    return _finish(item, [by_caller, callee])
 
 
-def _bad_call(ctx: _Context, item: BadCall) -> Explained:
+def _bad_call(ctx: WhyContext, item: BadCall) -> Explained:
     histories: list[History | None] = []
-    site = _call_site(ctx, item)
+    site = call_site(ctx, item)
     if site is not None and not item.missing:
         frame, cdist, callee = site
         assert frame.module is not None
@@ -434,8 +337,8 @@ def _bad_call(ctx: _Context, item: BadCall) -> Explained:
             given=item.given,
             text=f"{frame.module}.{frame.func} {passed}{to}",
         )
-        histories.append(_history(ctx, q))
-    where = _definition(ctx, item)
+        histories.append(history(ctx, q))
+    where = definition(ctx, item)
     if where is not None:
         dist, module = where
         qual = item.callee if item.owner else item.func
@@ -455,84 +358,8 @@ def _bad_call(ctx: _Context, item: BadCall) -> Explained:
             missing=item.missing,
             text=f"{module}.{qual}() {says}",
         )
-        histories.append(_history(ctx, q2))
+        histories.append(history(ctx, q2))
     return _finish(item, histories)
-
-
-def _call_site(ctx: _Context, item: BadCall) -> tuple[Frame, str, str] | None:
-    """The installed frame that makes the call, its distribution, and the name called there
-    ("" for any call). A call that forwards ``**kwargs`` (a wrapper's ``super().__init__``)
-    passes on what it was given: the frame above it made the call with the keyword."""
-    frames = [f for f in item.frames if not f.path.startswith("<")]
-    if not frames or frames[-1].module is None:
-        return None
-    frame, callee = frames[-1], item.func
-    if "**" in frame.source and item.keyword and len(frames) > 1 and frames[-2].module:
-        frame = frames[-2]
-        called = re.findall(r"([A-Za-z_]\w*)\s*\(", frame.source)
-        callee = called[-1] if called else ""
-    assert frame.top is not None
-    dist = dist_of(ctx, frame.top)
-    return (frame, dist, callee) if dist is not None else None
-
-
-def _definition(ctx: _Context, item: BadCall) -> tuple[str, str] | None:
-    """Where the called class or function is defined: ``(distribution, module)``, looked for
-    in the modules of the installed frames (innermost first) and what they import."""
-    name = item.owner or item.func
-    frames = [f for f in reversed(item.frames) if f.module is not None][:4]
-    for frame in frames:
-        assert frame.module is not None and frame.top is not None
-        found = _locate(ctx, frame.module, name, depth=0)
-        if found is not None:
-            return found
-    if item.owner is None:
-        return None
-    # No frame defines or imports the class: the packages the text lists (the training
-    # stack's first), each asked whether its top-level module exports it.
-    listed = sorted(ctx.listed, key=lambda d: (d not in _STACK, ctx.listed.index(d)))
-    for dist in [*listed, *(d for d in _STACK if d not in listed)][:_EXPORTERS_TRIED]:
-        rels = ctx.releases.of(dist, _version(ctx, dist))
-        if not rels:
-            continue
-        want = _version(ctx, dist)
-        rel = next((r for r in rels if str(r.version) == want), rels[-1])
-        for top in sorted(top_levels(ctx.reader.names(rel.file))):
-            if dist_of(ctx, top) != dist:
-                continue
-            found = _locate(ctx, top, name, depth=0)
-            if found is not None:
-                return found
-    return None
-
-
-def _locate(ctx: _Context, module: str, name: str, depth: int) -> tuple[str, str] | None:
-    top = module.split(".")[0]
-    dist = dist_of(ctx, top)
-    if dist is None or depth > 3:
-        return None
-    rels = ctx.releases.of(dist, _version(ctx, dist))
-    if not rels:
-        return None
-    want = _version(ctx, dist)
-    rel = next((r for r in rels if str(r.version) == want), rels[-1])
-    names = ctx.reader.names(rel.file)
-    member = member_of(names, module)
-    if member is None:
-        return None
-    text = ctx.reader.source(rel.file, member) or ""
-    tree = src.parse(text)
-    if tree is None:
-        return None
-    if src.defines(tree, name):
-        return dist, module
-    package = member.endswith("/__init__.py")
-    at = src.imported_at(tree, module, package, name)
-    if at is None:
-        for key in src.lazy_keys(tree, name):
-            at = f"{module}.{key}"
-            break
-    return _locate(ctx, at, name, depth + 1) if at else None
 
 
 def _nobody(item: Evidence, top: str) -> Explained:

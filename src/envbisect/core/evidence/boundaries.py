@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import shlex
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 from packaging.version import InvalidVersion, Version
@@ -264,11 +264,3 @@ def merged(histories: Sequence[History]) -> list[Fix]:
     for f in sorted(every, key=lambda f: (not f.forward, f.role == "caller")):
         out.setdefault(f.requirement, f)
     return list(out.values())
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Verdicts:
-    """What the histories of one evidence item say (for the answer's text)."""
-
-    histories: tuple[History, ...] = ()
-    fixes: tuple[Fix, ...] = field(default=())
