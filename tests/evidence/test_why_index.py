@@ -229,3 +229,51 @@ def test_a_report_saved_as_utf16_by_powershell(served: LocalIndex, tmp_path: Pat
     )
     assert proc.returncode == 1, proc.stderr
     assert "alib<2.0" in proc.stdout
+
+
+def test_prove_builds_the_two_environments_of_each_first_fix(
+    served: LocalIndex, tmp_path: Path, python: str
+) -> None:
+    """Real uv environments from the test's index: the caller that caught up passes, the one
+    before fails, the callee held at the text's version; a renamed parameter shown by binding
+    the call's keyword to the signature of each release."""
+    text = "alib==2.1\nulib==2.0\n\n" + _import_failure("alib", "old_name", "ulib/use.py")
+    proc = envbisect(
+        "why",
+        "-",
+        "--index-url",
+        served.url,
+        "--cache-dir",
+        str(tmp_path / "c"),
+        "--prove",
+        "--python",
+        python,
+        "--json",
+        input=text,
+        cwd=tmp_path,
+    )
+    assert proc.returncode == 1, proc.stderr
+    (proof,) = json.loads(proc.stdout)["proofs"]
+    assert proof["fix"] == "ulib>=3.0" and proof["proven"]
+    assert proof["good"]["requirements"] == ["ulib==3.0", "alib==2.1"]
+    assert proof["bad"]["requirements"] == ["ulib==2.0", "alib==2.1"]
+    assert (proof["good"]["outcome"]["kind"], proof["bad"]["outcome"]["kind"]) == ("pass", "fail")
+
+    text = (
+        "clib==2.0\nTypeError: Trainer.__init__() got an unexpected keyword argument 'tokenizer'\n"
+    )
+    proc = envbisect(
+        "why",
+        "-",
+        "--index-url",
+        served.url,
+        "--cache-dir",
+        str(tmp_path / "c"),
+        "--prove",
+        "--python",
+        python,
+        input=text,
+        cwd=tmp_path,
+    )
+    assert proc.returncode == 1, proc.stderr
+    assert "proven: clib==1.5: pass; clib==2.0: fail (TypeError" in proc.stdout, proc.stdout

@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypedDict
 
-from envbisect.errors import NoAnswer
+from envbisect.errors import NoAnswer, UsageError
 from envbisect.progress import Progress
 from envbisect.textsafe import for_terminal
 
@@ -150,3 +151,30 @@ def machine() -> str:
         f"{platform.system()} {platform.machine()}, {os.cpu_count()} cores, "
         f"Python {platform.python_version()}"
     )
+
+
+def decode(data: bytes) -> str:
+    """Text of a report as saved: UTF-8 (a BOM dropped), UTF-16 with a BOM (PowerShell's
+    ``>``), else UTF-8 with the bytes it cannot read replaced."""
+    if data.startswith((b"\xff\xfe", b"\xfe\xff")):
+        return data.decode("utf-16", errors="replace")
+    return data.decode("utf-8-sig", errors="replace")
+
+
+def read_input(spec: str) -> tuple[str, str]:
+    """``(text, origin)`` of ``spec``: stdin for ``-``, a file that exists, else the text."""
+    if spec == "-":
+        return decode(sys.stdin.buffer.read()), "<stdin>"
+    path = Path(spec)
+    looks_like_text = "\n" in spec or " " in spec or "'" in spec
+    try:
+        if not looks_like_text or path.is_file():
+            return decode(path.read_bytes()), spec
+    except OSError as e:
+        if not looks_like_text:
+            raise UsageError(
+                f"cannot read {spec}: {e.strerror or e}",
+                hint="give a file, - for stdin, or the failure text itself in quotes",
+                ref="why-input",
+            ) from e
+    return spec, "<text>"

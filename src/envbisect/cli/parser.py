@@ -308,6 +308,14 @@ CHECK = Sub(
     takes=(
         o.opt("check_report", nargs="?", metavar="REPORT", help="a Markdown file, or - for stdin"),
         o.HERE,
+        o.opt(
+            "--online",
+            action="store_true",
+            help="also read, from each release's wheels on the index, which release removed "
+            "or changed what the report's traceback names (envbisect why); without it "
+            "nothing is fetched",
+        ),
+        o.INDEX,
         o.RESULTS.but(
             help="published tables to read besides those envbisect ships (default ./results, "
             "when there)"
@@ -331,6 +339,10 @@ WHY = Sub(
     takes=(
         o.opt("why_input", metavar="INPUT", help="a file, the failure's text itself, or - "
               "for stdin"),
+        o.opt("--prove", action="store_true",
+              help="build the two environments that show each finding's first fix (the last "
+              "good release passes, the first bad one fails, the text's other versions held) "
+              "and say what each did"),
         o.opt("--python", dest="why_python", metavar="VERSION",
               help="the Python the failure ran on, e.g. 3.10 (default: as the text's paths, "
               "environment block or prose say, else this one's)"),

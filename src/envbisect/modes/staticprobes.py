@@ -47,6 +47,11 @@ class Question:
     def ask(self, r: Reader, f: DistFile) -> int | None:
         raise NotImplementedError
 
+    def code(self) -> str:
+        """Python code that fails in an environment where the answer is the failing one
+        ("" where no import shows it: ``why --prove`` says so)."""
+        return ""
+
 
 def _is_package(member: str) -> bool:
     return member.endswith("/__init__.py")
@@ -107,6 +112,9 @@ class Offers(Question):
     def ask(self, r: Reader, f: DistFile) -> int | None:
         return offers(r, f, self.module, self.name)
 
+    def code(self) -> str:
+        return f"from {self.module} import {self.name}"
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Ships(Question):
@@ -120,6 +128,9 @@ class Ships(Question):
 
     def ask(self, r: Reader, f: DistFile) -> int | None:
         return YES if has_module(r.names(f), self.module) else NO
+
+    def code(self) -> str:
+        return f"import {self.module}"
 
 
 def _params(r: Reader, f: DistFile, module: str, qualname: str, depth: int = 0) -> Params | None:
@@ -181,6 +192,20 @@ class Accepts(Question):
     @property
     def key(self) -> str:
         return f"accepts:{self.module}:{self.qualname}:{self.keyword}:{self.given}:{self.missing}"
+
+    def code(self) -> str:
+        parts = self.qualname.split(".")
+        method = len(parts) > 1  # bound: self passed as the message counts it
+        if self.keyword is not None:
+            args = ("None, " if method else "") + f"**{{{self.keyword!r}: None}}"
+        elif self.given is not None:
+            args = ", ".join(["None"] * self.given)
+        else:
+            return ""
+        return (
+            f"import inspect, {self.module}; "
+            f"inspect.signature({self.module}.{self.qualname}).bind_partial({args})"
+        )
 
     def ask(self, r: Reader, f: DistFile) -> int | None:
         p = _params(r, f, self.module, self.qualname)
@@ -263,6 +288,9 @@ class CallerDoes(Question):
             v = calls.passes(text, self.func, callee, keyword=self.keyword, given=self.given)
         return {Verdict.PRESENT: YES, Verdict.ABSENT: NO}.get(v)
 
+    def code(self) -> str:
+        return "" if self.how == "call" else f"import {self.module}"
+
 
 # -- the search -------------------------------------------------------------------------------
 
@@ -321,6 +349,7 @@ def search(
         installed=versions[at] if at is not None else _public(installed),
         installed_answer=answers.get(at) if at is not None else None,
         reads=len(answers),
+        repro=q.code(),
     )
 
 

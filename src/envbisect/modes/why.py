@@ -96,6 +96,14 @@ def explain(
         python=f"{minor[0]}.{minor[1]}",
         explained=explained,
         unreadable=tuple(sorted(ctx.reader.unreadable.items())),
+        stated=tuple(
+            sorted(
+                (h.package, v)
+                for e in explained
+                for h in e.histories
+                if (v := version(ctx, h.package)) is not None
+            )
+        ),
         requests=client.stats.requests - requests_before,
         reads=ctx.reader.reads,
         seconds=time.perf_counter() - started,

@@ -17,7 +17,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from envbisect.cli.context import Context
+from envbisect.cli.context import Context, decode
 from envbisect.errors import UsageError
 from envbisect.textsafe import for_terminal
 
@@ -36,9 +36,16 @@ def cmd_check(ctx: Context) -> int:
             hint="envbisect check issue.md, or envbisect check --here for this machine",
             ref="check-what",
         )
-    observed = _machine() if a.here else _report(a.check_report)
+    text = None
+    if a.here:
+        observed = _machine()
+    else:
+        text, origin = _text(a.check_report)
+        observed = _report(text, origin, online=a.online)
     data = CheckData.from_dict(shipped(), _tables_at_hand(a.results))
     diagnosis = diagnose(observed, data)
+    if a.online and text is not None:
+        diagnosis = _online(ctx, diagnosis, text)
     if a.json:
         print(json.dumps(diagnosis.to_dict(), indent=2))
     else:
@@ -47,20 +54,25 @@ def cmd_check(ctx: Context) -> int:
     return diagnosis.exit_code
 
 
-def _report(spec: str) -> Any:
-    from envbisect.core.checks.observed import from_text
-
+def _text(spec: str) -> tuple[str, str]:
     origin = "<stdin>" if spec == "-" else spec
     try:
-        text = sys.stdin.read() if spec == "-" else Path(spec).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as e:
-        why = "not UTF-8 text" if isinstance(e, UnicodeDecodeError) else e.strerror or str(e)
+        data = sys.stdin.buffer.read() if spec == "-" else Path(spec).read_bytes()
+    except OSError as e:
         raise UsageError(
-            f"cannot read the report {origin}: {why}",
+            f"cannot read the report {origin}: {e.strerror or e}",
             hint="give a bug report saved as a Markdown or text file (or - for stdin)",
             ref="check-report",
         ) from e
+    return decode(data), origin
+
+
+def _report(text: str, origin: str, *, online: bool = False) -> Any:
+    from envbisect.core.checks.observed import Observed, from_text
+
     observed = from_text(text, origin=origin)
+    if observed is None and online:  # a traceback alone: the wheels may still say
+        return Observed(origin=origin, lines=tuple(text.splitlines()))
     if observed is None:
         raise UsageError(
             f"{origin} names no package, torch build, driver or GPU to check",
@@ -69,6 +81,27 @@ def _report(spec: str) -> Any:
             ref="check-nothing",
         )
     return observed
+
+
+def _online(ctx: Context, diagnosis: Any, text: str) -> Any:
+    """The findings ``envbisect why`` reads from the wheels added to the offline ones."""
+    from dataclasses import replace
+
+    from envbisect.cli.readflags import common_options
+    from envbisect.core.checks.finding import ORDER
+    from envbisect.core.checks.releases import release_findings
+    from envbisect.modes.session import Session
+    from envbisect.modes.why import explain
+
+    origin = diagnosis.observed.origin
+    with Session(
+        common_options(ctx.args, command=ctx.command), ctx.progress, plan_only=True
+    ) as session:
+        result = explain(text, origin=origin, client=session.client, progress=ctx.progress)
+    ctx.progress.close()
+    found = [*diagnosis.findings, *release_findings(result, origin if origin != "<stdin>" else "-")]
+    found.sort(key=lambda f: ORDER.index(f.kind))
+    return replace(diagnosis, findings=tuple(found))
 
 
 def _machine() -> Any:

@@ -9,39 +9,12 @@ with a UTF-8 BOM reads as text too.
 from __future__ import annotations
 
 import json
-import sys
-from pathlib import Path
+from dataclasses import replace
+from typing import Any
 
-from envbisect.cli.context import Context
+from envbisect.cli.context import Context, read_input
 from envbisect.errors import UsageError
 from envbisect.textsafe import for_terminal
-
-
-def decode(data: bytes) -> str:
-    """Text of a report as saved: UTF-8 (a BOM dropped), UTF-16 with a BOM (PowerShell's
-    ``>``), else UTF-8 with the bytes it cannot read replaced."""
-    if data.startswith((b"\xff\xfe", b"\xfe\xff")):
-        return data.decode("utf-16", errors="replace")
-    return data.decode("utf-8-sig", errors="replace")
-
-
-def read_input(spec: str) -> tuple[str, str]:
-    """``(text, origin)`` of ``spec``: stdin for ``-``, a file that exists, else the text."""
-    if spec == "-":
-        return decode(sys.stdin.buffer.read()), "<stdin>"
-    path = Path(spec)
-    looks_like_text = "\n" in spec or " " in spec or "'" in spec
-    try:
-        if not looks_like_text or path.is_file():
-            return decode(path.read_bytes()), spec
-    except OSError as e:
-        if not looks_like_text:
-            raise UsageError(
-                f"cannot read {spec}: {e.strerror or e}",
-                hint="give a file, - for stdin, or the failure text itself in quotes",
-                ref="why-input",
-            ) from e
-    return spec, "<text>"
 
 
 def cmd_why(ctx: Context) -> int:
@@ -62,10 +35,21 @@ def cmd_why(ctx: Context) -> int:
         result = explain(
             text, origin=origin, client=session.client, python=a.why_python, progress=ctx.progress
         )
+    proofs: tuple[Any, ...] = ()
+    if a.prove:
+        from envbisect.modes.whyprove import prove
+
+        def common_for(repro: Any) -> Any:
+            opts = common_options(a, command=ctx.command, repro=repro)
+            return replace(opts, python=a.why_python or opts.python)
+
+        proofs = prove(result, dict(result.stated), common_for, ctx.progress)
     ctx.progress.close()
     if a.json:
-        print(json.dumps(result.to_dict(), indent=2))
+        print(json.dumps({**result.to_dict(), "proofs": [p.to_dict() for p in proofs]}, indent=2))
     else:
         for line in result.lines():
             print(for_terminal(line))
+        for proof in proofs:
+            print(for_terminal(proof.line()))
     return result.exit_code

@@ -27,6 +27,7 @@ class Kind(enum.Enum):
     BITSANDBYTES = "bitsandbytes"  # no bitsandbytes binary for this CUDA and platform
     FLASH_ATTN = "flash-attn"  # flash-attn built for another torch, or an older GPU
     PUBLISHED = "published-failure"  # a combination the published tables measured failing
+    RELEASE = "release-change"  # read from the wheels: a release removed what a traceback names
 
 
 # The order findings are listed in: what stops everything first (the GPU cannot be used),
@@ -36,6 +37,7 @@ ORDER = (
     Kind.CUDA_DRIVER,
     Kind.GPU_ARCH,
     Kind.OFF_PINS,
+    Kind.RELEASE,
     Kind.BITSANDBYTES,
     Kind.FLASH_ATTN,
     Kind.PUBLISHED,

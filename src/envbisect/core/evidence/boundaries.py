@@ -65,6 +65,7 @@ class History:
     installed: str | None = None
     installed_answer: int | None = None
     reads: int = 0
+    repro: str = ""  # Python code that fails where the answer is the failing one ("": none)
 
     def to_dict(self) -> dict[str, Any]:
         return {

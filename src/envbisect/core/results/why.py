@@ -92,6 +92,7 @@ class WhyResult:
     reads: int = 0
     seconds: float = 0.0
     unreadable: tuple[tuple[str, str], ...] = ()  # releases stepped around: file, why
+    stated: tuple[tuple[str, str], ...] = ()  # the versions the text states, of those asked
 
     @property
     def fixes(self) -> list[Fix]:
@@ -126,6 +127,7 @@ class WhyResult:
             "python": self.python,
             "findings": [e.to_dict() for e in self.explained],
             "unreadable": [{"file": f, "why": w} for f, w in self.unreadable],
+            "stated": dict(self.stated),
             "requests": self.requests,
             "reads": self.reads,
             "seconds": round(self.seconds, 3),
