@@ -127,7 +127,7 @@ def run_case(
         argv += ["--cache-dir", str(cache)]
         if offline:
             argv.append("--offline")
-        if case.get("python"):
+        if case.get("python") and command == "why":
             argv += ["--python", str(case["python"])]
     start = time.perf_counter()
     proc = subprocess.run(argv, capture_output=True, text=True, check=False, cwd=ROOT)

@@ -150,6 +150,15 @@ class WheelFiles:
         """Every member's name, in the archive's order."""
         return self._open().namelist()
 
+    def crc(self, member: str) -> tuple[int, int] | None:
+        """The member's CRC-32 and size as the central directory gives them (what identifies
+        its content without reading it), or None where there is no such member."""
+        try:
+            info = self._open().getinfo(member)
+        except KeyError:
+            return None
+        return info.CRC, info.file_size
+
     def read(self, member: str) -> bytes | None:
         """The member's bytes, or None where the wheel has no such member."""
         zf = self._open()

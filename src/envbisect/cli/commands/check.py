@@ -46,6 +46,8 @@ def cmd_check(ctx: Context) -> int:
     diagnosis = diagnose(observed, data)
     if a.online and text is not None:
         diagnosis = _online(ctx, diagnosis, text)
+    elif text is not None:
+        diagnosis = _shipped(diagnosis, text)
     if a.json:
         print(json.dumps(diagnosis.to_dict(), indent=2))
     else:
@@ -81,6 +83,31 @@ def _report(text: str, origin: str, *, online: bool = False) -> Any:
             ref="check-nothing",
         )
     return observed
+
+
+def _shipped(diagnosis: Any, text: str) -> Any:
+    """The findings the API history envbisect ships supports, added to the others."""
+    from dataclasses import replace
+
+    from envbisect.core.checks.apihistory import shipped_findings
+    from envbisect.core.checks.finding import ORDER
+
+    found = [*diagnosis.findings, *shipped_findings(api_history(), text, diagnosis.observed)]
+    found.sort(key=lambda f: ORDER.index(f.kind))
+    return replace(diagnosis, findings=tuple(found))
+
+
+def api_history() -> dict[str, Any]:
+    """The API history the package carries (bench/make_api_history.py writes it); empty
+    where it is not there."""
+    import gzip
+
+    path = resources.files("envbisect") / "data" / "apihistory.json.gz"
+    try:
+        data: dict[str, Any] = json.loads(gzip.decompress(path.read_bytes()))
+    except (OSError, ValueError):
+        return {}
+    return data
 
 
 def _online(ctx: Context, diagnosis: Any, text: str) -> Any:

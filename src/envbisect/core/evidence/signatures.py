@@ -211,3 +211,40 @@ def dataclass_params(fields: Sequence[tuple[str, bool]]) -> Params:
         positional=("self", *(n for n, _ in fields)),
         required=("self", *(n for n, d in fields if not d)),
     )
+
+
+def parameters_of(source: str) -> dict[str, list[str]]:
+    """Every public function's and public class's methods' parameter names, by qualified name
+    (``f``, ``Cls.__init__``, ``Cls.method``; a dataclass without its own ``__init__``: its
+    own fields, as ``Cls.__init__``), ``*args`` and ``**kwargs`` written as such. For the
+    shipped history of what each release changed (bench/make_api_history.py)."""
+    tree = parse(source)
+    if tree is None:
+        return {}
+    out: dict[str, list[str]] = {}
+
+    def names(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> list[str]:
+        p = _params(fn)
+        return [
+            *p.positional,
+            *(["*args"] if p.varargs else []),
+            *p.keyword_only,
+            *(["**kwargs"] if p.varkw else []),
+        ]
+
+    for stmt in top_level(tree.body):
+        if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef) and not stmt.name.startswith(
+            "_"
+        ):
+            out[stmt.name] = names(stmt)
+        elif isinstance(stmt, ast.ClassDef) and not stmt.name.startswith("_"):
+            own_init = False
+            for item in stmt.body:
+                if isinstance(item, ast.FunctionDef | ast.AsyncFunctionDef) and (
+                    item.name == "__init__" or not item.name.startswith("_")
+                ):
+                    out[f"{stmt.name}.{item.name}"] = names(item)
+                    own_init = own_init or item.name == "__init__"
+            if not own_init and _is_dataclass(stmt):
+                out[f"{stmt.name}.__init__"] = ["self", *(n for n, _ in _fields(stmt))]
+    return out

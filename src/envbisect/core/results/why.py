@@ -78,6 +78,9 @@ def describe(h: History) -> str:
             parts.append(f"{became} from {c.first_new} on (after {c.last_old})")
         spans = "; ".join(parts)
     where = f", the text's {h.installed}" if h.installed else ""
+    if not h.reads:  # from the history envbisect ships, not read now
+        known = f"envbisect's history of {len(h.versions)} releases"
+        return f"{h.question}? {spans} [{h.package}: {known}{where}]"
     return (
         f"{h.question}? {spans} [{h.package}: {h.reads} of {len(h.versions)} releases read{where}]"
     )
