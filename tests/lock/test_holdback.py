@@ -157,3 +157,22 @@ def test_the_descent_finds_every_masked_failure_within_the_bound(
     n = max(sizes)
     per = 2 * math.ceil(math.log2(n)) + 3 if coupled else math.ceil(math.log2(n)) + 2
     assert len(probed) <= c * per + c + 2
+
+
+def test_the_wheels_hint_is_probed_first_and_the_probes_decide() -> None:
+    """``envbisect why`` read from the wheels that release 14 removed the name: 13 and 14 are
+    probed first, two probes where the halving takes six; a wrong hint costs two probes and
+    the search goes on as without it."""
+    ref = missing("a")
+    right = HoldBack(n=20, reference=ref, hint=(13, 14))
+    assert run(right, lambda i: ref if i >= 14 else PASS) == [13, 14]
+    assert (right.last_good, right.first_bad) == (13, 14)
+    plain = HoldBack(n=20, reference=ref)
+    assert len(run(plain, lambda i: ref if i >= 14 else PASS)) == 6
+    wrong = HoldBack(n=20, reference=ref, hint=(5, 6))
+    visited = run(wrong, lambda i: ref if i >= 14 else PASS)
+    assert visited[:2] == [5, 6] and (wrong.last_good, wrong.first_bad) == (13, 14)
+    assert len(visited) <= 2 + bound(20)
+    early = HoldBack(n=20, reference=ref, hint=(16, 17))  # the hint's good side fails too
+    visited = run(early, lambda i: ref if i >= 14 else PASS)
+    assert visited[0] == 16 and (early.last_good, early.first_bad) == (13, 14)

@@ -43,6 +43,9 @@ class HoldBack(Points[int]):
     same: Callable[[Outcome, Outcome], bool] = same_failure
     repeat: int = 1
     floor: int = 0
+    # Where the wheels say the change is (``envbisect why``): (the last release with what the
+    # failure names, the first without), probed first; the probes still decide.
+    hint: tuple[int, int] | None = None
     seen: dict[int, bool] = field(default_factory=dict)  # testable point -> has the failure
     skipped: set[int] = field(default_factory=set)
 
@@ -77,6 +80,13 @@ class HoldBack(Points[int]):
         untried = [i for i in range(0 if lo is None else lo + 1, hi) if self._untried(i)]
         if not untried:
             return []
+        if self.hint is not None:  # the static guess first: its two sides, while they help
+            first = self.hint[0] if lo is None else self.hint[1] if lo == self.hint[0] else None
+            if first is not None and first in untried:
+                return [first, *(i for i in self._unhinted(untried, lo, hi) if i != first)]
+        return self._unhinted(untried, lo, hi)
+
+    def _unhinted(self, untried: list[int], lo: int | None, hi: int) -> list[int]:
         if lo is None:  # the oldest testable point first, the floor's part before the rest
             return [i for i in untried if i >= self.floor] or untried
         mid = (lo + hi) // 2

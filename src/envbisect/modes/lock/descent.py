@@ -33,6 +33,7 @@ from packaging.specifiers import SpecifierSet
 from packaging.utils import canonicalize_name
 from packaging.version import Version
 
+from envbisect.core.evidence.failure import read_failure
 from envbisect.core.implicate import evidence, implicated, missing_module, named_owners
 from envbisect.core.markers import applies
 from envbisect.core.outcome import failed, same_failure
@@ -59,6 +60,7 @@ class Descent:
     def __init__(self, ctx: LockContext, *, why: str = "") -> None:
         self.ctx = ctx
         self.steps: list[str] = [why] if why else []
+        self._statics: dict[str, list[tuple[str, Version]]] = {}
 
     def find(self, newest: Plan, row: ProbeRow) -> list[Constraint]:
         return [self.step(newest, row)]
@@ -84,6 +86,9 @@ class Descent:
         # packages whose requirement bounds one of those from below (the requirer that
         # blocks a hold-back: trl for transformers), then the rest by distance from the pins.
         named = [s for s in evidence(row.outcome, row.installed, modules) if s in rest]
+        # a package the wheels say removed what the failure names: first of all
+        static = [p for p, _ in self._static(row) if p in rest]
+        named = [*static, *(s for s in named if s not in static)]
         bounders = [b for b in self._bounders(named, newest) if b not in named]
         suspects = [*named, *bounders, *(s for s in rest if s not in named + bounders)]
         suspects = self._who_brought(missing_module(row.outcome), suspects, newest, held)
@@ -256,12 +261,14 @@ class Descent:
             return Want(label=label, spec=session.env_spec(planned.requirements()), runs=runs)
 
         any_failure = session.opts.any_failure
+        hint = self._hint(name, row, versions)
         hb = HoldBack(
             n=len(versions),
             reference=row.outcome,
             same=(lambda a, b: failed(a)) if any_failure else same_failure,
             repeat=session.opts.repeat,
             floor=floor,
+            hint=hint,
         )
         log = drive(hb, session, want)
         ctx.tally.add(log)
@@ -296,6 +303,49 @@ class Descent:
             found_by="descent",
             last_good_outcome=below if below is not None and failed(below) else None,
         )
+
+    def _static(self, row: ProbeRow) -> list[tuple[str, Version]]:
+        """What the wheels say of ``row``'s failure (``envbisect why``, nothing built): for
+        each package a release removed what the failure names from, that release, in the
+        order why gives its fixes (once per failure: remembered)."""
+        key = row.env_id
+        if key not in self._statics:
+            self._statics[key] = []
+            text = row.outcome.detail or row.outcome.signature
+            if read_failure(text).items:
+                from envbisect.modes.why import explain
+
+                held = "\n".join(f"{d.name}=={d.version}" for d in row.installed)
+                session = self.ctx.session
+                minor = ".".join(str(p) for p in session.target.version[:2])
+                try:
+                    found = explain(
+                        f"{held}\n\n{text}", origin=row.version, client=session.client, python=minor
+                    )
+                except EnvbisectError:  # a static guess that cannot be made: none
+                    return []
+                for fix in found.fixes:
+                    if fix.op == "<":
+                        self._statics[key].append(
+                            (str(canonicalize_name(fix.package)), Version(fix.version))
+                        )
+        return self._statics[key]
+
+    def _hint(self, name: str, row: ProbeRow, versions: list[Version]) -> tuple[int, int] | None:
+        """The release the wheels say removed what ``row``'s failure names from ``name``, as
+        indices into ``versions``: (the one before it, it); None where they say nothing."""
+        for package, first_bad in self._static(row):
+            if package != canonicalize_name(name):
+                continue
+            hi = next((i for i, v in enumerate(versions) if v >= first_bad), None)
+            if hi is not None and hi > 0:
+                self.say(
+                    f"the wheels say {name} {versions[hi]} removed what the failure names: "
+                    f"{versions[hi - 1]} and {versions[hi]} probed first",
+                    quiet=True,
+                )
+                return hi - 1, hi
+        return None
 
     def _held_with(
         self, name: str, last_good: Version, newest: Plan, good: Plan
