@@ -22,6 +22,7 @@ releases share most files. Requests go to PyPI through envbisect's own index cli
 from __future__ import annotations
 
 import argparse
+import ast
 import gzip
 import json
 import sys
@@ -64,6 +65,7 @@ STACK = (
 )
 WHOLE = 80 * 1024 * 1024
 DEPTH = 2  # module depth read from a wheel too large to download
+MANY = 80  # past this many releases in the window, only each minor's first is read
 
 Facts = dict[str, Any]  # {"modules": [...], "names": {module: [...]}, "params": {qual: [...]}}
 
@@ -82,9 +84,36 @@ def _module(member: str) -> str | None:
     return ".".join(parts)
 
 
+def _kept(module: str) -> bool:
+    """The public modules judged: to depth three (``pkg.sub.mod``), and transformers' model
+    modules (``transformers.models.llama.modeling_llama``, where its imports fail most)."""
+    parts = module.split(".")
+    if len(parts) <= 3:
+        return True
+    return (
+        parts[1] == "models"
+        and len(parts) == 4
+        and parts[3].startswith(("modeling_", "configuration_", "tokenization_"))
+    )
+
+
 def _public(module: str) -> bool:
     parts = module.split(".")
     return not any(p.startswith("_") or p in ("tests", "test", "testing") for p in parts)
+
+
+def _own_names(tree: ast.Module) -> set[str]:
+    """The names a module defines itself (functions, classes, assignments), not imports."""
+    out: set[str] = set()
+    for stmt in apisource.top_level(tree.body):
+        if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            out.add(stmt.name)
+        elif isinstance(stmt, ast.Assign):
+            for t in stmt.targets:
+                out.update(apisource.targets(t))
+        elif isinstance(stmt, ast.AnnAssign):
+            out.update(apisource.targets(stmt.target))
+    return out
 
 
 class Judge:
@@ -99,15 +128,19 @@ class Judge:
             if tree is None:
                 self.memo[key] = (set(), [], {})
             else:
-                names = {
-                    n
-                    for n in apisource.defined_names(tree) | apisource.lazy_names(tree)
-                    if not n.startswith("_")
-                }
+                # A package's __init__ offers what it imports (its API); a plain module only
+                # what it defines and lists: what it imports for itself churns, unasked for.
+                offered = apisource.defined_names(tree) if package else _own_names(tree)
+                names = {n for n in offered | apisource.lazy_names(tree) if not n.startswith("_")}
                 listed = apisource.all_names(tree)
                 names |= {n for n in listed or () if not n.startswith("_")}
                 stars = list(apisource.star_sources(tree, module, package))
-                self.memo[key] = (names, stars, signatures.parameters_of(text))
+                # a model's methods change with every release (forward's arguments): their
+                # constructors are kept, the rest of the stack's every public function
+                params = signatures.parameters_in(tree)
+                if ".models." in module:
+                    params = {q: p for q, p in params.items() if q.endswith("__init__")}
+                self.memo[key] = (names, stars, params)
         return self.memo[key]
 
 
@@ -124,11 +157,18 @@ def facts(client: IndexClient, f: DistFile, judge: Judge) -> Facts:
                 continue
             if not whole and module.count(".") >= DEPTH:
                 continue
+            if not _kept(module):
+                continue
             crc = w.crc(member) if isinstance(w, WheelFiles) else None
-            data = w.read(member)
-            if data is None or crc is None:
+            if crc is None:
                 continue
             key = (member, *crc)
+            if key in judge.memo:  # the same content as in another release: judged once
+                own[module] = judge.memo[key]
+                continue
+            data = w.read(member)
+            if data is None:
+                continue
             own[module] = judge.of(
                 key, module, data.decode("utf-8", "replace"), member.endswith("__init__.py")
             )
@@ -191,6 +231,11 @@ def changes(prev: Facts, now: Facts) -> dict[str, Any]:
 def history(client: IndexClient, package: str, since: datetime, jobs: int) -> dict[str, Any]:
     rels = Releases(client, (3, 11)).of(package) or []
     rels = [r for r in rels if r.file.is_wheel and (r.file.upload_time or since) >= since]
+    if len(rels) > MANY:  # the first release of each minor, and the newest: names change there
+        firsts: dict[tuple[int, ...], Any] = {}
+        for r in rels:
+            firsts.setdefault(r.version.release[:2], r)
+        rels = sorted({*firsts.values(), rels[-1]}, key=lambda r: r.version)
     judge = Judge()
     with ThreadPoolExecutor(jobs) as pool:
         read = list(pool.map(lambda r: facts(client, r.file, judge), rels))
@@ -230,10 +275,7 @@ def main() -> int:
     raw = json.dumps(data, sort_keys=True, separators=(",", ":")).encode()
     # mtime=0: the same data gives the same bytes (a reviewer's diff shows only what changed)
     args.out.write_bytes(gzip.compress(raw, mtime=0))
-    _progress(
-        f"wrote {args.out}: {len(raw)} bytes of JSON, "
-        f"{args.out.stat().st_size} gzipped"
-    )
+    _progress(f"wrote {args.out}: {len(raw)} bytes of JSON, {args.out.stat().st_size} gzipped")
     return 0
 
 

@@ -219,8 +219,11 @@ def parameters_of(source: str) -> dict[str, list[str]]:
     own fields, as ``Cls.__init__``), ``*args`` and ``**kwargs`` written as such. For the
     shipped history of what each release changed (bench/make_api_history.py)."""
     tree = parse(source)
-    if tree is None:
-        return {}
+    return parameters_in(tree) if tree is not None else {}
+
+
+def parameters_in(tree: ast.Module) -> dict[str, list[str]]:
+    """``parameters_of`` a module already parsed."""
     out: dict[str, list[str]] = {}
 
     def names(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> list[str]:
