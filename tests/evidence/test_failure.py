@@ -179,7 +179,8 @@ def test_a_glibc_symbol_version_names_the_shared_objects_package() -> None:
 
 def test_rich_frames_locate_the_caller() -> None:
     text = (
-        "│ /usr/local/lib/python3.10/site-packages/llamafactory/train/sft/workflow.py:92 in run_sft │\n"
+        "│ /usr/local/lib/python3.10/site-packages/llamafactory/train/sft/workflow.py:92 in run_sft"
+        " │\n"
         "ImportError: cannot import name 'Seq2SeqTrainer' from 'transformers' (unknown location)\n"
     )
     (item,) = read_failure(text).items

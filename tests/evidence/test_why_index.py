@@ -53,7 +53,8 @@ def _releases() -> dict[str, list[tuple[str, dict[str, str]]]]:
                 v,
                 {
                     "clib/__init__.py": "from .trainer import Trainer\n",
-                    "clib/trainer.py": f"class Trainer:\n    def __init__(self, model, {kw}=None):\n"
+                    "clib/trainer.py": "class Trainer:\n"
+                    f"    def __init__(self, model, {kw}=None):\n"
                     "        pass\n",
                 },
             )
@@ -277,3 +278,32 @@ def test_prove_builds_the_two_environments_of_each_first_fix(
     )
     assert proc.returncode == 1, proc.stderr
     assert "proven: clib==1.5: pass; clib==2.0: fail (TypeError" in proc.stdout, proc.stdout
+
+
+def test_check_online_adds_the_wheels_findings(served: LocalIndex, tmp_path: Path) -> None:
+    report = tmp_path / "issue.md"
+    report.write_text(
+        "alib==2.1\nulib==2.0\n\n" + _import_failure("alib", "old_name", "ulib/use.py")
+    )
+    proc = envbisect(
+        "check",
+        str(report),
+        "--online",
+        "--index-url",
+        served.url,
+        "--cache-dir",
+        str(tmp_path / "c"),
+        "--json",
+    )
+    assert proc.returncode == 1, proc.stderr
+    (finding,) = json.loads(proc.stdout)["findings"]
+    assert (finding["kind"], finding["package"], finding["fix"]) == (
+        "release-change",
+        "ulib",
+        "pip install 'ulib>=3.0'",
+    )
+    assert finding["verify"] == f"envbisect why {report} --prove"
+    assert "pip install 'alib<2.0'" in finding["message"]  # the other fix, said
+    # without --online: nothing is fetched, and the shipped history knows neither package
+    offline = envbisect("check", str(report), "--json")
+    assert offline.returncode == 0 and json.loads(offline.stdout)["findings"] == []

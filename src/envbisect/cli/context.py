@@ -155,26 +155,38 @@ def machine() -> str:
 
 def decode(data: bytes) -> str:
     """Text of a report as saved: UTF-8 (a BOM dropped), UTF-16 with a BOM (PowerShell's
-    ``>``), else UTF-8 with the bytes it cannot read replaced."""
+    ``>``), else UTF-8 with the bytes it cannot read replaced; ``ValueError`` for a file that
+    is not text (NUL characters, or mostly bytes that are no UTF-8)."""
     if data.startswith((b"\xff\xfe", b"\xfe\xff")):
-        return data.decode("utf-16", errors="replace")
-    return data.decode("utf-8-sig", errors="replace")
+        text = data.decode("utf-16", errors="replace")
+    else:
+        text = data.decode("utf-8-sig", errors="replace")
+    if "\x00" in text or text.count("\ufffd") > max(8, len(text) // 10):
+        raise ValueError("not a text file")
+    return text
 
 
 def read_input(spec: str) -> tuple[str, str]:
     """``(text, origin)`` of ``spec``: stdin for ``-``, a file that exists, else the text."""
-    if spec == "-":
-        return decode(sys.stdin.buffer.read()), "<stdin>"
-    path = Path(spec)
     looks_like_text = "\n" in spec or " " in spec or "'" in spec
+    path = Path(spec)
+    if spec != "-" and looks_like_text and not _is_file(path):
+        return spec, "<text>"
+    origin = "<stdin>" if spec == "-" else spec
     try:
-        if not looks_like_text or path.is_file():
-            return decode(path.read_bytes()), spec
-    except OSError as e:
-        if not looks_like_text:
-            raise UsageError(
-                f"cannot read {spec}: {e.strerror or e}",
-                hint="give a file, - for stdin, or the failure text itself in quotes",
-                ref="why-input",
-            ) from e
-    return spec, "<text>"
+        data = sys.stdin.buffer.read() if spec == "-" else path.read_bytes()
+        return decode(data), origin
+    except (OSError, ValueError) as e:
+        why = str(e) if isinstance(e, ValueError) else e.strerror or str(e)
+        raise UsageError(
+            f"cannot read {origin}: {why}",
+            hint="give a file, - for stdin, or the failure text itself in quotes",
+            ref="why-input",
+        ) from e
+
+
+def _is_file(path: Path) -> bool:
+    try:
+        return path.is_file()
+    except OSError:  # a name too long to be a path: the text itself
+        return False

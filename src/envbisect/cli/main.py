@@ -242,7 +242,9 @@ def _main(argv: Sequence[str] | None) -> int:
             args = opts
             from envbisect.cli import readflags as o  # the flags read back: after parsing
 
-            if hasattr(args, "index_url"):  # one line: which indexes, and where each came from
+            offline_check = args.command == "check" and not getattr(args, "online", False)
+            if hasattr(args, "index_url") and not offline_check:
+                # one line: which indexes, and where each came from (check asks none offline)
                 torch = getattr(args, "torch_backend", None)
                 also = (
                     f"; torch from PyTorch's {torch} index (--torch-backend)"
@@ -250,7 +252,7 @@ def _main(argv: Sequence[str] | None) -> int:
                     else ""
                 )
                 progress.message(o.index_settings(args).describe() + also)
-            elif hasattr(args, "find_links") and o.index_settings(args).links:
+            elif not offline_check and hasattr(args, "find_links") and o.index_settings(args).links:
                 # matrix, publish: the file names the indexes; a folder of this machine's
                 # overrides its folders (modes/living/matrix.py matrix_indexes).
                 from envbisect.redact import mask_url

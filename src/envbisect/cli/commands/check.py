@@ -41,13 +41,19 @@ def cmd_check(ctx: Context) -> int:
         observed = _machine()
     else:
         text, origin = _text(a.check_report)
-        observed = _report(text, origin, online=a.online)
+        observed = _report(text, origin)
     data = CheckData.from_dict(shipped(), _tables_at_hand(a.results))
     diagnosis = diagnose(observed, data)
     if a.online and text is not None:
         diagnosis = _online(ctx, diagnosis, text)
     elif text is not None:
         diagnosis = _shipped(diagnosis, text)
+    if not diagnosis.findings and not a.here and not diagnosis.observed.packages:
+        ctx.progress.message(
+            "envbisect: the report names no versions: no finding\n"
+            "hint: paste the output of llamafactory-cli env, transformers env, python -m "
+            "torch.utils.collect_env or pip freeze into the report"
+        )
     if a.json:
         print(json.dumps(diagnosis.to_dict(), indent=2))
     else:
@@ -60,28 +66,24 @@ def _text(spec: str) -> tuple[str, str]:
     origin = "<stdin>" if spec == "-" else spec
     try:
         data = sys.stdin.buffer.read() if spec == "-" else Path(spec).read_bytes()
-    except OSError as e:
+        return decode(data), origin
+    except (OSError, ValueError) as e:
+        why = str(e) if isinstance(e, ValueError) else e.strerror or str(e)
         raise UsageError(
-            f"cannot read the report {origin}: {e.strerror or e}",
+            f"cannot read the report {origin}: {why}",
             hint="give a bug report saved as a Markdown or text file (or - for stdin)",
             ref="check-report",
         ) from e
-    return decode(data), origin
 
 
-def _report(text: str, origin: str, *, online: bool = False) -> Any:
+def _report(text: str, origin: str) -> Any:
+    """What the report says; one that names no package, build, driver or GPU is read for its
+    traceback alone (the API history, and --online the wheels, may still say)."""
     from envbisect.core.checks.observed import Observed, from_text
 
     observed = from_text(text, origin=origin)
-    if observed is None and online:  # a traceback alone: the wheels may still say
-        return Observed(origin=origin, lines=tuple(text.splitlines()))
     if observed is None:
-        raise UsageError(
-            f"{origin} names no package, torch build, driver or GPU to check",
-            hint="paste the output of llamafactory-cli env, transformers env, python -m "
-            "torch.utils.collect_env or pip freeze into the report",
-            ref="check-nothing",
-        )
+        return Observed(origin=origin, lines=tuple(text.splitlines()))
     return observed
 
 
