@@ -27,6 +27,7 @@ from envbisect.model import DistFile
 
 CACHE_VERSION = "why1"  # part of every cached answer's key: bump when a judgement changes
 SCAN_LIMIT = 30 * 1024 * 1024  # bytes of a wheel read whole to look in every module
+MANY_MEMBERS = 12  # members of one wheel read by ranges before the rest come from it whole
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -144,6 +145,7 @@ class Reader:
         self._lock = threading.Lock()
         self.reads = 0
         self.unreadable: dict[str, str] = {}  # file name -> why it could not be read
+        self._members_read: dict[str, int] = {}
 
     def close(self) -> None:
         with self._lock:
@@ -156,6 +158,19 @@ class Reader:
             if f.url not in self._open:
                 self._open[f.url] = self.client.wheel(f)
             return self._open[f.url]
+
+    def many(self, f: DistFile) -> None:
+        """Many members of ``f`` are about to be read (a module that re-exports dozens with
+        ``*``): the wheel downloaded once, where it is small enough, not a request each."""
+        if f.size is None or f.size > SCAN_LIMIT or not f.is_wheel:
+            return
+        with self._lock:
+            opened = self._open.get(f.url)
+            if isinstance(opened, WheelFiles) and not opened.requests_ranged:
+                return
+            self._open[f.url] = self.client.wheel(f, whole=True)
+        if opened is not None:
+            opened.close()
 
     def names(self, f: DistFile) -> list[str]:
         if f.url in self._names:
@@ -188,9 +203,12 @@ class Reader:
     def source(self, f: DistFile, member: str) -> str | None:
         key = (f.url, member)
         if key not in self._sources:
-            data = self._wheel(f).read(member)
             with self._lock:
                 self.reads += 1
+                self._members_read[f.url] = read = self._members_read.get(f.url, 0) + 1
+            if read == MANY_MEMBERS:  # a request a member no longer pays: the whole wheel
+                self.many(f)
+            data = self._wheel(f).read(member)
             self._sources[key] = data.decode("utf-8", errors="replace") if data else None
         return self._sources[key]
 

@@ -10,6 +10,8 @@ a few threads, and returns the history core/evidence/boundaries.py turns into fi
 
 from __future__ import annotations
 
+import re
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
@@ -57,11 +59,27 @@ def _is_package(member: str) -> bool:
     return member.endswith("/__init__.py")
 
 
+_STAR = re.compile(r"^[ \t]*from[ \t]+(\.*[\w.]*)[ \t]+import[ \t]+\*", re.MULTILINE)
+
+
 def offers(
-    r: Reader, f: DistFile, module: str, name: str, depth: int = 0, *, star: bool = False
+    r: Reader,
+    f: DistFile,
+    module: str,
+    name: str,
+    depth: int = 0,
+    *,
+    star: bool = False,
+    seen: set[str] | None = None,
 ) -> int | None:
     """Whether the release offers ``from module import name`` (a submodule counts); with
-    ``star``, whether ``from module import *`` brings it (its public names, ``__all__``)."""
+    ``star``, whether ``from module import *`` brings it (its public names, ``__all__``).
+    A re-exported module whose text does not hold the name is not parsed: only its own
+    ``*`` imports are followed (transformers 5 re-exports hundreds of modules that way)."""
+    seen = set() if seen is None else seen
+    if module in seen:
+        return NO
+    seen.add(module)
     names = r.names(f)
     if not star and has_module(names, f"{module}.{name}"):
         return YES
@@ -71,6 +89,11 @@ def offers(
     text = r.source(f, member)
     if text is None:
         return None
+    if star and name not in text:  # neither defined nor listed here: its own stars may
+        follow = tuple(
+            resolve_star(module, _is_package(member), m.group(1)) for m in _STAR.finditer(text)
+        )
+        return _through(r, f, names, follow, name, depth, seen)
     if star:
         public = src.public_names(text)
         if public is None:
@@ -85,7 +108,26 @@ def offers(
         return YES
     if judged.verdict is Verdict.UNKNOWN:
         return None
-    for other in judged.follow if depth < 3 else ():
+    return _through(r, f, names, judged.follow, name, depth, seen)
+
+
+def resolve_star(module: str, is_package: bool, written: str) -> str:
+    """``from .x import *`` in ``module``, as an absolute import path."""
+    level = len(written) - len(written.lstrip("."))
+    return src.resolve(module, is_package, level, written[level:] or None)
+
+
+def _through(
+    r: Reader,
+    f: DistFile,
+    names: list[str],
+    follow: Sequence[str],
+    name: str,
+    depth: int,
+    seen: set[str],
+) -> int | None:
+    """Whether one of the modules ``follow`` brings ``name`` by ``*``."""
+    for other in follow if depth < 3 else ():
         inner = member_of(names, other)
         if inner is None:
             # an extension module: its stub says what it exports; without one it is taken
@@ -94,7 +136,7 @@ def offers(
             if stub in names and name in (src.public_names(r.source(f, stub) or "") or ()):
                 return YES
             continue
-        deeper = offers(r, f, other, name, depth + 1, star=True)
+        deeper = offers(r, f, other, name, depth + 1, star=True, seen=seen)
         if deeper != NO:
             return deeper
     return NO
