@@ -68,10 +68,12 @@ ALLOWED = {
     "tests/run/test_overrides.py": "a reporter's traceback, as pasted, with their home folder",
     "tests/commits/test_commits.py": "an ext:: URL that would write /tmp/x, refused",
     "tests/commits/test_commits_core.py": "a file:// repository URL and an ext:: URL, refused",
+    "tests/evidence/test_failure.py": "tracebacks' paths: a user's own file, site-packages",
+    "tests/evidence/test_why_index.py": "a traceback's site-packages, as a venv prints it",
 }
 # Bug reports as users paste them (pip freeze, conda list, accelerate env): their own paths are
 # part of the format that is read.
-ALLOWED_FOLDERS = ("tests/data/reports/",)
+ALLOWED_FOLDERS = ("tests/data/reports/", "tests/data/failures/")
 
 PUBLIC_INDEX = re.compile(r"\Ahttps://[^\s/]+(/\S*)?\Z")
 PYPI = "https://pypi.org/simple"

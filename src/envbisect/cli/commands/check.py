@@ -118,7 +118,7 @@ def _online(ctx: Context, diagnosis: Any, text: str) -> Any:
 
     from envbisect.cli.readflags import common_options
     from envbisect.core.checks.finding import ORDER
-    from envbisect.core.checks.releases import release_findings
+    from envbisect.core.checks.online import release_findings
     from envbisect.modes.session import Session
     from envbisect.modes.why import explain
 
