@@ -129,3 +129,21 @@ def test_forward_fixes_first_then_the_callee_held_back() -> None:
         installed_answer=YES,
     )
     assert [f.requirement for f in merged([callee, caller])] == ["c>=2", "p<2.0"]
+
+
+def test_the_glibc_a_releases_wheels_ask_for() -> None:
+    from envbisect.core.evidence.boundaries import glibc_needed
+    from envbisect.core.evidence.stated import stated_glibc
+
+    assert glibc_needed(
+        [
+            "a-1-cp311-cp311-manylinux_2_17_x86_64.manylinux2014_x86_64.whl",
+            "a-1-cp311-cp311-manylinux_2_28_aarch64.whl",
+        ]
+    ) == (2, 17)
+    assert glibc_needed(["a-2-cp311-cp311-manylinux_2_28_x86_64.whl"]) == (2, 28)
+    assert glibc_needed(["a-3-py3-none-any.whl"]) == (0, 0)
+    assert glibc_needed(["a-4-cp311-cp311-win_amd64.whl", "a-4.tar.gz"]) is None
+    assert stated_glibc("Platform: Linux-5.15.0-x86_64-with-glibc2.35") == (2, 35)
+    assert stated_glibc("ldd (GNU libc) 2.28") == (2, 28)
+    assert stated_glibc("no C library named here") is None

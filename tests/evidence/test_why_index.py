@@ -66,6 +66,8 @@ def _releases() -> dict[str, list[tuple[str, dict[str, str]]]]:
             ("1.1", {"README.txt": "oops"}),
             ("1.2", {"dlib/__init__.py": ""}),
         ],
+        # 2.0's binaries ask for glibc 2.28 (its manylinux tag); 1.x's for 2.17
+        "glib": [(v, {"glib/__init__.py": ""}) for v in ("1.0", "1.1", "2.0")],
         # the distribution py-elib ships the import name elib
         "py-elib": [
             ("1.0", {"elib/__init__.py": "thing = 1\n"}),
@@ -74,12 +76,20 @@ def _releases() -> dict[str, list[tuple[str, dict[str, str]]]]:
     }
 
 
+TAGS = {
+    "glib==1.0": "cp311-cp311-manylinux2014_x86_64",
+    "glib==1.1": "cp311-cp311-manylinux2014_x86_64",
+    "glib==2.0": "cp311-cp311-manylinux_2_28_x86_64",
+}
+
+
 def _serve(tmp: Path, *, ranges: bool = True, broken: str | None = None) -> LocalIndex:
     index = LocalIndex(ranges=ranges)
     when = START
     for project, releases in _releases().items():
         for version, files in releases:
-            path = build_wheel(tmp, project, version, files)
+            tag = TAGS.get(f"{project}=={version}", "py3-none-any")
+            path = build_wheel(tmp, project, version, files, tag=tag)
             if f"{project}=={version}" == broken:
                 _damage(path, f"{project}/core.py")
             when += timedelta(days=1)
@@ -307,3 +317,18 @@ def test_check_online_adds_the_wheels_findings(served: LocalIndex, tmp_path: Pat
     # without --online: nothing is fetched, and the shipped history knows neither package
     offline = envbisect("check", str(report), "--json")
     assert offline.returncode == 0 and json.loads(offline.stdout)["findings"] == []
+
+
+def test_a_glibc_symbol_version_names_the_release_built_for_a_newer_one(
+    served: LocalIndex, tmp_path: Path
+) -> None:
+    text = (
+        "glib==2.0\nPlatform: Linux-3.10.0-x86_64-with-glibc2.17\n"
+        "ImportError: /lib64/libc.so.6: version `GLIBC_2.28' not found (required by "
+        f"{SITE}/glib/_core.cpython-311-x86_64-linux-gnu.so)\n"
+    )
+    code, answer = _why(served, text, tmp_path / "c")
+    assert code == 1 and _fixes(answer) == ["glib<2.0"]
+    (history,) = answer["findings"][0]["histories"]
+    assert history["question"] == "glib's Linux wheels need at most glibc 2.17"
+    assert answer["requests"] <= 3  # the index page: no wheel read

@@ -37,7 +37,7 @@ class Release:
     yanked: bool = False
 
 
-def _fits(filename: str, minor: tuple[int, int]) -> int | None:
+def fits(filename: str, minor: tuple[int, int]) -> int | None:
     """How well a wheel suits CPython ``minor`` on Linux (lower is better), None: not at all."""
     try:
         _, _, _, tags = parse_wheel_filename(filename)
@@ -70,6 +70,7 @@ class Releases:
     def __init__(self, client: IndexClient, minor: tuple[int, int]) -> None:
         self._client = client
         self._minor = minor
+        self.minor = minor
         self._memo: dict[str, list[Release] | None] = {}
         self._lock = threading.Lock()
 
@@ -117,7 +118,7 @@ class Releases:
             ranked = [
                 (r, f.filename, f)
                 for f in files
-                if (r := _fits(f.filename, self._minor)) is not None
+                if (r := fits(f.filename, self._minor)) is not None
             ]
             if not ranked:
                 # No wheel at all: a pure-Python project's sdist holds the same modules.

@@ -20,7 +20,7 @@ from collections.abc import Sequence
 
 from packaging.utils import canonicalize_name
 
-from envbisect.core.evidence.boundaries import History, merged
+from envbisect.core.evidence.boundaries import History, glibc_needed, merged, read_everywhere
 from envbisect.core.evidence.failure import (
     BadCall,
     Evidence,
@@ -30,10 +30,11 @@ from envbisect.core.evidence.failure import (
     MissingSymbolVersion,
     read_failure,
 )
-from envbisect.core.evidence.stated import stated_python
+from envbisect.core.evidence.stated import stated_glibc, stated_python
 from envbisect.core.results.why import Explained, WhyResult
+from envbisect.errors import EnvbisectError
 from envbisect.index.client import IndexClient
-from envbisect.modes.releasereads import Reader, Releases
+from envbisect.modes.releasereads import Reader, Releases, fits
 from envbisect.modes.staticprobes import Accepts, CallerDoes, ImportsUnshipped, Offers, Ships
 from envbisect.modes.whichdist import (
     WhyContext,
@@ -142,6 +143,8 @@ def _explain(ctx: WhyContext, item: Evidence) -> Explained:
     if isinstance(item, BadCall):
         return _bad_call(ctx, item)
     assert isinstance(item, MissingSymbolVersion)
+    if item.library == "GLIBC" and item.module:
+        return _glibc(ctx, item)
     return Explained(
         item=item,
         kind="unexplained",
@@ -375,4 +378,43 @@ def _nobody(item: Evidence, top: str) -> Explained:
         item=item,
         kind="unexplained",
         notes=(f"no distribution on the index was found to ship {top}",),
+    )
+
+
+def _glibc(ctx: WhyContext, item: MissingSymbolVersion) -> Explained:
+    """A shared object of an installed package needs a newer glibc than the machine has: the
+    releases whose Linux wheels ask at most what it has (their manylinux tags, from the
+    index page: nothing read), the report's glibc where it says it, else below the version
+    the loader did not find."""
+    top = (item.module or "").split(".")[0]
+    dist = dist_of(ctx, top)
+    if dist is None:
+        return _nobody(item, top)
+    have = stated_glibc(ctx.text)
+    major, minor = (int(x) for x in item.version.split(".")[:2])
+    limit = have if have is not None else (major, minor - 1)
+    try:
+        pf = ctx.client.project_files(dist)
+    except EnvbisectError:
+        return _nobody(item, top)
+    answers: list[tuple[str, int | None]] = []
+    stated = version(ctx, dist)
+    for v in sorted(pf.versions()):
+        files = [f.filename for f in pf.files_of(v) if not f.yanked]
+        if (v.is_prerelease and str(v) != stated) or not files:
+            continue
+        wheels = [n for n in files if fits(n, ctx.releases.minor) is not None]
+        need = glibc_needed(wheels)
+        answers.append((str(v), None if need is None else int(need <= limit)))
+    said = f"{limit[0]}.{limit[1]}"
+    h = read_everywhere(
+        dist, "callee", f"{dist}'s Linux wheels need at most glibc {said}", answers, stated
+    )
+    return _finish(
+        item,
+        [h],
+        notes=(
+            f"the machine's glibc is {'older than ' + item.version if have is None else said}: "
+            "a release built for it, or a newer system (manylinux tags, as the wheels claim)",
+        ),
     )

@@ -20,6 +20,7 @@ what ``pip install -U`` gave). Pure: histories in, fixes out.
 
 from __future__ import annotations
 
+import itertools
 import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
@@ -265,3 +266,69 @@ def merged(histories: Sequence[History]) -> list[Fix]:
     for f in sorted(every, key=lambda f: (not f.forward, f.role == "caller")):
         out.setdefault(f.requirement, f)
     return list(out.values())
+
+
+def glibc_needed(filenames: Sequence[str]) -> tuple[int, int] | None:
+    """The least glibc any of a release's Linux x86_64 wheels asks for by its manylinux tag
+    (``manylinux_2_28`` asks 2.28, ``manylinux2014`` 2.17); None: no such wheel (a pure one
+    asks nothing: (0, 0))."""
+    best: tuple[int, int] | None = None
+    for name in filenames:
+        if not name.endswith(".whl"):
+            continue
+        for plat in name[:-4].split("-")[-1].split("."):
+            need = _manylinux(plat)
+            if plat == "any":
+                need = (0, 0)
+            if need is not None and (best is None or need < best):
+                best = need
+    return best
+
+
+_LEGACY = {"manylinux1": (2, 5), "manylinux2010": (2, 12), "manylinux2014": (2, 17)}
+
+
+def _manylinux(plat: str) -> tuple[int, int] | None:
+    if not plat.endswith("x86_64"):
+        return None
+    for legacy, glibc in _LEGACY.items():
+        if plat.startswith(legacy + "_"):
+            return glibc
+    parts = plat.split("_")
+    if (
+        plat.startswith("manylinux_")
+        and len(parts) >= 3
+        and parts[1].isdigit()
+        and parts[2].isdigit()
+    ):
+        return int(parts[1]), int(parts[2])
+    return None
+
+
+def read_everywhere(
+    package: str,
+    role: str,
+    question: str,
+    answers: Sequence[tuple[str, int | None]],
+    installed: str | None,
+) -> History:
+    """A history whose every release was answered (from the index page alone: no search),
+    its changes between neighbouring known answers."""
+    known = [(v, a) for v, a in answers if a is not None]
+    changes = tuple(
+        Change(last_old=v1, first_new=v2, old=a1, new=a2)
+        for (v1, a1), (v2, a2) in itertools.pairwise(known)
+        if a1 != a2
+    )
+    at = dict(answers).get(installed) if installed else None
+    return History(
+        package=package,
+        role=role,
+        question=question,
+        versions=tuple(v for v, _ in answers),
+        changes=changes,
+        answers=tuple(answers),
+        installed=installed,
+        installed_answer=at,
+        reads=len(answers),
+    )

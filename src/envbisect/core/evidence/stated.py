@@ -69,3 +69,20 @@ def stated_python(text: str) -> str | None:
     """``3.7`` for ``Python 3.7.6``, ``- python: 3.10.11``, ``Python version: 3.11``."""
     m = _PYTHON.search(text)
     return f"{m.group(1)}.{m.group(2)}" if m else None
+
+
+_GLIBC = re.compile(
+    r"(?:with-glibc|glibc[ _-]?(?:version)?[:= ]*|GNU libc\)?\s*|ldd \(GNU libc\)\s*)"
+    r"(?P<v>2\.\d{1,2})\b",
+    re.IGNORECASE,
+)
+
+
+def stated_glibc(text: str) -> tuple[int, int] | None:
+    """The C library the report's machine has (``Linux-5.15...-with-glibc2.31``, ``ldd (GNU
+    libc) 2.28``, ``glibc 2.17``); None where it says none."""
+    m = _GLIBC.search(text)
+    if not m:
+        return None
+    major, minor = m.group("v").split(".")
+    return int(major), int(minor)
