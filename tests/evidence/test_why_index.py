@@ -203,6 +203,10 @@ def test_not_installed_and_shipped_by_nobody_are_no_version_finding(
     assert (code, answer["findings"][0]["kind"], _fixes(answer)) == (0, "unexplained", [])
     code, answer = _why(served, "RuntimeError: CUDA out of memory.\n", tmp_path / "c")
     assert (code, answer["findings"]) == (0, [])
+    plain = envbisect("why", "RuntimeError: CUDA out of memory.", "--index-url", served.url)
+    assert plain.returncode == 0 and "no finding: the text names no import" in plain.stdout
+    assert "hint: give the whole traceback" in plain.stderr
+    assert "Traceback (most recent call last):\n" not in plain.stderr  # said, not raised
 
 
 def test_an_index_without_range_requests_and_a_wheel_that_does_not_parse(

@@ -45,6 +45,12 @@ def cmd_why(ctx: Context) -> int:
 
         proofs = prove(result, dict(result.stated), common_for, ctx.progress)
     ctx.progress.close()
+    if not result.explained:
+        ctx.progress.message(
+            "hint: give the whole traceback, from 'Traceback (most recent call last):' to the "
+            "error's last line (cannot import name, No module named, has no attribute, "
+            "unexpected keyword argument)"
+        )
     if a.json:
         print(json.dumps({**result.to_dict(), "proofs": [p.to_dict() for p in proofs]}, indent=2))
     else:
