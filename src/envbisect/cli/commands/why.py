@@ -47,9 +47,8 @@ def cmd_why(ctx: Context) -> int:
     ctx.progress.close()
     if not result.explained:
         ctx.progress.message(
-            "hint: give the whole traceback, from 'Traceback (most recent call last):' to the "
-            "error's last line (cannot import name, No module named, has no attribute, "
-            "unexpected keyword argument)"
+            "hint: give the whole traceback, from its first line to the error's last (cannot "
+            "import name, No module named, has no attribute, unexpected keyword argument)"
         )
     if a.json:
         print(json.dumps({**result.to_dict(), "proofs": [p.to_dict() for p in proofs]}, indent=2))
