@@ -207,47 +207,39 @@ def _missing_name(ctx: WhyContext, item: MissingName) -> Explained:
     local = _local(item, item.path or "", item.module)
     if local is not None:
         return local
-    top = item.module.split(".")[0]
-    dist = dist_of(ctx, top)
-    if dist is None:
-        return _nobody(item, top)
-    what = f"{item.module} offers {item.name}"
-    callee = history(
-        ctx, Offers(dist=dist, role="callee", text=what, module=item.module, name=item.name)
+    return _named(
+        ctx,
+        item,
+        item.module,
+        item.name,
+        how="import",
+        asked=f"{item.module} offers {item.name}",
+        does=f"imports {item.name} from {item.module}",
     )
-    by_caller = None
-    found = caller(ctx, item, top)
-    if found is not None:
-        frame, cdist = found
-        assert frame.module is not None
-        q = CallerDoes(
-            dist=cdist,
-            role="caller",
-            module=frame.module,
-            how="import",
-            target=item.module,
-            name=item.name,
-            text=f"{frame.module} imports {item.name} from {item.module}",
-        )
-        by_caller = history(ctx, q)
-    return _finish(item, [by_caller, callee])
 
 
 def _module_attr(ctx: WhyContext, item: MissingAttr) -> Explained:
-    top = item.owner.split(".")[0]
+    return _named(
+        ctx,
+        item,
+        item.owner,
+        item.name,
+        how="attribute",
+        asked=f"{item.owner} has {item.name}",
+        does=f"reads {item.owner}.{item.name}",
+    )
+
+
+def _named(
+    ctx: WhyContext, item: Evidence, module: str, name: str, *, how: str, asked: str, does: str
+) -> Explained:
+    """A name ``module`` should offer: asked of the distribution that ships it (the callee)
+    and of the innermost installed frame's (the caller: does its module still ``does``)."""
+    top = module.split(".")[0]
     dist = dist_of(ctx, top)
     if dist is None:
         return _nobody(item, top)
-    callee = history(
-        ctx,
-        Offers(
-            dist=dist,
-            role="callee",
-            module=item.owner,
-            name=item.name,
-            text=f"{item.owner} has {item.name}",
-        ),
-    )
+    callee = history(ctx, Offers(dist=dist, role="callee", text=asked, module=module, name=name))
     by_caller = None
     found = caller(ctx, item, top)
     if found is not None:
@@ -257,10 +249,10 @@ def _module_attr(ctx: WhyContext, item: MissingAttr) -> Explained:
             dist=cdist,
             role="caller",
             module=frame.module,
-            how="attribute",
-            target=item.owner,
-            name=item.name,
-            text=f"{frame.module} reads {item.owner}.{item.name}",
+            how=how,
+            target=module,
+            name=name,
+            text=f"{frame.module} {does}",
         )
         by_caller = history(ctx, q)
     return _finish(item, [by_caller, callee])

@@ -202,24 +202,37 @@ def fixes(h: History) -> list[Fix]:
                     "the text ran an older release)",
                 )
             ]
-    if h.role == "callee" and answer == NO:
-        up = next((c for c in above if c.new == YES), None)
+    # The callee lacks what is needed (NO), the caller does what fails (YES): the change
+    # above to the other answer is the release to move up to; the one below, to hold back.
+    failing = NO if h.role == "callee" else YES
+    if answer == failing:
+        up = next((c for c in above if c.new != failing), None)
         if up is not None:
+            said = (
+                f"from {up.first_new} on"
+                if h.role == "callee"
+                else (f"up to {up.last_old}, not from {up.first_new} on")
+            )
             out.append(
                 Fix(
                     package=h.package,
                     op=">=",
                     version=up.first_new,
                     role=h.role,
-                    why=f"{h.question} from {up.first_new} on",
+                    why=f"{h.question} {said}",
                 )
             )
-        down = next((c for c in reversed(below) if c.new == NO), None)
+        down = next((c for c in reversed(below) if c.new == failing), None)
         if down is not None:
             # where the name came in at a change before, the window it lived in
-            before = [c for c in h.changes[: h.changes.index(down)] if c.new == YES]
-            floor = before[-1].first_new if before else None
+            before = [c for c in h.changes[: h.changes.index(down)] if c.new != failing]
+            floor = before[-1].first_new if before and h.role == "callee" else None
             span = f"from {floor} " if floor else ""
+            said = (
+                f"{span}up to {down.last_old}, not from {down.first_new} on"
+                if h.role == "callee"
+                else f"from {down.first_new} on"
+            )
             out.append(
                 Fix(
                     package=h.package,
@@ -227,30 +240,7 @@ def fixes(h: History) -> list[Fix]:
                     version=down.first_new,
                     role=h.role,
                     floor=floor,
-                    why=f"{h.question} {span}up to {down.last_old}, not from {down.first_new} on",
-                )
-            )
-    elif h.role == "caller" and answer == YES:
-        up = next((c for c in above if c.new == NO), None)
-        if up is not None:
-            out.append(
-                Fix(
-                    package=h.package,
-                    op=">=",
-                    version=up.first_new,
-                    role=h.role,
-                    why=f"{h.question} up to {up.last_old}, not from {up.first_new} on",
-                )
-            )
-        down = next((c for c in reversed(below) if c.new == YES), None)
-        if down is not None:
-            out.append(
-                Fix(
-                    package=h.package,
-                    op="<",
-                    version=down.first_new,
-                    role=h.role,
-                    why=f"{h.question} from {down.first_new} on",
+                    why=f"{h.question} {said}",
                 )
             )
     return out
