@@ -172,17 +172,24 @@ def read_input(spec: str) -> tuple[str, str]:
     path = Path(spec)
     if spec != "-" and looks_like_text and not _is_file(path):
         return spec, "<text>"
+    return decoded_input(
+        spec,
+        what="",
+        ref="why-input",
+        hint="give a file, - for stdin, or the failure text itself in quotes",
+    )
+
+
+def decoded_input(spec: str, *, what: str, ref: str, hint: str) -> tuple[str, str]:
+    """``(text, origin)`` of the file ``spec`` (stdin for ``-``) as ``decode`` reads it, or a
+    usage error (``ref``, ``hint``) that names it (``what``: "the report ", say)."""
     origin = "<stdin>" if spec == "-" else spec
     try:
-        data = sys.stdin.buffer.read() if spec == "-" else path.read_bytes()
+        data = sys.stdin.buffer.read() if spec == "-" else Path(spec).read_bytes()
         return decode(data), origin
     except (OSError, ValueError) as e:
         why = str(e) if isinstance(e, ValueError) else e.strerror or str(e)
-        raise UsageError(
-            f"cannot read {origin}: {why}",
-            hint="give a file, - for stdin, or the failure text itself in quotes",
-            ref="why-input",
-        ) from e
+        raise UsageError(f"cannot read {what}{origin}: {why}", hint=hint, ref=ref) from e
 
 
 def _is_file(path: Path) -> bool:

@@ -17,7 +17,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from envbisect.cli.context import Context, decode
+from envbisect.cli.context import Context, decoded_input
 from envbisect.errors import UsageError
 from envbisect.textsafe import for_terminal
 
@@ -63,17 +63,12 @@ def cmd_check(ctx: Context) -> int:
 
 
 def _text(spec: str) -> tuple[str, str]:
-    origin = "<stdin>" if spec == "-" else spec
-    try:
-        data = sys.stdin.buffer.read() if spec == "-" else Path(spec).read_bytes()
-        return decode(data), origin
-    except (OSError, ValueError) as e:
-        why = str(e) if isinstance(e, ValueError) else e.strerror or str(e)
-        raise UsageError(
-            f"cannot read the report {origin}: {why}",
-            hint="give a bug report saved as a Markdown or text file (or - for stdin)",
-            ref="check-report",
-        ) from e
+    return decoded_input(
+        spec,
+        what="the report ",
+        ref="check-report",
+        hint="give a bug report saved as a Markdown or text file (or - for stdin)",
+    )
 
 
 def _report(text: str, origin: str) -> Any:
