@@ -237,6 +237,8 @@ class Accepts(Question):
 
     def code(self) -> str:
         parts = self.qualname.split(".")
+        if not all(p.isidentifier() for p in [*parts, *self.module.split(".")]):
+            return ""  # a nested function (``<locals>``): no import reaches it
         method = len(parts) > 1  # bound: self passed as the message counts it
         if self.keyword is not None:
             args = ("None, " if method else "") + f"**{{{self.keyword!r}: None}}"
