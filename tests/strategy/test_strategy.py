@@ -7,15 +7,16 @@ from __future__ import annotations
 
 import math
 from dataclasses import replace
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from envbisect.core.results.parts import Direction, SearchMode, Status
+from envbisect.core.results.parts import Direction, ProbeRow, RowVerdict, SearchMode, Status
 from envbisect.model import Outcome, OutcomeKind
 from envbisect.strategy.bisect import Bisector, SteppedEnd
-from envbisect.strategy.protocol import drawing
+from envbisect.strategy.protocol import Bisection, drawing
 
 PASS = Outcome(kind=OutcomeKind.PASS, exit_code=0)
 SEGV = Outcome(kind=OutcomeKind.CRASH, signal="SIGSEGV", signature="SIGSEGV")
@@ -368,3 +369,36 @@ def test_galloping_ends_find_the_boundary_in_log_time(n: int, data: st.DataObjec
     if n - lead - tail > max(lead, tail):
         ends = sum(2 * math.ceil(math.log2(k + 1)) + 1 for k in (lead, tail))
         assert len(visited) <= ends + math.ceil(math.log2(n)) + 1
+
+
+def _row(o: Outcome) -> ProbeRow:
+    return ProbeRow(
+        version="",
+        outcome=o,
+        verdict=RowVerdict.NONE,
+        reused=False,
+        build_seconds=0,
+        probe_seconds=0,
+        env_id="",
+    )
+
+
+def _drive_hinted(n: int, first_bad: int, hint: tuple[int, int] | None) -> tuple[list[int], Any]:
+    strategy = Bisection(Bisector(n=n), hint_for=lambda row: hint)
+    visited = []
+    while batch := strategy.next_batch(1):
+        (i,) = batch
+        visited.append(i)
+        strategy.record(i, _row(VALUE if i >= first_bad else PASS))
+    return visited, strategy.bis.result
+
+
+def test_the_wheels_hint_is_probed_once_the_bad_end_fails() -> None:
+    """run: where ``envbisect why`` read the boundary from the wheels, its two releases are
+    probed right after the ends, and the answer is the same; a wrong hint costs its probes."""
+    plain, res = _drive_hinted(64, 41, None)
+    assert len(plain) == 8 and res.first_new == 41
+    hinted, res = _drive_hinted(64, 41, (40, 41))
+    assert hinted == [0, 63, 40, 41] and (res.first_new, res.last_old) == (41, 40)
+    wrong, res = _drive_hinted(64, 41, (10, 11))
+    assert wrong[:4] == [0, 63, 10, 11] and res.first_new == 41 and len(wrong) <= len(plain) + 2

@@ -90,10 +90,12 @@ def bisect(
     *,
     labels: Callable[[int], str],
     cached: Callable[[int, int], bool] | None = None,
+    hint_for: Callable[[ProbeRow], tuple[int, int] | None] | None = None,
 ) -> tuple[Log[int], SearchSummary]:
     """Drive a bisection to its end: the log (guesses made beside the ends relabelled once
-    the ends decided) and the search summary for the report."""
-    log = drive(Bisection(bis, cached), session, plan)
+    the ends decided) and the search summary for the report. ``hint_for``: where the
+    failing end's failure began as the wheels say (protocol.Bisection), probed first."""
+    log = drive(Bisection(bis, cached, hint_for), session, plan)
     log.rows = [
         replace(r, verdict=verdict(bis, i), note=note(bis, i))
         if r.verdict is RowVerdict.GUESS

@@ -16,7 +16,7 @@ never decides an outcome itself.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 
@@ -28,7 +28,7 @@ from envbisect.core.candidates import CandidateList, build_candidates
 from envbisect.core.plan import Plan, Unresolvable
 from envbisect.core.results.parts import ProbeRow, RowVerdict, SearchSummary, StandIn, Status, moves
 from envbisect.core.results.search import RunResult
-from envbisect.errors import NoCandidates, UnknownVersion, UsageError
+from envbisect.errors import EnvbisectError, NoCandidates, UnknownVersion, UsageError
 from envbisect.index.source import IndexMetadataSource
 from envbisect.model import Candidate, EnvSpec, OutcomeKind
 from envbisect.modes.drive import answer, bisect
@@ -118,7 +118,12 @@ def _run(opts: RunOptions, session: Session, exclude_newer: datetime | None) -> 
         return replace(result, status=Status.DRY_RUN, plans=tuple(plans))
     try:
         log, search = bisect(
-            bis, session, points.want, labels=labels.__getitem__, cached=points.cached
+            bis,
+            session,
+            points.want,
+            labels=labels.__getitem__,
+            cached=points.cached,
+            hint_for=_static_hint(opts.package, session, cl),
         )
     except KeyboardInterrupt as e:
         raise session.interrupted(e) from e
@@ -392,3 +397,42 @@ def _planner(opts: RunOptions, session: Session) -> RunPlanner | None:
         extras=opts.extras,
         fallback=session.uv_planner(only_binary=not opts.allow_sdist),
     )
+
+
+def _static_hint(
+    package: str, session: Session, cl: CandidateList
+) -> Callable[[ProbeRow], tuple[int, int] | None]:
+    """Where the wheels say the failing end's failure began in ``package`` (``envbisect
+    why``, the end's own versions stated, nothing built): the candidate before the release
+    that removed what the failure names, and that release; probed first, decided by probes."""
+
+    def hint(row: ProbeRow) -> tuple[int, int] | None:
+        from envbisect.core.evidence.failure import read_failure
+        from envbisect.modes.why import explain
+
+        text = row.outcome.detail or row.outcome.signature
+        if not read_failure(text).items:
+            return None
+        held = "\n".join(f"{d.name}=={d.version}" for d in row.installed)
+        minor = ".".join(str(p) for p in session.target.version[:2])
+        try:
+            found = explain(
+                f"{held}\n\n{text}", origin=row.version, client=session.client, python=minor
+            )
+        except EnvbisectError:  # a static guess that cannot be made: none
+            return None
+        for fix in found.fixes:
+            if canonicalize_name(fix.package) != canonicalize_name(package) or fix.op != "<":
+                continue
+            first_bad = Version(fix.version)
+            at = next((i for i, c in enumerate(cl.candidates) if c.version >= first_bad), None)
+            if at:
+                session.progress.message(
+                    f"envbisect: the wheels say {package} {cl.candidates[at].version} removed what "
+                    f"the failure names: {cl.candidates[at - 1].version} and "
+                    f"{cl.candidates[at].version} probed first"
+                )
+                return at - 1, at
+        return None
+
+    return hint

@@ -93,11 +93,24 @@ class Bisection(Points[int]):
     """The ``Bisector`` over indices; ``cached(i, runs)``: whether the store already answers
     for point i (so a rerun takes stored points first, for free)."""
 
-    def __init__(self, bis: Bisector, cached: Callable[[int, int], bool] | None = None) -> None:
+    def __init__(
+        self,
+        bis: Bisector,
+        cached: Callable[[int, int], bool] | None = None,
+        hint_for: Callable[[ProbeRow], tuple[int, int] | None] | None = None,
+    ) -> None:
         self.bis = bis
         self.cached = cached
+        # ``hint_for(row)``: where the wheels say the failing end's failure began (two
+        # neighbouring indices: ``envbisect why``), asked once that end has failed; the pair
+        # is probed first while it lies in an open gap, and the segments decide as ever.
+        self.hint_for = hint_for
+        self.hint: tuple[int, int] | None = None
 
     def next_batch(self, k: int) -> list[int]:
+        hinted = self._hinted(k)
+        if hinted:
+            return hinted
         cached = self.cached
         if cached is None:
             return self.bis.next_batch(k)
@@ -108,6 +121,20 @@ class Bisection(Points[int]):
 
     def record(self, point: int, row: ProbeRow) -> None:
         self.bis.record(point, row.outcome, row.run_outcomes or (row.outcome,))
+        asks = self.hint_for is not None and self.hint is None
+        if asks and point == self.bis.new.index and row.outcome.kind is not OutcomeKind.PASS:
+            assert self.hint_for is not None
+            self.hint = self.hint_for(row) or (-1, -1)
+
+    def _hinted(self, k: int) -> list[int]:
+        """The hint's points not yet probed that lie in an open gap (the plain search only)."""
+        if self.hint is None or self.bis.mode is not SearchMode.PLAIN or self.bis.finished:
+            return []
+        if ends.waiting(self.bis.old, self.bis.new):
+            return []
+        open_now = {i for g in self.bis.gaps() for i in g.open}
+        todo = [i for i in self.hint if i in open_now and i not in self.bis.runs]
+        return todo[: max(1, k)]
 
     def label(self, point: int, row: ProbeRow) -> ProbeRow:
         return replace(row, verdict=verdict(self.bis, point), note=note(self.bis, point))
