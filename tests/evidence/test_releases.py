@@ -147,3 +147,13 @@ def test_the_glibc_a_releases_wheels_ask_for() -> None:
     assert stated_glibc("Platform: Linux-5.15.0-x86_64-with-glibc2.35") == (2, 35)
     assert stated_glibc("ldd (GNU libc) 2.28") == (2, 28)
     assert stated_glibc("no C library named here") is None
+
+
+def test_the_glibc_a_shared_object_needs_from_its_elf_bytes() -> None:
+    from envbisect.core.evidence.elfneeds import glibc_needed_by
+    from support.wheels import elf_needing
+
+    assert glibc_needed_by(elf_needing("2.17", "2.28", "2.3.4")) == (2, 28)
+    assert glibc_needed_by(elf_needing()) == (0, 0)
+    assert glibc_needed_by(b"not an ELF file") is None
+    assert glibc_needed_by(elf_needing("2.17")[:80]) is None  # cut short: no answer, no error

@@ -17,13 +17,13 @@ import pytest
 
 from support.cli import assert_clean_error, envbisect
 from support.index_server import IndexFile, LocalIndex
-from support.wheels import build_wheel
+from support.wheels import build_wheel, elf_needing
 
 START = datetime(2024, 1, 1, tzinfo=timezone.utc)
 SITE = "/srv/venv/lib/python3.11/site-packages"
 
 
-def _releases() -> dict[str, list[tuple[str, dict[str, str]]]]:
+def _releases() -> dict[str, list[tuple[str, dict[str, str | bytes]]]]:
     """Every project's releases, oldest first: version -> files."""
     core = '__all__ = ["keep", "old_name"]\ndef keep(): pass\ndef old_name(): pass\n'
     core2 = '__all__ = ["keep"]\ndef keep(): pass\n'
@@ -68,6 +68,11 @@ def _releases() -> dict[str, list[tuple[str, dict[str, str]]]]:
         ],
         # 2.0's binaries ask for glibc 2.28 (its manylinux tag); 1.x's for 2.17
         "glib": [(v, {"glib/__init__.py": ""}) for v in ("1.0", "1.1", "2.0")],
+        # tagged manylinux2014 (glibc 2.17) every time; 2.0's binary asks 2.34 all the same
+        "elflib": [
+            (v, {"elflib/__init__.py": "", "elflib/_x.so": elf_needing(need)})
+            for v, need in (("1.0", "2.14"), ("1.1", "2.17"), ("2.0", "2.34"))
+        ],
         # the distribution py-elib ships the import name elib
         "py-elib": [
             ("1.0", {"elib/__init__.py": "thing = 1\n"}),
@@ -80,6 +85,9 @@ TAGS = {
     "glib==1.0": "cp311-cp311-manylinux2014_x86_64",
     "glib==1.1": "cp311-cp311-manylinux2014_x86_64",
     "glib==2.0": "cp311-cp311-manylinux_2_28_x86_64",
+    "elflib==1.0": "cp311-cp311-manylinux2014_x86_64",
+    "elflib==1.1": "cp311-cp311-manylinux2014_x86_64",
+    "elflib==2.0": "cp311-cp311-manylinux2014_x86_64",
 }
 
 
@@ -336,3 +344,19 @@ def test_a_glibc_symbol_version_names_the_release_built_for_a_newer_one(
     (history,) = answer["findings"][0]["histories"]
     assert history["question"] == "glib's Linux wheels need at most glibc 2.17"
     assert answer["requests"] <= 3  # the index page: no wheel read
+
+
+def test_a_binary_that_asks_more_than_its_wheels_tag_claims(
+    served: LocalIndex, tmp_path: Path
+) -> None:
+    """elflib's wheels all claim manylinux2014 (glibc 2.17), and the machine has 2.20: the
+    tags say every release fits, so the binaries' own ELF version needs decide."""
+    text = (
+        "elflib==2.0\nPlatform: Linux-4.4.0-x86_64-with-glibc2.20\n"
+        "ImportError: /lib64/libc.so.6: version `GLIBC_2.34' not found (required by "
+        f"{SITE}/elflib/_x.so)\n"
+    )
+    code, answer = _why(served, text, tmp_path / "c")
+    assert code == 1 and _fixes(answer) == ["elflib<2.0"]
+    (history,) = answer["findings"][0]["histories"]
+    assert history["question"] == "elflib's shared objects need at most glibc 2.20"

@@ -146,3 +146,32 @@ def extension_target(python: str) -> dict[str, str]:
         ).stdout
     )  # fmt: skip
     return out
+
+
+def elf_needing(*versions: str) -> bytes:
+    """The smallest 64-bit ELF shared object whose version needs name ``GLIBC_<v>`` for each
+    of ``versions`` (what ``objdump -T`` shows of a real one): a header, a string table and a
+    ``.gnu.version_r`` section, for wheels whose binaries ask more than their tag claims."""
+    import struct
+
+    strings = b"\0libc.so.6\0"
+    names = []
+    for v in versions:
+        names.append(len(strings))
+        strings += f"GLIBC_{v}".encode() + b"\0"
+    aux = b"".join(
+        struct.pack("<IHHII", 0, 0, 2 + i, name, 16 if i + 1 < len(names) else 0)
+        for i, name in enumerate(names)
+    )
+    verneed = struct.pack("<HHIII", 1, len(names), 1, 16, 0) + aux
+    str_at, need_at = 64, 64 + len(strings)
+    sh_at = need_at + len(verneed)
+    header = (
+        b"\x7fELF\x02\x01\x01"
+        + b"\0" * 9
+        + struct.pack("<HHIQQQIHHHHHH", 3, 62, 1, 0, 0, sh_at, 0, 64, 0, 0, 64, 3, 0)
+    )
+    sections = b"\0" * 64
+    sections += struct.pack("<IIQQQQIIQQ", 0, 3, 0, 0, str_at, len(strings), 0, 0, 1, 0)
+    sections += struct.pack("<IIQQQQIIQQ", 0, 0x6FFFFFFE, 0, 0, need_at, len(verneed), 1, 1, 8, 0)
+    return header + strings + verneed + sections

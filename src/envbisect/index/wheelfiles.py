@@ -159,14 +159,15 @@ class WheelFiles:
             return None
         return info.CRC, info.file_size
 
-    def read(self, member: str) -> bytes | None:
-        """The member's bytes, or None where the wheel has no such member."""
+    def read(self, member: str, limit: int = MEMBER_LIMIT) -> bytes | None:
+        """The member's bytes, or None where the wheel has no such member (or it is larger
+        than ``limit`` bytes)."""
         zf = self._open()
         try:
             info = zf.getinfo(member)
         except KeyError:
             return None
-        if info.file_size > MEMBER_LIMIT:
+        if info.file_size > limit:
             return None
         try:
             return zf.read(info)

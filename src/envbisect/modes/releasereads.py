@@ -27,6 +27,7 @@ from envbisect.model import DistFile
 
 CACHE_VERSION = "why1"  # part of every cached answer's key: bump when a judgement changes
 SCAN_LIMIT = 30 * 1024 * 1024  # bytes of a wheel read whole to look in every module
+BINARY_LIMIT = 512 * 1024 * 1024  # bytes of one shared object read for its glibc needs
 MANY_MEMBERS = 12  # members of one wheel read by ranges before the rest come from it whole
 
 
@@ -212,6 +213,13 @@ class Reader:
             data = self._wheel(f).read(member)
             self._sources[key] = data.decode("utf-8", errors="replace") if data else None
         return self._sources[key]
+
+    def binary(self, f: DistFile, member: str) -> bytes | None:
+        """A shared object of the wheel, whole (up to ``BINARY_LIMIT`` bytes), not kept."""
+        with self._lock:
+            self.reads += 1
+        w = self._wheel(f)
+        return w.read(member, limit=BINARY_LIMIT) if isinstance(w, WheelFiles) else None
 
     def answered(self, key: str, ask: Callable[[], int | None], filename: str) -> int | None:
         """The answer cached under ``key``, else ``ask()``'s (then cached). A wheel that

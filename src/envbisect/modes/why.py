@@ -35,7 +35,14 @@ from envbisect.core.results.why import Explained, WhyResult
 from envbisect.errors import EnvbisectError
 from envbisect.index.client import IndexClient
 from envbisect.modes.releasereads import Reader, Releases, fits
-from envbisect.modes.staticprobes import Accepts, CallerDoes, ImportsUnshipped, Offers, Ships
+from envbisect.modes.staticprobes import (
+    Accepts,
+    CallerDoes,
+    ImportsUnshipped,
+    LinksGlibc,
+    Offers,
+    Ships,
+)
 from envbisect.modes.whichdist import (
     WhyContext,
     call_site,
@@ -402,6 +409,18 @@ def _glibc(ctx: WhyContext, item: MissingSymbolVersion) -> Explained:
     h = read_everywhere(
         dist, "callee", f"{dist}'s Linux wheels need at most glibc {said}", answers, stated
     )
+    if h.installed_answer != 0 or not merged([h]):
+        # the tag of the release that failed claims the machine's glibc will do (or nothing
+        # is known of it): the binaries' own needs decide, read from the wheels
+        q = LinksGlibc(
+            dist=dist,
+            role="callee",
+            limit=limit,
+            text=f"{dist}'s shared objects need at most glibc {said}",
+        )
+        elf = history(ctx, q)
+        if elf is not None and merged([elf]):
+            h = elf
     return _finish(
         item,
         [h],
