@@ -70,7 +70,6 @@ class Releases:
 
     def __init__(self, client: IndexClient, minor: tuple[int, int]) -> None:
         self._client = client
-        self._minor = minor
         self.minor = minor
         self._memo: dict[str, list[Release] | None] = {}
         self._lock = threading.Lock()
@@ -119,7 +118,7 @@ class Releases:
             ranked = [
                 (r, f.filename, f)
                 for f in files
-                if (r := fits(f.filename, self._minor)) is not None
+                if (r := fits(f.filename, self.minor)) is not None
             ]
             if not ranked:
                 # No wheel at all: a pure-Python project's sdist holds the same modules.
