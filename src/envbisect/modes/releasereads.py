@@ -116,9 +116,7 @@ class Releases:
             if any(f.yanked for f in files) and all(f.yanked for f in files) and not own:
                 continue
             ranked = [
-                (r, f.filename, f)
-                for f in files
-                if (r := fits(f.filename, self.minor)) is not None
+                (r, f.filename, f) for f in files if (r := fits(f.filename, self.minor)) is not None
             ]
             if not ranked:
                 # No wheel at all: a pure-Python project's sdist holds the same modules.

@@ -247,22 +247,38 @@ def _named(
     if dist is None:
         return _nobody(item, top)
     callee = history(ctx, Offers(dist=dist, role="callee", text=asked, module=module, name=name))
-    by_caller = None
-    found = caller(ctx, item, top)
-    if found is not None:
-        frame, cdist = found
-        assert frame.module is not None
-        q = CallerDoes(
-            dist=cdist,
-            role="caller",
-            module=frame.module,
-            how=how,
-            target=module,
-            name=name,
-            text=f"{frame.module} {does}",
-        )
-        by_caller = history(ctx, q)
+    by_caller = _by_caller(ctx, item, top, how=how, target=module, name=name, does=does)
     return _finish(item, [by_caller, callee])
+
+
+def _by_caller(
+    ctx: WhyContext,
+    item: Evidence,
+    top: str,
+    *,
+    how: str,
+    target: str,
+    does: str,
+    name: str = "",
+) -> History | None:
+    """The caller's side: does the innermost installed frame's module (of a distribution
+    other than the callee's ``top``) still ``does``, release by release; None where no such
+    frame is."""
+    found = caller(ctx, item, top)
+    if found is None:
+        return None
+    frame, cdist = found
+    assert frame.module is not None
+    q = CallerDoes(
+        dist=cdist,
+        role="caller",
+        module=frame.module,
+        how=how,
+        target=target,
+        name=name,
+        text=f"{frame.module} {does}",
+    )
+    return history(ctx, q)
 
 
 def _missing_module(ctx: WhyContext, item: MissingModule) -> Explained:
@@ -298,21 +314,11 @@ def _missing_module(ctx: WhyContext, item: MissingModule) -> Explained:
     callee = history(
         ctx, Ships(dist=dist, role="callee", module=item.module, text=f"{dist} ships {item.module}")
     )
-    by_caller = None
-    found = caller(ctx, item, top)
-    if found is not None:
-        frame, cdist = found
-        assert frame.module is not None
-        ask = CallerDoes(
-            dist=cdist,
-            role="caller",
-            module=frame.module,
-            how="module",
-            target=item.module,
-            text=f"{frame.module} imports {item.module}",
-        )
-        by_caller = history(ctx, ask)
-    elif callee is not None and not merged([callee]):
+    by_caller = _by_caller(
+        ctx, item, top, how="module", target=item.module, does=f"imports {item.module}"
+    )
+    nobody_else = caller(ctx, item, top) is None
+    if nobody_else and callee is not None and not merged([callee]):
         # nobody else imports it: the distribution's own code does, in a release that
         # does not ship it (a broken release)
         q2 = ImportsUnshipped(
