@@ -17,7 +17,7 @@ import pytest
 
 from support.cli import assert_clean_error, envbisect
 from support.index_server import IndexFile, LocalIndex
-from support.wheels import build_wheel, elf_needing
+from support.wheels import build_wheel, elf_linking, elf_needing
 
 START = datetime(2024, 1, 1, tzinfo=timezone.utc)
 SITE = "/srv/venv/lib/python3.11/site-packages"
@@ -73,6 +73,19 @@ def _releases() -> dict[str, list[tuple[str, dict[str, str | bytes]]]]:
             (v, {"elflib/__init__.py": "", "elflib/_x.so": elf_needing(need)})
             for v, need in (("1.0", "2.14"), ("1.1", "2.17"), ("2.0", "2.34"))
         ],
+        # built for CUDA 11 up to 1.1, for CUDA 12 from 2.0 on (2.0's binary too large to read
+        # whole: judged by its first bytes, over ranges)
+        "culib": [
+            (v, {"culib/__init__.py": "", "culib/_C.so": elf_linking(*libs, padding=pad)})
+            for v, libs, pad in (
+                ("1.0", ("libcudart.so.11.0", "libc.so.6"), 0),
+                ("1.1", ("libcudart.so.11.0", "libcublas.so.11"), 0),
+                ("2.0", ("libcudart.so.12", "libc.so.6"), 9 * 1024 * 1024),
+                ("2.1", ("libcudart.so.12", "libcublas.so.12"), 0),
+            )
+        ],
+        # brings its CUDA runtime as an nvidia-* wheel (REQUIRES), as torch does
+        "tlib": [("1.0", {"tlib/__init__.py": "", "tlib/_C.so": elf_linking("libcudart.so.12")})],
         # the distribution py-elib ships the import name elib
         "py-elib": [
             ("1.0", {"elib/__init__.py": "thing = 1\n"}),
@@ -88,6 +101,13 @@ TAGS = {
     "elflib==1.0": "cp311-cp311-manylinux2014_x86_64",
     "elflib==1.1": "cp311-cp311-manylinux2014_x86_64",
     "elflib==2.0": "cp311-cp311-manylinux2014_x86_64",
+    **{f"culib=={v}": "cp311-cp311-manylinux2014_x86_64" for v in ("1.0", "1.1", "2.0", "2.1")},
+    "tlib==1.0": "cp311-cp311-manylinux2014_x86_64",
+}
+
+
+REQUIRES = {
+    "tlib==1.0": ['nvidia-cuda-runtime-cu12 (==12.1.105) ; platform_system == "Linux"'],
 }
 
 
@@ -97,7 +117,8 @@ def _serve(tmp: Path, *, ranges: bool = True, broken: str | None = None) -> Loca
     for project, releases in _releases().items():
         for version, files in releases:
             tag = TAGS.get(f"{project}=={version}", "py3-none-any")
-            path = build_wheel(tmp, project, version, files, tag=tag)
+            requires = REQUIRES.get(f"{project}=={version}", [])
+            path = build_wheel(tmp, project, version, files, tag=tag, requires=requires)
             if f"{project}=={version}" == broken:
                 _damage(path, f"{project}/core.py")
             when += timedelta(days=1)
@@ -360,3 +381,47 @@ def test_a_binary_that_asks_more_than_its_wheels_tag_claims(
     assert code == 1 and _fixes(answer) == ["elflib<2.0"]
     (history,) = answer["findings"][0]["histories"]
     assert history["question"] == "elflib's shared objects need at most glibc 2.20"
+
+
+def _library_failure(project: str, library: str) -> str:
+    return (
+        "Traceback (most recent call last):\n"
+        '  File "/home/u/train.py", line 1, in <module>\n'
+        f"    import {project}.ops\n"
+        f'  File "{SITE}/{project}/ops.py", line 3, in <module>\n'
+        f"    from {project}._C import kernel\n"
+        f"ImportError: {library}: cannot open shared object file: No such file or directory\n"
+    )
+
+
+def test_a_cuda_library_of_another_toolkit_names_the_release_built_for_it(
+    served: LocalIndex, tmp_path: Path
+) -> None:
+    """culib 2.0 was built for CUDA 12; the report's torch is CUDA 11.8's: hold culib back
+    below 2.0, read from the libraries each release's binary links (2.0's by its first
+    bytes)."""
+    text = "culib==2.0\ntorch==2.1.2+cu118\n" + _library_failure("culib", "libcudart.so.12")
+    code, answer = _why(served, text, tmp_path / "c")
+    assert code == 1 and _fixes(answer) == ["culib<2.0"]
+    (finding,) = answer["findings"]
+    assert finding["evidence"]["kind"] == "shared-library"
+    assert finding["evidence"]["module"] == "culib._C"
+    (history,) = finding["histories"]
+    assert history["question"] == (
+        "culib's shared objects link CUDA 11's libraries (the report's CUDA 11.8)"
+    )
+    # without the toolkit said: the releases that do not link the missing library, and a note
+    code, answer = _why(served, _library_failure("culib", "libcudart.so.11.0"), tmp_path / "d")
+    assert code == 1 and _fixes(answer) == ["culib>=2.0"]
+    assert any("does not say its CUDA" in n for n in answer["findings"][0]["notes"])
+
+
+def test_a_cuda_library_its_release_brings_as_an_nvidia_wheel(
+    served: LocalIndex, tmp_path: Path
+) -> None:
+    text = "tlib==1.0\n" + _library_failure("tlib", "libcudart.so.12")
+    code, answer = _why(served, text, tmp_path / "c")
+    (finding,) = answer["findings"]
+    assert code == 1 and finding["kind"] == "not-installed"
+    assert _fixes(answer) == ["nvidia-cuda-runtime-cu12==12.1.105"]
+    assert finding["fixes"][0]["command"] == "pip install nvidia-cuda-runtime-cu12==12.1.105"

@@ -175,3 +175,31 @@ def elf_needing(*versions: str) -> bytes:
     sections += struct.pack("<IIQQQQIIQQ", 0, 3, 0, 0, str_at, len(strings), 0, 0, 1, 0)
     sections += struct.pack("<IIQQQQIIQQ", 0, 0x6FFFFFFE, 0, 0, need_at, len(verneed), 1, 1, 8, 0)
     return header + strings + verneed + sections
+
+
+def elf_linking(*libraries: str, padding: int = 0) -> bytes:
+    """The smallest 64-bit ELF shared object whose dynamic section links ``libraries``
+    (``DT_NEEDED``, what ``readelf -d`` shows of a real one): a header, the dynamic string
+    table, the dynamic section, ``padding`` bytes of code-like filler (a shared object too
+    large to read whole, judged by its first bytes), and the section headers at the end."""
+    import struct
+
+    strings = b"\0"
+    offsets = []
+    for lib in libraries:
+        offsets.append(len(strings))
+        strings += lib.encode() + b"\0"
+    dynamic = b"".join(struct.pack("<qQ", 1, o) for o in offsets) + struct.pack("<qQ", 0, 0)
+    str_at = 64
+    dyn_at = str_at + len(strings)
+    sh_at = dyn_at + len(dynamic) + padding
+    header = (
+        b"\x7fELF\x02\x01\x01"
+        + b"\0" * 9
+        + struct.pack("<HHIQQQIHHHHHH", 3, 62, 1, 0, 0, sh_at, 0, 64, 0, 0, 64, 3, 0)
+    )
+    sections = b"\0" * 64
+    sections += struct.pack("<IIQQQQIIQQ", 0, 3, 0, 0, str_at, len(strings), 0, 0, 1, 0)
+    sections += struct.pack("<IIQQQQIIQQ", 0, 6, 0, 0, dyn_at, len(dynamic), 1, 0, 8, 16)
+    filler = bytes(range(256)) * (padding // 256) + b"\x90" * (padding % 256)
+    return header + strings + dynamic + filler + sections

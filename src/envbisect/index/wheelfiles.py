@@ -65,6 +65,7 @@ class WheelFiles:
         self._zip: zipfile.ZipFile | None = None
         self._whole_wanted = whole  # every member will be read: one download, not many ranges
         self.requests_ranged = not whole
+        self._range_file: RangeFile | None = None
 
     def __enter__(self) -> WheelFiles:
         return self
@@ -119,6 +120,7 @@ class WheelFiles:
             return resp.content
 
         rf = RangeFile(read, size)
+        self._range_file = rf
         try:
             rf.seek(max(0, size - 22))
             rf.read(22)  # the end record: the first request tells whether ranges work
@@ -173,6 +175,31 @@ class WheelFiles:
             return zf.read(info)
         except (*_ZIP_ERRORS, NoRanges, OSError) as e:
             raise _bad(self.file, e) from e
+
+    def head(self, member: str, n: int) -> bytes | None:
+        """The first ``n`` bytes of the member, uncompressed (what lies at the start of a
+        shared object too large to read whole), or None where there is no such member. Over
+        ranges its first compressed bytes come in one request, not one per 64 KiB."""
+        zf = self._open()
+        try:
+            info = zf.getinfo(member)
+        except KeyError:
+            return None
+        if self._range_file is not None:  # the local header, its name and extra, the data
+            start = info.header_offset
+            self._range_file.prefetch(start, start + 30 + 2 * 65535 + min(info.compress_size, n))
+        try:
+            with zf.open(info) as stream:
+                return stream.read(n)
+        except (*_ZIP_ERRORS, NoRanges, OSError) as e:
+            raise _bad(self.file, e) from e
+
+    def size(self, member: str) -> int | None:
+        """The member's uncompressed size, None where there is no such member."""
+        try:
+            return self._open().getinfo(member).file_size
+        except KeyError:
+            return None
 
 
 SDIST_LIMIT = 40 * 1024 * 1024  # bytes of an sdist read whole (a release with no wheel)

@@ -236,6 +236,11 @@ class RangeFile(io.RawIOBase):
             self._pos += len(data)
         return out
 
+    def prefetch(self, start: int, end: int) -> None:
+        """Bytes ``start..end`` (inclusive, clipped to the file) fetched in one request now,
+        for reads that will walk through them in small steps (a member decompressed)."""
+        self._ensure(max(0, start), min(self._size, end + 1) - 1)
+
     def _ensure(self, start: int, end: int) -> None:
         first, last = start // self.CHUNK, end // self.CHUNK
         missing = [c for c in range(first, last + 1) if c not in self._chunks]

@@ -20,6 +20,7 @@ from packaging.utils import canonicalize_name, parse_wheel_filename
 from packaging.version import InvalidVersion, Version
 
 from envbisect.core.evidence.boundaries import NO, YES
+from envbisect.core.evidence.elfneeds import libraries_named_in, libraries_needed_by
 from envbisect.errors import InfrastructureError, UnknownPackage, UsageError
 from envbisect.index.client import IndexClient
 from envbisect.index.wheelfiles import SdistFiles, WheelFiles
@@ -27,6 +28,7 @@ from envbisect.model import DistFile
 
 CACHE_VERSION = "why1"  # part of every cached answer's key: bump when a judgement changes
 SCAN_LIMIT = 30 * 1024 * 1024  # bytes of a wheel read whole to look in every module
+HEAD_BYTES = 8 * 1024 * 1024  # bytes of a shared object read for the libraries it links
 BINARY_LIMIT = 512 * 1024 * 1024  # bytes of one shared object read for its glibc needs
 MANY_MEMBERS = 12  # members of one wheel read by ranges before the rest come from it whole
 
@@ -217,6 +219,24 @@ class Reader:
             self.reads += 1
         w = self._wheel(f)
         return w.read(member, limit=BINARY_LIMIT) if isinstance(w, WheelFiles) else None
+
+    def libraries(self, f: DistFile, member: str) -> tuple[str, ...] | None:
+        """The libraries a shared object of the wheel links against: its ``DT_NEEDED`` where
+        it is small enough to read whole, else the names in its first ``HEAD_BYTES`` (its
+        dynamic string table); None where it cannot be read as ELF."""
+        with self._lock:
+            self.reads += 1
+        w = self._wheel(f)
+        if not isinstance(w, WheelFiles):
+            return None
+        size = w.size(member)
+        if size is None:
+            return None
+        if size <= HEAD_BYTES:
+            data = w.read(member, limit=HEAD_BYTES)
+            return libraries_needed_by(data) if data is not None else None
+        head = w.head(member, HEAD_BYTES)
+        return libraries_named_in(head) if head is not None else None
 
     def answered(self, key: str, ask: Callable[[], int | None], filename: str) -> int | None:
         """The answer cached under ``key``, else ``ask()``'s (then cached). A wheel that

@@ -23,7 +23,6 @@ from envbisect.core.evidence import callers as calls
 from envbisect.core.evidence import signatures as sig
 from envbisect.core.evidence.apisource import Verdict
 from envbisect.core.evidence.boundaries import NO, YES, Change, History
-from envbisect.core.evidence.elfneeds import glibc_needed_by
 from envbisect.core.evidence.importnames import has_module, member_of
 from envbisect.core.evidence.signatures import Params
 from envbisect.model import DistFile
@@ -262,28 +261,6 @@ class Accepts(Question):
         if self.given is not None:
             return YES if p.accepts_positional(self.given) else NO
         return NO if p.requires(self.missing) else YES
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class LinksGlibc(Question):
-    """Whether every shared object of the release asks at most glibc ``limit`` (their ELF
-    version needs, what the loader checks: a manylinux tag is only the wheel's claim)."""
-
-    limit: tuple[int, int]
-
-    @property
-    def key(self) -> str:
-        return f"glibc:{self.limit[0]}.{self.limit[1]}"
-
-    def ask(self, r: Reader, f: DistFile) -> int | None:
-        shared = [m for m in r.names(f) if _SHARED.search(m)]
-        if not shared:
-            return YES  # no binary: it asks nothing of the C library
-        needs = [glibc_needed_by(r.binary(f, m) or b"") for m in shared]
-        read = [n for n in needs if n is not None]
-        if not read:
-            return None
-        return YES if max(read) <= self.limit else NO
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -13,16 +13,18 @@ to ask of each evidence item.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from packaging.utils import canonicalize_name
 
 from envbisect.core.evidence import signatures as sig
 from envbisect.core.evidence.apisource import parse
-from envbisect.core.evidence.boundaries import History
+from envbisect.core.evidence.boundaries import History, merged
 from envbisect.core.evidence.failure import BadCall, Evidence, Frame
 from envbisect.core.evidence.importnames import candidates, member_of, top_levels
 from envbisect.core.evidence.stated import stated_version
+from envbisect.core.results.why import Explained
 from envbisect.index.client import IndexClient
 from envbisect.modes.releasereads import Reader, Releases
 from envbisect.modes.staticprobes import Question, search
@@ -194,3 +196,32 @@ def locate(ctx: WhyContext, module: str, name: str, depth: int) -> tuple[str, st
             at = f"{module}.{key}"
             break
     return locate(ctx, at, name, depth + 1) if at else None
+
+
+def finish(
+    item: Evidence,
+    histories: Sequence[History | None],
+    *,
+    kind: str = "version",
+    notes: Sequence[str] = (),
+) -> Explained:
+    hs = tuple(h for h in histories if h is not None)
+    fixes = tuple(merged(hs))
+    more = list(notes)
+    for h in hs:
+        if h.role == "callee" and h.installed is not None and h.installed_answer == 1:
+            more.append(
+                f"{h.package} {h.installed} (as the text says) passes this: {h.question}; "
+                "the failure ran with another release than the one stated, or not this one"
+            )
+    if not fixes and kind == "version":
+        kind = "unexplained"
+    return Explained(item=item, kind=kind, histories=hs, fixes=fixes, notes=tuple(more))
+
+
+def nobody(item: Evidence, top: str) -> Explained:
+    return Explained(
+        item=item,
+        kind="unexplained",
+        notes=(f"no distribution on the index was found to ship {top}",),
+    )

@@ -20,26 +20,25 @@ from collections.abc import Sequence
 
 from packaging.utils import canonicalize_name
 
-from envbisect.core.evidence.boundaries import History, glibc_needed, merged, read_everywhere
+from envbisect.core.evidence.boundaries import History, merged
 from envbisect.core.evidence.failure import (
     BadCall,
     Evidence,
     MissingAttr,
+    MissingLibrary,
     MissingModule,
     MissingName,
     MissingSymbolVersion,
     read_failure,
 )
-from envbisect.core.evidence.stated import stated_glibc, stated_python
+from envbisect.core.evidence.stated import stated_python
 from envbisect.core.results.why import Explained, WhyResult
-from envbisect.errors import EnvbisectError
 from envbisect.index.client import IndexClient
-from envbisect.modes.releasereads import Reader, Releases, fits
+from envbisect.modes.releasereads import Reader, Releases
 from envbisect.modes.staticprobes import (
     Accepts,
     CallerDoes,
     ImportsUnshipped,
-    LinksGlibc,
     Offers,
     Ships,
 )
@@ -49,9 +48,12 @@ from envbisect.modes.whichdist import (
     caller,
     definition,
     dist_of,
+    finish,
     history,
+    nobody,
     version,
 )
+from envbisect.modes.whynative import glibc, shared_library
 from envbisect.progress import Progress
 
 _SITE = re.compile(r"[\\/](?:site|dist)-packages[\\/]")
@@ -149,9 +151,11 @@ def _explain(ctx: WhyContext, item: Evidence) -> Explained:
         return _missing_module(ctx, item)
     if isinstance(item, BadCall):
         return _bad_call(ctx, item)
+    if isinstance(item, MissingLibrary):
+        return shared_library(ctx, item)
     assert isinstance(item, MissingSymbolVersion)
     if item.library == "GLIBC" and item.module:
-        return _glibc(ctx, item)
+        return glibc(ctx, item)
     return Explained(
         item=item,
         kind="unexplained",
@@ -160,27 +164,6 @@ def _explain(ctx: WhyContext, item: Evidence) -> Explained:
             "see envbisect check for the binaries' requirements",
         ),
     )
-
-
-def _finish(
-    item: Evidence,
-    histories: Sequence[History | None],
-    *,
-    kind: str = "version",
-    notes: Sequence[str] = (),
-) -> Explained:
-    hs = tuple(h for h in histories if h is not None)
-    fixes = tuple(merged(hs))
-    more = list(notes)
-    for h in hs:
-        if h.role == "callee" and h.installed is not None and h.installed_answer == 1:
-            more.append(
-                f"{h.package} {h.installed} (as the text says) passes this: {h.question}; "
-                "the failure ran with another release than the one stated, or not this one"
-            )
-    if not fixes and kind == "version":
-        kind = "unexplained"
-    return Explained(item=item, kind=kind, histories=hs, fixes=fixes, notes=tuple(more))
 
 
 # -- the kinds of evidence --------------------------------------------------------------------
@@ -245,10 +228,10 @@ def _named(
     top = module.split(".")[0]
     dist = dist_of(ctx, top)
     if dist is None:
-        return _nobody(item, top)
+        return nobody(item, top)
     callee = history(ctx, Offers(dist=dist, role="callee", text=asked, module=module, name=name))
     by_caller = _by_caller(ctx, item, top, how=how, target=module, name=name, does=does)
-    return _finish(item, [by_caller, callee])
+    return finish(item, [by_caller, callee])
 
 
 def _by_caller(
@@ -292,7 +275,7 @@ def _missing_module(ctx: WhyContext, item: MissingModule) -> Explained:
         return Explained(item=item, kind="local", notes=(note,))
     dist = dist_of(ctx, top)
     if dist is None:
-        return _nobody(item, top)
+        return nobody(item, top)
     if item.module == top:
         if version(ctx, dist) is None:
             return Explained(
@@ -310,7 +293,7 @@ def _missing_module(ctx: WhyContext, item: MissingModule) -> Explained:
         )
         h = history(ctx, q)
         broken = h is not None and h.installed_answer == 0
-        return _finish(item, [h], kind="broken-release" if broken else "version")
+        return finish(item, [h], kind="broken-release" if broken else "version")
     callee = history(
         ctx, Ships(dist=dist, role="callee", module=item.module, text=f"{dist} ships {item.module}")
     )
@@ -330,8 +313,8 @@ def _missing_module(ctx: WhyContext, item: MissingModule) -> Explained:
         own = history(ctx, q2)
         if own is not None and merged([own]):
             broken = own.installed_answer == 1 or own.installed is None
-            return _finish(item, [own], kind="broken-release" if broken else "version")
-    return _finish(item, [by_caller, callee])
+            return finish(item, [own], kind="broken-release" if broken else "version")
+    return finish(item, [by_caller, callee])
 
 
 def _bad_call(ctx: WhyContext, item: BadCall) -> Explained:
@@ -375,63 +358,4 @@ def _bad_call(ctx: WhyContext, item: BadCall) -> Explained:
             text=f"{module}.{qual}() {says}",
         )
         histories.append(history(ctx, q2))
-    return _finish(item, histories)
-
-
-def _nobody(item: Evidence, top: str) -> Explained:
-    return Explained(
-        item=item,
-        kind="unexplained",
-        notes=(f"no distribution on the index was found to ship {top}",),
-    )
-
-
-def _glibc(ctx: WhyContext, item: MissingSymbolVersion) -> Explained:
-    """A shared object of an installed package needs a newer glibc than the machine has: the
-    releases whose Linux wheels ask at most what it has (their manylinux tags, from the
-    index page: nothing read), the report's glibc where it says it, else below the version
-    the loader did not find."""
-    top = (item.module or "").split(".")[0]
-    dist = dist_of(ctx, top)
-    if dist is None:
-        return _nobody(item, top)
-    have = stated_glibc(ctx.text)
-    major, minor = (int(x) for x in item.version.split(".")[:2])
-    limit = have if have is not None else (major, minor - 1)
-    try:
-        pf = ctx.client.project_files(dist)
-    except EnvbisectError:
-        return _nobody(item, top)
-    answers: list[tuple[str, int | None]] = []
-    stated = version(ctx, dist)
-    for v in sorted(pf.versions()):
-        files = [f.filename for f in pf.files_of(v) if not f.yanked]
-        if (v.is_prerelease and str(v) != stated) or not files:
-            continue
-        wheels = [n for n in files if fits(n, ctx.releases.minor) is not None]
-        need = glibc_needed(wheels)
-        answers.append((str(v), None if need is None else int(need <= limit)))
-    said = f"{limit[0]}.{limit[1]}"
-    h = read_everywhere(
-        dist, "callee", f"{dist}'s Linux wheels need at most glibc {said}", answers, stated
-    )
-    if h.installed_answer != 0 or not merged([h]):
-        # the tag of the release that failed claims the machine's glibc will do (or nothing
-        # is known of it): the binaries' own needs decide, read from the wheels
-        q = LinksGlibc(
-            dist=dist,
-            role="callee",
-            limit=limit,
-            text=f"{dist}'s shared objects need at most glibc {said}",
-        )
-        elf = history(ctx, q)
-        if elf is not None and merged([elf]):
-            h = elf
-    return _finish(
-        item,
-        [h],
-        notes=(
-            f"the machine's glibc is {'older than ' + item.version if have is None else said}: "
-            "a release built for it, or a newer system (manylinux tags, as the wheels claim)",
-        ),
-    )
+    return finish(item, histories)

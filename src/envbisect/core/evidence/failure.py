@@ -10,7 +10,9 @@ text gives them:
   attribute 'x'``, ``'C' object has no attribute 'x'``;
 - ``BadCall``: ``F() got an unexpected keyword argument 'k'``, ``F() takes N positional
   arguments but M were given``, ``F() missing N required positional arguments: 'a'``;
-- ``MissingSymbolVersion``: ``version `GLIBC_2.NN' not found (required by PATH)``.
+- ``MissingSymbolVersion``: ``version `GLIBC_2.NN' not found (required by PATH)``;
+- ``MissingLibrary``: ``libcudart.so.11.0: cannot open shared object file`` (the module whose
+  load failed: the extension the innermost installed frame imports, else that frame's).
 
 Each item carries the traceback frames before it (innermost last): a frame's file under
 ``site-packages`` (or ``dist-packages``) names the import path of the module it is in, and so
@@ -211,7 +213,22 @@ class MissingSymbolVersion(Item):
         }
 
 
-Evidence = MissingName | MissingModule | MissingAttr | BadCall | MissingSymbolVersion
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MissingLibrary(Item):
+    """``libcudart.so.11.0: cannot open shared object file``: the loader did not find a
+    library a binary links against; ``module``: the import path whose load failed, where the
+    frames tell (``vllm._C`` for ``from vllm._C import ops``)."""
+
+    library: str
+    module: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**self.base_dict("shared-library"), "library": self.library, "module": self.module}
+
+
+Evidence = (
+    MissingName | MissingModule | MissingAttr | BadCall | MissingSymbolVersion | MissingLibrary
+)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -261,6 +278,12 @@ _SYMBOL_VERSION = re.compile(
     r" \(required by (?P<by>[^)\s]+)\)"
 )
 _QUOTED = re.compile(rf"{_Q}(\w+){_Q}")
+_NO_LIBRARY = re.compile(
+    r"(?<![\w.+-])(?P<lib>lib[\w+-]+(?:\.[\w+-]+)*?\.so(?:\.\d+)*): cannot open shared object file"
+)
+_IMPORTING = re.compile(
+    r"^\s*(?:from\s+(?P<frm>[\w.]+)\s+import\s+(?P<names>[\w, ()]+)|import\s+(?P<mod>[\w.]+))"
+)
 
 
 def read_failure(text: str) -> FailureText:
@@ -368,6 +391,10 @@ def _items(line: str, number: int, frames: tuple[Frame, ...], whole: str) -> Ite
         names = tuple(_QUOTED.findall(m.group("names")))
         yield BadCall(callee=m.group("callee"), missing=names, **base)
         return
+    m = _NO_LIBRARY.search(line)
+    if m:
+        yield MissingLibrary(library=m.group("lib"), module=_loading(frames), **base)
+        return
     m = _SYMBOL_VERSION.search(line)
     if m:
         by = m.group("by")
@@ -390,6 +417,31 @@ def _imported_from(frames: tuple[Frame, ...], name: str, whole: str) -> str | No
             if re.search(rf"\b{re.escape(name)}\b", m.group(2)):
                 return m.group(1)
     return None
+
+
+def _loading(frames: tuple[Frame, ...]) -> str | None:
+    """The module whose load failed: what the innermost installed frame's code line imports
+    (``from vllm._C import ops``: ``vllm._C``, resolved against the frame's package where it
+    is relative), else that frame's own module (``torch/__init__.py``'s ``_load_global_deps``)."""
+    inner = [f for f in frames if f.module is not None]
+    if not inner:
+        return None
+    frame = inner[-1]
+    m = _IMPORTING.match(frame.source)
+    if m is None:
+        return frame.module
+    if m.group("mod"):
+        return m.group("mod")
+    frm = m.group("frm")
+    if frm.startswith("."):
+        package = (frame.module or "").split(".")
+        if not frame.path.endswith("__init__.py"):
+            package = package[:-1]
+        dots = len(frm) - len(frm.lstrip("."))
+        package = package[: len(package) - (dots - 1)] if dots > 1 else package
+        rest = frm.lstrip(".") or m.group("names").split(",")[0].strip(" ()").split(" ")[0]
+        frm = ".".join([*package, rest]).strip(".")
+    return frm
 
 
 def _folder_module(path: str) -> str | None:

@@ -86,3 +86,29 @@ def stated_glibc(text: str) -> tuple[int, int] | None:
         return None
     major, minor = m.group("v").split(".")
     return int(major), int(minor)
+
+
+_NVCC = re.compile(r"Cuda compilation tools, release (\d{1,2})\.(\d)", re.IGNORECASE)
+_CU_TAG = re.compile(r"\+cu(\d{2})(\d)\b")
+_CUDA_SAID = re.compile(
+    r"(?<![\w/\\.-])cuda(?:[ _-]?(?:toolkit|version|runtime|used to build pytorch))?"
+    r"\s*(?:is\s*)?[:=]?\s*v?(\d{1,2})\.(\d)(?!\d)",
+    re.IGNORECASE,
+)
+
+
+def stated_cuda(text: str) -> tuple[int, int] | None:
+    """The CUDA toolkit the report's environment uses: nvcc's release, else torch's build
+    (``+cu118``), else ``CUDA 12.1`` / ``cuda12.4`` / ``CUDA version: 11.8`` in prose, else
+    nvidia-smi's ``CUDA Version`` (the newest the driver runs, the weakest of the four)."""
+    m = _NVCC.search(text) or _CU_TAG.search(text)
+    if m is None:
+        said = [
+            x
+            for line in text.splitlines()
+            if "Driver Version" not in line
+            for x in [_CUDA_SAID.search(line)]
+            if x is not None
+        ]
+        m = said[0] if said else _CUDA_SAID.search(text)
+    return (int(m.group(1)), int(m.group(2))) if m else None
