@@ -106,9 +106,14 @@ def proposed_fixes(answer: dict[str, Any]) -> list[str]:
     out = []
     for f in answer.get("findings", []):
         for fix in f.get("fixes", []) or []:
-            out.append(fix["requirement"])
-        if "fix" in f and isinstance(f["fix"], str):  # check's: one install line each
-            out += [w.strip("'\"") for w in f["fix"].split()[2:] if not w.startswith("-")]
+            if isinstance(fix, dict):  # why's: a requirement each
+                out.append(fix["requirement"])
+        lines = [x for x in f.get("fixes") or [] if isinstance(x, str)]
+        if not lines and isinstance(f.get("fix"), str):
+            lines = [f["fix"]]
+        for line in lines:  # check's: install lines, the forward one first
+            if isinstance(line, str):
+                out += [w.strip("'\"") for w in line.split()[2:] if not w.startswith("-")]
     return out
 
 

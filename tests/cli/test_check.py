@@ -76,9 +76,11 @@ REAL: dict[str, Expected] = {
     # The traceback too: the API history envbisect ships says transformers 4.48.0 removed
     # LlamaFlashAttention2 (brought by 4.34.0), offline.
     "lf-6809-off-pins-0.9.1.md": [
+        # the maintainer's answer: update LLaMA-Factory (0.9.2 accepts 4.48.2); back second
         ("off-pins", "error", "transformers", [9, 13],
-         "pip install 'transformers<=4.46.1,>=4.41.2'",
-         "envbisect lock --pins llamafactory==0.9.1 --python 3.11 --probe llamafactory"),
+         "pip install -U 'llamafactory>=0.9.2'",
+         "envbisect lock --pins llamafactory==0.9.2 --python 3.11 --with transformers==4.48.2 "
+         "--probe llamafactory"),
         ("release-change", "error", "transformers", [32],
          "pip install 'transformers>=4.34.0,<4.48.0'",
          "envbisect why {path} --prove"),
@@ -192,7 +194,14 @@ def _pip_parses(line: str) -> None:
     words = shlex.split(line)
     assert words[:1] == ["pip"] and words[1] in ("install", "uninstall"), line
     takes_value = {"--index-url"}
-    flags = {"--upgrade", "--force-reinstall", "--no-build-isolation", "--no-cache-dir", "--yes"}
+    flags = {
+        "-U",
+        "--upgrade",
+        "--force-reinstall",
+        "--no-build-isolation",
+        "--no-cache-dir",
+        "--yes",
+    }
     rest = iter(words[2:])
     reqs = []
     for word in rest:
@@ -239,8 +248,9 @@ def test_json_says_what_was_read_and_the_data(
     assert read["stage"] == "ppo"
     assert read["packages"]["llamafactory"] == "0.9.5" and read["packages"]["trl"] == "0.24.0"
     f = data["findings"][0]
-    assert set(f) == {"kind", "severity", "package", "message", "evidence", "fix", "verify",
-                      "source"}  # fmt: skip
+    assert set(f) == {"kind", "severity", "package", "message", "evidence", "fix", "fixes",
+                      "verify", "source"}  # fmt: skip
+    assert f["fixes"][0] == f["fix"]
     assert f["evidence"][1] == {
         "line": 20,
         "text": "[rank0]: ImportError: trl>=0.8.6,<=0.9.6 is required for a normal functioning "

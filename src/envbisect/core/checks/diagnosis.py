@@ -100,6 +100,7 @@ class Diagnosis:
                 where = f"line {e.line}" if e.line else "here"
                 out.append(f"  {where}: {e.text}")
             out.append(f"  fix: {f.fix}")
+            out += [f"  or:  {other}" for other in f.also]
             if f.verify:
                 out.append(f"  prove it: {f.verify}")
             if f.source:

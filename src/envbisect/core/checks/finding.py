@@ -2,7 +2,8 @@
 
 Plain data, made by the rules (core/checks/releasepins.py, cudarules.py, extensions.py,
 published.py) and gathered by core/checks/diagnosis.py. ``fix`` is always one command line
-(an install line or an envbisect command); ``verify`` the envbisect command that proves the
+(an install line or an envbisect command), the first to try (the one that moves forward, where
+there is one); ``also`` the others, in order; ``verify`` the envbisect command that proves the
 fix in fresh environments, where one can (lock, probe, run, repro).
 """
 
@@ -58,6 +59,7 @@ class Finding:
     fix: str
     verify: str | None = None
     source: str = ""
+    also: tuple[str, ...] = ()  # other fixes, each one command line (the way back, after forward)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -67,6 +69,7 @@ class Finding:
             "message": self.message,
             "evidence": [e.to_dict() for e in self.evidence],
             "fix": self.fix,
+            "fixes": [self.fix, *self.also],
             "verify": self.verify,
             "source": self.source,
         }

@@ -26,8 +26,9 @@ raised) and pip's ``A requires X..., but you have X V which is incompatible``.
 from __future__ import annotations
 
 import re
+import shlex
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from packaging.markers import InvalidMarker
@@ -92,10 +93,80 @@ def off_pins(obs: Observed, releases: Mapping[str, Mapping[str, Any]]) -> list[F
             refused = [_refusal(project, rel, data, name, have, stage, obs) for rel, data in around]
             if all(r is not None for r in refused):
                 rel, bound = next(r for r in reversed(refused) if r is not None)
-                found[name] = _finding(obs, project, said, rel, around, name, other, bound)
+                finding = _finding(obs, project, said, rel, around, name, other, bound)
+                ahead = _forward(obs, project, releases[project], rel, name, have, stage)
+                if ahead is not None:
+                    to, moved = ahead
+                    along = f" (pip moves {', '.join(moved)} to its pins too)" if moved else ""
+                    finding = replace(
+                        finding,
+                        message=f"{finding.message}; {project} {to} accepts {name} "
+                        f"{other.value}{along}",
+                        fix=command("pip", "install", "-U", f"{project}>={to}"),
+                        also=(finding.fix,),
+                        verify=_verify_forward(finding.verify, project, rel, to, name, have),
+                    )
+                found[name] = finding
     for finding in _from_errors(obs, found):
         found[finding.package or ""] = finding
     return list(found.values())
+
+
+def _forward(
+    obs: Observed,
+    project: str,
+    data: Mapping[str, Any],
+    release: str,
+    name: str,
+    have: Version,
+    stage: str | None,
+) -> tuple[str, tuple[str, ...]] | None:
+    """The first release of ``project`` after ``release`` that accepts ``name`` at ``have``
+    and refuses none of the report's other versions that ``release`` accepted: the fix that
+    moves forward (what maintainers usually answer: the next release supports it). Where
+    every such release refuses another of them, the first, with the packages pip would move
+    along with it."""
+    accepted = [
+        (n, x)
+        for n, said in obs.packages.items()
+        if n not in (name, project) and (x := _ver(said.value)) is not None
+        if _refusal(project, release, data[release], n, x, stage, obs) is None
+    ]
+    later = sorted((Version(r), r) for r in data if Version(r) > Version(release))
+    takers = [
+        r
+        for parsed, r in later
+        if not parsed.is_prerelease
+        and _declares(data[r], name)  # a release that stops naming it says nothing of it
+        and _refusal(project, r, data[r], name, have, stage, obs) is None
+    ]
+    for r in takers:
+        moved = [n for n, x in accepted if _refusal(project, r, data[r], n, x, stage, obs)]
+        if not moved:
+            return r, ()
+    if takers:  # pip -U moves the others the release refuses too: said
+        r = takers[0]
+        return r, tuple(n for n, x in accepted if _refusal(project, r, data[r], n, x, stage, obs))
+    return None
+
+
+def _declares(data: Mapping[str, Any], name: str) -> bool:
+    """Whether the release bounds ``name`` at all (its Requires-Dist or its code's checks)."""
+    texts = [*data.get("requires", ()), *(c["req"] for c in data.get("checks", ()))]
+    return any((r := _req(t)) is not None and canonicalize_name(r.name) == name for t in texts)
+
+
+def _verify_forward(
+    verify: str | None, project: str, release: str, to: str, name: str, have: Version
+) -> str | None:
+    """The proof of the forward fix: the same lock, of the later release, with the report's
+    version of ``name`` asked for."""
+    if verify is None:
+        return None
+    words = [to if w == f"{project}=={release}" else w for w in shlex.split(verify)]
+    words = [f"{project}=={to}" if w == to else w for w in words]
+    at = words.index("--probe") if "--probe" in words else len(words)
+    return command(*words[:at], "--with", f"{name}=={have}", *words[at:])
 
 
 def _around(data: Mapping[str, Any], version: Version) -> list[tuple[str, Mapping[str, Any]]]:
@@ -261,6 +332,7 @@ def _from_errors(obs: Observed, found: Mapping[str, Finding]) -> list[Finding]:
                     fix=done.fix,
                     verify=done.verify,
                     source=done.source,
+                    also=done.also,
                 )
                 out = [f for f in out if f.package != name]
                 out.append(merged)
