@@ -84,10 +84,16 @@ def test_a_release_fits_the_reports_toolkit() -> None:
     # a binary per toolkit (bitsandbytes): fits where one of them is the report's
     assert cudalibs.fits([*cu11, *cu12], "libcudart.so.12", 11)
     assert not cudalibs.fits(cu11, "libcudart.so.12", 12)
-    # no toolkit said: only the missing name itself counts
+    # no toolkit said: the machine lacks the missing one's toolkit and, first, the newer ones
     assert cudalibs.fits(cu11, "libcudart.so.12", None)
     assert not cudalibs.fits(cu12, "libcudart.so.12", None)
+    assert not cudalibs.fits(["libcudart.so.13"], "libcudart.so.12", None)
+    # or it has a newer one than the old release asked for
+    assert cudalibs.fits(cu12, "libcudart.so.11.0", None, newer=True)
+    assert not cudalibs.fits(cu11, "libcudart.so.11.0", None, newer=True)
+    # a library of no toolkit: only its own name counts
     assert not cudalibs.fits(["libcudnn.so.8"], "libcudnn.so.8", 12)
+    assert cudalibs.fits(["libcudnn.so.9"], "libcudnn.so.8", 12)
 
 
 def test_the_nvidia_wheel_a_release_requires_for_a_library() -> None:
@@ -133,6 +139,19 @@ def test_cannot_open_shared_object_file_names_the_module_loading_it() -> None:
     assert (item.library, item.module) == ("libcublasLt.so.11", "xformers.ops._C")
     (bare,) = read_failure("OSError: libnvrtc.so.11.2: cannot open shared object file").items
     assert isinstance(bare, MissingLibrary) and bare.module is None
+    # the import quoted just above the error, no traceback (vllm-project/vllm#1718)
+    quoted = (
+        "```\nfrom vllm import cuda_utils\nImportError: libcudart.so.12: cannot open shared "
+        "object file: No such file or directory\n```"
+    )
+    (item,) = read_failure(quoted).items
+    assert isinstance(item, MissingLibrary) and item.module == "vllm"
+    # torch 2.0's own search for the nvidia-* wheels' libraries (pytorch/pytorch#100974)
+    (item,) = read_failure(
+        "ValueError: libnvrtc.so.*[0-9].*[0-9] not found in the system path"
+    ).items
+    assert isinstance(item, MissingLibrary)
+    assert (item.library, item.module) == ("libnvrtc.so", "torch")
 
 
 @pytest.mark.parametrize(

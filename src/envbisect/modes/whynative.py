@@ -12,7 +12,8 @@ history and fixes the way modes/why.py does for the Python kinds.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+import sys
+from dataclasses import dataclass, replace
 
 from envbisect.core.evidence import cudalibs
 from envbisect.core.evidence.boundaries import NO, YES, Fix, glibc_needed, merged, read_everywhere
@@ -59,20 +60,22 @@ class LinksLibrary(Question):
 
     missing: str
     toolkit: int | None
+    newer: bool = False  # no toolkit said: the machine's taken as newer than the missing one
 
     @property
     def key(self) -> str:
-        return f"links:{self.missing}:{self.toolkit}"
+        said = self.toolkit or ("newer" if self.newer else "older")
+        return f"links:{self.missing}:{said}"
 
     def ask(self, r: Reader, f: DistFile) -> int | None:
         shared = [m for m in r.names(f) if _SHARED.search(m)]
         if not shared:
-            return YES  # no binary: it links nothing
+            return None  # no binary: its kernels moved to another distribution, or never were
         linked = [r.libraries(f, m) for m in shared]
         read = [name for libs in linked if libs is not None for name in libs]
         if all(libs is None for libs in linked):
             return None
-        return YES if cudalibs.fits(read, self.missing, self.toolkit) else NO
+        return YES if cudalibs.fits(read, self.missing, self.toolkit, newer=self.newer) else NO
 
 
 def glibc(ctx: WhyContext, item: MissingSymbolVersion) -> Explained:
@@ -134,13 +137,13 @@ def shared_library(ctx: WhyContext, item: MissingLibrary) -> Explained:
     objects link the report's toolkit (or, where the report names none, do not link the
     missing library), read from each wheel."""
     top = (item.module or "").split(".")[0]
-    if not top:
+    dist = dist_of(ctx, top) if top else _binary_importer(ctx)
+    if dist is None and not top:
         return Explained(
             item=item,
             kind="unexplained",
             notes=(f"the text does not show which package loads {item.library}",),
         )
-    dist = dist_of(ctx, top)
     if dist is None:
         return nobody(item, top)
     said = version(ctx, dist)
@@ -166,9 +169,12 @@ def shared_library(ctx: WhyContext, item: MissingLibrary) -> Explained:
         )
     cuda = stated_cuda(ctx.text)
     toolkit = cuda[0] if cuda is not None and cudalibs.toolkit_of(item.library) else None
+    wanted = cudalibs.toolkit_of(item.library)
     where = (
         f"link CUDA {toolkit}'s libraries (the report's CUDA {cuda[0]}.{cuda[1]})"
         if toolkit is not None and cuda is not None
+        else f"link no CUDA {wanted} or newer"
+        if wanted is not None
         else f"do not link {item.library}"
     )
     q = LinksLibrary(
@@ -178,13 +184,54 @@ def shared_library(ctx: WhyContext, item: MissingLibrary) -> Explained:
         toolkit=toolkit,
         text=f"{dist}'s shared objects {where}",
     )
-    notes = []
-    if toolkit is None and cudalibs.toolkit_of(item.library) is not None:
-        notes.append(
-            "the report does not say its CUDA toolkit (nvcc --version, or torch's +cuXXX): "
-            f"the fixes only avoid {item.library}"
+    h = history(ctx, q)
+    if toolkit is None and wanted is not None:
+        said = f"older than CUDA {wanted}, whose {item.library} the machine lacks"
+        if h is None or not merged([h]):  # no release built for an older one: a newer machine
+            q = replace(
+                q, newer=True, text=f"{dist}'s shared objects link CUDA {wanted + 1} or newer"
+            )
+            h, said = history(ctx, q), f"newer than CUDA {wanted} (no release fits an older one)"
+        return finish(
+            item,
+            [h],
+            notes=(
+                "the report does not say its CUDA toolkit (nvcc --version, or torch's "
+                f"+cuXXX): taken as {said}",
+            ),
         )
-    return finish(item, [history(ctx, q)], notes=notes)
+    return finish(item, [h])
+
+
+# an import line, also as IPython prints a frame's source (``---> 81     from x import y``)
+_IMPORT = re.compile(
+    r"^\s*(?:-*>\s*)?(?:\d+\s+)?(?:from\s+([A-Za-z_][\w.]*)\s+import|import\s+([A-Za-z_][\w.]*))",
+    re.M,
+)
+_TRIED = 6  # import names of the text asked whether their distribution ships binaries
+
+
+def _binary_importer(ctx: WhyContext) -> str | None:
+    """The distribution the text imports that ships shared objects, where no frame says which
+    package loaded the library (``from awq import ...`` in the report, then the error alone):
+    the first of the text's imports, outside the standard library, whose release (the one
+    stated, else the newest) has a binary."""
+    tops = []
+    for m in _IMPORT.finditer(ctx.text):
+        top = (m.group(1) or m.group(2)).split(".")[0]
+        if top not in tops and top not in sys.stdlib_module_names:
+            tops.append(top)
+    for top in tops[:_TRIED]:
+        dist = dist_of(ctx, top)
+        rels = ctx.releases.of(dist, version(ctx, dist)) if dist else None
+        if not dist or not rels:
+            continue
+        said = version(ctx, dist)
+        stated = [r for r in rels if str(r.version) == said]
+        picks = stated or [rels[-1], rels[len(rels) // 2], rels[0]]  # kernels may have moved
+        if any(_SHARED.search(n) for p in picks for n in ctx.reader.names(p.file)):
+            return dist
+    return None
 
 
 def _bundled(ctx: WhyContext, dist: str, said: str | None, library: str) -> tuple[str, str] | None:

@@ -138,7 +138,9 @@ def _position(h: History) -> tuple[str, int | None]:
         if ans is None:
             ans = NO if h.role == "callee" else YES
         return h.installed, ans
-    newest = h.versions[-1]
+    # the newest release whose answer is known (a newest without a binary, or unreadable,
+    # says nothing of the failure)
+    newest = next((v for v, a in reversed(h.answers) if a is not None), h.versions[-1])
     return newest, _inferred(h, newest)
 
 

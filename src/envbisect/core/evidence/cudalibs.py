@@ -80,18 +80,27 @@ def is_cuda(soname: str) -> bool:
     return parts is not None and parts[0] in NVIDIA_DIST
 
 
-def fits(needs: Iterable[str], missing: str, toolkit: int | None) -> bool:
+def fits(needs: Iterable[str], missing: str, toolkit: int | None, *, newer: bool = False) -> bool:
     """Whether a release whose binaries link ``needs`` (every shared object's, together) loads
     where ``missing`` was not found and the toolkit is ``toolkit`` (its major, or None where
     the report does not say): with a toolkit and a toolkit library missing, every toolkit
     library linked must be that toolkit's, or one of them where the release ships a binary per
-    toolkit (bitsandbytes' ``libbitsandbytes_cudaNNN.so``); otherwise the release must not link
-    the missing name itself."""
+    toolkit (bitsandbytes' ``libbitsandbytes_cudaNNN.so``). With none said, the machine is
+    taken to lack that toolkit and the newer ones (a package moves to a new CUDA before the
+    machines that run it do): every toolkit library linked must be of an older one; or, with
+    ``newer``, the machine has a newer toolkit than the one missing (an old release on a new
+    machine): every one linked must be newer. A library of no toolkit (cuDNN, NCCL): the
+    release must not link the missing name itself."""
     linked = set(needs)
-    if toolkit is not None and toolkit_of(missing) is not None:
-        majors = {t for s in linked if (t := toolkit_of(s)) is not None}
+    wanted = toolkit_of(missing)
+    if wanted is None:
+        return missing not in linked
+    majors = {t for s in linked if (t := toolkit_of(s)) is not None}
+    if toolkit is not None:
         return not majors or toolkit in majors
-    return missing not in linked
+    if newer:
+        return not majors or min(majors) > wanted
+    return not majors or max(majors) < wanted
 
 
 def nvidia_dist_for(missing: str, requirements: Iterable[str]) -> tuple[str, str] | None:

@@ -280,6 +280,8 @@ _SYMBOL_VERSION = re.compile(
 _QUOTED = re.compile(rf"{_Q}(\w+){_Q}")
 _NO_LIBRARY = re.compile(
     r"(?<![\w.+-])(?P<lib>lib[\w+-]+(?:\.[\w+-]+)*?\.so(?:\.\d+)*): cannot open shared object file"
+    # torch 2.0 and 2.1 looking for the nvidia-* wheels' libraries (_preload_cuda_deps)
+    r"|(?P<glob>lib[\w+-]+\.so)\.\*\[0-9\][^ ]* not found in the system path"
 )
 _IMPORTING = re.compile(
     r"^\s*(?:from\s+(?P<frm>[\w.]+)\s+import\s+(?P<names>[\w, ()]+)|import\s+(?P<mod>[\w.]+))"
@@ -393,7 +395,11 @@ def _items(line: str, number: int, frames: tuple[Frame, ...], whole: str) -> Ite
         return
     m = _NO_LIBRARY.search(line)
     if m:
-        yield MissingLibrary(library=m.group("lib"), module=_loading(frames), **base)
+        before = whole.replace("\r\n", "\n").split("\n")[max(0, number - 2)]
+        module = _loading(frames) or _loading((_bare_import(before),))
+        if m.group("glob"):  # only torch's __init__ says this
+            module = module or "torch"
+        yield MissingLibrary(library=m.group("lib") or m.group("glob"), module=module, **base)
         return
     m = _SYMBOL_VERSION.search(line)
     if m:
@@ -417,6 +423,15 @@ def _imported_from(frames: tuple[Frame, ...], name: str, whole: str) -> str | No
             if re.search(rf"\b{re.escape(name)}\b", m.group(2)):
                 return m.group(1)
     return None
+
+
+def _bare_import(line: str) -> Frame:
+    """The import line just above an error quoted without its traceback (``from vllm import
+    cuda_utils``), as a frame of that package: its import names the module that failed."""
+    m = _IMPORTING.match(line)
+    top = (m.group("frm") or m.group("mod") or "").split(".")[0] if m else ""
+    module = top if top.isidentifier() else None
+    return Frame(path="", line=0, func="", module=module, source=line.strip() if m else "")
 
 
 def _loading(frames: tuple[Frame, ...]) -> str | None:
