@@ -98,7 +98,7 @@ class Diagnosis:
             out.append(f"{f.severity} [{f.kind.value}] {f.message}")
             for e in f.evidence:
                 where = f"line {e.line}" if e.line else "here"
-                out.append(f"  {where}: {e.text}")
+                out.append(f"  {where}: {e.text}" + (f"  (read from {e.how})" if e.how else ""))
             out.append(f"  fix: {f.fix}")
             out += [f"  or:  {other}" for other in f.also]
             if f.verify:
@@ -128,6 +128,8 @@ class Diagnosis:
                 "gpus": [g.value for g in obs.gpus],
                 "stage": obs.stage.value if obs.stage else None,
                 "packages": {k: v.value for k, v in sorted(obs.packages.items())},
+                # how a person wrote the versions no tool's block holds (or that replace one)
+                "written": {k: v.how for k, v in sorted(obs.packages.items()) if v.how},
             },
             "findings": [f.to_dict() for f in self.findings],
             "measured": list(self.measured),

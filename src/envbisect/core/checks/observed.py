@@ -19,12 +19,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from packaging.utils import canonicalize_name
 
 from envbisect.core.envreport.formats import platform_facts
+from envbisect.core.envreport.prose import stack_versions
 from envbisect.core.envreport.read import read_report
 
 HERE = 0  # the line of a fact read from this machine, not from a report
@@ -38,9 +39,13 @@ class Said:
     value: str
     line: int
     text: str
+    how: str = ""  # where a person wrote it: "prose", "pip show", "pip install after the block"
 
     def to_dict(self) -> dict[str, Any]:
-        return {"line": self.line or None, "text": self.text}
+        out: dict[str, Any] = {"line": self.line or None, "text": self.text}
+        if self.how:
+            out["how"] = self.how
+        return out
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -159,6 +164,7 @@ def from_text(text: str, *, origin: str) -> Observed | None:
             packages[row.key] = Said(value=row.version, line=row.line, text=written)
     listed = frozenset(packages)
     _from_prose(lines, packages, sources)
+    _as_written(text, lines, packages, max((r.line for r in env.rows), default=0) if env else 0)
     facts = Observed(
         origin=origin,
         formats=env.formats if env is not None else (),
@@ -197,23 +203,51 @@ def _from_prose(
             start = max(line.rfind(c, 0, m.start()) for c in " `'\"(") + 1
             where = line[start : m.end()]
             sources.setdefault(key, Said(value=where, line=number, text=line.strip()))
-            packages.setdefault(key, Said(value=m["version"], line=number, text=line.strip()))
+            packages.setdefault(
+                key, Said(value=m["version"], line=number, text=line.strip(), how="prose")
+            )
         for m in _PINNED.finditer(line):
             key = canonicalize_name(m["name"])
             version = m["version"].rstrip(".")  # "found trl==0.24.0." ends a sentence
-            packages.setdefault(key, Said(value=version, line=number, text=line.strip()))
+            packages.setdefault(
+                key, Said(value=version, line=number, text=line.strip(), how="prose")
+            )
     text = "\n".join(lines)
     repl = _REPL_TORCH.search(text)
     if repl is not None and "torch" not in packages:
         number = text.count("\n", 0, repl.start("version")) + 1
-        packages["torch"] = Said(value=repl["version"], line=number, text=_line(lines, number))
+        packages["torch"] = Said(
+            value=repl["version"], line=number, text=_line(lines, number), how="prose"
+        )
     if "llamafactory" not in packages and "llmtuner" not in packages:
         for number, line in enumerate(lines, 1):
             s = _SUBJECT.search(line)
             if s is not None:
                 subject = "llmtuner" if s["name"].lower() == "llmtuner" else "llamafactory"
-                packages[subject] = Said(value=s["version"], line=number, text=line.strip())
+                packages[subject] = Said(
+                    value=s["version"], line=number, text=line.strip(), how="prose"
+                )
                 break
+
+
+def _as_written(
+    text: str, lines: tuple[str, ...], packages: dict[str, Said], block_end: int
+) -> None:
+    """The stack's versions as people write them (core/envreport/prose.py), where no block
+    holds them, marked as read from prose; a ``pip install X==V`` after the environment block
+    is the version the failure ran with: it replaces the block's, and says so."""
+    for name, found in stack_versions(text).items():
+        number = text.count("\n", 0, found.at) + 1
+        said = Said(value=found.version, line=number, text=_line(lines, number), how=found.how)
+        have = packages.get(name)
+        if have is None:
+            if name == "llmtuner" or ("llmtuner" in packages and name == "llamafactory"):
+                continue
+            packages[name] = (
+                said if found.how != "pip install" else replace(said, how="pip install")
+            )
+        elif found.how == "pip install" and number > block_end and have.value != found.version:
+            packages[name] = replace(said, how="pip install after the block")
 
 
 def _first(lines: tuple[str, ...], patterns: tuple[re.Pattern[str], ...]) -> Said | None:

@@ -1,62 +1,19 @@
-"""The version of one distribution as a person writes it in a report's prose.
-
-The environment block readers (core/envreport/) read what tools print; people also write
-``trl version 0.11.3``, ``- transformers: 4.45.2``, ``pytorch2.0``, ``peft==0.4.0`` in a
-sentence, ``Name: x`` / ``Version: y`` from ``pip show``, and ``pip install x==y`` after the
-block (the version the failure really ran with: the last such command wins). Asked for one
-distribution at a time (the ones a traceback implicates), so a version is only read next to
-a name that is asked about. Pure.
+"""What a failure's text states besides the traceback: the version of one distribution (the
+ones a traceback implicates, asked one at a time, through core/envreport/prose.py's grammar,
+the one ``check`` reads prose with), the Python, the C library and the CUDA toolkit. Pure.
 """
 
 from __future__ import annotations
 
 import re
 
-from packaging.utils import canonicalize_name
-
-# Names people write for a distribution, besides its own and its import name.
-SPOKEN: dict[str, tuple[str, ...]] = {
-    "torch": ("pytorch",),
-    "huggingface-hub": ("huggingface_hub", "huggingface-hub", "hf_hub", "hub"),
-    "llamafactory": ("llama-factory", "llama_factory", "llamafactory"),
-    "scikit-learn": ("sklearn",),
-    "pillow": ("PIL",),
-    "pyyaml": ("yaml",),
-    "flash-attn": ("flash_attn", "flash-attention", "flash_attention"),
-}
-
-_VERSION = r"v?(?P<v>\d+\.\d+(?:\.\d+)*(?:(?:a|b|rc|\.post|\.dev|post|dev)\d+)*(?:\+[\w.]+)?)"
-
-
-def _names(dist: str, tops: tuple[str, ...]) -> list[str]:
-    canon = canonicalize_name(dist)
-    out = {canon, canon.replace("-", "_"), canon.replace("-", ""), *tops, *SPOKEN.get(canon, ())}
-    return sorted(out, key=len, reverse=True)
+from envbisect.core.envreport.prose import find_version
 
 
 def stated_version(text: str, dist: str, tops: tuple[str, ...] = ()) -> str | None:
-    """The version of ``dist`` the text states, or None (see the module's docstring)."""
-    alt = "|".join(re.escape(n) for n in _names(dist, tops))
-    name = rf"(?<![\w/\\.-])(?:{alt})(?![\w/\\])"
-    installs = list(
-        re.finditer(rf"pip3?\s+install\b[^\n]*?{name}\s*==\s*{_VERSION}", text, re.IGNORECASE)
-    )
-    if installs:
-        return installs[-1].group("v")
-    show = re.search(
-        rf"^\s*Name:\s*{name}\s*$\n(?:.*\n)?\s*Version:\s*{_VERSION}",
-        text,
-        re.IGNORECASE | re.MULTILINE,
-    )
-    if show:
-        return show.group("v")
-    said = re.search(
-        rf"{name}(?:\s*(?:==|=|:|\s)\s*(?:versions?\s*(?:is\s*)?:?\s*)?|\s+versions?\s*(?:is\s*)?:?\s*"
-        rf"|-|(?=v?\d)){_VERSION}(?![\w])",
-        text,
-        re.IGNORECASE,
-    )
-    return said.group("v") if said else None
+    """The version of ``dist`` the text states, or None (core/envreport/prose.py's grammar)."""
+    found = find_version(text, dist, tops)
+    return found.version if found is not None else None
 
 
 _PYTHON = re.compile(
