@@ -25,7 +25,7 @@ DATA = ("data", "checkdb.json")
 
 
 def cmd_check(ctx: Context) -> int:
-    from envbisect.core.checks.diagnosis import CheckData, diagnose
+    from envbisect.core.checks.diagnosis import CheckData, diagnose, with_forward_fixes
 
     a = ctx.args
     if a.here == (a.check_report is not None):
@@ -48,6 +48,7 @@ def cmd_check(ctx: Context) -> int:
         diagnosis = _online(ctx, diagnosis, text)
     elif text is not None:
         diagnosis = _shipped(diagnosis, text)
+    diagnosis = with_forward_fixes(diagnosis, data)
     if not diagnosis.findings and not a.here and not diagnosis.observed.packages:
         ctx.progress.message(
             "envbisect: the report names no versions: no finding\n"

@@ -12,15 +12,15 @@ command's).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from envbisect.core.checks.cudarules import cuda_rules, torch_build
 from envbisect.core.checks.extensions import extension_rules
-from envbisect.core.checks.finding import ORDER, Finding
+from envbisect.core.checks.finding import ORDER, Finding, Kind, command
 from envbisect.core.checks.observed import Observed
 from envbisect.core.checks.published import published
-from envbisect.core.checks.releasepins import off_pins
+from envbisect.core.checks.releasepins import forward_release, off_pins
 
 EXIT_FINDINGS = 1
 
@@ -135,6 +135,32 @@ class Diagnosis:
             "measured": list(self.measured),
             "data": {"written": self.data_written, "tables": list(self.tables)},
         }
+
+
+def with_forward_fixes(diagnosis: Diagnosis, data: CheckData) -> Diagnosis:
+    """Each finding read from the wheels (a release changed what the code used) whose package
+    a later release of the report's LLaMA-Factory declares and accepts at the user's version:
+    that release first (``pip install -U 'llamafactory>=0.9.2'``), the finding's own fix
+    after it."""
+    obs = diagnosis.observed
+    out = []
+    for f in diagnosis.findings:
+        have = obs.version(f.package) if f.package else None
+        ahead = (
+            forward_release(obs, data.releases, f.package, have)
+            if f.kind is Kind.RELEASE and f.package and have
+            else None
+        )
+        if ahead is not None:
+            project, release = ahead
+            f = replace(
+                f,
+                message=f"{f.message}; {project} {release} declares {f.package} {have} supported",
+                fix=command("pip", "install", "-U", f"{project}>={release}"),
+                also=(f.fix, *f.also),
+            )
+        out.append(f)
+    return replace(diagnosis, findings=tuple(out))
 
 
 def diagnose(obs: Observed, data: CheckData) -> Diagnosis:

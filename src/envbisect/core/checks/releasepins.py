@@ -150,6 +150,33 @@ def _forward(
     return None
 
 
+def forward_release(
+    obs: Observed, releases: Mapping[str, Mapping[str, Any]], name: str, have: str
+) -> tuple[str, str] | None:
+    """(project, release): the first release of the report's LLaMA-Factory after its own that
+    declares ``name`` and accepts it at ``have``: where a release changed what the project's
+    code used (a finding read from the wheels), the project's later release that supports the
+    user's version is the fix that moves forward (the maintainers' usual "update it")."""
+    version = _ver(have)
+    stage = obs.stage.value if obs.stage else None
+    if version is None:
+        return None
+    for project in SUBJECTS:
+        said = obs.packages.get(project)
+        mine = _ver(said.value) if said else None
+        if mine is None or project not in releases:
+            continue
+        data = releases[project]
+        for parsed, r in sorted((Version(r), r) for r in data):
+            if parsed <= mine or parsed.is_prerelease:
+                continue
+            if _declares(data[r], name) and not _refusal(
+                project, r, data[r], name, version, stage, obs
+            ):
+                return project, r
+    return None
+
+
 def _declares(data: Mapping[str, Any], name: str) -> bool:
     """Whether the release bounds ``name`` at all (its Requires-Dist or its code's checks)."""
     texts = [*data.get("requires", ()), *(c["req"] for c in data.get("checks", ()))]

@@ -235,11 +235,17 @@ def fixes(h: History) -> list[Fix]:
                 if h.role == "callee"
                 else f"from {down.first_new} on"
             )
+            # the report's own release inside the gap (not read: an unread patch) fails: the
+            # change is at it or before
+            cut = down.first_new
+            first = _key(down.first_new)
+            if h.installed is not None and first is not None and where < first:
+                cut = h.installed
             out.append(
                 Fix(
                     package=h.package,
                     op="<",
-                    version=down.first_new,
+                    version=cut,
                     role=h.role,
                     floor=floor,
                     why=f"{h.question} {said}",
