@@ -2,7 +2,8 @@
 confirmed.
 
     python bench/why_corpus.py [--envbisect .venv/bin/envbisect] [--cache-dir DIR | --warm]
-                               [--offline] [--only ID] [--command why|check-online|check]
+                               [--offline] [--only ID] [--cases ABCD|R]
+                               [--command why|check-online|check]
 
 The corpus is tests/data/failures/cases-*.toml: each case a failure's text as posted (its
 issue cited), its kind, and every fix the maintainers accept (``pkg<V``: hold back below the
@@ -43,9 +44,13 @@ ROOT = Path(__file__).resolve().parent.parent
 CORPUS = ROOT / "tests" / "data" / "failures"
 
 
-def cases() -> list[dict[str, Any]]:
+def cases(sets: str = "") -> list[dict[str, Any]]:
+    """Every case, or those of the sets named (``ABCD``: the failures of envbisect why's
+    corpus, tracebacks; ``R``: whole reports as people write them, for envbisect check)."""
     out = []
     for path in sorted(CORPUS.glob("cases-*.toml")):
+        if sets and path.stem.removeprefix("cases-") not in sets:
+            continue
         out += tomllib.loads(path.read_text(encoding="utf-8"))["case"]
     return out
 
@@ -150,13 +155,14 @@ def main() -> int:
     ap.add_argument("--warm", action="store_true", help="time a second run on the same cache")
     ap.add_argument("--offline", action="store_true")
     ap.add_argument("--only", action="append", default=[])
+    ap.add_argument("--cases", default="", help="the sets to run (ABCD, R): all by default")
     ap.add_argument("--command", choices=("why", "check", "check-online"), default="why")
     args = ap.parse_args()
     counts = {"right": 0, "wrong": 0, "missed": 0}
     clean_wrong = 0
     seconds, requests = [], []
     with tempfile.TemporaryDirectory(prefix="envbisect-why-") as tmp:
-        for case in cases():
+        for case in cases(args.cases):
             if args.only and not any(o in case["id"] for o in args.only):
                 continue
             cache = args.cache_dir or Path(tmp) / case["id"]

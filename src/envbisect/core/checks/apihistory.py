@@ -17,6 +17,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from packaging.utils import canonicalize_name
+from packaging.version import InvalidVersion, Version
 
 from envbisect.core.checks.finding import Finding, Kind
 from envbisect.core.checks.observed import Observed, Said
@@ -29,6 +30,7 @@ from envbisect.core.evidence.failure import (
     MissingName,
     read_failure,
 )
+from envbisect.core.evidence.stated import stated_python
 from envbisect.core.results.why import describe
 
 
@@ -80,6 +82,8 @@ def _history(
             state = by_release[r]
         answers.append((r, state))
     at = dict(answers).get(installed) if installed else None
+    if installed and at is None:  # a release the history does not list: its neighbours agree
+        at = _between(answers, installed)
     return History(
         package=package,
         role="callee",
@@ -90,6 +94,16 @@ def _history(
         installed=installed,
         installed_answer=at,
     )
+
+
+def _between(answers: list[tuple[str, int | None]], version: str) -> int | None:
+    try:
+        want = Version(version)
+    except InvalidVersion:
+        return None
+    below = [a for r, a in answers if Version(r) <= want]
+    above = [a for r, a in answers if Version(r) >= want]
+    return below[-1] if below and above and below[-1] == above[0] else None
 
 
 def _names(module: str, name: str) -> Any:
@@ -149,7 +163,8 @@ def shipped_findings(data: Mapping[str, Any], text: str, obs: Observed) -> list[
     if not data.get("packages"):
         return []
     out = []
-    for item in read_failure(text).items[:8]:
+    failure = read_failure(text)
+    for item in failure.items[:8]:
         asked = _question(item)
         if asked is None:
             continue
@@ -165,14 +180,29 @@ def shipped_findings(data: Mapping[str, Any], text: str, obs: Observed) -> list[
             fixes = merged([h]) if h is not None else []
             if h is None or not fixes:
                 continue
+            if h.installed is not None and h.installed_answer == YES:
+                # the release the report states has it: the failure ran with another install.
+                # Where its paths show another Python than the report's, another environment
+                # (the fix holds there); else one another package overwrote: no version fix
+                said_python = obs.python_minor() or stated_python(text)
+                if failure.python is None or said_python in (None, failure.python):
+                    break
+                elsewhere = (
+                    f"; the text's {package} {h.installed} has it, but the failure's paths show "
+                    f"Python {failure.python}, not the report's {said_python}: another "
+                    "environment ran it, and the fix is for that one"
+                )
+            else:
+                elsewhere = ""
             out.append(
                 Finding(
                     kind=Kind.RELEASE,
                     severity="error",
                     package=package,
-                    message=f"a release changed what it names: {describe(h)}",
+                    message=f"a release changed what it names: {describe(h)}{elsewhere}",
                     evidence=(Said(value=item.text, line=item.at, text=item.text),),
                     fix=fixes[0].command,
+                    also=tuple(f.command for f in fixes[1:]),
                     verify=f"envbisect why {obs.origin} --prove"
                     if obs.origin != "<stdin>"
                     else None,

@@ -52,6 +52,8 @@ def _bitsandbytes(
 ) -> list[Finding]:
     said = obs.packages.get("bitsandbytes")
     version = _ver(said.value) if said else None
+    if said is None and obs.bnb_legacy is not None and obs.system == "Windows":
+        return _legacy_on_windows(obs, obs.bnb_legacy, data)
     if said is None or version is None:
         return []
     system = obs.system or "Linux"
@@ -94,6 +96,34 @@ def _bitsandbytes(
             evidence=evidence(said, source, build.said if build is not None else None),
             fix=command("pip", "install", "--upgrade", f"bitsandbytes>={first}"),
             verify=command(*verify_words, "--", "python", "-m", "bitsandbytes"),
+            source=BNB_SOURCE,
+        )
+    ]
+
+
+_LEGACY_PROOF = ("envbisect", "probe", "--with")
+_BNB_MAIN = ("--", "python", "-m", "bitsandbytes")
+
+
+def _legacy_on_windows(
+    obs: Observed, banner: Said, data: Mapping[str, Mapping[str, Sequence[str]]]
+) -> list[Finding]:
+    """bitsandbytes' report in the format of the releases before 0.43.0, on Windows: those
+    carry no Windows binary (the report names no version: its format says which releases)."""
+    first = _first(data, "Windows", None)
+    if first is None:
+        return []
+    return [
+        Finding(
+            kind=Kind.BITSANDBYTES,
+            severity="error",
+            package="bitsandbytes",
+            message="the report's python -m bitsandbytes output is the format of bitsandbytes "
+            f"before 0.43.0, on Windows: PyPI's bitsandbytes carries Windows binaries from "
+            f"{first} on: install bitsandbytes {first} or later",
+            evidence=evidence(banner),
+            fix=command("pip", "install", "--upgrade", f"bitsandbytes>={first}"),
+            verify=command(*_LEGACY_PROOF, f"bitsandbytes=={first}", *_BNB_MAIN),
             source=BNB_SOURCE,
         )
     ]

@@ -69,6 +69,7 @@ class Observed:
     gpus: tuple[Said, ...] = ()
     wants_gpu: Said | None = None
     stage: Said | None = None
+    bnb_legacy: Said | None = None  # bitsandbytes' own report, as printed before 0.43.0
     lines: tuple[str, ...] = ()
 
     def version(self, name: str) -> str | None:
@@ -97,6 +98,10 @@ _DRIVER = (
     re.compile(r"\bdriver(?: version)?\s*[:=]?\s*(\d{3}\.\d{2,3}(?:\.\d+)?)\b", re.IGNORECASE),
 )
 _SMI_CUDA = re.compile(r"CUDA Version:\s*(\d+\.\d+)")
+_NO_CUDA_AVAILABLE = re.compile(r"^Is CUDA available:\s*False\b", re.IGNORECASE)
+_BNB_TORCH = re.compile(r"PyTorch settings found: CUDA_VERSION=(\d+)(\d)\b")
+# bitsandbytes' diagnostic before 0.43.0 (its cuda_setup/main.py): the banner, then CUDA SETUP
+_BNB_LEGACY = re.compile(r"^=+BUG REPORT=+$")
 _TOO_OLD = re.compile(r"driver on your system is too old \(found version (\d{4,5})\)")
 _BUILT_FOR = re.compile(r"^CUDA used to build PyTorch:\s*(\S.*?)\s*$", re.IGNORECASE)
 _GPU_FIELD = re.compile(
@@ -179,9 +184,10 @@ def from_text(text: str, *, origin: str) -> Observed | None:
         gpus=_gpus(lines),
         wants_gpu=_first_said(lines, _WANTS_GPU),
         stage=_stage(lines),
+        bnb_legacy=_first_said(lines, _BNB_LEGACY) if "CUDA SETUP" in text.upper() else None,
         lines=lines,
     )
-    if not (packages or facts.torch_cuda or facts.driver or facts.gpus):
+    if not (packages or facts.torch_cuda or facts.driver or facts.gpus or facts.bnb_legacy):
         return None
     return facts
 
@@ -312,6 +318,15 @@ def _torch_cuda(
             return Said(value=cuda.group(0), line=number, text=line.strip())
         if value.lower() == "none":
             return Said(value="cpu", line=number, text=line.strip())
+        # collect_env could not ask torch's build, and torch says no CUDA while the report
+        # lists GPUs: a CPU build on a machine with GPUs
+        unavailable = any(_NO_CUDA_AVAILABLE.match(x.strip()) for x in lines)
+        if value.lower().startswith("could not collect") and unavailable and _gpus(lines):
+            return Said(value="cpu", line=number, text=line.strip())
+    for number, line in enumerate(lines, 1):
+        m = _BNB_TORCH.search(line)  # bitsandbytes' own report: "CUDA_VERSION=121"
+        if m is not None:
+            return Said(value=f"{m.group(1)}.{m.group(2)}", line=number, text=line.strip())
     if conda_cuda is not None and torch is not None:
         return Said(value=conda_cuda, line=torch.line, text=torch.text)
     for name, said in packages.items():

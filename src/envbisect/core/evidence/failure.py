@@ -255,6 +255,11 @@ _NO_MODULE = re.compile(
     rf"No module named {_Q}(?P<module>[\w.]*\w){_Q}?"
     rf"(?:;\s*{_Q}(?P<plain>[\w.]+){_Q} is not a package)?"
 )
+# transformers' AutoConfig meeting a model type it does not know (CONFIG_MAPPING[key])
+_MODEL_TYPE = re.compile(
+    rf"(?<![A-Za-z0-9_.])KeyError:\s*{_Q}(?P<key>[a-z][a-z0-9_-]*){_Q}(?![\w.'])"
+    r"|model type [`'\"](?P<said>[a-z][a-z0-9_-]*)[`'\"] but Transformers does not recognize"
+)
 _MODULE_ATTR = re.compile(
     rf"(?<!partially initialized )module {_Q}(?P<owner>[\w.]+){_Q} has no attribute "
     rf"{_Q}(?P<name>\w+){_Q}"
@@ -366,6 +371,11 @@ def _items(line: str, number: int, frames: tuple[Frame, ...], whole: str) -> Ite
     if m:
         yield MissingModule(module=m.group("module"), not_package=m.group("plain"), **base)
         return
+    m = _MODEL_TYPE.search(line)
+    if m and (m.group("said") or _from_auto_config(frames, whole)):
+        model_type = (m.group("said") or m.group("key")).replace("-", "_")
+        yield MissingModule(module=f"transformers.models.{model_type}", not_package=None, **base)
+        return
     m = _MODULE_ATTR.search(line)
     if m:
         yield MissingAttr(owner=m.group("owner"), name=m.group("name"), of_module=True, **base)
@@ -411,6 +421,16 @@ def _items(line: str, number: int, frames: tuple[Frame, ...], whole: str) -> Ite
             module=_folder_module(by),
             **base,
         )
+
+
+def _from_auto_config(frames: tuple[Frame, ...], whole: str) -> bool:
+    """A bare ``KeyError: 'qwen2'`` is transformers' model types' table where the innermost
+    installed frame is its auto configuration, or, with no frame at all, where the text is
+    about transformers (a question whose answer the releases' module lists still decide)."""
+    inner = [f for f in frames if f.module is not None]
+    if inner:
+        return (inner[-1].module or "").startswith("transformers.models.auto")
+    return not frames and "transformers" in whole.lower()
 
 
 def _imported_from(frames: tuple[Frame, ...], name: str, whole: str) -> str | None:

@@ -17,7 +17,7 @@ def stated_version(text: str, dist: str, tops: tuple[str, ...] = ()) -> str | No
 
 
 _PYTHON = re.compile(
-    r"(?<![\w/\\-])(?:python|py|cpython)(?:\s*version)?\s*[:=]?\s*v?(3)\.(\d{1,2})(?:\.\d+)?\b",
+    r"(?<![\w/\\-])(?:python|py|cpython)(?:\s*version)?\s*[:=]{0,2}\s*v?(3)\.(\d{1,2})(?:\.\d+)?\b",
     re.IGNORECASE,
 )
 
