@@ -190,6 +190,29 @@ def code_checks(wheel: bytes, package: str) -> list[dict[str, Any]]:
     return found
 
 
+def arguments(wheel: bytes, package: str) -> list[str]:
+    """Every field of the dataclasses in the release's ``hparams`` package: the keys its
+    HfArgumentParser accepts in a config (``Some keys are not used by the HfArgumentParser:
+    ['enable_liger_kernel']`` names a key the release does not define)."""
+    found: set[str] = set()
+    with zipfile.ZipFile(io.BytesIO(wheel)) as z:
+        for name in z.namelist():
+            if not name.startswith(f"{package}/hparams/") or not name.endswith(".py"):
+                continue
+            try:
+                tree = ast.parse(z.read(name).decode("utf-8", "replace"))
+            except SyntaxError:
+                continue
+            for cls in ast.walk(tree):
+                if isinstance(cls, ast.ClassDef):
+                    found.update(
+                        s.target.id
+                        for s in cls.body
+                        if isinstance(s, ast.AnnAssign) and isinstance(s.target, ast.Name)
+                    )
+    return sorted(found)
+
+
 def _calls(
     node: ast.AST, defs: list[str], conds: list[str]
 ) -> Iterator[tuple[ast.Call, list[str], list[str]]]:
@@ -314,7 +337,11 @@ def from_pypi(client: httpx.Client) -> dict[str, Any]:
             data = client.get(wheel["url"], follow_redirects=True).content
             with zipfile.ZipFile(io.BytesIO(data)) as z:
                 requires = wheel_requires(z)
-            out[project][v] = {"requires": requires, "checks": code_checks(data, project)}
+            out[project][v] = {
+                "requires": requires,
+                "checks": code_checks(data, project),
+                "arguments": arguments(data, project),
+            }
             print(f"{project} {v}: {len(out[project][v]['checks'])} checks", file=sys.stderr)
     for project in DECLARED:
         versions = dict(_public(releases(client, project), SINCE))
@@ -349,6 +376,9 @@ def bitsandbytes(client: httpx.Client) -> dict[str, Any]:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n", 1)[0])
     ap.add_argument("--published", action="store_true", help="only the tables' part")
+    ap.add_argument(
+        "--arguments", action="store_true", help="only the config keys of LLaMA-Factory's releases"
+    )
     ap.add_argument("--results", type=Path, default=ROOT / "results")
     ap.add_argument("--out", type=Path, default=OUT)
     args = ap.parse_args(argv)
@@ -360,6 +390,20 @@ def main(argv: list[str] | None = None) -> int:
     if args.published:  # what every publish in this checkout does (modes/living/checkdata.py)
         write_published(args.out, args.results)
         print(f"wrote {args.out} ({args.out.stat().st_size // 1024} KiB)", file=sys.stderr)
+        return 0
+    if args.arguments:  # the config keys each release defines, into the file as it is
+        old = json.loads(args.out.read_text())
+        with httpx.Client(timeout=60, headers={"User-Agent": "envbisect-check-data"}) as client:
+            for project in WITH_CODE:
+                for v, files in _public(releases(client, project), None):
+                    wheel = _wheel(files)
+                    if wheel is None or v not in old["releases"].get(project, {}):
+                        continue
+                    data = client.get(wheel["url"], follow_redirects=True).content
+                    old["releases"][project][v]["arguments"] = arguments(data, project)
+        args.out.write_text(
+            json.dumps(old, indent=None, separators=(",", ":"), sort_keys=True) + "\n"
+        )
         return 0
     with httpx.Client(timeout=60, headers={"User-Agent": "envbisect-check-data"}) as client:
         db["releases"] = from_pypi(client)

@@ -244,7 +244,7 @@ def test_json_says_what_was_read_and_the_data(
     answers: dict[str, tuple[int, dict[str, Any]]],
 ) -> None:
     _, data = answers["lf-10757-ppo-trl.md"]
-    assert set(data) == {"status", "report", "read", "findings", "measured", "data"}
+    assert set(data) == {"status", "report", "read", "findings", "measured", "notes", "data"}
     read = data["read"]
     assert read["stage"] == "ppo"
     assert read["packages"]["llamafactory"] == "0.9.5" and read["packages"]["trl"] == "0.24.0"

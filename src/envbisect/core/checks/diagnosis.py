@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from envbisect.core.checks.arguments import unused_keys
 from envbisect.core.checks.cudarules import cuda_rules, torch_build
 from envbisect.core.checks.extensions import extension_rules
 from envbisect.core.checks.finding import ORDER, Finding, Kind, command
@@ -58,6 +59,7 @@ class Diagnosis:
     measured: tuple[str, ...] = ()  # combinations the published tables measured passing
     data_written: str = ""
     tables: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()  # what the rules read and set aside, said
 
     @property
     def exit_code(self) -> int:
@@ -106,6 +108,7 @@ class Diagnosis:
             if f.source:
                 out.append(f"  source: {f.source}")
         out += [f"measured: {m}" for m in self.measured]
+        out += [f"note: {n}" for n in self.notes]
         n = len(self.findings)
         out.append(f"{n} finding{'' if n == 1 else 's'}" if n else "no finding")
         return out
@@ -133,6 +136,7 @@ class Diagnosis:
             },
             "findings": [f.to_dict() for f in self.findings],
             "measured": list(self.measured),
+            "notes": list(self.notes),
             "data": {"written": self.data_written, "tables": list(self.tables)},
         }
 
@@ -166,8 +170,10 @@ def with_forward_fixes(diagnosis: Diagnosis, data: CheckData) -> Diagnosis:
 def diagnose(obs: Observed, data: CheckData) -> Diagnosis:
     """Every rule over ``obs``; the findings in ``ORDER``, each rule's in its own order."""
     failing, measured = published(obs, data.tables)
+    keys, notes = unused_keys(obs, data.releases)
     found = [
         *off_pins(obs, data.releases),
+        *keys,
         *cuda_rules(obs),
         *extension_rules(obs, data.bitsandbytes),
         *failing,
@@ -179,4 +185,5 @@ def diagnose(obs: Observed, data: CheckData) -> Diagnosis:
         measured=tuple(measured),
         data_written=data.written,
         tables=tuple(str(t.get("table")) for t in data.tables),
+        notes=tuple(notes),
     )
