@@ -85,10 +85,12 @@ def _module(member: str) -> str | None:
 
 
 def _kept(module: str) -> bool:
-    """The public modules judged: to depth three (``pkg.sub.mod``), and transformers' model
-    modules (``transformers.models.llama.modeling_llama``, where its imports fail most)."""
+    """The public modules judged: to depth three (``pkg.sub.mod``), transformers' model
+    modules (``transformers.models.llama.modeling_llama``, where its imports fail most), and
+    configuration modules at any depth (``peft.tuners.lora.config``: a config a newer release
+    saved meets an older one's constructor)."""
     parts = module.split(".")
-    if len(parts) <= 3:
+    if len(parts) <= 3 or parts[-1] == "config" or parts[-1].endswith("_config"):
         return True
     return (
         parts[1] == "models"

@@ -11,9 +11,13 @@ command's).
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
+
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.version import Version
 
 from envbisect.core.checks.arguments import unused_keys
 from envbisect.core.checks.cudarules import cuda_rules, torch_build
@@ -21,7 +25,7 @@ from envbisect.core.checks.extensions import extension_rules
 from envbisect.core.checks.finding import ORDER, Finding, Kind, command
 from envbisect.core.checks.observed import Observed
 from envbisect.core.checks.published import published
-from envbisect.core.checks.releasepins import forward_release, off_pins
+from envbisect.core.checks.releasepins import declared_floor, forward_release, off_pins
 
 EXIT_FINDINGS = 1
 
@@ -155,6 +159,19 @@ def with_forward_fixes(diagnosis: Diagnosis, data: CheckData) -> Diagnosis:
             if f.kind is Kind.RELEASE and f.package and have
             else None
         )
+        floor = (
+            declared_floor(obs, data.releases, f.package)
+            if f.kind is Kind.RELEASE and f.package and ahead is None
+            else None
+        )
+        moved = _moved_up(f.fix, f.package) if floor is not None else None
+        if floor is not None and moved is not None and floor[2] > moved:
+            project, release, least = floor
+            f = replace(
+                f,
+                message=f"{f.message}; {project} {release} asks {f.package}>={least}",
+                fix=command("pip", "install", f"{f.package}>={least}"),
+            )
         if ahead is not None:
             project, release = ahead
             f = replace(
@@ -165,6 +182,19 @@ def with_forward_fixes(diagnosis: Diagnosis, data: CheckData) -> Diagnosis:
             )
         out.append(f)
     return replace(diagnosis, findings=tuple(out))
+
+
+def _moved_up(fix: str, package: str | None) -> Version | None:
+    """The version an install line moves ``package`` up to (``pip install 'vllm>=0.3.0'``)."""
+    for word in shlex.split(fix)[2:]:
+        try:
+            req = Requirement(word)
+        except InvalidRequirement:
+            continue
+        if req.name == package:
+            ups = [Version(s.version) for s in req.specifier if s.operator == ">="]
+            return max(ups) if ups else None
+    return None
 
 
 def diagnose(obs: Observed, data: CheckData) -> Diagnosis:

@@ -177,6 +177,44 @@ def forward_release(
     return None
 
 
+def declared_floor(
+    obs: Observed, releases: Mapping[str, Mapping[str, Any]], name: str
+) -> tuple[str, str, Version] | None:
+    """(project, release, floor): the lowest version of ``name`` the report's LLaMA-Factory
+    asks for (its Requires-Dist, extras included, and its code's checks): the report's own
+    release, or for a checkout its frames show (``.../src/llamafactory/...``) with no version,
+    the newest release. A fix that moves ``name`` up moves it at least that far."""
+    for project in SUBJECTS:
+        said = obs.packages.get(project)
+        data = releases.get(project, {})
+        known = sorted((Version(r), r) for r in data if _ver(r) is not None)
+        if not known:
+            continue
+        if said is not None:
+            mine = _ver(said.value)
+            candidates = [r for parsed, r in known if mine is not None and parsed <= mine][-1:]
+        elif any(f"{project}/" in line or f"{project}\\" in line for line in obs.lines):
+            # a checkout: the newest release that names the package stands in
+            candidates = [r for _, r in reversed(known)]
+        else:
+            continue
+        for release in candidates:
+            texts = [
+                *data[release].get("requires", ()),
+                *(c["req"] for c in data[release].get("checks", ())),
+            ]
+            floors = [
+                Version(spec.version)
+                for t in texts
+                if (r := _req(t)) is not None and canonicalize_name(r.name) == name
+                for spec in r.specifier
+                if spec.operator in (">=", "==", "~=") and _ver(spec.version) is not None
+            ]
+            if floors:
+                return project, release, max(floors)
+    return None
+
+
 def _declares(data: Mapping[str, Any], name: str) -> bool:
     """Whether the release bounds ``name`` at all (its Requires-Dist or its code's checks)."""
     texts = [*data.get("requires", ()), *(c["req"] for c in data.get("checks", ()))]
