@@ -296,7 +296,7 @@ ENV = Sub(
 CHECK = Sub(
     name="check",
     help="check a bug report's environment (or this machine) offline: findings, each fixed",
-    usage="envbisect check (REPORT | --here) [options]",
+    usage="envbisect check (REPORT... | --here) [options]",
     description="REPORT is a bug report in Markdown (or - for stdin) with its environment "
     "block (llamafactory-cli env, transformers env, collect_env, pip freeze...). Offline, "
     "nothing built: versions off the release's pins (LLaMA-Factory's per stage), torch's "
@@ -306,7 +306,13 @@ CHECK = Sub(
     "fixes it and the envbisect command that proves the fix. Exit 0: no finding; 1: "
     "findings.",
     takes=(
-        o.opt("check_report", nargs="?", metavar="REPORT", help="a Markdown file, or - for stdin"),
+        o.opt(
+            "check_report",
+            nargs="*",
+            metavar="REPORT",
+            help="a Markdown or text file, - for stdin, or a folder of them; several: one "
+            "line each, then the findings, then the count",
+        ),
         o.HERE,
         o.opt(
             "--online",

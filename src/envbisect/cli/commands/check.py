@@ -25,10 +25,9 @@ DATA = ("data", "checkdb.json")
 
 
 def cmd_check(ctx: Context) -> int:
-    from envbisect.core.checks.diagnosis import CheckData, diagnose, with_forward_fixes
-
     a = ctx.args
-    if a.here == (a.check_report is not None):
+    reports = list(a.check_report or ())
+    if a.here == bool(reports):
         raise UsageError(
             "give a report or --here, not both"
             if a.here
@@ -36,11 +35,40 @@ def cmd_check(ctx: Context) -> int:
             hint="envbisect check issue.md, or envbisect check --here for this machine",
             ref="check-what",
         )
-    text = None
     if a.here:
+        return _one(ctx, None)
+    files = _expanded(reports)
+    if len(files) == 1 and not Path(reports[0]).is_dir():
+        return _one(ctx, files[0])
+    return _many(ctx, files)
+
+
+def _one(ctx: Context, spec: str | None) -> int:
+    """One report (or this machine, ``spec`` None): its findings, the exit code."""
+    diagnosis = _diagnosed(ctx, spec)
+    if not diagnosis.findings and spec is not None and not diagnosis.observed.packages:
+        ctx.progress.message(
+            "envbisect: the report names no versions: no finding\n"
+            "hint: paste the output of llamafactory-cli env, transformers env, python -m "
+            "torch.utils.collect_env or pip freeze into the report"
+        )
+    if ctx.args.json:
+        print(json.dumps(diagnosis.to_dict(), indent=2))
+    else:
+        for line in diagnosis.lines():
+            print(for_terminal(line))
+    return int(diagnosis.exit_code)
+
+
+def _diagnosed(ctx: Context, spec: str | None) -> Any:
+    from envbisect.core.checks.diagnosis import CheckData, diagnose, with_forward_fixes
+
+    a = ctx.args
+    text = None
+    if spec is None:
         observed = _machine()
     else:
-        text, origin = _text(a.check_report)
+        text, origin = _text(spec)
         observed = _report(text, origin)
     data = CheckData.from_dict(shipped(), _tables_at_hand(a.results))
     diagnosis = diagnose(observed, data)
@@ -48,19 +76,85 @@ def cmd_check(ctx: Context) -> int:
         diagnosis = _online(ctx, diagnosis, text)
     elif text is not None:
         diagnosis = _shipped(diagnosis, text)
-    diagnosis = with_forward_fixes(diagnosis, data)
-    if not diagnosis.findings and not a.here and not diagnosis.observed.packages:
-        ctx.progress.message(
-            "envbisect: the report names no versions: no finding\n"
-            "hint: paste the output of llamafactory-cli env, transformers env, python -m "
-            "torch.utils.collect_env or pip freeze into the report"
+    return with_forward_fixes(diagnosis, data)
+
+
+def _expanded(specs: list[str]) -> list[str]:
+    """The reports named: a folder stands for its Markdown and text files, in name order."""
+    out: list[str] = []
+    for spec in specs:
+        folder = Path(spec)
+        if spec != "-" and folder.is_dir():
+            found = sorted(
+                p for p in folder.iterdir() if p.suffix in (".md", ".txt") and p.is_file()
+            )
+            if not found:
+                raise UsageError(
+                    f"no report in {spec}: it holds no .md or .txt file",
+                    hint="give the reports' files, or the folder that holds them",
+                    ref="check-report",
+                )
+            out += [str(p) for p in found]
+        else:
+            out.append(spec)
+    if out.count("-") > 1:
+        raise UsageError("stdin (-) given twice", hint="give - once", ref="check-report")
+    return out
+
+
+def _many(ctx: Context, files: list[str]) -> int:
+    """Several reports, for a maintainer triaging a backlog: one line each (its findings'
+    kinds and first fixes), then each report's findings, then the count; ``--json`` a list.
+    A report that cannot be read is said in its line and the others go on (exit 2 at the
+    end); else exit 1 where any report has a finding."""
+    answers: list[tuple[str, Any, str | None]] = []
+    for spec in files:
+        try:
+            answers.append((spec, _diagnosed(ctx, spec), None))
+        except UsageError as e:
+            answers.append((spec, None, e.message))
+    if ctx.args.json:
+        print(
+            json.dumps(
+                [
+                    d.to_dict()
+                    if d is not None
+                    else {"status": "error", "report": spec, "error": err}
+                    for spec, d, err in answers
+                ],
+                indent=2,
+            )
         )
-    if a.json:
-        print(json.dumps(diagnosis.to_dict(), indent=2))
     else:
-        for line in diagnosis.lines():
-            print(for_terminal(line))
-    return diagnosis.exit_code
+        width = max(len(spec) for spec, _, _ in answers)
+        for spec, d, err in answers:
+            print(for_terminal(f"{spec:<{width}}  {_one_line(d, err)}"))
+        for _spec, d, _ in answers:
+            if d is not None and d.findings:
+                print()
+                for line in d.lines():
+                    print(for_terminal(line))
+        with_findings = sum(1 for _, d, _ in answers if d is not None and d.findings)
+        unreadable = sum(1 for _, d, _ in answers if d is None)
+        print()
+        print(
+            f"{len(answers)} reports: {with_findings} with findings, "
+            f"{len(answers) - with_findings - unreadable} without"
+            + (f", {unreadable} unreadable" if unreadable else "")
+        )
+    if any(d is None for _, d, _ in answers):
+        return 2
+    return 1 if any(d.findings for _, d, _ in answers) else 0
+
+
+def _one_line(d: Any, err: str | None) -> str:
+    if d is None:
+        return f"error: {err}"
+    if not d.findings:
+        return "no finding" + ("" if d.observed.packages else " (names no versions)")
+    first = d.findings[0]
+    more = f" (+{len(d.findings) - 1} more)" if len(d.findings) > 1 else ""
+    return f"{len(d.findings)} finding(s): [{first.kind.value}] fix: {first.fix}{more}"
 
 
 def _text(spec: str) -> tuple[str, str]:

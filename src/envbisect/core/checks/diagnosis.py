@@ -146,17 +146,18 @@ class Diagnosis:
 
 
 def with_forward_fixes(diagnosis: Diagnosis, data: CheckData) -> Diagnosis:
-    """Each finding read from the wheels (a release changed what the code used) whose package
-    a later release of the report's LLaMA-Factory declares and accepts at the user's version:
-    that release first (``pip install -U 'llamafactory>=0.9.2'``), the finding's own fix
-    after it."""
+    """Each finding read from the wheels (a release changed what the code used), or from the
+    report's own version-check error, whose package a later release of the report's
+    LLaMA-Factory declares and accepts at the user's version: that release first (``pip
+    install -U 'llamafactory>=0.9.2'``), the finding's own fix after it."""
     obs = diagnosis.observed
     out = []
     for f in diagnosis.findings:
         have = obs.version(f.package) if f.package else None
+        forward = f.fix.startswith("pip install -U ")
         ahead = (
             forward_release(obs, data.releases, f.package, have)
-            if f.kind is Kind.RELEASE and f.package and have
+            if f.kind in (Kind.RELEASE, Kind.OFF_PINS) and f.package and have and not forward
             else None
         )
         floor = (

@@ -302,9 +302,10 @@ def _torch_cuda(
     torch = packages.get("torch")
     if torch is not None and "+" in torch.value:
         local = torch.value.split("+", 1)[1]
-        m = re.fullmatch(r"cu(\d+)(\d)", local)
+        m = re.fullmatch(r"cu(\d+)(\d)|cuda(\d+)\.(\d)", local)  # +cu118, or +cuda11.8 written
         if m:
-            return Said(value=f"{m.group(1)}.{m.group(2)}", line=torch.line, text=torch.text)
+            major, minor = (m.group(1), m.group(2)) if m.group(1) else (m.group(3), m.group(4))
+            return Said(value=f"{major}.{minor}", line=torch.line, text=torch.text)
         for kind in ("cpu", "rocm", "xpu"):
             if local.startswith(kind):
                 return Said(value=kind, line=torch.line, text=torch.text)

@@ -21,7 +21,7 @@ from packaging.utils import canonicalize_name
 # names, and the misspellings seen in real reports.
 SPOKEN: dict[str, tuple[str, ...]] = {
     "torch": ("pytorch", "torch"),
-    "transformers": ("transformer",),
+    "transformers": ("transformer", "trasformers", "tranformers", "transfomers", "transformes"),
     "huggingface-hub": ("huggingface_hub", "huggingface-hub", "hf_hub", "hf-hub"),
     "llamafactory": ("llama-factory", "llama_factory", "llama factory", "llamafactory"),
     "scikit-learn": ("sklearn",),
