@@ -233,3 +233,25 @@ def test_a_partial_report_takes_a_package_with_no_file_that_day_forward(
     assert got["fwd-helper"] == "1.1.0" and got["fwd-lib"] == "1.0.0", out.stderr
     assert data["outcome"]["kind"] == "pass"
     assert "taken at their first release that installs: fwd-helper 1.1.0" in out.stderr
+
+
+def test_a_package_the_report_does_not_list_is_taken_as_pip_left_it(
+    stacks: LocalIndex, python: str, tmp_path: Path
+) -> None:
+    """djapp 1.0.0 caps dj-tok below 0.5; the report forced dj-lib 2.0.0 over the pins, which
+    needs dj-tok>=0.6, and does not list dj-tok: two listed versions need disjoint dj-tok.
+    pip, installing dj-lib 2.0.0, left dj-tok at what dj-lib needs: repro builds that, and
+    says so (before, "cannot be built here")."""
+    issue = tmp_path / "issue.md"
+    issue.write_text("- `djapp` version: 1.0.0\n- `dj-lib` version: 2.0.0\n"
+                     "- Python version: 3.11.7\n\n"
+                     "```python\nimport djapp\ndjapp.run()\n```\n")  # fmt: skip
+    out = envbisect("repro", str(issue), "--json", *common(stacks, python, tmp_path),
+                    cwd=tmp_path)  # fmt: skip
+    data = json.loads(out.stdout)
+    got = {d["name"]: d["version"] for d in data["environment"]["installed"]}
+    assert (got["dj-lib"], got["dj-tok"], got["djapp"]) == ("2.0.0", "0.6.0", "1.0.0"), out.stderr
+    assert data["outcome"]["kind"] == "pass"
+    assert "as pip leaves them after installing dj-lib==2.0.0 over the pins: dj-tok>=0.6" in (
+        out.stderr
+    )

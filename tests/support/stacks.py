@@ -17,6 +17,11 @@ bo-build 1.0.0+cpu, uploaded on day 200, is a build-only pin (a local version, a
 ovapp 1.0.0 requires ov-lib<=1.5 and works with every ov-lib up to 2.0.0 (day 20); 2.5.0
 (day 30) made ``f``, which ovapp calls, raise. Users run it off its pins (``--override``), as
 LLaMA-Factory users run a newer transformers than their release allows.
+
+djapp 1.0.0 requires dj-lib<=1.5 and dj-tok<0.5; dj-lib 2.0.0 (day 20) requires dj-tok>=0.6,
+as transformers 4.48 needs a tokenizers LLaMA-Factory 0.9.1 caps lower. A report that lists
+djapp 1.0.0 with dj-lib 2.0.0 (forced over the pins) and not dj-tok ran with the dj-tok pip
+left after that install: dj-lib's requirement wins.
 """
 
 from __future__ import annotations
@@ -86,4 +91,11 @@ def build_stacks(root: Path) -> LocalIndex:
     for version, day, body in (("1.0.0", 0, f), ("1.5.0", 10, f), ("2.0.0", 20, f),
                                ("2.5.0", 30, gone)):  # fmt: skip
         add("ov-lib", version, day, body)
+
+    add("djapp", "1.0.0", 0, "import dj_lib, dj_tok\n\ndef run():\n    return 1\n",
+        ("dj-lib<=1.5", "dj-tok<0.5"))  # fmt: skip
+    add("dj-lib", "1.5.0", 0, "", ("dj-tok<0.5",))
+    add("dj-lib", "2.0.0", 20, "", ("dj-tok>=0.6",))
+    add("dj-tok", "0.4.0", 0)
+    add("dj-tok", "0.6.0", 15)
     return index.start()

@@ -300,6 +300,36 @@ def _spec_of_day(
         )
     finally:
         source.close()
+    if isinstance(planned, Unresolvable) and overrides:
+        # pip installs a package over the pins with what it needs: a package the report does
+        # not list is taken as that install left it (its requirement wins), said
+        left = _left_by(session, overrides, pins)
+        if left:
+            again = IndexMetadataSource(session.client, target, overrides=[*overrides, *left])
+            try:
+                retried = plan(
+                    roots,
+                    again,
+                    PlanTarget(
+                        markers=target.marker_environment(), python_version=target.python_version
+                    ),
+                    policy=Policy.CONTEMPORARY,
+                    cutoff=day,
+                    pre=opts.pre,
+                    forward=True,
+                    fallback=replace(
+                        session.uv_planner(only_binary=not opts.allow_sdist),
+                        overrides=(*overrides, *left),
+                    ),
+                )
+            finally:
+                again.close()
+            if not isinstance(retried, Unresolvable):
+                session.progress.message(
+                    "envbisect: as pip leaves them after installing "
+                    f"{', '.join(overrides)} over the pins: {', '.join(left)}"
+                )
+                planned, overrides = retried, (*overrides, *left)
     if isinstance(planned, Unresolvable):
         return spec, f"cannot be built here: {planned.reason}"
     if planned.forward:
@@ -315,6 +345,30 @@ def _spec_of_day(
         overrides=tuple(overrides),
     )
     return planned_spec, ""
+
+
+def _left_by(session: Session, overrides: Sequence[str], pins: PinSet) -> list[str]:
+    """The requirements of the packages installed over the pins (``name==version`` each) on
+    packages the report does not list: pip, installing them, satisfies those and nothing
+    else, so they win over the pins' (uv's --override, as the report's own versions are)."""
+    listed = {canonicalize_name(p.name) for p in pins.requirements}
+    source = IndexMetadataSource(session.client, session.target)
+    markers = {**session.target.marker_environment(), "extra": ""}
+    left: dict[str, str] = {}
+    try:
+        for text in overrides:
+            name, _, version = text.partition("==")
+            try:
+                deps = source.dependencies(canonicalize_name(name), Version(version))
+            except (EnvbisectError, InvalidVersion):
+                continue
+            for r in deps:
+                key = canonicalize_name(r.name)
+                if key not in listed and r.specifier and applies(r.marker, markers):
+                    left.setdefault(key, f"{key}{r.specifier}")
+    finally:
+        source.close()
+    return sorted(left.values())
 
 
 def _spec(opts: ReproOptions, session: Session, pins: PinSet, overrides: Sequence[str]) -> EnvSpec:
