@@ -145,7 +145,11 @@ def run_case(
     if proc.returncode not in (0, 1):
         last = (proc.stderr.strip().splitlines() or ["?"])[-1]
         return {"error": f"exit {proc.returncode}: {last}"}, took
-    return json.loads(proc.stdout), took
+    try:
+        return json.loads(proc.stdout), took
+    except ValueError:
+        last = (proc.stderr.strip().splitlines() or ["?"])[-1]
+        return {"error": f"exit {proc.returncode}, no JSON: {last}"}, took
 
 
 def main() -> int:

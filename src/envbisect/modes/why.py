@@ -17,6 +17,7 @@ import re
 import sys
 import time
 from collections.abc import Sequence
+from dataclasses import replace
 
 from packaging.utils import canonicalize_name
 
@@ -98,7 +99,11 @@ def explain(
         text=text,
     )
     try:
-        explained = tuple(_explain(ctx, item) for item in _distinct(failure.items))
+        said_python = (observed.python_minor() if observed else None) or stated_python(text)
+        explained = tuple(
+            _elsewhere(_explain(ctx, item), failure.python, said_python)
+            for item in _distinct(failure.items)
+        )
     finally:
         ctx.reader.close()
     return WhyResult(
@@ -117,6 +122,30 @@ def explain(
         requests=client.stats.requests - requests_before,
         reads=ctx.reader.reads,
         seconds=time.perf_counter() - started,
+    )
+
+
+def _elsewhere(e: Explained, ran: str | None, said: str | None) -> Explained:
+    """A release the text states that has what the failure names was not the one that failed.
+    Where the traceback's paths show another Python than the text's, another environment ran
+    it: the fixes stand, for that one. Otherwise an install another package overwrote, or a
+    stale process: no version fix, said."""
+    contradicted = [
+        h for h in e.histories if h.role == "callee" and h.installed and h.installed_answer == 1
+    ]
+    if not contradicted or e.kind != "version" or (ran and said and ran != said):
+        return e
+    h = contradicted[0]
+    return replace(
+        e,
+        kind="unexplained",
+        fixes=(),
+        notes=(
+            *e.notes,
+            f"no version fix: {h.package} {h.installed}, as the text says, has it; the failure "
+            "ran with an install another package overwrote, or a process started before the "
+            "install (reinstall it in a fresh environment, restart)",
+        ),
     )
 
 

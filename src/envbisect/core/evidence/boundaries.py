@@ -239,7 +239,13 @@ def fixes(h: History) -> list[Fix]:
             # change is at it or before
             cut = down.first_new
             first = _key(down.first_new)
-            if h.installed is not None and first is not None and where < first:
+            # (a pre-release of it is below ``<first`` already: pip's ``<2.4.0`` excludes 2.4.0a0)
+            if (
+                h.installed is not None
+                and first is not None
+                and where < first
+                and not where.is_prerelease
+            ):
                 cut = h.installed
             out.append(
                 Fix(
