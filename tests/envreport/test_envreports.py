@@ -319,3 +319,29 @@ def test_a_fence_in_a_list_item_or_a_quote_is_a_fenced_block() -> None:
     ]
     prose = [line for s in segs if s.lang is None for line in s.lines]
     assert "it crashes for me too:" in prose and "torch==2.5.1" not in " ".join(prose)
+
+
+def test_conda_env_export_and_a_yaml_block_that_is_a_config() -> None:
+    """``conda env export``: conda's builds of Python packages and its pip: list, the C
+    libraries left out, torch's CUDA from its build; the same in a Markdown YAML block; a
+    training config's YAML block (LLaMA-Factory's) is no environment."""
+    text = (DATA / "conda-env-export.yml").read_text()
+    for report in (read_report(text), read_report(f"### System Info\n\n```yaml\n{text}```\n")):
+        assert report is not None and report.formats == ("conda env export",)
+        got = {r.key: (r.version, r.kind) for r in report.rows}
+        assert got == {
+            "numpy": ("1.26.4", "conda"),
+            "torch": ("2.3.1", "conda"),
+            "accelerate": ("0.30.1", "pip"),
+            "transformers": ("4.41.2", "pip"),
+        }
+        assert report.python == "3.10.14" and report.torch_cuda == "12.1"
+        assert len(report.left_out) == 2  # ca-certificates, libgcc-ng (_libgcc_mutex: no version)
+    config = "```yaml\nmodel_name_or_path: x\nstage: sft\ndataset: alpaca_en_demo\n```\n"
+    assert read_report(config) is None
+    # written by hand, no builds
+    hand = "dependencies:\n  - python=3.10\n  - pytorch=2.1\n  - pip:\n    - peft==0.7.1\n"
+    hand = "name: train\n" + hand
+    report = read_report(hand)
+    assert report is not None
+    assert {r.key: r.version for r in report.rows} == {"torch": "2.1", "peft": "0.7.1"}

@@ -210,7 +210,7 @@ def collect_env(seg: Segment) -> EnvReport | None:
     system, machine = platform_facts(facts.get("platform") or facts.get("os", ""))
     return EnvReport(
         formats=("torch collect_env",),
-        rows=tuple(r for r in rows if r.key not in _CONDA_TORCH_PARTS),
+        rows=tuple(r for r in rows if r.key not in CONDA_TORCH_PARTS),
         python=facts.get("python"),
         platform=facts.get("platform") or facts.get("os"),
         system=system,
@@ -230,15 +230,15 @@ def _says_gpu(value: str) -> bool:
 
 _CONDA_HEADER = re.compile(r"^#\s*(?:packages in environment at\b|Name\s+Version\s+Build)")
 # conda's names for packages whose PyPI distribution is called otherwise.
-_CONDA_NAMES = {
+CONDA_NAMES = {
     "pytorch": "torch",
     "py-xgboost": "xgboost",
     "pytorch-lightning": "pytorch-lightning",
     "tensorflow-base": "tensorflow",
 }
 # Conda packages that are parts of torch's build, not distributions of their own.
-_CONDA_TORCH_PARTS = frozenset({"pytorch-cuda", "pytorch-mutex", "cudatoolkit", "cuda-toolkit"})
-_CONDA_CUDA = re.compile(r"cuda_?(\d+)\.?(\d)")
+CONDA_TORCH_PARTS = frozenset({"pytorch-cuda", "pytorch-mutex", "cudatoolkit", "cuda-toolkit"})
+CONDA_CUDA = re.compile(r"cuda_?(\d+)\.?(\d)")
 
 
 def conda_list(seg: Segment) -> EnvReport | None:
@@ -256,7 +256,7 @@ def conda_list(seg: Segment) -> EnvReport | None:
     torch_cuda = _conda_torch_cuda(rows)
     return EnvReport(
         formats=("conda list",),
-        rows=tuple(r for r in rows if r.key != "python" and r.key not in _CONDA_TORCH_PARTS),
+        rows=tuple(r for r in rows if r.key != "python" and r.key not in CONDA_TORCH_PARTS),
         python=python,
         torch_cuda=torch_cuda,
         left_out=tuple(left),
@@ -276,11 +276,11 @@ def _conda_row(text: str, number: int, left: list[str]) -> Row | None:
     key = canonicalize_name(name)
     if channel == "pypi" or build.startswith("pypi_"):
         return Row(name=name, version=version, line=number, kind="pip")
-    if key == "python" or key in _CONDA_TORCH_PARTS:
+    if key == "python" or key in CONDA_TORCH_PARTS:
         return Row(name=key, version=version, line=number, kind="conda", build=build)
-    if re.search(r"(?:^|_)py(?:\d|h|_|$)", build) or key in _CONDA_NAMES:
+    if re.search(r"(?:^|_)py(?:\d|h|_|$)", build) or key in CONDA_NAMES:
         return Row(
-            name=_CONDA_NAMES.get(key, key), version=version, line=number, kind="conda", build=build
+            name=CONDA_NAMES.get(key, key), version=version, line=number, kind="conda", build=build
         )
     left.append(f"line {number}: {name} {version} (a conda package, no Python distribution)")
     return None
@@ -293,7 +293,7 @@ def _conda_torch_cuda(rows: Sequence[Row]) -> str | None:
         ):
             return ".".join(r.version.split(".")[:2])
         if r.key == "torch" and r.kind == "conda":
-            m = _CONDA_CUDA.search(r.build)
+            m = CONDA_CUDA.search(r.build)
             if m:
                 return f"{m.group(1)}.{m.group(2)}"
             if "cpu" in r.build:

@@ -20,17 +20,22 @@ The formats, each recognised by lines only it prints:
     conda list                                  its ``# Name Version Build Channel`` header;
                                                 rows of the ``pypi`` channel are pip's, the
                                                 rest conda's
+    conda env export, environment.yml           ``dependencies:`` beside ``channels:`` or
+                                                ``name:`` (core/envreport/condaenv.py), also
+                                                in a YAML block
 
 In Markdown, each fenced block and each stretch of prose between them is read on its own
-(Python and YAML blocks never: they are code), and what the pieces say is merged, the first
-row of a name winning. Each format's reader is core/envreport/formats.py's; what they read
-into, core/envreport/report.py's.
+(Python blocks never: they are code; a YAML block only for conda's environment), and what
+the pieces say is merged, the first row of a name winning. Each format's reader is
+core/envreport/formats.py's (conda's environment, condaenv.py's); what they read into,
+core/envreport/report.py's.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
+from envbisect.core.envreport.condaenv import conda_env
 from envbisect.core.envreport.formats import READERS, freeze_row
 from envbisect.core.envreport.report import CODE_LANGS, EnvReport, Row, Segment, segments
 
@@ -41,6 +46,11 @@ def read_report(text: str) -> EnvReport | None:
     """Every environment report in ``text`` (plain, or in Markdown), merged; None if none."""
     found: list[EnvReport] = []
     for seg in segments(text):
+        if seg.lang in ("yaml", "yml"):  # a training config, or conda's environment
+            got = conda_env(seg)
+            if got is not None:
+                found.append(got)
+            continue
         if seg.lang in CODE_LANGS:
             continue
         got = _read_segment(seg)
@@ -65,7 +75,7 @@ def is_freeze(text: str) -> bool:
 
 
 def _read_segment(seg: Segment) -> EnvReport | None:
-    parts = [p for read in READERS if (p := read(seg)) is not None]
+    parts = [p for read in (*READERS, conda_env) if (p := read(seg)) is not None]
     return _merge(parts) if parts else None
 
 
