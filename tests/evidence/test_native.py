@@ -118,9 +118,9 @@ def test_the_nvidia_wheel_a_release_requires_for_a_library() -> None:
 def test_cannot_open_shared_object_file_names_the_module_loading_it() -> None:
     text = (
         "Traceback (most recent call last):\n"
-        '  File "/home/u/run.py", line 1, in <module>\n'
+        '  File "/srv/u/run.py", line 1, in <module>\n'
         "    from vllm import LLM\n"
-        '  File "/opt/conda/lib/python3.10/site-packages/vllm/model_executor/layers/'
+        '  File "/srv/conda/lib/python3.10/site-packages/vllm/model_executor/layers/'
         'activation.py", line 9, in <module>\n'
         "    from vllm._C import ops\n"
         "ImportError: libcudart.so.12: cannot open shared object file: No such file or "
