@@ -255,3 +255,26 @@ def test_a_package_the_report_does_not_list_is_taken_as_pip_left_it(
     assert "as pip leaves them after installing dj-lib==2.0.0 over the pins: dj-tok>=0.6" in (
         out.stderr
     )
+
+
+def test_a_package_the_traceback_shows_installed_is_built_too(
+    stacks: LocalIndex, python: str, tmp_path: Path
+) -> None:
+    """The block lists djapp and dj-lib; the traceback's frames run through ov_lib, installed
+    though not listed: repro builds it too (as of the report's day), and says so."""
+    issue = tmp_path / "issue.md"
+    issue.write_text(
+        "- `djapp` version: 1.0.0\n- `dj-lib` version: 1.5.0\n- Python version: 3.11.7\n\n"
+        "```python\nimport djapp\ndjapp.run()\n```\n\n"
+        "```\nTraceback (most recent call last):\n"
+        '  File "/srv/me/.venv/lib/python3.11/site-packages/ov_lib/__init__.py", line 4, in f\n'
+        "RuntimeError: boom\n```\n"
+    )
+    out = envbisect("repro", str(issue), "--json", *common(stacks, python, tmp_path),
+                    cwd=tmp_path)  # fmt: skip
+    data = json.loads(out.stdout)
+    got = {d["name"]: d["version"] for d in data["environment"]["installed"]}
+    assert "ov-lib" in got and got["dj-lib"] == "1.5.0", out.stderr
+    assert "the traceback's frames show ov-lib installed, which the report does not list" in (
+        out.stderr
+    )

@@ -50,6 +50,7 @@ from envbisect.model import EnvSpec, ProbeRecord
 from envbisect.modes.drive import drive
 from envbisect.modes.outputs import inside
 from envbisect.modes.planning import read_pins
+from envbisect.modes.reportimplied import in_frames, left_by
 from envbisect.modes.searchoptions import check_requirements, parse_exclude_newer
 from envbisect.modes.session import Session, Want
 from envbisect.options import CommonOptions
@@ -112,6 +113,7 @@ def run_repro(opts: ReproOptions, progress: Progress | None = None) -> ReproResu
                 f"envbisect: off the pins: {'; '.join(off)}: built as the report lists them "
                 "(overridden, as uv's --override)"
             )
+        opts = replace(opts, with_reqs=(*opts.with_reqs, *in_frames(session, text, pins)))
         day = opts.exclude_newer or _report_day(session, pins)
         spec, unbuilt = _spec_of_day(replace(opts, exclude_newer=day), session, pins, overrides)
         if unbuilt:
@@ -303,7 +305,7 @@ def _spec_of_day(
     if isinstance(planned, Unresolvable) and overrides:
         # pip installs a package over the pins with what it needs: a package the report does
         # not list is taken as that install left it (its requirement wins), said
-        left = _left_by(session, overrides, pins)
+        left = left_by(session, overrides, pins)
         if left:
             again = IndexMetadataSource(session.client, target, overrides=[*overrides, *left])
             try:
@@ -345,30 +347,6 @@ def _spec_of_day(
         overrides=tuple(overrides),
     )
     return planned_spec, ""
-
-
-def _left_by(session: Session, overrides: Sequence[str], pins: PinSet) -> list[str]:
-    """The requirements of the packages installed over the pins (``name==version`` each) on
-    packages the report does not list: pip, installing them, satisfies those and nothing
-    else, so they win over the pins' (uv's --override, as the report's own versions are)."""
-    listed = {canonicalize_name(p.name) for p in pins.requirements}
-    source = IndexMetadataSource(session.client, session.target)
-    markers = {**session.target.marker_environment(), "extra": ""}
-    left: dict[str, str] = {}
-    try:
-        for text in overrides:
-            name, _, version = text.partition("==")
-            try:
-                deps = source.dependencies(canonicalize_name(name), Version(version))
-            except (EnvbisectError, InvalidVersion):
-                continue
-            for r in deps:
-                key = canonicalize_name(r.name)
-                if key not in listed and r.specifier and applies(r.marker, markers):
-                    left.setdefault(key, f"{key}{r.specifier}")
-    finally:
-        source.close()
-    return sorted(left.values())
 
 
 def _spec(opts: ReproOptions, session: Session, pins: PinSet, overrides: Sequence[str]) -> EnvSpec:

@@ -134,3 +134,11 @@ def member_of(members: Iterable[str], module: str) -> str | None:
         if m in have:
             return m
     return None
+
+
+def frame_distributions(tops: Iterable[str]) -> list[str]:
+    """The distributions the top-level import names of a traceback's installed frames most
+    likely belong to (the well-known name where the import name differs: ``yaml`` is
+    pyyaml), in order, each once: what the environment that failed had installed, listed or
+    not (the index confirms each before it is used)."""
+    return list(dict.fromkeys(candidates(t)[0] for t in tops if t and t.isidentifier()))
