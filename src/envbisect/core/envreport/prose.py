@@ -109,13 +109,21 @@ def find_version(text: str, dist: str, tops: tuple[str, ...] = ()) -> Found | No
     )
     if show:
         return Found(version=show.group("v"), at=show.start("v"), how="pip show")
-    said = re.search(
-        rf"{name}(?:\s*(?:==|=|:|\s)\s*(?:versions?\s*(?:is\s*)?:?\s*)?|\s+versions?\s*(?:is\s*)?:?\s*"
-        rf"|-|(?=v?\d)){_VERSION}(?![\w])",
-        text,
-        re.IGNORECASE,
+    every = list(
+        re.finditer(
+            rf"{name}(?:\s*(?:==|=|:|\s)\s*(?:versions?\s*(?:is\s*)?:?\s*)?|\s+versions?\s*"
+            rf"(?:is\s*)?:?\s*|-|(?=v?\d)){_VERSION}(?![\w])",
+            text,
+            re.IGNORECASE,
+        )
     )
-    return Found(version=said.group("v"), at=said.start("v"), how="prose") if said else None
+    if not every:
+        return None
+    said = every[0]
+    # the same release said again with its build (a title's "torch 2.5.1", then "2.5.1+cu124")
+    fuller = [m for m in every[1:] if m.group("v").startswith(said.group("v") + "+")]
+    said = fuller[0] if fuller else said
+    return Found(version=said.group("v"), at=said.start("v"), how="prose")
 
 
 def stack_versions(text: str) -> dict[str, Found]:
