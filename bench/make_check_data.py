@@ -170,23 +170,29 @@ def _declared(requires: list[str]) -> list[str]:
 # -- the checks a release's own code makes --------------------------------------------------
 
 
+def _trees(wheel: bytes, prefix: str) -> Iterator[tuple[str, ast.Module]]:
+    """Each Python module of the wheel under ``prefix``, parsed, in name order (one that does
+    not parse left out)."""
+    with zipfile.ZipFile(io.BytesIO(wheel)) as z:
+        for name in sorted(z.namelist()):
+            if not name.startswith(prefix) or not name.endswith(".py"):
+                continue
+            try:
+                yield name, ast.parse(z.read(name).decode("utf-8", "replace"))
+            except SyntaxError:
+                continue
+
+
 def code_checks(wheel: bytes, package: str) -> list[dict[str, Any]]:
     """Every version check of the release's code that applies to a stage or to all (module
     doc), in the order of its files."""
     found: list[dict[str, Any]] = []
-    with zipfile.ZipFile(io.BytesIO(wheel)) as z:
-        for name in sorted(z.namelist()):
-            if not name.startswith(f"{package}/") or not name.endswith(".py"):
-                continue
-            try:
-                tree = ast.parse(z.read(name).decode("utf-8", "replace"))
-            except SyntaxError:
-                continue
-            rel = name[len(package) + 1 :]
-            for call, defs, conds in _calls(tree, [], []):
-                one = _classify(call, rel, defs, conds)
-                if one is not None and one not in found:
-                    found.append(one)
+    for name, tree in _trees(wheel, f"{package}/"):
+        rel = name[len(package) + 1 :]
+        for call, defs, conds in _calls(tree, [], []):
+            one = _classify(call, rel, defs, conds)
+            if one is not None and one not in found:
+                found.append(one)
     return found
 
 
@@ -195,21 +201,14 @@ def arguments(wheel: bytes, package: str) -> list[str]:
     HfArgumentParser accepts in a config (``Some keys are not used by the HfArgumentParser:
     ['enable_liger_kernel']`` names a key the release does not define)."""
     found: set[str] = set()
-    with zipfile.ZipFile(io.BytesIO(wheel)) as z:
-        for name in z.namelist():
-            if not name.startswith(f"{package}/hparams/") or not name.endswith(".py"):
-                continue
-            try:
-                tree = ast.parse(z.read(name).decode("utf-8", "replace"))
-            except SyntaxError:
-                continue
-            for cls in ast.walk(tree):
-                if isinstance(cls, ast.ClassDef):
-                    found.update(
-                        s.target.id
-                        for s in cls.body
-                        if isinstance(s, ast.AnnAssign) and isinstance(s.target, ast.Name)
-                    )
+    for _, tree in _trees(wheel, f"{package}/hparams/"):
+        for cls in ast.walk(tree):
+            if isinstance(cls, ast.ClassDef):
+                found.update(
+                    s.target.id
+                    for s in cls.body
+                    if isinstance(s, ast.AnnAssign) and isinstance(s.target, ast.Name)
+                )
     return sorted(found)
 
 

@@ -148,6 +148,29 @@ def extension_target(python: str) -> dict[str, str]:
     return out
 
 
+def _elf(
+    strings: bytes, kind: int, body: bytes, info: int, entsize: int, padding: int = 0
+) -> bytes:
+    """A 64-bit little-endian ELF shared object: its header, a string table, one section of
+    ``kind`` (linked to the strings) holding ``body``, ``padding`` bytes of code-like filler,
+    and the section headers at the end (null, strings, that section)."""
+    import struct
+
+    str_at = 64
+    body_at = str_at + len(strings)
+    sh_at = body_at + len(body) + padding
+    header = (
+        b"\x7fELF\x02\x01\x01"
+        + b"\0" * 9
+        + struct.pack("<HHIQQQIHHHHHH", 3, 62, 1, 0, 0, sh_at, 0, 64, 0, 0, 64, 3, 0)
+    )
+    sections = b"\0" * 64
+    sections += struct.pack("<IIQQQQIIQQ", 0, 3, 0, 0, str_at, len(strings), 0, 0, 1, 0)
+    sections += struct.pack("<IIQQQQIIQQ", 0, kind, 0, 0, body_at, len(body), 1, info, 8, entsize)
+    filler = bytes(range(256)) * (padding // 256) + b"\x90" * (padding % 256)
+    return header + strings + body + filler + sections
+
+
 def elf_needing(*versions: str) -> bytes:
     """The smallest 64-bit ELF shared object whose version needs name ``GLIBC_<v>`` for each
     of ``versions`` (what ``objdump -T`` shows of a real one): a header, a string table and a
@@ -164,17 +187,7 @@ def elf_needing(*versions: str) -> bytes:
         for i, name in enumerate(names)
     )
     verneed = struct.pack("<HHIII", 1, len(names), 1, 16, 0) + aux
-    str_at, need_at = 64, 64 + len(strings)
-    sh_at = need_at + len(verneed)
-    header = (
-        b"\x7fELF\x02\x01\x01"
-        + b"\0" * 9
-        + struct.pack("<HHIQQQIHHHHHH", 3, 62, 1, 0, 0, sh_at, 0, 64, 0, 0, 64, 3, 0)
-    )
-    sections = b"\0" * 64
-    sections += struct.pack("<IIQQQQIIQQ", 0, 3, 0, 0, str_at, len(strings), 0, 0, 1, 0)
-    sections += struct.pack("<IIQQQQIIQQ", 0, 0x6FFFFFFE, 0, 0, need_at, len(verneed), 1, 1, 8, 0)
-    return header + strings + verneed + sections
+    return _elf(strings, 0x6FFFFFFE, verneed, info=1, entsize=0)
 
 
 def elf_linking(*libraries: str, padding: int = 0) -> bytes:
@@ -190,16 +203,4 @@ def elf_linking(*libraries: str, padding: int = 0) -> bytes:
         offsets.append(len(strings))
         strings += lib.encode() + b"\0"
     dynamic = b"".join(struct.pack("<qQ", 1, o) for o in offsets) + struct.pack("<qQ", 0, 0)
-    str_at = 64
-    dyn_at = str_at + len(strings)
-    sh_at = dyn_at + len(dynamic) + padding
-    header = (
-        b"\x7fELF\x02\x01\x01"
-        + b"\0" * 9
-        + struct.pack("<HHIQQQIHHHHHH", 3, 62, 1, 0, 0, sh_at, 0, 64, 0, 0, 64, 3, 0)
-    )
-    sections = b"\0" * 64
-    sections += struct.pack("<IIQQQQIIQQ", 0, 3, 0, 0, str_at, len(strings), 0, 0, 1, 0)
-    sections += struct.pack("<IIQQQQIIQQ", 0, 6, 0, 0, dyn_at, len(dynamic), 1, 0, 8, 16)
-    filler = bytes(range(256)) * (padding // 256) + b"\x90" * (padding % 256)
-    return header + strings + dynamic + filler + sections
+    return _elf(strings, 6, dynamic, info=0, entsize=16, padding=padding)
