@@ -129,22 +129,24 @@ def _elsewhere(e: Explained, ran: str | None, said: str | None) -> Explained:
     """A release the text states that has what the failure names was not the one that failed.
     Where the traceback's paths show another Python than the text's, another environment ran
     it: the fixes stand, for that one. Otherwise an install another package overwrote, or a
-    stale process: no version fix, said."""
+    stale process: no version fix of that package (the caller's still holds), said."""
     contradicted = [
         h for h in e.histories if h.role == "callee" and h.installed and h.installed_answer == 1
     ]
     if not contradicted or e.kind != "version" or (ran and said and ran != said):
         return e
     h = contradicted[0]
+    # the caller's fix holds whatever the callee's release (it stops asking for the name)
+    kept = tuple(f for f in e.fixes if f.package != h.package)
     return replace(
         e,
-        kind="unexplained",
-        fixes=(),
+        kind="version" if kept else "unexplained",
+        fixes=kept,
         notes=(
             *e.notes,
-            f"no version fix: {h.package} {h.installed}, as the text says, has it; the failure "
-            "ran with an install another package overwrote, or a process started before the "
-            "install (reinstall it in a fresh environment, restart)",
+            f"no version fix of {h.package}: {h.installed}, as the text says, has it; the "
+            "failure ran with an install another package overwrote, or a process started "
+            "before the install (reinstall it in a fresh environment, restart)",
         ),
     )
 
