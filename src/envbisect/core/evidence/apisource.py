@@ -25,6 +25,7 @@ from __future__ import annotations
 import ast
 import enum
 import re
+import threading
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
@@ -44,10 +45,17 @@ class Judged:
     follow: tuple[str, ...] = ()
 
 
+# CPython 3.11 and 3.12 can raise "SystemError: AST constructor recursion depth mismatch"
+# when threads parse at once (python/cpython#106905): the releases are read on a few threads,
+# so one parse at a time (it holds the interpreter lock all the same).
+_PARSING = threading.Lock()
+
+
 def parse(source: str) -> ast.Module | None:
     try:
-        return ast.parse(source)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        with _PARSING:
+            return ast.parse(source)
+    except (SyntaxError, ValueError, RecursionError, MemoryError, SystemError):
         return None
 
 
