@@ -124,7 +124,7 @@ def test_a_parser_made_for_one_command_reads_its_lines_as_the_whole_one(command:
         (["-q", "--color", "never", "probe", "-v"], "probe"),
         (["--color=always", "run"], "run"),
         (["-h", "probe"], None),  # the top's help lists every command
-        (["--col", "always", "probe"], None),  # an abbreviation: argparse's to read
+        (["--col", "always", "probe"], None),  # an abbreviation: the whole parser's error
         (["prob"], None),  # a typo: the whole parser's "did you mean"
         (["completion", "bash"], None),  # printed from the whole parser
         ([], None),

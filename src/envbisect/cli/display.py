@@ -354,6 +354,16 @@ def print_error(err: EnvbisectError, color: Color = Color.AUTO) -> None:
         console.print(f"[cyan]hint[/cyan]: {escape(mask_text(err.hint))}")
 
 
+def report_error(err: EnvbisectError, color: Color = Color.AUTO, *, as_json: bool = False) -> None:
+    """An error as the user reads it: with ``as_json`` (``--json``), first the ``error``
+    object on stdout; then ``error:`` and ``hint:`` on stderr."""
+    if as_json:
+        import json
+
+        print(json.dumps({"status": "error", "error": error_json(err)}, indent=2))
+    print_error(err, color)
+
+
 def error_json(err: EnvbisectError) -> dict[str, object]:
     """The ``error`` object of ``--json`` output on failure."""
     return {

@@ -66,6 +66,7 @@ INHERIT = opt(
     "or installed; what the environment adds goes in front of them",
 )
 PYTHON = opt(
+    "-p",  # as uv's
     "--python",
     metavar="VERSION",
     help="the environments' interpreter: a version (uv installs one missing) or a path",

@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, NoReturn, cast
+from typing import TYPE_CHECKING, Any, NoReturn, cast
 
 from envbisect import __version__
 from envbisect.cli import execflags as x
@@ -30,13 +30,19 @@ class WholeParserNeeded(Exception):
 
 class _Parser(argparse.ArgumentParser):
     made_for: str | None = None  # the one subcommand this top-level parser was made for
+    json_errors = False  # --json is on the command line: the error object on stdout too
+
+    def __init__(self, *args: Any, **kw: Any) -> None:
+        # No abbreviations (as uv): ``--index`` is not taken for ``--index-url``.
+        super().__init__(*args, **{**kw, "allow_abbrev": False})
 
     def error(self, message: str) -> NoReturn:
         if self.made_for is not None:
             raise WholeParserNeeded(message)
-        from envbisect.cli.display import print_error  # rich: only when there is an error
+        from envbisect.cli.display import report_error  # rich: only when there is an error
 
-        print_error(UsageError(message, hint=suggest(message, self) or f"see {self.prog} --help"))
+        hint = suggest(message, self) or f"see {self.prog} --help"
+        report_error(UsageError(message, hint=hint), as_json=self.json_errors)
         raise SystemExit(2)
 
 
@@ -343,7 +349,7 @@ WHY = Sub(
               help="build the two environments that show each finding's first fix (the last "
               "good release passes, the first bad one fails, the text's other versions held) "
               "and say what each did"),
-        o.opt("--python", dest="why_python", metavar="VERSION",
+        o.opt("-p", "--python", dest="why_python", metavar="VERSION",
               help="the Python the failure ran on, e.g. 3.10 (default: as the text's paths, "
               "environment block or prose say, else this one's)"),
         o.INDEX, o.JSON,
@@ -362,9 +368,10 @@ SUBCOMMANDS = (RUN, COMMITS, PROBE, REPRO, PINS, VERSIONS, DIFF, LOCK, MATRIX, P
                CI_TEMPLATE, ENV, CHECK, WHY, COMPLETION)  # fmt: skip
 
 
-def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+def build_parser(only: str | None = None, *, json_errors: bool = False) -> argparse.ArgumentParser:
     """The whole command line: every subcommand and its options (``only``: that subcommand
-    alone, for a command line that names it: its options, not all 370, are made)."""
+    alone, for a command line that names it: its options, not all 370, are made).
+    ``json_errors``: a usage error also prints the ``--json`` error object on stdout."""
     parser = _Parser(
         prog="envbisect",
         description="Find which package version broke a "
@@ -376,10 +383,12 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     # _Parser is an ArgumentParser: Sub.add takes the common type.
     sub = cast("Subcommands", parser.add_subparsers(dest="command", parser_class=_Parser))
     parser.made_for = only
+    parser.json_errors = json_errors
     for command in SUBCOMMANDS:
         if only is not None and command.name != only:
             continue
         one = command.add(sub)
+        cast(_Parser, one).json_errors = json_errors
         # -q and -v after the subcommand too (envbisect run ... -q), as before it.
         o.attach(one, o.QUIET, o.VERBOSE, o.COLOR)
         helpfmt.arrange(one, command.name)
