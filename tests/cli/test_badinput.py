@@ -239,3 +239,31 @@ def test_a_missing_pin_source_is_named_as_it_was_typed(
     assert_clean_error(proc, 2, error)
     assert f"hint: {hint}" in proc.stderr
     assert "--pins" not in proc.stderr.split("hint: ", 1)[1]
+
+
+def test_a_bad_requirement_is_one_line_and_a_hint(base: list[str]) -> None:
+    # packaging's message is three lines (the text, a caret under it): the first is kept.
+    for flag, ref in (("--with", "bad-requirement"), ("--override", "bad-override")):
+        proc = envbisect(*base, "--package", "crashy", flag, "six>=", "--", "true")
+        assert_clean_error(proc, 2, "'six>=' is not a")
+        assert f"[{ref}]" in proc.stderr
+        said = [ln for ln in proc.stderr.splitlines() if not ln.startswith("envbisect: ")]
+        assert len(said) == 2 and "^" not in proc.stderr, proc.stderr  # error:, hint:
+
+
+@pytest.mark.parametrize(
+    ("text", "typo", "meant"),
+    [
+        ("[matrix]\nprobes = ['import:a']\npythn = ['3.11']\n[[axis]]\npackage = 'a'\n",
+         "[matrix] pythn", "python"),
+        ("[matrix]\nprobes = ['import:a']\n[[axis]]\npackge = 'a'\n", "packge", "package"),
+    ],
+)  # fmt: skip
+def test_a_misspelt_matrix_key_gets_the_key_it_may_mean(
+    tmp_path: Path, text: str, typo: str, meant: str
+) -> None:
+    path = tmp_path / "m.toml"
+    path.write_text(text)
+    proc = envbisect("matrix", str(path), "--dry-run", "--results", str(tmp_path), cwd=tmp_path)
+    assert_clean_error(proc, 2, typo)
+    assert f"hint: did you mean {meant}?" in proc.stderr and "[matrix-schema]" in proc.stderr

@@ -7,17 +7,12 @@ CLI case runs the real CLI in a subprocess (support/cli.py).
 from __future__ import annotations
 
 import argparse
-import fcntl
 import io
 import json
 import os
-import pty
 import re
 import shutil
-import struct
 import subprocess
-import termios
-import threading
 from pathlib import Path
 
 import pytest
@@ -30,6 +25,7 @@ from envbisect.modes.run import RunOptions, run_bisect
 from envbisect.options import CommonOptions, ExecutorKind, NativeBacktrace
 from support.cli import CLI, assert_clean_error, envbisect, on_index
 from support.index_server import LocalIndex
+from support.terminal import under_pty
 
 # -- the live display under a real pseudo-terminal ----------------------------------------------
 
@@ -48,42 +44,13 @@ def raisy_run(
             *on_index(index.url, python, tmp_path)]  # fmt: skip
 
 
-def _under_pty(argv: list[str], env: dict[str, str], cols: int = 100) -> tuple[int, str, str]:
-    """Run argv with stderr on a pseudo-terminal (``cols`` wide); (exit code, stdout, what the
-    terminal received)."""
-    master, slave = pty.openpty()
-    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, cols, 0, 0))
-    proc = subprocess.Popen(
-        argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=slave, env=env, text=True
-    )
-    os.close(slave)
-    chunks: list[bytes] = []
-
-    def read() -> None:
-        while True:
-            try:
-                data = os.read(master, 65536)
-            except OSError:  # EIO: the other side closed
-                return
-            if not data:
-                return
-            chunks.append(data)
-
-    reader = threading.Thread(target=read, daemon=True)
-    reader.start()
-    out, _ = proc.communicate(timeout=300)
-    reader.join(timeout=10)
-    os.close(master)
-    return proc.returncode, out, b"".join(chunks).decode("utf-8", "replace")
-
-
 @pytest.mark.slow
 def test_live_display_shows_the_elapsed_time_advance_during_one_probe(
     index: LocalIndex, python: str, tmp_path: Path
 ) -> None:
     repro = tmp_path / "repro.py"
     repro.write_text(SLEEPY)
-    code, out, screen = _under_pty(
+    code, out, screen = under_pty(
         [
             *CLI,
             *raisy_run(index, python, tmp_path),
