@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 import yaml
 
-from envbisect import __version__
+from envbisect import install_requirement
 from envbisect.cli.commands.ci_template import workflow
 from envbisect.cli.parser import build_parser
 
@@ -119,7 +119,7 @@ def test_ci_template_writes_the_workflow(tmp_path: Path) -> None:
     ).stdout  # fmt: skip
     assert stdout == workflow()
     installs = yaml.safe_load(stdout)["env"]["ENVBISECT"]
-    assert installs == f"envbisect-ml @ git+https://github.com/envbisect/envbisect@v{__version__}"
+    assert installs == install_requirement()  # the project's Source URL, a tag only once released
     bad = subprocess.run(
         [sys.executable, "-m", "envbisect", "ci-template", "--output", str(out / "x")],
         capture_output=True, text=True, timeout=60,

@@ -423,7 +423,8 @@ INSTALL = opt(
     metavar="SPEC",
     default=None,
     help="what the workflow installs with uv tool install (default: envbisect's repository "
-    "at the tag of this version, as a git URL), a requirement, or . for the checkout itself",
+    "as a git URL, at the tag of this version once released), a requirement, or . for the "
+    "checkout itself",
 )
 QUICK = opt(
     "--quick",
