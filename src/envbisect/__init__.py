@@ -17,8 +17,9 @@ def source_url() -> str:
     metadata."""
     from importlib.metadata import PackageNotFoundError, metadata
 
+    urls: list[str]
     try:
-        urls = metadata(DISTRIBUTION).get_all("Project-URL") or []
+        urls = list(metadata(DISTRIBUTION).get_all("Project-URL") or [])
     except PackageNotFoundError:  # run from a source tree never installed: its pyproject.toml
         import re
         from pathlib import Path
@@ -27,7 +28,7 @@ def source_url() -> str:
         text = pyproject.read_text(encoding="utf-8") if pyproject.is_file() else ""
         urls = [f"Source, {u}" for u in re.findall(r'(?m)^Source = "([^"]+)"', text)]
     for entry in urls:
-        label, _, url = entry.partition(",")
+        label, _, url = str(entry).partition(",")
         if label.strip() == "Source":
             return url.strip()
     raise LookupError(f"{DISTRIBUTION} names no Source URL in its metadata")
