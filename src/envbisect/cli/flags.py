@@ -234,8 +234,11 @@ VERBOSE = opt(
     "--verbose",
     action="store_true",
     default=argparse.SUPPRESS,
-    help="also print uv's output and each probe's output",
+    help="also say where each option's value came from, and print uv's output and each "
+    "probe's output",
 )
+# -v of a command that builds nothing: what it says (cli/parser.py attaches one or the other).
+VERBOSE_READS = VERBOSE.but(help="also say where each option's value came from")
 
 # -- how a search runs -----------------------------------------------------------------------
 
@@ -324,9 +327,8 @@ BUILD_TIMEOUT = opt(
 DRY_RUN = opt(
     "--dry-run",
     action="store_true",
-    help="plan every environment it would build first (run: both ends; probe: the one; "
-    "matrix: every cell), print the plans (--json: with their pins and conflicts), build "
-    "nothing",
+    help="plan the environments it would build first, print the plans (--json: with their "
+    "pins and conflicts), build nothing",
 )
 
 

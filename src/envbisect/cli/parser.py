@@ -88,6 +88,21 @@ class Sub:
         return one
 
 
+def _dry(what: str) -> str:
+    """``--dry-run``'s help, said of what this command plans."""
+    return (
+        f"plan {what} first, print the plans (--json: with their pins and conflicts), build nothing"
+    )
+
+
+DRY_RUN_RUN = o.DRY_RUN.but(help=_dry("both ends' environments"))
+DRY_RUN_PROBE = o.DRY_RUN.but(help=_dry("the one environment"))
+DRY_RUN_REPRO = o.DRY_RUN.but(help=_dry("the report's environment, as resolved for this machine"))
+DRY_RUN_LOCK = o.DRY_RUN.but(help=_dry("the newest environment and where the search starts"))
+
+# The commands whose -v prints uv's and the probes' output: they build environments.
+BUILDS = frozenset({"run", "commits", "probe", "repro", "diff", "lock", "matrix"})
+
 RUN = Sub(
     name="run",
     help="bisect one package's versions in fresh uv environments",
@@ -98,7 +113,7 @@ RUN = Sub(
     "With no repro, built-in probes for the package run (import, datasets-json, lora-step; "
     "every probe: --probe).",
     takes=(o.PACKAGE, o.BY_DATE, o.GOOD, o.BAD, o.ANY_FAILURE, o.PINS, o.EXTRAS, o.BASELINE,
-           o.REST, o.SEARCH, x.EXECUTION, o.ENVIRONMENT, o.PROBING, o.DRY_RUN, o.COMMITS,
+           o.REST, o.SEARCH, x.EXECUTION, o.ENVIRONMENT, o.PROBING, DRY_RUN_RUN, o.COMMITS,
            o.REPO, o.GOOD_REF, o.BAD_REF, o.BUILD_TIMEOUT),
 )  # fmt: skip
 COMMITS = Sub(
@@ -131,7 +146,7 @@ PROBE = Sub(
         o.REPEAT.but(
             help="run the probes N times in the environment and say how many runs failed"
         ),
-        o.ENVIRONMENT, o.PROBING, o.DRY_RUN,
+        o.ENVIRONMENT, o.PROBING, DRY_RUN_PROBE,
     ),
 )  # fmt: skip
 REPRO = Sub(
@@ -150,7 +165,7 @@ REPRO = Sub(
     takes=(
         o.opt("report", metavar="REPORT", help="a Markdown file, or - for stdin"),
         o.ENVIRONMENT, o.REPEAT, x.EXECUTION, o.ENV, o.TIMEOUT, o.NATIVE_BACKTRACE, o.RESULTS,
-        o.KEEP_ENVS, o.JSON, o.ALLOW_DOWNLOAD, o.DRY_RUN,
+        o.KEEP_ENVS, o.JSON, o.ALLOW_DOWNLOAD, DRY_RUN_REPRO,
     ),
 )  # fmt: skip
 PINS = Sub(
@@ -213,7 +228,7 @@ LOCK = Sub(
             help="count any failure as the failure, not only one like the newest's"
         ),
         o.WITH, o.OVERRIDE, o.INDEX, o.PYTHON, o.NO_PYTHON_DOWNLOADS, o.INHERIT, o.PRE, o.JOBS,
-        o.REPEAT, x.EXECUTION, o.PROBING, o.DRY_RUN,
+        o.REPEAT, x.EXECUTION, o.PROBING, DRY_RUN_LOCK,
     ),
 )  # fmt: skip
 MATRIX = Sub(
@@ -374,6 +389,7 @@ def build_parser(only: str | None = None, *, json_errors: bool = False) -> argpa
     ``json_errors``: a usage error also prints the ``--json`` error object on stdout."""
     parser = _Parser(
         prog="envbisect",
+        formatter_class=helpfmt.Formatter,
         description="Find which package version broke a "
         "Python environment, prove it, and hand back one that works.",
         epilog=f"docs: {helpfmt.DOCS} (or docs/ in the source: nox -s docs, mkdocs serve)",
@@ -389,8 +405,10 @@ def build_parser(only: str | None = None, *, json_errors: bool = False) -> argpa
             continue
         one = command.add(sub)
         cast(_Parser, one).json_errors = json_errors
-        # -q and -v after the subcommand too (envbisect run ... -q), as before it.
-        o.attach(one, o.QUIET, o.VERBOSE, o.COLOR)
+        # -q and -v after the subcommand too (envbisect run ... -q), as before it; -v's help
+        # as this command means it.
+        verbose = o.VERBOSE if command.name in BUILDS else o.VERBOSE_READS
+        o.attach(one, o.QUIET, verbose, o.COLOR)
         helpfmt.arrange(one, command.name)
     return parser
 
