@@ -84,6 +84,13 @@ def test_not_a_terminal_gets_plain_lines(index: LocalIndex, python: str, tmp_pat
     assert "\x1b[" not in proc.stderr and "running" not in proc.stderr
     assert "[1] probing 1.4.0 (0 left in range; this step and at most 1 more)" in proc.stderr
     assert "envbisect: index: " + index.url + " (--index-url)" in proc.stderr
+    # the range's marks, explained once, before the first range drawn
+    legend = "envbisect: the range, oldest to newest: G a pass, B the failure searched for, "
+    assert proc.stderr.count(legend) == 1
+    drawn = re.findall(r"\[([GBFS?×0-9, ]+)\]$", proc.stderr, flags=re.M)
+    assert drawn and proc.stderr.index(legend) < proc.stderr.index(f"[{drawn[0]}]")
+    marks = {m.split("×")[0] for d in drawn for m in d.split(", ")}
+    assert marks <= {"G", "B", "F", "S", "?"} and all(f"{m} " in proc.stderr for m in marks)
 
 
 def test_the_reporter_fits_the_range_and_counts_down() -> None:
@@ -110,7 +117,9 @@ def test_the_reporter_fits_the_range_and_counts_down() -> None:
     rep.probe_finished("1.0.0", Outcome(kind=OutcomeKind.PASS), 1.0, False, wide)
     rep.probe_finished("1.1.0", Outcome(kind=OutcomeKind.FAIL, signature="E" * 20), 1.0, False,
                        wide)  # fmt: skip
-    lines = narrow.getvalue().splitlines()
+    said, drawn = narrow.getvalue().split("(×N: N in a row)\n", 1)  # the legend, once, first
+    assert said.startswith("envbisect: the range, oldest to newest: G a pass")
+    lines = drawn.splitlines()
     assert all(len(ln) <= 60 for ln in lines) and len(lines) == 3, lines
     assert lines[0].startswith("    1.0.0: pass (1.0 s) [G, G") and lines[2].startswith("      [G")
     # Text from a repro is printed as it is: brackets, emoji codes, a trailing backslash.
