@@ -70,6 +70,7 @@ ALLOWED = {
     "tests/commits/test_commits_core.py": "a file:// repository URL and an ext:: URL, refused",
     "tests/evidence/test_failure.py": "tracebacks' paths: a user's own file, site-packages",
     "tests/evidence/test_why_index.py": "a traceback's site-packages, as a venv prints it",
+    "tests/evidence/test_native.py": "a vllm traceback as pasted: a user's file, conda's",
 }
 # Bug reports as users paste them (pip freeze, conda list, accelerate env): their own paths are
 # part of the format that is read.
