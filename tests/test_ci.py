@@ -232,3 +232,17 @@ def test_the_action_step_runs_the_real_envbisect(tmp_path: Path) -> None:
     )
     assert ended == 2 and outputs["exit-code"] == "2"
     assert "Bad usage (exit 2)" in summary
+
+
+def test_the_long_fuzz_is_a_scheduled_workflow_of_the_nox_session() -> None:
+    doc = yaml.safe_load((ROOT / ".github" / "workflows" / "fuzz.yml").read_text())
+    on = doc[True]  # YAML 1.1 reads the key "on" as true
+    assert on["schedule"][0]["cron"] and "workflow_dispatch" in on
+    steps = doc["jobs"]["fuzz"]["steps"]
+    runs = [str(s.get("run", "")) for s in steps]
+    assert any(r.startswith("nox -s fuzz") for r in runs)
+    kept = next(s for s in steps if s.get("uses", "").startswith("actions/upload-artifact@"))
+    assert kept["if"] == "failure()" and kept["with"]["path"] == ".hypothesis/"
+    noxfile = (ROOT / "noxfile.py").read_text()
+    session = noxfile.split("def fuzz(", 1)[1].split("@nox.session", 1)[0]
+    assert '"ENVBISECT_FUZZ": "long"' in session and "tests/test_fuzz.py" in session
