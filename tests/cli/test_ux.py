@@ -59,7 +59,8 @@ def test_live_display_shows_the_elapsed_time_advance_during_one_probe(
             "--repro",
             str(repro),
         ],
-        {**os.environ, "TERM": "xterm-256color"},
+        # a terminal that wants colour: the session's NO_COLOR (conftest.py) would draw none
+        {**{k: v for k, v in os.environ.items() if k != "NO_COLOR"}, "TERM": "xterm-256color"},
     )
     assert code == 0, screen
     # the answer on stdout, untouched by the display

@@ -113,7 +113,7 @@ MARKER: st.SearchStrategy[str] = st.recursive(
 URL = st.sampled_from([
     "https://files.example.org/x/pkg-1.0-py3-none-any.whl",
     "https://example.org/pkg-1.0.tar.gz#sha256=" + "0" * 64,
-    "git+https://github.com/o/r@v1.0#egg=pkg", "file:///tmp/pkg-1.0-py3-none-any.whl",
+    "git+https://github.com/o/r@v1.0#egg=pkg", "file:///data/pkg-1.0-py3-none-any.whl",
     "file:pkg", "./local/path", "https://h/p?q=1&r=2#subdirectory=sub",
 ])  # fmt: skip
 
