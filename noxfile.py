@@ -43,8 +43,9 @@ def quick(session: nox.Session) -> None:
 
 @nox.session
 def fuzz(session: nox.Session) -> None:
-    """Every parser of untrusted text fuzzed with the long budget (tests/test_fuzz.py, and the
-    wheel reader against zipfile; the quick tier runs a short one)."""
+    """Every parser of untrusted text fuzzed with the long budget (tests/test_fuzz.py, by the
+    formats' grammars, and the wheel reader against zipfile; the quick tier runs a short one).
+    Scheduled weekly by .github/workflows/fuzz.yml."""
     session.install("-e", ".", *group("test"))
     tests = ["tests/test_fuzz.py", "tests/index/test_wheelmeta.py"]
     session.run("pytest", *tests, *session.posargs, env={"ENVBISECT_FUZZ": "long"})

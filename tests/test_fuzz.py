@@ -5,8 +5,14 @@ The parsers: bug reports and environment reports (the nine formats, in Markdown)
 ``check`` reads of a report, requirements files, pylock, PEP 723 blocks, matrix files,
 results.json and run.json, Simple API pages (HTML and JSON), METADATA's Requires-Dist.
 Inputs are built from each format's own fragments (so the fuzz reaches past the first
-check) mixed with arbitrary text. The quick tier runs a short budget; ``nox -s fuzz`` (or
-``ENVBISECT_FUZZ=long``) a long one. Inputs that broke a parser are kept as ``@example``s.
+check) mixed with arbitrary text, and, for PEP 508 requirements and markers, METADATA,
+requirements files, pylock.toml and environment reports, written by their grammars
+(tests/support/grammars.py: every version operator, every marker variable and operator,
+both quotes, extras, URLs, folded headers, hashes and continuations, each report's rows), so
+the fuzz reaches what real files hold; ``envbisect pins METADATA`` itself runs on a few. The
+quick tier runs a short budget; ``nox -s fuzz`` (or ``ENVBISECT_FUZZ=long``, the scheduled
+workflow .github/workflows/fuzz.yml) a long one. Inputs that broke a parser are kept as
+``@example``s.
 """
 
 from __future__ import annotations
@@ -21,6 +27,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from envbisect.errors import EnvbisectError
+from support import grammars
 
 LONG = os.environ.get("ENVBISECT_FUZZ") == "long"
 FUZZ = settings(
@@ -285,3 +292,133 @@ def test_the_fuzz_budget_is_said() -> None:
     assert "ENVBISECT_FUZZ" in noxfile and json.dumps("long") in noxfile.replace("'", '"')
     if LONG:
         pytest.skip("the long budget is running")
+
+
+# -- by the formats' grammars ------------------------------------------------------------------
+
+ENV = {
+    "python_version": "3.11", "python_full_version": "3.11.7", "os_name": "posix",
+    "sys_platform": "linux", "platform_system": "Linux", "platform_machine": "x86_64",
+    "platform_release": "6.1.0-13-amd64", "platform_version": "#1 SMP PREEMPT_DYNAMIC Debian",
+    "implementation_name": "cpython", "implementation_version": "3.11.7",
+    "platform_python_implementation": "CPython",
+}  # fmt: skip
+_EXTRAS = st.lists(st.sampled_from(["x", "dev", "gpu", "A-B", "a_b", "1.0", ""]), max_size=3)
+
+
+def _as_pins_prints(pins: Any, extras: list[str]) -> None:
+    """What ``envbisect pins`` does with a pin set: the extras chosen, every line and the
+    JSON, each pin's specifier and whether it applies; a lock's exact versions."""
+    from envbisect.core.pins.sources import select_extras
+    from envbisect.core.results.pins import PinsResult
+
+    pins = select_extras(pins, extras, label="the source")
+    res = PinsResult(pins=pins, markers=tuple(ENV.items()), extras=tuple(extras), target="t",
+                     python="3.11")  # fmt: skip
+    res.lines()
+    json.dumps(res.to_dict())
+    pins.baseline(ENV)
+    for pin in pins.requirements:
+        _ = pin.specifier_text, pin.exact_version, pin.applies(ENV, extras)
+
+
+@FUZZ
+@given(grammars.REQUIREMENT)
+@example("a; python_version ~= 'x'")  # a version operator on a value that is no version
+@example("a; 'x' not in platform_release or (extra === '1.0')")
+def test_pep508_requirements_and_markers(text: str) -> None:
+    from envbisect.core.markers import applies
+    from envbisect.core.pins.sources import parse_requirements
+    from envbisect.index.source import _requirement
+
+    def run() -> None:
+        req = _requirement(text)  # a Requires-Dist line, as the planner reads one
+        if req is not None:
+            applies(req.marker, ENV)
+        _as_pins_prints(parse_requirements(text + "\n", origin="r.txt",
+                                           read=lambda name: ("", name)), ["x"])  # fmt: skip
+
+    _only_our_errors(run)
+
+
+@FUZZ
+@given(grammars.metadata(), _EXTRAS)
+def test_metadata_as_envbisect_pins_reads_it(text: str, extras: list[str]) -> None:
+    from envbisect.core.pins.sources import parse_metadata
+
+    _only_our_errors(lambda: _as_pins_prints(parse_metadata(text, origin="METADATA"), extras))
+
+
+@FUZZ
+@given(grammars.requirements_file(), _EXTRAS)
+def test_requirements_files_by_their_grammar(text: str, extras: list[str]) -> None:
+    from envbisect.core.pins.sources import parse_requirements
+
+    def run() -> None:
+        pins = parse_requirements(text, origin="r.txt", read=lambda name: ("six\n", name))
+        _as_pins_prints(pins, extras)
+
+    _only_our_errors(run)
+
+
+@FUZZ
+@given(grammars.PYLOCK)
+def test_pylock_by_its_fields(data: dict[str, Any]) -> None:
+    import logging
+
+    import tomli_w
+
+    from envbisect.core.pins.sources import parse_pylock
+
+    try:
+        text = tomli_w.dumps(data)
+    except (TypeError, ValueError):
+        return
+    logging.getLogger("packaging.pylock").disabled = True  # its "minor version" warning
+    try:
+        _only_our_errors(lambda: _as_pins_prints(parse_pylock(text, origin="pylock.toml"), []))
+    finally:
+        logging.getLogger("packaging.pylock").disabled = False
+
+
+@FUZZ
+@given(grammars.environment_report())
+def test_environment_reports_by_their_rows(text: str) -> None:
+    from envbisect.core.checks.diagnosis import CheckData, diagnose
+    from envbisect.core.checks.observed import from_text
+    from envbisect.core.envreport.bugreport import read_bug_report
+    from envbisect.core.pins.from_report import report_pins
+    from envbisect.env.pinsource import report_with_versions
+
+    def pins() -> None:
+        report = report_with_versions(text, "the report")
+        _as_pins_prints(report_pins(report, origin="the report", releases=None), [])
+
+    def check() -> None:
+        obs = from_text(text, origin="r.md")
+        if obs is not None:
+            diagnose(obs, CheckData.from_dict({}, []))
+
+    _only_our_errors(pins)
+    _only_our_errors(read_bug_report, text)
+    _only_our_errors(check)
+
+
+@settings(FUZZ, max_examples=200 if LONG else 6)
+@given(grammars.metadata())
+def test_envbisect_pins_metadata_ends_in_an_answer_or_one_error(
+    tmp_path_factory: pytest.TempPathFactory, text: str
+) -> None:
+    """The command itself, as a user runs it on a METADATA file: exit 0 with requirement
+    lines, or exit 2 with one error and a hint; never a traceback."""
+    import sys
+
+    from support.cli import envbisect
+
+    folder = tmp_path_factory.mktemp("metadata")
+    (folder / "METADATA").write_text(text, encoding="utf-8")
+    proc = envbisect("pins", str(folder / "METADATA"), "--offline", "--no-config",
+                     "-p", sys.executable, "--json")  # fmt: skip
+    assert "Traceback" not in proc.stderr, proc.stderr
+    assert proc.returncode in (0, 2), proc.stderr
+    json.loads(proc.stdout)  # the answer, or the error object

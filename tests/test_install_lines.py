@@ -1,9 +1,11 @@
 """Every line that tells someone how to install envbisect installs something that exists: a
-checkout (``.``, ``-e .``, a folder, a wheel built from it) or this repository at the tag of
-this version (``envbisect-ml @ git+SOURCE@vVERSION``), never the bare PyPI name, which is not
-registered yet. The lines are read from the README, the docs, the action, every ``--help``,
-the workflow ``ci-template`` writes and the hints envbisect prints; the git URL is then
-installed for real, from this repository (git's ``insteadOf`` points the URL here).
+checkout (``.``, ``-e .``, a folder, a wheel built from it) or this repository's git URL (the
+``Source`` of pyproject.toml's ``[project.urls]``), at the tag of this version only once it is
+released, never the bare PyPI name, which is not registered yet. The lines are read from the
+README, the docs, the action, every ``--help``, the workflow ``ci-template`` writes and the
+hints envbisect prints; the git URL is then installed for real, from this repository (git's
+``insteadOf`` points the URL here). Every tag of envbisect named anywhere in the repository is
+one ``git tag`` lists.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ import pytest
 import yaml
 from packaging.requirements import InvalidRequirement, Requirement
 
-from envbisect import DISTRIBUTION, SOURCE, __version__, install_requirement
+from envbisect import DISTRIBUTION, RELEASED, __version__, install_requirement, source_url
 
 ROOT = Path(__file__).resolve().parent.parent
 INSTALLERS = re.compile(r"\b(?:uv tool install|uv pip install|pip install|pipx install|uv add)\b")
@@ -53,8 +55,15 @@ def _installs(text: str) -> list[str]:
     return found
 
 
+def test_the_source_url_is_pyprojects() -> None:
+    text = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
+    urls = re.search(r"(?ms)^\[project\.urls\]\n(.*?)\n\n", text)
+    assert urls is not None
+    assert f'Source = "{source_url()}"' in urls.group(1).splitlines()
+
+
 def test_every_install_line_names_a_checkout_or_this_repository_at_its_tag() -> None:
-    url = f"git+{SOURCE}@v{__version__}"
+    url = f"git+{source_url()}" + (f"@v{__version__}" if RELEASED else "")
     seen = 0
     for where, text in _texts().items():
         for word in _installs(text):
@@ -64,8 +73,11 @@ def test_every_install_line_names_a_checkout_or_this_repository_at_its_tag() -> 
             except InvalidRequirement:
                 pytest.fail(f"{where}: {word!r} is not a requirement")
             assert req.name == DISTRIBUTION, f"{where}: {word!r} installs another project"
-            assert req.url == url, f"{where}: {word!r} installs from PyPI, where it is not yet"
-    assert seen >= 5, "the scan found too few install lines to be reading the right texts"
+            assert req.url == url, f"{where}: {word!r} installs what is not there (PyPI, a tag)"
+    assert seen >= 2, "the scan found too few install lines to be reading the right texts"
+    # Until a release, the docs install from a clone or a local path.
+    install_md = _texts()["docs/how-to/install.md"]
+    assert "uv tool install ./envbisect" in install_md and "git clone " + source_url() in install_md
     assert Requirement(install_requirement("ray")).extras == {"ray"}
     assert "envbisect-ml[ray] @" in install_requirement("ray")
 
@@ -77,7 +89,7 @@ def test_the_git_url_installs_this_version(tmp_path: Path) -> None:
     tag = f"v{__version__}"
     has = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "-q", "--verify", f"{tag}^{{}}"],
                          capture_output=True, text=True)  # fmt: skip
-    if has.returncode != 0:
+    if RELEASED and has.returncode != 0:
         pytest.skip(f"this clone has no tag {tag} (git fetch --tags)")
     from envbisect.env.uv import find_uv
 
@@ -88,7 +100,7 @@ def test_the_git_url_installs_this_version(tmp_path: Path) -> None:
         **os.environ,
         "GIT_CONFIG_COUNT": "1",
         "GIT_CONFIG_KEY_0": f"url.{ROOT.as_uri()}.insteadOf",
-        "GIT_CONFIG_VALUE_0": SOURCE,
+        "GIT_CONFIG_VALUE_0": source_url(),
         "UV_CACHE_DIR": str(tmp_path / "cache"),
     }
     got = subprocess.run(
@@ -102,3 +114,54 @@ def test_the_git_url_installs_this_version(tmp_path: Path) -> None:
         capture_output=True, text=True, check=True,
     ).stdout.strip()  # fmt: skip
     assert version == __version__
+
+
+# A ref of envbisect's own repository: OWNER/envbisect@REF (an action's uses:), a git URL's
+# @REF, git clone --branch REF. Other projects' tags (actions/checkout@v4) are theirs.
+_OUR_REFS = (
+    re.compile(r"\benvbisect(?:\.git)?@(v?\d[\w.+-]*)"),
+    re.compile(r"\bgit clone\b[^\n]*?(?:--branch|-b)\s+(v?\d[\w.+-]*)[^\n]*envbisect"),
+    re.compile(r"\btag (v\d+\.\d+[\w.+-]*)"),
+)
+
+
+def _tags() -> set[str]:
+    out = subprocess.run(["git", "-C", str(ROOT), "tag"], capture_output=True, text=True)
+    if out.returncode != 0:
+        pytest.skip(f"not a git checkout: {out.stderr.strip()}")
+    return set(out.stdout.split())
+
+
+def test_every_tag_named_in_the_repository_exists() -> None:
+    """A generated workflow installed envbisect at a tag the repository never had."""
+    files = subprocess.run(
+        ["git", "-C", str(ROOT), "ls-files", "-co", "--exclude-standard"],
+        capture_output=True, text=True, check=True,
+    ).stdout.split()  # fmt: skip
+    tags, named, read = _tags(), [], 0
+    for name in files:
+        path = ROOT / name
+        if name.startswith("tests/") or path.suffix not in {
+            ".md",
+            ".yml",
+            ".yaml",
+            ".py",
+            ".toml",
+            ".txt",
+            ".cfg",
+            ".html",
+        }:
+            continue  # the tests name refs to test with (and this test its patterns)
+        if not path.is_file():
+            continue
+        text = path.read_text(encoding="utf-8", errors="replace")
+        read += 1
+        named += [(name, m.group(1)) for p in _OUR_REFS for m in p.finditer(text)]
+    texts = _texts()
+    for where in ("--help", "ci-template"):
+        named += [(where, m.group(1)) for p in _OUR_REFS for m in p.finditer(texts[where])]
+    assert read > 50  # the walk read the repository
+    missing = [(where, ref) for where, ref in named if ref not in tags]
+    assert not missing, f"tags named that `git tag` does not list: {missing}"
+    if RELEASED:
+        assert f"v{__version__}" in tags, "RELEASED, but this version has no tag"

@@ -24,6 +24,7 @@ every instance carries a stable kebab-case reference, a one-line message and a h
 from __future__ import annotations
 
 import enum
+from collections.abc import Iterable
 
 
 class EnvbisectError(Exception):
@@ -127,3 +128,12 @@ class Interrupted(EnvbisectError):
 
     exit_code = 130
     ref = "interrupted"
+
+
+def did_you_mean(word: str, options: Iterable[str]) -> str:
+    """``did you mean X?`` where ``word`` (a key, a choice) is a misspelling of one of
+    ``options`` (difflib, as the parser's own suggestion for a flag), else ""."""
+    import difflib
+
+    close = difflib.get_close_matches(word, list(options), n=1, cutoff=0.6)
+    return f"did you mean {close[0]}?" if close and close[0] != word else ""

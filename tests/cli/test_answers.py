@@ -115,9 +115,9 @@ def test_pins_answer_marks_what_does_not_apply() -> None:
     markers = (("sys_platform", "linux"), ("python_version", "3.11"))
     res = PinsResult(pins=pins, markers=markers, extras=(), target="cp311-x", python="3.11")
     assert res.lines() == [
-        "requirements.txt  (for cp311-x, Python 3.11)",
-        "  numpy >=1.26",
-        '  torch (any) ; sys_platform == "win32"   [does not apply here]',
-        "  rich[jupyter] ==13.0",
+        "# requirements.txt  (for cp311-x, Python 3.11)",
+        "numpy>=1.26",
+        'torch; sys_platform == "win32"  # does not apply here',
+        "rich[jupyter]==13.0",
     ]
     assert res.to_dict() == pins.to_dict(dict(markers), ())

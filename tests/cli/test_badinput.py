@@ -192,3 +192,78 @@ def test_slurm_options_are_read_as_sbatch_takes_them(tmp_path: Path) -> None:
     with pytest.raises(UsageError, match="is not one sbatch option") as e:
         common_options(args, command="run")
     assert e.value.ref == "bad-slurm-option"
+
+
+# -- the wrong kind of input: the error names what was typed ------------------------------------
+
+ISSUE = "https://github.com/hiyouga/LLaMA-Factory/issues/6809"
+
+
+@pytest.mark.parametrize(
+    ("args", "named", "hint"),
+    [
+        (["check", ISSUE], "the report", "save the issue's text to a file"),
+        (["repro", ISSUE], "the report", "save the issue's text to a file"),
+        (["why", ISSUE], "INPUT", "save the issue's text to a file"),
+        (["pins", "https://127.0.0.1/requirements.txt"], "SOURCE", "download the file first"),
+        (
+            ["probe", "--pins", "https://127.0.0.1/r.txt", "--", "true"],
+            "--pins",
+            "download the file first",
+        ),
+    ],
+)
+def test_a_url_is_not_read_as_a_file(args: list[str], named: str, hint: str) -> None:
+    # It said "No such file or directory" of a URL: a user pasted the issue's address.
+    proc = envbisect(*args)
+    assert_clean_error(proc, 2, f"{named} {args[-1] if named != '--pins' else args[2]} is a URL")
+    assert "[url-not-read]" in proc.stderr and f"hint: {hint}" in proc.stderr
+    assert "No such file" not in proc.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "error", "hint"),
+    [
+        (["diff", "nosuch.txt", "other.txt", "--", "true"], "nosuch.txt (GOOD)", "GOOD takes"),
+        (["diff", "requirements.txt", "nosuch.txt", "--", "true"], "nosuch.txt (BAD)", "BAD takes"),
+        (["probe", "--lock", "nosuch.lock", "--", "true"], "no such file: nosuch.lock", "--lock"),
+        (["pins", "nosuch"], "nosuch (SOURCE)", "SOURCE takes"),
+    ],
+)
+def test_a_missing_pin_source_is_named_as_it_was_typed(
+    args: list[str], error: str, hint: str, tmp_path: Path
+) -> None:
+    # diff and probe --lock hinted at --pins, a flag the user never typed.
+    (tmp_path / "requirements.txt").write_text("six==1.16.0\n")
+    proc = envbisect(*args, cwd=tmp_path)
+    assert_clean_error(proc, 2, error)
+    assert f"hint: {hint}" in proc.stderr
+    assert "--pins" not in proc.stderr.split("hint: ", 1)[1]
+
+
+def test_a_bad_requirement_is_one_line_and_a_hint(base: list[str]) -> None:
+    # packaging's message is three lines (the text, a caret under it): the first is kept.
+    for flag, ref in (("--with", "bad-requirement"), ("--override", "bad-override")):
+        proc = envbisect(*base, "--package", "crashy", flag, "six>=", "--", "true")
+        assert_clean_error(proc, 2, "'six>=' is not a")
+        assert f"[{ref}]" in proc.stderr
+        said = [ln for ln in proc.stderr.splitlines() if not ln.startswith("envbisect: ")]
+        assert len(said) == 2 and "^" not in proc.stderr, proc.stderr  # error:, hint:
+
+
+@pytest.mark.parametrize(
+    ("text", "typo", "meant"),
+    [
+        ("[matrix]\nprobes = ['import:a']\npythn = ['3.11']\n[[axis]]\npackage = 'a'\n",
+         "[matrix] pythn", "python"),
+        ("[matrix]\nprobes = ['import:a']\n[[axis]]\npackge = 'a'\n", "packge", "package"),
+    ],
+)  # fmt: skip
+def test_a_misspelt_matrix_key_gets_the_key_it_may_mean(
+    tmp_path: Path, text: str, typo: str, meant: str
+) -> None:
+    path = tmp_path / "m.toml"
+    path.write_text(text)
+    proc = envbisect("matrix", str(path), "--dry-run", "--results", str(tmp_path), cwd=tmp_path)
+    assert_clean_error(proc, 2, typo)
+    assert f"hint: did you mean {meant}?" in proc.stderr and "[matrix-schema]" in proc.stderr

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shlex
 import subprocess
 import sys
@@ -23,6 +24,7 @@ from typing import Any
 import pytest
 from packaging.requirements import Requirement
 
+from envbisect import source_url
 from envbisect.cli.parser import build_parser
 from envbisect.core.checks.published import table_of
 from support.cli import CLI, assert_clean_error, envbisect
@@ -488,9 +490,27 @@ def test_the_shipped_llamafactory_table_names_its_measured_cells(tmp_path: Path)
     lock = (
         "results/llamafactory-transformers/locks/py3.11/llamafactory-0.9.1__transformers-4.47.1.txt"
     )
-    assert f"its lock: {lock}" in f["message"] and (ROOT / lock).is_file()
+    # cited where a user opens it: the published URL of a file this repository holds
+    assert f"its lock: {source_url()}/blob/main/{lock}" in f["message"] and (ROOT / lock).is_file()
     (tmp_path / "good.md").write_text("```\nllamafactory==0.9.2\ntransformers==4.52.4\n```\n")
     _, data = check("good.md", cwd=tmp_path)
     assert not [f for f in data["findings"] if f["kind"] == "published-failure"]
     (said,) = data["measured"]
     assert "llamafactory 0.9.2 with transformers 4.52.4 passing" in said
+
+
+def test_what_check_cites_is_there_to_open_where_the_user_runs_it(tmp_path: Path) -> None:
+    """It cited results/.../locks/...txt and results/.../results.json, paths that exist only in
+    envbisect's own checkout: every path a finding names is a URL, or a file at hand."""
+    (tmp_path / "bad.md").write_text("```\nllamafactory==0.9.1\ntransformers==4.48.3\n```\n")
+    proc = envbisect("check", "bad.md", cwd=tmp_path)
+    assert proc.returncode == 1, proc.stderr
+    cited = re.findall(r"(?:its lock|source): (\S+?)\)?$", proc.stdout, flags=re.M)
+    cited = [c for c in cited if "/" in c]  # a path or a URL, not "the report's error"
+    assert len(cited) >= 2, proc.stdout
+    for where in cited:
+        if where.startswith("https://"):
+            if where.startswith(f"{source_url()}/blob/main/"):  # published from this repository
+                assert (ROOT / where.removeprefix(f"{source_url()}/blob/main/")).is_file(), where
+            continue
+        assert (tmp_path / where).exists(), f"{where}: not there to open"

@@ -124,7 +124,7 @@ def test_a_parser_made_for_one_command_reads_its_lines_as_the_whole_one(command:
         (["-q", "--color", "never", "probe", "-v"], "probe"),
         (["--color=always", "run"], "run"),
         (["-h", "probe"], None),  # the top's help lists every command
-        (["--col", "always", "probe"], None),  # an abbreviation: argparse's to read
+        (["--col", "always", "probe"], None),  # an abbreviation: the whole parser's error
         (["prob"], None),  # a typo: the whole parser's "did you mean"
         (["completion", "bash"], None),  # printed from the whole parser
         ([], None),
@@ -167,3 +167,56 @@ def test_a_probe_in_a_pipe_imports_none_of_what_it_does_not_use(
     assert "python -c pass: pass" in done.stdout + done.stderr
     line = next(ln for ln in done.stderr.splitlines() if ln.startswith("LOADED"))
     assert ast.literal_eval(line.removeprefix("LOADED ")) == [], line
+
+
+# -- what --help says is true of the command it is the help of, and copies whole --------------
+
+PATHLIKE = r"[\w.~<>*-]*/[\w.~<>*/-]+"
+
+
+def _cli_help(command: str, columns: int) -> str:
+    env = {**os.environ, "COLUMNS": str(columns)}
+    proc = subprocess.run(
+        [sys.executable, "-m", "envbisect", command, "--help"],
+        capture_output=True, text=True, env=env, timeout=60,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout
+
+
+@pytest.mark.parametrize("columns", [60, 80, 100])
+def test_help_never_breaks_a_path_across_lines(columns: int) -> None:
+    # "~/.local/share/bash-" / "completion/completions/envbisect": a path cut at its hyphen.
+    import re
+
+    parser = build_parser()
+    seen = 0
+    for command in COMMANDS:
+        sub = next(
+            a.choices[command] for a in parser._actions if isinstance(a, argparse._SubParsersAction)
+        )
+        texts = [sub.description or "", *(str(a.help or "") for a in sub._actions)]
+        shown = _cli_help(command, columns)
+        for word in {w.rstrip(".,;:)") for t in texts for w in re.findall(PATHLIKE, t)}:
+            seen += 1
+            assert word in shown, f"envbisect {command} --help at {columns} columns cuts {word!r}"
+    assert seen > 20  # the texts hold paths to check
+    assert "~/.local/share/bash-completion/completions/envbisect" in _cli_help(
+        "completion", columns
+    )
+
+
+def test_verbose_and_dry_run_say_what_this_command_does() -> None:
+    # check -v promised probe output; lock's --dry-run spoke of run, probe and matrix.
+    from envbisect.cli.parser import BUILDS
+
+    for command in COMMANDS:
+        shown = " ".join(_cli_help(command, 200).split())
+        verbose = shown.split("-v, --verbose ", 1)[1].split(" --color", 1)[0]
+        assert ("probe's output" in verbose) is (command in BUILDS), (command, verbose)
+        if "--dry-run " in shown:
+            dry = shown.split("--dry-run ", 1)[1].split(" -q, --quiet", 1)[0]
+            others = [c for c in COMMANDS if c != command and f"{c}:" in dry]
+            assert not others, (command, dry)
+    lock = " ".join(_cli_help("lock", 200).split())
+    assert "--dry-run plan the newest environment and where the search starts first" in lock

@@ -7,10 +7,13 @@ from __future__ import annotations
 
 import os
 import re
+from pathlib import Path
 
 import pytest
 
-from support.cli import envbisect
+from support.cli import CLI, envbisect, on_index
+from support.index_server import LocalIndex
+from support.terminal import under_pty
 
 SGR = re.compile(r"\x1b\[([0-9;]*)m")
 
@@ -53,3 +56,36 @@ def test_color_follows_the_flag_then_no_color_then_force_color(
         assert has_colour(proc.stderr) is coloured, (argv, env, proc.stderr)
         if flag[1:] == ("never",):
             assert "\x1b[" not in proc.stderr  # plain text: no style at all
+
+
+# -- on a real terminal: NO_COLOR means no escape sequence at all ---------------------------------
+
+ESCAPE = "\x1b"
+
+
+def test_no_color_on_a_terminal_writes_no_style_at_all() -> None:
+    # An error's reference is dim: rich kept bold and dim under NO_COLOR on a terminal.
+    argv = [*CLI, *ARGS]
+    code, _, screen = under_pty(argv, plain_env(TERM="xterm-256color"))
+    assert code == 2 and "[bad-date]" in screen and ESCAPE in screen  # a terminal: styled
+    code, _, screen = under_pty(argv, plain_env(TERM="xterm-256color", NO_COLOR="1"))
+    assert code == 2 and "[bad-date]" in screen
+    assert ESCAPE not in screen, repr(screen)
+    # --color always is the later word, over NO_COLOR
+    code, _, screen = under_pty([*CLI, "--color", "always", *ARGS], plain_env(NO_COLOR="1"))
+    assert has_colour(screen)
+
+
+@pytest.mark.slow
+def test_no_color_on_a_terminal_draws_no_live_display(
+    index: LocalIndex, python: str, tmp_path: Path
+) -> None:
+    # The live display moves the cursor: under NO_COLOR, the plain lines a log gets instead.
+    argv = [*CLI, "run", "--package", "raisy", "--good", "1.4.0", "--bad", "1.5.0",
+            *on_index(index.url, python, tmp_path, cache=True),
+            "--", "python", "-c", "import raisy; raisy.run()"]  # fmt: skip
+    code, out, screen = under_pty(argv, plain_env(TERM="xterm-256color", NO_COLOR="1"))
+    assert code == 0, screen
+    assert "first bad version of raisy: 1.5.0" in out
+    assert ESCAPE not in screen, repr(screen)
+    assert "[1] probing" in screen  # the progress, as plain lines

@@ -22,13 +22,14 @@ def parsed(*argv: str) -> tuple[argparse.Namespace, argparse.ArgumentParser]:
     return args, subparser(parser, args.command)
 
 
-def test_what_was_typed_is_found_on_the_parser_whole_by_prefix_or_with_a_value() -> None:
-    argv = ["run", "--package", "x", "--time", "5", "--jobs=2", "-v", "--", "true"]
+def test_what_was_typed_is_found_on_the_parser_whole_short_or_with_a_value() -> None:
+    argv = ["run", "--package", "x", "--timeout", "5", "--jobs=2", "-v", "-p3.11", "--", "true"]
     _, sub = parsed(*argv[:-2])
     typed = typed_dests(sub, argv[:-2])
-    assert {"package", "timeout", "jobs", "verbose"} <= typed
-    assert not typed & {"python", "results", "exclude_newer", "probes"}
-    assert given(["run", "--time", "5"], ("--timeout",))
+    assert {"package", "timeout", "jobs", "verbose", "python"} <= typed
+    assert not typed & {"results", "exclude_newer", "probes"}
+    assert given(["run", "--timeout", "5"], ("--timeout",))
+    assert not given(["run", "--time", "5"], ("--timeout",))  # no abbreviation: not --timeout
     assert given(["run", "--timeout=5"], ("--timeout",))
     assert not given(["run", "--jobs", "2"], ("--timeout",))
 

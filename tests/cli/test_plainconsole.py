@@ -130,10 +130,14 @@ def test_plain_where_rich_would_print_plain(
 def test_a_pipe_gets_the_plain_console_and_a_terminal_riches(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    for var in ("FORCE_COLOR", "TTY_COMPATIBLE", "TTY_INTERACTIVE"):
+    for var in ("FORCE_COLOR", "TTY_COMPATIBLE", "TTY_INTERACTIVE", "NO_COLOR"):
         monkeypatch.delenv(var, raising=False)
     monkeypatch.setattr(sys, "stderr", io.StringIO())
     assert isinstance(stderr_console(), PlainConsole)
     assert isinstance(stderr_console(color=Color.ALWAYS), Console)
     monkeypatch.setattr(sys, "stderr", _Tty())
     assert isinstance(stderr_console(color=Color.NEVER), Console)
+    # NO_COLOR on a terminal: plain text, no style and no live display (--color always wins)
+    monkeypatch.setenv("NO_COLOR", "1")
+    assert isinstance(stderr_console(), PlainConsole)
+    assert isinstance(stderr_console(color=Color.ALWAYS), Console)

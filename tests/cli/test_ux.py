@@ -7,17 +7,12 @@ CLI case runs the real CLI in a subprocess (support/cli.py).
 from __future__ import annotations
 
 import argparse
-import fcntl
 import io
 import json
 import os
-import pty
 import re
 import shutil
-import struct
 import subprocess
-import termios
-import threading
 from pathlib import Path
 
 import pytest
@@ -30,6 +25,7 @@ from envbisect.modes.run import RunOptions, run_bisect
 from envbisect.options import CommonOptions, ExecutorKind, NativeBacktrace
 from support.cli import CLI, assert_clean_error, envbisect, on_index
 from support.index_server import LocalIndex
+from support.terminal import under_pty
 
 # -- the live display under a real pseudo-terminal ----------------------------------------------
 
@@ -48,42 +44,13 @@ def raisy_run(
             *on_index(index.url, python, tmp_path)]  # fmt: skip
 
 
-def _under_pty(argv: list[str], env: dict[str, str], cols: int = 100) -> tuple[int, str, str]:
-    """Run argv with stderr on a pseudo-terminal (``cols`` wide); (exit code, stdout, what the
-    terminal received)."""
-    master, slave = pty.openpty()
-    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, cols, 0, 0))
-    proc = subprocess.Popen(
-        argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=slave, env=env, text=True
-    )
-    os.close(slave)
-    chunks: list[bytes] = []
-
-    def read() -> None:
-        while True:
-            try:
-                data = os.read(master, 65536)
-            except OSError:  # EIO: the other side closed
-                return
-            if not data:
-                return
-            chunks.append(data)
-
-    reader = threading.Thread(target=read, daemon=True)
-    reader.start()
-    out, _ = proc.communicate(timeout=300)
-    reader.join(timeout=10)
-    os.close(master)
-    return proc.returncode, out, b"".join(chunks).decode("utf-8", "replace")
-
-
 @pytest.mark.slow
 def test_live_display_shows_the_elapsed_time_advance_during_one_probe(
     index: LocalIndex, python: str, tmp_path: Path
 ) -> None:
     repro = tmp_path / "repro.py"
     repro.write_text(SLEEPY)
-    code, out, screen = _under_pty(
+    code, out, screen = under_pty(
         [
             *CLI,
             *raisy_run(index, python, tmp_path),
@@ -92,7 +59,8 @@ def test_live_display_shows_the_elapsed_time_advance_during_one_probe(
             "--repro",
             str(repro),
         ],
-        {**os.environ, "TERM": "xterm-256color"},
+        # a terminal that wants colour: the session's NO_COLOR (conftest.py) would draw none
+        {**{k: v for k, v in os.environ.items() if k != "NO_COLOR"}, "TERM": "xterm-256color"},
     )
     assert code == 0, screen
     # the answer on stdout, untouched by the display
@@ -117,6 +85,13 @@ def test_not_a_terminal_gets_plain_lines(index: LocalIndex, python: str, tmp_pat
     assert "\x1b[" not in proc.stderr and "running" not in proc.stderr
     assert "[1] probing 1.4.0 (0 left in range; this step and at most 1 more)" in proc.stderr
     assert "envbisect: index: " + index.url + " (--index-url)" in proc.stderr
+    # the range's marks, explained once, before the first range drawn
+    legend = "envbisect: the range, oldest to newest: G a pass, B the failure searched for, "
+    assert proc.stderr.count(legend) == 1
+    drawn = re.findall(r"\[([GBFS?×0-9, ]+)\]$", proc.stderr, flags=re.M)
+    assert drawn and proc.stderr.index(legend) < proc.stderr.index(f"[{drawn[0]}]")
+    marks = {m.split("×")[0] for d in drawn for m in d.split(", ")}
+    assert marks <= {"G", "B", "F", "S", "?"} and all(f"{m} " in proc.stderr for m in marks)
 
 
 def test_the_reporter_fits_the_range_and_counts_down() -> None:
@@ -143,7 +118,9 @@ def test_the_reporter_fits_the_range_and_counts_down() -> None:
     rep.probe_finished("1.0.0", Outcome(kind=OutcomeKind.PASS), 1.0, False, wide)
     rep.probe_finished("1.1.0", Outcome(kind=OutcomeKind.FAIL, signature="E" * 20), 1.0, False,
                        wide)  # fmt: skip
-    lines = narrow.getvalue().splitlines()
+    said, drawn = narrow.getvalue().split("(×N: N in a row)\n", 1)  # the legend, once, first
+    assert said.startswith("envbisect: the range, oldest to newest: G a pass")
+    lines = drawn.splitlines()
     assert all(len(ln) <= 60 for ln in lines) and len(lines) == 3, lines
     assert lines[0].startswith("    1.0.0: pass (1.0 s) [G, G") and lines[2].startswith("      [G")
     # Text from a repro is printed as it is: brackets, emoji codes, a trailing backslash.

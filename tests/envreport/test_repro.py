@@ -160,7 +160,7 @@ def test_pins_from_a_report_on_stdin_and_in_markdown(index: LocalIndex, tmp_path
     md = write(tmp_path, "issue.md", f"### System Info\n\n{text}\n### Reproduction\n\nx\n")
     shown = envbisect("pins", str(md), *args[:-1], cwd=tmp_path)
     assert shown.returncode == 0, shown.stderr
-    assert f"(for cp{PY.replace('.', '')}-" in shown.stdout and "raisy ==1.4.0" in shown.stdout
+    assert f"(for cp{PY.replace('.', '')}-" in shown.stdout and "\nraisy==1.4.0\n" in shown.stdout
 
 
 @pytest.mark.slow

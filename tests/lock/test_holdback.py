@@ -49,7 +49,7 @@ def run(hb: HoldBack, probe: Callable[[int], Outcome]) -> list[int]:
 
 
 def test_the_oldest_first_then_halving() -> None:
-    # [x, ?, ?, ?, ?, ?, ?, F]: the failure starts at 5.
+    # [F, ?, ?, ?, ?, ?, ?, B]: the failure starts at 5.
     ref = missing("a")
     hb = HoldBack(n=8, reference=ref)
     visited = run(hb, lambda i: ref if i >= 5 else missing("b"))
@@ -176,3 +176,19 @@ def test_the_wheels_hint_is_probed_first_and_the_probes_decide() -> None:
     early = HoldBack(n=20, reference=ref, hint=(16, 17))  # the hint's good side fails too
     visited = run(early, lambda i: ref if i >= 14 else PASS)
     assert visited[0] == 16 and (early.last_good, early.first_bad) == (13, 14)
+
+
+def test_the_drawing_uses_runs_marks() -> None:
+    """B the failure held back, G a pass, F another failure, S untestable, ? not yet known:
+    the marks run draws and the legend explains (it drew F for the failure held back and an x
+    no legend named)."""
+    from envbisect.cli.display import LEGEND
+
+    ref = missing("a")
+    truth = [missing("b"), SKIP, PASS, PASS, PASS, ref, ref, ref]
+    hb = HoldBack(n=8, reference=ref)
+    assert hb.drawing() == "[?×7, B]"
+    run(hb, lambda i: truth[i])
+    assert hb.drawing() == "[F, ?, ?, G, G, B, ?, B]"
+    marks = {m.split("×")[0] for m in hb.drawing().strip("[]").split(", ")}
+    assert marks <= {mark for mark, _ in LEGEND}

@@ -14,7 +14,7 @@ import pytest
 from envbisect.cli import projectconf
 from envbisect.cli.optionset import Draft, Origin, Source
 from envbisect.errors import UsageError
-from support.cli import envbisect
+from support.cli import assert_clean_error, envbisect
 from support.index_server import LocalIndex
 
 
@@ -56,6 +56,10 @@ def test_a_bad_table_is_a_clear_error(tmp_path: Path) -> None:
     proc = envbisect("versions", "crashy", cwd=work, env=clean_env())
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     assert "unknown key 'index_url'" in proc.stderr and "[bad-config]" in proc.stderr
+    assert "hint: did you mean index-url?" in proc.stderr  # a typo: the key it may mean
+    work = project(tmp_path / "c", 'zzz = "https://x"\n')
+    proc = envbisect("versions", "crashy", cwd=work, env=clean_env())
+    assert_clean_error(proc, 2, "unknown key 'zzz'")
     assert "hint: the keys it may set: index-url, extra-index-url" in proc.stderr
     work = project(tmp_path / "b", "jobs = 0\n")
     with pytest.raises(UsageError, match="jobs must be a whole number >= 1, not 0"):

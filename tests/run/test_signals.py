@@ -295,9 +295,9 @@ def test_a_signal_while_the_parser_is_built_ends_quietly(sig: signal.Signals) ->
     code = (
         "import os, signal, envbisect.cli.main as m\n"
         "built = m.build_parser\n"
-        "def slow(*only):\n"
+        "def slow(*only, **kw):\n"
         f"    os.kill(os.getpid(), {int(sig)})\n"
-        "    return built(*only)\n"
+        "    return built(*only, **kw)\n"
         "m.build_parser = slow\n"
         "raise SystemExit(m.main(['versions', '--help']))\n"
     )

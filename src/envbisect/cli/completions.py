@@ -1,8 +1,10 @@
-"""Completion scripts shtab does not make: fish and PowerShell, from the parser itself.
+"""Completion scripts shtab does not make: fish and PowerShell, from the parser itself; and
+which arguments take a path, for every shell (``mark_paths`` tells shtab).
 
 Static, as shtab's are (a TAB runs no Python): each subcommand with its help, each of its
-options with its help, the values of an option with choices, and files where an option takes
-a path. What the parser says is untrusted text only in the sense that it must stay inside a
+options with its help, the values of an option with choices, and files where an option or a
+positional argument takes a path (``envbisect check r1<TAB>`` completes as ``cat r1<TAB>``
+does). What the parser says is untrusted text only in the sense that it must stay inside a
 quoted string of the target shell: every help text is quoted for it here.
 """
 
@@ -11,7 +13,23 @@ from __future__ import annotations
 import argparse
 from collections.abc import Iterator
 
-FILE_METAVARS = frozenset({"FILE", "DIR", "PATH", "SOURCE", "LOCK", "REPORT", "REQ|FILE"})
+FILE_METAVARS = frozenset({"FILE", "DIR", "PATH", "SOURCE", "LOCK", "REPORT", "REQ|FILE",
+                           "GOOD", "BAD", "INPUT", "SPEC"})  # fmt: skip
+DIR_METAVARS = frozenset({"DIR"})
+
+
+def mark_paths(parser: argparse.ArgumentParser) -> None:
+    """Each argument that takes a path, marked for shtab (``action.complete``): files, or
+    folders for a DIR; subcommands' too."""
+    import shtab
+
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                mark_paths(sub)
+        elif action.nargs != 0 and not action.choices and _is_path(action):
+            dirs = str(action.metavar).upper() in DIR_METAVARS
+            action.complete = shtab.DIRECTORY if dirs else shtab.FILE  # type: ignore[attr-defined]
 
 
 def fish(parser: argparse.ArgumentParser, prog: str = "envbisect") -> str:
@@ -26,6 +44,9 @@ def fish(parser: argparse.ArgumentParser, prog: str = "envbisect") -> str:
         )
     for name, sub in subs:
         cond = f"-n '__fish_seen_subcommand_from {name}'"
+        if any(not a.option_strings and _is_path(a) for a in sub._actions):
+            # its positional argument is a path: files again, after the global -f
+            lines.append(f"complete -c {prog} {cond} -F")
         for action in sub._actions:
             for flag in action.option_strings:
                 kind = "-l " + flag[2:] if flag.startswith("--") else "-s " + flag[1:]

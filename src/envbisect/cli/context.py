@@ -183,7 +183,11 @@ def read_input(spec: str) -> tuple[str, str]:
 def decoded_input(spec: str, *, what: str, ref: str, hint: str) -> tuple[str, str]:
     """``(text, origin)`` of the file ``spec`` (stdin for ``-``) as ``decode`` reads it, or a
     usage error (``ref``, ``hint``) that names it (``what``: "the report ", say)."""
+    from envbisect.env.pinsource import REPORT_URL_HINT, refuse_url
+
     origin = "<stdin>" if spec == "-" else spec
+    if spec != "-":
+        refuse_url(spec, Path.cwd(), named=what.strip() or "INPUT", hint=REPORT_URL_HINT)
     try:
         data = sys.stdin.buffer.read() if spec == "-" else Path(spec).read_bytes()
         return decode(data), origin

@@ -37,6 +37,24 @@ STYLE = {
 }
 
 
+LEGEND = (
+    ("G", "a pass"),
+    ("B", "the failure searched for"),
+    ("F", "another failure"),
+    ("S", "untestable"),
+    ("?", "not probed yet"),
+)
+
+
+def legend(drawing: str) -> str:
+    """What the marks of a range's drawing (``[G, ?×26, B]``) mean: every mark, the same in
+    every command (strategy/segments.py draws them)."""
+    said = ", ".join(f"{mark} {means}" for mark, means in LEGEND)
+    if "%" in drawing:
+        said += ", N% the chance it is the first changed version"
+    return f"envbisect: the range, oldest to newest: {said} (×N: N in a row)"
+
+
 def escape(text: str) -> str:
     """Untrusted text for a rich markup string: no markup, no terminal control sequence."""
     # rich's own escape: also a trailing backslash, which would escape the closing tag after it
@@ -82,6 +100,7 @@ class RichProgress(Progress):
         self._steps_left = 0
         self._left = 0
         self._drawing = ""
+        self._legend_said = False
         self._most_at_once = 1
         self._cells_total = 0
         self._cells_built = 0
@@ -173,6 +192,9 @@ class RichProgress(Progress):
         # Nothing in flight: the display goes, so that the answer printed next on stdout (the
         # same terminal, often) is never drawn over.
         self._stop_if_idle()
+        if drawing and not self._legend_said:  # the first range drawn: what its marks mean
+            self._legend_said = True
+            self.message(legend(drawing))
         style = STYLE[outcome.kind]
         how = "from the store" if reused else f"{seconds:.1f} s"
         head = f"    {version}: {outcome.describe()} ({how}) "
@@ -352,6 +374,16 @@ def print_error(err: EnvbisectError, color: Color = Color.AUTO) -> None:
     )
     if err.hint:
         console.print(f"[cyan]hint[/cyan]: {escape(mask_text(err.hint))}")
+
+
+def report_error(err: EnvbisectError, color: Color = Color.AUTO, *, as_json: bool = False) -> None:
+    """An error as the user reads it: with ``as_json`` (``--json``), first the ``error``
+    object on stdout; then ``error:`` and ``hint:`` on stderr."""
+    if as_json:
+        import json
+
+        print(json.dumps({"status": "error", "error": error_json(err)}, indent=2))
+    print_error(err, color)
 
 
 def error_json(err: EnvbisectError) -> dict[str, object]:

@@ -66,6 +66,7 @@ INHERIT = opt(
     "or installed; what the environment adds goes in front of them",
 )
 PYTHON = opt(
+    "-p",  # as uv's
     "--python",
     metavar="VERSION",
     help="the environments' interpreter: a version (uv installs one missing) or a path",
@@ -233,8 +234,11 @@ VERBOSE = opt(
     "--verbose",
     action="store_true",
     default=argparse.SUPPRESS,
-    help="also print uv's output and each probe's output",
+    help="also say where each option's value came from, and print uv's output and each "
+    "probe's output",
 )
+# -v of a command that builds nothing: what it says (cli/parser.py attaches one or the other).
+VERBOSE_READS = VERBOSE.but(help="also say where each option's value came from")
 
 # -- how a search runs -----------------------------------------------------------------------
 
@@ -323,9 +327,8 @@ BUILD_TIMEOUT = opt(
 DRY_RUN = opt(
     "--dry-run",
     action="store_true",
-    help="plan every environment it would build first (run: both ends; probe: the one; "
-    "matrix: every cell), print the plans (--json: with their pins and conflicts), build "
-    "nothing",
+    help="plan the environments it would build first, print the plans (--json: with their "
+    "pins and conflicts), build nothing",
 )
 
 
@@ -422,7 +425,8 @@ INSTALL = opt(
     metavar="SPEC",
     default=None,
     help="what the workflow installs with uv tool install (default: envbisect's repository "
-    "at the tag of this version, as a git URL), a requirement, or . for the checkout itself",
+    "as a git URL, at the tag of this version once released), a requirement, or . for the "
+    "checkout itself",
 )
 QUICK = opt(
     "--quick",

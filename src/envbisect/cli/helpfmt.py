@@ -82,12 +82,25 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
 
 
 class Formatter(argparse.HelpFormatter):
-    """argparse's, but a text with line breaks (the examples) is kept as written."""
+    """argparse's, but a text with line breaks (the examples) is kept as written, and a line
+    is never broken inside a word: a path (``~/.local/share/bash-completion/...``), a URL or
+    a flag stays whole, to be copied as it is (a word longer than the width has a line of its
+    own)."""
 
     def _fill_text(self, text: str, width: int, indent: str) -> str:
         if "\n" in text:
             return "".join(indent + line for line in text.splitlines(keepends=True))
-        return super()._fill_text(text, width, indent)
+        return "\n".join(indent + line for line in _wrap(text, width - len(indent)))
+
+    def _split_lines(self, text: str, width: int) -> list[str]:
+        return _wrap(text, width)
+
+
+def _wrap(text: str, width: int) -> list[str]:
+    import textwrap
+
+    one = " ".join(text.split())
+    return textwrap.wrap(one, max(width, 11), break_on_hyphens=False, break_long_words=False)
 
 
 def arrange(parser: argparse.ArgumentParser, command: str) -> None:

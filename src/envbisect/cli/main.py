@@ -148,12 +148,13 @@ def _guarded(argv: Sequence[str] | None) -> int:
                 signal.signal(s, handler)
 
 
-def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+def build_parser(only: str | None = None, *, json_errors: bool = False) -> argparse.ArgumentParser:
     """The whole parser (cli/parser.py), imported when a command line is to be read
-    (``only``: a parser of that subcommand alone)."""
+    (``only``: a parser of that subcommand alone; ``json_errors``: its usage errors print the
+    ``--json`` error object too)."""
     from envbisect.cli import parser
 
-    return parser.build_parser(only)
+    return parser.build_parser(only, json_errors=json_errors)
 
 
 def _main(argv: Sequence[str] | None) -> int:
@@ -165,32 +166,36 @@ def _main(argv: Sequence[str] | None) -> int:
     if "--" in args_list:
         cut = args_list.index("--")
         args_list, tail = args_list[:cut], args_list[cut + 1 :]
-    parser = build_parser(named_command(args_list, tuple(COMMANDS)))
+    # --json anywhere before --: every error, a usage error too, is also the error object on
+    # stdout (as the command's own failures are).
+    as_json = "--json" in args_list
+    parser = build_parser(named_command(args_list, tuple(COMMANDS)), json_errors=as_json)
     if args_list[:1] == ["help"]:  # as uv, pip and ruff: envbisect help [CMD]
         if len(args_list) == 1:
             parser.print_help()
             return 0
         if args_list[1] not in COMMANDS:
-            from envbisect.cli.display import print_error
+            from envbisect.cli.display import report_error
 
-            print_error(
+            report_error(
                 UsageError(
                     f"envbisect help: there is no command {args_list[1]!r}",
                     hint=f"the commands: {', '.join(COMMANDS)} (envbisect help lists them)",
-                )
+                ),
+                as_json=as_json,
             )
             return 2
         args_list = [args_list[1], "--help"]
     try:
         args, unknown = parser.parse_known_args(args_list)
     except WholeParserNeeded:
-        parser = build_parser()
+        parser = build_parser(json_errors=as_json)
         args, unknown = parser.parse_known_args(args_list)
     # --help has printed and left by now: what follows is imported for a command that runs.
     import shlex
 
     from envbisect.cli.context import Context
-    from envbisect.cli.display import Color, RichProgress, print_error, stderr_console
+    from envbisect.cli.display import Color, RichProgress, report_error, stderr_console
     from envbisect.errors import EnvbisectError, Interrupted, NoAnswer
     from envbisect.redact import mask_env_args
 
@@ -198,24 +203,31 @@ def _main(argv: Sequence[str] | None) -> int:
     if unknown:
         sub = subparser(parser, args.command)
         message = f"unrecognized arguments: {' '.join(unknown)}"
-        print_error(
+        report_error(
             UsageError(message, hint=suggest(message, sub, unknown) or f"see {sub.prog} --help"),
             color,
+            as_json=as_json,
         )
         return 2
     if args.command is None:
-        parser.print_help(sys.stderr)
+        if as_json:
+            report_error(
+                UsageError("no command given", hint="see envbisect --help"), as_json=as_json
+            )
+        else:
+            parser.print_help(sys.stderr)
         return 2
     # For reports: a credential passed with --env is masked (URLs are, in the session).
     full = shlex.join(["envbisect", *mask_env_args(sys.argv[1:] if argv is None else argv)])
     command = COMMANDS[args.command]
     quiet, verbose = getattr(args, "quiet", False), getattr(args, "verbose", False)
     if quiet and verbose:
-        print_error(
+        report_error(
             UsageError(
                 "-q and -v cannot be used together", hint="-q prints the answer only, -v everything"
             ),
             color,
+            as_json=as_json,
         )
         return 2
     # quiet: nothing on stderr but errors (print_error has its own console), the answer on
@@ -280,11 +292,12 @@ def _main(argv: Sequence[str] | None) -> int:
 
         if ctx is not None and isinstance(e.result, SearchResult):  # its report is written
             return no_answer(ctx, e.result, e)
-        return _fail(args, e)
+        return _fail(args, e, as_json)
     except EnvbisectError as e:
-        return _fail(args, e)
+        return _fail(args, e, as_json)
     except KeyboardInterrupt:
-        return _fail(args, Interrupted("interrupted", hint="run the same command again to resume"))
+        stop = Interrupted("interrupted", hint="run the same command again to resume")
+        return _fail(args, stop, as_json)
 
 
 def resolve_options(
@@ -355,18 +368,15 @@ def _say_held_back(progress: RichProgress, args: argparse.Namespace) -> None:
         )
 
 
-def _fail(args: argparse.Namespace, err: EnvbisectError) -> int:
-    import json
+def _fail(args: argparse.Namespace, err: EnvbisectError, as_json: bool) -> int:
     import signal
 
-    from envbisect.cli.display import Color, error_json, print_error
+    from envbisect.cli.display import Color, report_error
     from envbisect.errors import Interrupted
 
     if isinstance(err, Interrupted) and _received:
         sig = signal.Signals(_received[0])
         err.exit_code = 128 + sig.value
         err.message = f"{sig.name} received: {err.message}"
-    if getattr(args, "json", False):
-        print(json.dumps({"status": "error", "error": error_json(err)}, indent=2))
-    print_error(err, Color.of(args))
+    report_error(err, Color.of(args), as_json=as_json or bool(getattr(args, "json", False)))
     return err.exit_code

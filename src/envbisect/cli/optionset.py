@@ -184,10 +184,10 @@ class Draft:
 
 
 def given(argv: Iterable[str], flags: tuple[str, ...]) -> bool:
-    """Whether the command line names one of the long ``flags``: whole, with ``=VALUE``, or
-    by a prefix, as argparse takes ``--time 30`` for ``--timeout 30``."""
-    words = [a.split("=", 1)[0] for a in argv if a.startswith("--") and len(a) > 2]
-    return any(f.startswith(w) for w in words for f in flags)
+    """Whether the command line names one of the long ``flags``: whole, or with ``=VALUE``
+    (the parser takes no abbreviation)."""
+    words = {a.split("=", 1)[0] for a in argv if a.startswith("--") and len(a) > 2}
+    return any(f in words for f in flags)
 
 
 def flag_names(parser: argparse.ArgumentParser) -> dict[str, str]:
@@ -201,8 +201,8 @@ def flag_names(parser: argparse.ArgumentParser) -> dict[str, str]:
 
 
 def typed_dests(parser: argparse.ArgumentParser, argv: Iterable[str]) -> set[str]:
-    """The options the command line gives (whole, with ``=VALUE`` or by a prefix, as
-    argparse takes them) and every positional argument."""
+    """The options the command line gives (whole or with ``=VALUE``; a short flag with its
+    value joined, ``-p3.12``) and every positional argument."""
     words = list(argv)
     out = set()
     for action in parser._actions:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, NoReturn, cast
+from typing import TYPE_CHECKING, Any, NoReturn, cast
 
 from envbisect import __version__
 from envbisect.cli import execflags as x
@@ -30,13 +30,19 @@ class WholeParserNeeded(Exception):
 
 class _Parser(argparse.ArgumentParser):
     made_for: str | None = None  # the one subcommand this top-level parser was made for
+    json_errors = False  # --json is on the command line: the error object on stdout too
+
+    def __init__(self, *args: Any, **kw: Any) -> None:
+        # No abbreviations (as uv): ``--index`` is not taken for ``--index-url``.
+        super().__init__(*args, **{**kw, "allow_abbrev": False})
 
     def error(self, message: str) -> NoReturn:
         if self.made_for is not None:
             raise WholeParserNeeded(message)
-        from envbisect.cli.display import print_error  # rich: only when there is an error
+        from envbisect.cli.display import report_error  # rich: only when there is an error
 
-        print_error(UsageError(message, hint=suggest(message, self) or f"see {self.prog} --help"))
+        hint = suggest(message, self) or f"see {self.prog} --help"
+        report_error(UsageError(message, hint=hint), as_json=self.json_errors)
         raise SystemExit(2)
 
 
@@ -82,6 +88,21 @@ class Sub:
         return one
 
 
+def _dry(what: str) -> str:
+    """``--dry-run``'s help, said of what this command plans."""
+    return (
+        f"plan {what} first, print the plans (--json: with their pins and conflicts), build nothing"
+    )
+
+
+DRY_RUN_RUN = o.DRY_RUN.but(help=_dry("both ends' environments"))
+DRY_RUN_PROBE = o.DRY_RUN.but(help=_dry("the one environment"))
+DRY_RUN_REPRO = o.DRY_RUN.but(help=_dry("the report's environment, as resolved for this machine"))
+DRY_RUN_LOCK = o.DRY_RUN.but(help=_dry("the newest environment and where the search starts"))
+
+# The commands whose -v prints uv's and the probes' output: they build environments.
+BUILDS = frozenset({"run", "commits", "probe", "repro", "diff", "lock", "matrix"})
+
 RUN = Sub(
     name="run",
     help="bisect one package's versions in fresh uv environments",
@@ -92,7 +113,7 @@ RUN = Sub(
     "With no repro, built-in probes for the package run (import, datasets-json, lora-step; "
     "every probe: --probe).",
     takes=(o.PACKAGE, o.BY_DATE, o.GOOD, o.BAD, o.ANY_FAILURE, o.PINS, o.EXTRAS, o.BASELINE,
-           o.REST, o.SEARCH, x.EXECUTION, o.ENVIRONMENT, o.PROBING, o.DRY_RUN, o.COMMITS,
+           o.REST, o.SEARCH, x.EXECUTION, o.ENVIRONMENT, o.PROBING, DRY_RUN_RUN, o.COMMITS,
            o.REPO, o.GOOD_REF, o.BAD_REF, o.BUILD_TIMEOUT),
 )  # fmt: skip
 COMMITS = Sub(
@@ -125,7 +146,7 @@ PROBE = Sub(
         o.REPEAT.but(
             help="run the probes N times in the environment and say how many runs failed"
         ),
-        o.ENVIRONMENT, o.PROBING, o.DRY_RUN,
+        o.ENVIRONMENT, o.PROBING, DRY_RUN_PROBE,
     ),
 )  # fmt: skip
 REPRO = Sub(
@@ -144,7 +165,7 @@ REPRO = Sub(
     takes=(
         o.opt("report", metavar="REPORT", help="a Markdown file, or - for stdin"),
         o.ENVIRONMENT, o.REPEAT, x.EXECUTION, o.ENV, o.TIMEOUT, o.NATIVE_BACKTRACE, o.RESULTS,
-        o.KEEP_ENVS, o.JSON, o.ALLOW_DOWNLOAD, o.DRY_RUN,
+        o.KEEP_ENVS, o.JSON, o.ALLOW_DOWNLOAD, DRY_RUN_REPRO,
     ),
 )  # fmt: skip
 PINS = Sub(
@@ -207,7 +228,7 @@ LOCK = Sub(
             help="count any failure as the failure, not only one like the newest's"
         ),
         o.WITH, o.OVERRIDE, o.INDEX, o.PYTHON, o.NO_PYTHON_DOWNLOADS, o.INHERIT, o.PRE, o.JOBS,
-        o.REPEAT, x.EXECUTION, o.PROBING, o.DRY_RUN,
+        o.REPEAT, x.EXECUTION, o.PROBING, DRY_RUN_LOCK,
     ),
 )  # fmt: skip
 MATRIX = Sub(
@@ -349,7 +370,7 @@ WHY = Sub(
               help="build the two environments that show each finding's first fix (the last "
               "good release passes, the first bad one fails, the text's other versions held) "
               "and say what each did"),
-        o.opt("--python", dest="why_python", metavar="VERSION",
+        o.opt("-p", "--python", dest="why_python", metavar="VERSION",
               help="the Python the failure ran on, e.g. 3.10 (default: as the text's paths, "
               "environment block or prose say, else this one's)"),
         o.INDEX, o.JSON,
@@ -368,11 +389,13 @@ SUBCOMMANDS = (RUN, COMMITS, PROBE, REPRO, PINS, VERSIONS, DIFF, LOCK, MATRIX, P
                CI_TEMPLATE, ENV, CHECK, WHY, COMPLETION)  # fmt: skip
 
 
-def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+def build_parser(only: str | None = None, *, json_errors: bool = False) -> argparse.ArgumentParser:
     """The whole command line: every subcommand and its options (``only``: that subcommand
-    alone, for a command line that names it: its options, not all 370, are made)."""
+    alone, for a command line that names it: its options, not all 370, are made).
+    ``json_errors``: a usage error also prints the ``--json`` error object on stdout."""
     parser = _Parser(
         prog="envbisect",
+        formatter_class=helpfmt.Formatter,
         description="Find which package version broke a "
         "Python environment, prove it, and hand back one that works.",
         epilog=f"docs: {helpfmt.DOCS} (or docs/ in the source: nox -s docs, mkdocs serve)",
@@ -382,12 +405,16 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     # _Parser is an ArgumentParser: Sub.add takes the common type.
     sub = cast("Subcommands", parser.add_subparsers(dest="command", parser_class=_Parser))
     parser.made_for = only
+    parser.json_errors = json_errors
     for command in SUBCOMMANDS:
         if only is not None and command.name != only:
             continue
         one = command.add(sub)
-        # -q and -v after the subcommand too (envbisect run ... -q), as before it.
-        o.attach(one, o.QUIET, o.VERBOSE, o.COLOR)
+        cast(_Parser, one).json_errors = json_errors
+        # -q and -v after the subcommand too (envbisect run ... -q), as before it; -v's help
+        # as this command means it.
+        verbose = o.VERBOSE if command.name in BUILDS else o.VERBOSE_READS
+        o.attach(one, o.QUIET, verbose, o.COLOR)
         helpfmt.arrange(one, command.name)
     return parser
 

@@ -82,10 +82,17 @@ def plain_text(markup: str) -> str | None:
 def prints_plain(*, forced: bool, environ: Any = None, stream: Any = None) -> bool:
     """Whether rich would print plain text on ``stream`` (stderr): not ``forced`` to colour
     (``--color always``) and not a terminal by rich's rule (isatty, unless a variable says
-    otherwise). ``--color never`` on a terminal stays rich's: it still draws a live display."""
+    otherwise); or ``NO_COLOR`` (set, not empty: no-color.org) under ``--color auto``, on a
+    terminal too and over ``FORCE_COLOR``: plain lines, no style (rich would keep bold and
+    dim) and no live display's cursor codes. ``--color never`` on a terminal stays rich's: it
+    still draws a live display, without colour."""
     environ = os.environ if environ is None else environ
     stream = sys.stderr if stream is None else stream
-    if forced or any(environ.get(v) is not None for v in _RICH_TERMINAL_VARS):
+    if forced:
+        return False
+    if environ.get("NO_COLOR"):
+        return True
+    if any(environ.get(v) is not None for v in _RICH_TERMINAL_VARS):
         return False
     try:
         return not stream.isatty()

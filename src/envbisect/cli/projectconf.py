@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from envbisect.errors import UsageError
+from envbisect.errors import UsageError, did_you_mean
 
 if TYPE_CHECKING:
     from envbisect.cli.optionset import Draft
@@ -125,7 +125,7 @@ def _read(path: Path) -> ProjectConfig | None:
         if key is None:
             raise UsageError(
                 f"{where}: unknown key {name!r}",
-                hint=f"the keys it may set: {', '.join(KEYS)}",
+                hint=did_you_mean(name, KEYS) or f"the keys it may set: {', '.join(KEYS)}",
                 ref="bad-config",
             )
         value = key.read(raw)

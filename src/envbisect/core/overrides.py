@@ -35,7 +35,8 @@ def parse(lines: Iterable[tuple[str, str]]) -> dict[NormalizedName, str]:
             req = Requirement(line)
         except InvalidRequirement as e:
             raise UsageError(
-                f"{origin}: {line!r} is not a requirement ({e})",
+                # packaging's message ends in the text and a caret under it: its first line
+                f"{origin}: {line!r} is not a requirement ({str(e).splitlines()[0]})",
                 hint="an override is a requirement such as transformers==4.52.4",
                 ref="bad-override",
             ) from None

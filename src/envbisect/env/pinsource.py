@@ -8,7 +8,9 @@ that follows a requirements file's includes on disk; ``installed_distributions``
 interpreter that ``installed:PYTHON`` names, isolated (``-I``: no ``PYTHON*`` variables, no user
 site, not the current folder), and returns what ``importlib.metadata`` finds there.
 ``read_source`` reads a file, or standard input for ``-`` (once: a second reader gets the same
-text). Every error is a ``UsageError`` with ref ``pins-unreadable`` or ``pins-no-interpreter``.
+text). Every error is a ``UsageError`` with ref ``pins-unreadable`` or ``pins-no-interpreter``
+(``url-not-read``: a URL where a file is read; envbisect fetches nothing but the indexes), its
+hint naming what the user typed (``named``: ``--pins``, ``GOOD``, ``--lock``...).
 
 Which parser reads a file: its name first (``pylock*.toml``, ``*.toml``, ``METADATA``); a
 Markdown file (``*.md``) or standard input is an environment report (core/envreport/read.py,
@@ -41,10 +43,10 @@ from envbisect.core.pins.from_report import Releases, report_pins
 from envbisect.core.pins.reqfile import Reader
 from envbisect.core.pins.scriptmeta import read_script_metadata
 from envbisect.core.pins.sources import (
-    FORMS_HINT,
     FetchMetadata,
     Pin,
     PinSet,
+    forms_hint,
     parse_metadata,
     parse_pylock,
     parse_pyproject,
@@ -164,10 +166,29 @@ def _stdin_bytes() -> bytes:
         ) from e
 
 
-def read_source(spec: str, cwd: Path) -> tuple[str, str]:
+_URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://")
+REPORT_URL_HINT = (
+    "save the issue's text to a file and name the file, or pipe the text in and name - (stdin)"
+)
+FILE_URL_HINT = "download the file first (curl -LO URL) and name it"
+
+
+def refuse_url(spec: str, cwd: Path, *, named: str, hint: str) -> None:
+    """A usage error where the user typed a URL (``named``: what they typed it as) for a file:
+    a web page is not read (and no file of that name exists)."""
+    if _URL.match(spec) and not resolve(cwd, spec).exists():
+        raise UsageError(
+            f"{named} {spec} is a URL: envbisect reads a file, not a web page",
+            hint=hint,
+            ref="url-not-read",
+        )
+
+
+def read_source(spec: str, cwd: Path, *, named: str = "the report") -> tuple[str, str]:
     """(text, label) of a file, or of standard input for ``-``."""
     if spec == STDIN:
         return decode(_stdin_bytes(), "standard input"), "stdin"
+    refuse_url(spec, cwd, named=named, hint=REPORT_URL_HINT)
     return read_text(resolve(cwd, spec), spec), spec
 
 
@@ -191,9 +212,12 @@ def load_pins(
     extras: Collection[str] = (),
     fetch_metadata: FetchMetadata | None = None,
     releases: Releases | None = None,
+    named: str = "--pins",
 ) -> PinSet:
-    """Read the pin source the user named (see the module docstring for the forms)."""
+    """Read the pin source the user named (see the module docstring for the forms) as
+    ``named`` (``--pins``, ``GOOD``, ``--lock``: what an error's hint names)."""
     source = mask_text(spec)
+    refuse_url(spec, cwd, named=named, hint=FILE_URL_HINT)
     if spec.startswith("installed:"):
         pins = _load_installed(spec.removeprefix("installed:"), cwd=cwd)
     elif spec == STDIN:
@@ -202,11 +226,11 @@ def load_pins(
     else:
         path = resolve(cwd, spec)
         if path.is_dir():
-            pins = _load_folder(spec, path, cwd)
+            pins = _load_folder(spec, path, cwd, named)
         elif path.is_file():
             pins = _load_file(spec, path, cwd, releases)
         else:
-            pins, extras = _load_distribution(spec, source, fetch_metadata, extras)
+            pins, extras = _load_distribution(spec, source, fetch_metadata, extras, named)
     return select_extras(replace(pins, source=source), extras, label=source)
 
 
@@ -246,7 +270,7 @@ def _script(text: str, label: str) -> PinSet:
     return PinSet(source=label, requirements=pins, requires_python=meta.requires_python)
 
 
-def _load_folder(label: str, folder: Path, cwd: Path) -> PinSet:
+def _load_folder(label: str, folder: Path, cwd: Path, named: str) -> PinSet:
     pyproject, requirements = folder / "pyproject.toml", folder / "requirements.txt"
     if pyproject.is_file():
         pyproject_label = os.path.join(label, "pyproject.toml")
@@ -260,7 +284,7 @@ def _load_folder(label: str, folder: Path, cwd: Path) -> PinSet:
         return _load_file(os.path.join(label, "requirements.txt"), requirements, cwd)
     raise UsageError(
         f"{label} has neither a pyproject.toml with a [project] table nor a requirements.txt",
-        hint=FORMS_HINT,
+        hint=forms_hint(named),
         ref="pins-not-found",
     )
 
@@ -285,7 +309,7 @@ def _load_file(label: str, path: Path, cwd: Path, releases: Releases | None = No
 
 
 def _load_distribution(
-    spec: str, source: str, fetch: FetchMetadata | None, extras: Collection[str]
+    spec: str, source: str, fetch: FetchMetadata | None, extras: Collection[str], named: str
 ) -> tuple[PinSet, Collection[str]]:
     try:
         req: Requirement | None = Requirement(spec)
@@ -293,7 +317,11 @@ def _load_distribution(
         req = None
     specs = list(req.specifier) if req is not None and not req.url and not req.marker else []
     if req is None or len(specs) != 1 or specs[0].operator != "==" or "*" in specs[0].version:
-        raise UsageError(f"no such pin source: {source}", hint=FORMS_HINT, ref="pins-not-found")
+        what = "file" if named in ("--lock", "--from") else "pin source"
+        where = "" if named == "--pins" else f" ({named})"
+        raise UsageError(
+            f"no such {what}: {source}{where}", hint=forms_hint(named), ref="pins-not-found"
+        )
     version = specs[0].version
     if fetch is None:
         raise UsageError(

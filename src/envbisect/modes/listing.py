@@ -47,7 +47,9 @@ def show_pins(source: str, opts: ListingOptions, progress: Progress | None = Non
 
     with Session(opts.common, progress, plan_only=True) as session:
         target = target_of(session, opts.platform)
-        (pins,) = read_pins([source], session.client, cwd=Path.cwd(), extras=opts.extras)
+        (pins,) = read_pins(
+            [source], session.client, cwd=Path.cwd(), extras=opts.extras, named="SOURCE"
+        )
     return PinsResult(
         pins=pins,
         markers=tuple(target.marker_environment().items()),

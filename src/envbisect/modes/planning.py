@@ -32,13 +32,19 @@ from envbisect.model import Candidate
 
 
 def read_pins(
-    sources: Sequence[str], client: IndexClient, *, cwd: Path, extras: Sequence[str] = ()
+    sources: Sequence[str],
+    client: IndexClient,
+    *,
+    cwd: Path,
+    extras: Sequence[str] = (),
+    named: str = "--pins",
 ) -> list[PinSet]:
     """Each pin source, a released distribution's read through ``client`` (its metadata), an
-    environment report's dev versions mapped to what ``client``'s indexes have."""
+    environment report's dev versions mapped to what ``client``'s indexes have. ``named``: what
+    the user typed them as (``--pins``, ``SOURCE``, ``--lock``...), for an error's hint."""
     fetch, releases = client.metadata_for, index_releases(client)
     return [
-        load_pins(s, cwd=cwd, extras=extras, fetch_metadata=fetch, releases=releases)
+        load_pins(s, cwd=cwd, extras=extras, fetch_metadata=fetch, releases=releases, named=named)
         for s in sources
     ]
 

@@ -67,7 +67,7 @@ def _spec(opts: ProbeOptions, session: Session) -> EnvSpec:
         for ps in read_pins(opts.pins, client, cwd=origin, extras=opts.extras):
             requirements += [str(p.requirement) for p in ps.applicable(env, opts.extras)]
         if opts.lock:
-            locked = read_pins([opts.lock], client, cwd=origin)[0]
+            locked = read_pins([opts.lock], client, cwd=origin, named="--lock")[0]
             if not locked.is_lock:
                 raise UsageError(
                     f"--lock {opts.lock} does not pin every requirement with ==",

@@ -91,7 +91,7 @@ def run_repro(opts: ReproOptions, progress: Progress | None = None) -> ReproResu
     )
     common = replace(opts.common, repro=repro)
     with Session(common, progress) as session:
-        (pins,) = read_pins([opts.report], session.client, cwd=opts.cwd)
+        (pins,) = read_pins([opts.report], session.client, cwd=opts.cwd, named="REPORT")
         assert pins.report is not None  # an environment report: read_report found its rows
         base = ReproResult(
             status=ReproStatus.CANNOT,

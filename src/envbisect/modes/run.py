@@ -363,7 +363,11 @@ def _planner(opts: RunOptions, session: Session) -> RunPlanner | None:
         return None
     client, target, origin = session.client, session.target, session.repro.origin
     pinsets = read_pins(opts.pins, client, cwd=origin, extras=opts.extras)
-    base = read_pins([opts.baseline], client, cwd=origin)[0] if opts.baseline else None
+    base = (
+        read_pins([opts.baseline], client, cwd=origin, named="--baseline")[0]
+        if opts.baseline
+        else None
+    )
     has_baseline = base is not None or any(p.is_lock for p in pinsets)
     baseline_versions = base.baseline(target.marker_environment()) if base else {}
     if base is not None and not baseline_versions:

@@ -93,7 +93,8 @@ def check_requirements(package: str, reqs: tuple[str, ...]) -> None:
             req = Requirement(text)
         except InvalidRequirement as e:
             raise UsageError(
-                f"--with {text!r} is not a valid requirement ({e})",
+                # packaging's message ends in the text and a caret under it: its first line
+                f"--with {text!r} is not a valid requirement ({str(e).splitlines()[0]})",
                 hint="use PEP 508 syntax, e.g. --with 'pyarrow<15' --with numpy==1.26.4",
                 ref="bad-requirement",
             ) from e

@@ -34,6 +34,7 @@ from envbisect.core.outcome import same_failure
 from envbisect.core.results.parts import ProbeRow, RowVerdict
 from envbisect.model import Outcome, OutcomeKind
 from envbisect.strategy.protocol import Points
+from envbisect.strategy.segments import collapse
 
 
 @dataclass(slots=True, kw_only=True)
@@ -47,6 +48,7 @@ class HoldBack(Points[int]):
     # failure names, the first without), probed first; the probes still decide.
     hint: tuple[int, int] | None = None
     seen: dict[int, bool] = field(default_factory=dict)  # testable point -> has the failure
+    other: set[int] = field(default_factory=set)  # points that failed another way
     skipped: set[int] = field(default_factory=set)
 
     def __post_init__(self) -> None:
@@ -118,6 +120,8 @@ class HoldBack(Points[int]):
             self.skipped.add(point)
         else:
             self.seen[point] = o.kind is not OutcomeKind.PASS and self.same(o, self.reference)
+            if o.kind is not OutcomeKind.PASS and not self.seen[point]:
+                self.other.add(point)
 
     def label(self, point: int, row: ProbeRow) -> ProbeRow:
         if point in self.skipped:
@@ -129,15 +133,18 @@ class HoldBack(Points[int]):
         return left, (1 + math.ceil(math.log2(left))) if left else 0
 
     def drawing(self) -> str:
+        """The versions as run draws a range (strategy/segments.py ``marks``): B the failure
+        held back, G a pass, F another failure (not this one: below it, as a pass is), S
+        untestable, ? not yet known; long runs collapsed."""
         cells = []
         for i in range(self.n):
             if i in self.skipped:
                 cells.append("S")
             elif i in self.seen:
-                cells.append("F" if self.seen[i] else "x")
+                cells.append("B" if self.seen[i] else "F" if i in self.other else "G")
             else:
                 cells.append("?")
-        return "[" + ", ".join(cells) + "]" if self.n <= 12 else ""
+        return "[" + ", ".join(collapse(cells)) + "]"
 
 
 def bound(n: int) -> int:

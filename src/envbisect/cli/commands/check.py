@@ -244,6 +244,10 @@ def shipped() -> dict[str, Any]:
     for part in DATA:
         path = path / part
     data: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+    from envbisect import source_url
+
+    for table in data.get("published", ()):  # cited where a user can open it: the published URL
+        table.setdefault("where", f"{source_url()}/blob/main/results/{table.get('table')}")
     return data
 
 
@@ -254,7 +258,8 @@ def _tables_at_hand(results: Path) -> list[dict[str, Any]]:
     tables = []
     for path in sorted(results.glob("*/results.json")) if results.is_dir() else ():
         try:
-            tables.append(table_of(json.loads(path.read_text(encoding="utf-8")), path.parent.name))
+            data = json.loads(path.read_text(encoding="utf-8"))
+            tables.append(table_of(data, path.parent.name, where=str(path.parent)))
         except (OSError, ValueError, KeyError, TypeError, AttributeError):
             continue  # not a table this release of envbisect reads: the shipped one stands
     return tables

@@ -21,7 +21,8 @@ _INSTALL = "  ENVBISECT: envbisect-ml\n"
 
 def workflow(install: str | None = None) -> str:
     """The CI workflow's text, installing ``install`` (``uv tool install`` takes it); by
-    default envbisect's repository at the tag of the version that writes it."""
+    default envbisect's repository (``install_requirement``: at the tag of the version that
+    writes it once released)."""
     text = resources.files("envbisect").joinpath("templates").joinpath(TEMPLATE).read_text("utf-8")
     if install is None:
         install = install_requirement()

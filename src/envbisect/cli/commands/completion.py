@@ -17,5 +17,8 @@ def cmd_completion(ctx: Context) -> int:
         return 0
     import shtab
 
+    from envbisect.cli.completions import mark_paths
+
+    mark_paths(ctx.parser)
     print(shtab.complete(ctx.parser, shell=shell))
     return 0

@@ -8,6 +8,10 @@ is a finding, with the failure's signature and its date, and the fix is the near
 cell of the same row (one axis moved, the others as reported, its lockfile named), proven by
 the table's own probes; a cell measured passing is a note (the table shows it works).
 Only exact versions count: a table's cell is one release, not its neighbours.
+
+Each table's ``where`` says where a user opens its files: the folder a table at hand was
+read from, or the published URL of a table the package ships (the caller's: envbisect's
+Source URL, never a path that exists only in envbisect's own checkout).
 """
 
 from __future__ import annotations
@@ -40,13 +44,14 @@ def published(
         if cell is None:
             continue
         name = str(table.get("table"))
+        where = str(table.get("where") or f"results/{name}")
         probes = [str(p) for p in table.get("probes", ())]
         shown = " with ".join(f"{a} {mine[a]}" for a in axes)
         when = str(cell.get("measured_at") or table.get("measured") or "")[:10]
         said = f"the published table {name} (measured {when}, probes {', '.join(probes)}"
         said += f", Python {cell['python']})" if cell.get("python") else ")"
         if cell.get("kind") == "pass":
-            notes.append(f"{said} shows {shown} passing{_outside(cell)}{_lock(name, cell)}")
+            notes.append(f"{said} shows {shown} passing{_outside(cell)}{_lock(where, cell)}")
             continue
         if cell.get("kind") not in _FAILING:
             continue
@@ -72,11 +77,11 @@ def published(
                 severity="error",
                 package=axis,
                 message=f"{said} shows {shown} failing{_outside(cell)}: {signature}; {axis} "
-                f"{version} passes there with the rest as reported{_lock(name, there)}",
+                f"{version} passes there with the rest as reported{_lock(where, there)}",
                 evidence=evidence(*(obs.packages[a] for a in axes)),
                 fix=command("pip", "install", f"{axis}=={version}"),
                 verify=command(*verify),
-                source=f"results/{name}/results.json",
+                source=f"{where}/results.json",
             )
         )
     return out, notes
@@ -86,16 +91,17 @@ def _outside(cell: Mapping[str, Any]) -> str:
     return " (outside the pins: built past a release's cap)" if cell.get("outside") else ""
 
 
-def _lock(table: str, cell: Mapping[str, Any]) -> str:
-    """Where the cell's lockfile is published, when it has one."""
+def _lock(where: str, cell: Mapping[str, Any]) -> str:
+    """Where the cell's lockfile is published (``where``: the table's folder or URL), when it
+    has one."""
     lock = cell.get("lock")
-    return f" (its lock: results/{table}/{lock})" if isinstance(lock, str) and lock else ""
+    return f" (its lock: {where}/{lock})" if isinstance(lock, str) and lock else ""
 
 
-def table_of(results: Mapping[str, Any], name: str) -> dict[str, Any]:
+def table_of(results: Mapping[str, Any], name: str, where: str = "") -> dict[str, Any]:
     """A published table (a results.json's data) as the checks read it: its axes, probes, when
     it was measured, and its measured cells (versions, outcome, a failure's signature); cells
-    never built (outside the pins) are left out."""
+    never built (outside the pins) are left out. ``where``: the folder it was read from."""
     matrix = results.get("matrix") or {}
     cells = [
         {
@@ -116,6 +122,7 @@ def table_of(results: Mapping[str, Any], name: str) -> dict[str, Any]:
         "probes": matrix.get("probes", []),
         "measured": matrix.get("measured"),
         "cells": cells,
+        **({"where": where} if where else {}),
     }
 
 

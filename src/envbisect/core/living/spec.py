@@ -50,7 +50,7 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
 from envbisect.core.names import SLUG, is_project_name
-from envbisect.errors import UsageError
+from envbisect.errors import UsageError, did_you_mean
 
 SELECT_RULES = ("all", "minor-latest", "major-latest")
 # PyTorch's index variants (index/pytorch.py has the same rule; core imports no IO edge).
@@ -132,7 +132,9 @@ class _Table:
     def __init__(self, shown: str, where: str, table: Mapping[str, Any]) -> None:
         self.shown, self.where, self.table = shown, where, table
 
-    def bad(self, key: str, expected: str, got: object = None) -> UsageError:
+    def bad(
+        self, key: str, expected: str, got: object = None, hint: str = SCHEMA_HINT
+    ) -> UsageError:
         """``key`` within this table ("" for the table itself)."""
         # A key is the file's text: one that is not plain (a newline, a control) is quoted.
         if key and not (key.isprintable() and key.strip() == key):
@@ -141,14 +143,17 @@ class _Table:
         tail = f", got {got!r}" if got is not None else ""
         return UsageError(
             f"{self.shown}: {label}: expected {expected}{tail}",
-            hint=SCHEMA_HINT,
+            hint=hint,
             ref="matrix-schema",
         )
 
     def only(self, keys: set[str]) -> None:
         extra = set(self.table) - keys
         if extra:
-            raise self.bad(sorted(extra)[0], f"one of {', '.join(sorted(keys))}")
+            key = sorted(extra)[0]
+            close = did_you_mean(key, sorted(keys))
+            hint = f"{close} ({SCHEMA_HINT})" if close else SCHEMA_HINT
+            raise self.bad(key, f"one of {', '.join(sorted(keys))}", hint=hint)
 
     def strings(self, key: str) -> tuple[str, ...]:
         value = self.table.get(key, [])

@@ -53,6 +53,7 @@ __all__ = [
     "Pin",
     "PinSet",
     "Reader",
+    "forms_hint",
     "parse_metadata",
     "parse_pylock",
     "parse_pyproject",
@@ -62,12 +63,25 @@ __all__ = [
 
 FetchMetadata = Callable[[str, str], str]
 
-FORMS_HINT = (
-    "--pins takes a project folder, a pyproject.toml, a requirements file, a pylock.toml, "
+FORMS = (
+    "a project folder, a pyproject.toml, a requirements file, a pylock.toml, "
     "installed:PYTHON, a released distribution as name==version, an environment report "
     "(pip freeze, pip list, conda list, llamafactory-cli env...; a Markdown file; - for "
     "stdin), or a PEP 723 script"
 )
+FORMS_HINT = f"--pins takes {FORMS}"
+
+
+def forms_hint(named: str) -> str:
+    """What the pin source the user typed as ``named`` (``--pins``, ``GOOD``, ``--lock``...)
+    may be: the hint of an error about it, naming what was typed."""
+    if named == "--lock":
+        return "--lock takes a lockfile: a requirements file with == pins, or a pylock.toml"
+    if named == "--from":
+        return "--from takes a lockfile, a pylock.toml or installed:PYTHON"
+    return f"{named} takes {FORMS}"
+
+
 _PYPI_SIMPLE = ("https://pypi.org/simple", "https://pypi.org/simple/")
 
 

@@ -88,7 +88,8 @@ def _run(opts: DiffOptions, session: Session) -> DiffResult:
     source = IndexMetadataSource(client, target, overrides=session.opts.overrides)
     ptarget = PlanTarget(markers=env, python_version=target.python_version)
     cache: MatchCache = {}
-    good_set, bad_set = read_pins([opts.good, opts.bad], client, cwd=session.repro.origin)
+    (good_set,) = read_pins([opts.good], client, cwd=session.repro.origin, named="GOOD")
+    (bad_set,) = read_pins([opts.bad], client, cwd=session.repro.origin, named="BAD")
     _same_python(good_set, bad_set, target)
     fallback = session.uv_planner()
     good = _exact(good_set, "GOOD", source, ptarget, env, cache, fallback)

@@ -210,7 +210,9 @@ def _roots(
             )
     from_pins: Pins | None = None
     if opts.from_lock:
-        (lock,) = read_pins([opts.from_lock], session.client, cwd=session.repro.origin)
+        (lock,) = read_pins(
+            [opts.from_lock], session.client, cwd=session.repro.origin, named="--from"
+        )
         if not lock.is_lock:
             raise UsageError(
                 f"--from {opts.from_lock} is not a lock: it has ranges, not one version "
