@@ -1,9 +1,9 @@
 """dpo-step[:lora]: a few steps of trl's DPOTrainer on a tiny Llama made on the spot, on CPU.
 
-Everything is made here (``_tinytrain``): a word-level tokenizer, a two-layer Llama (saved, then loaded from its folder), sixteen
-preference rows (``prompt``, ``chosen``, ``rejected`` as plain strings, the format every
-release from 0.9 reads); nothing is downloaded. The run is what a user of the installed trl
-writes for it (``_tinytrain.era``, read from the release's number):
+Everything is made here (``_tinytrain``): a word-level tokenizer, a two-layer Llama (saved, then
+loaded from its folder), sixteen preference rows (``prompt``, ``chosen``, ``rejected`` as plain
+strings, the format every release from 0.9 reads); nothing is downloaded. The run is what a user
+of the installed trl writes for it (``_tinytrain.era``, read from the release's number):
 - ``DPOConfig(beta=0.1, max_length=64)`` (fields of every release from 0.9);
 - the tokenizer as ``tokenizer=`` before 0.12, ``processing_class=`` from 0.12;
 - no ``ref_model``: the trainer makes its own reference copy of the model; ``:lora``:
@@ -50,8 +50,10 @@ trainer = trl.DPOTrainer(
 trainer.train()
 trainer.save_model(out)
 losses = losses_of(trainer.state.log_history)
-wanted = (("adapter_model.safetensors", "adapter_model.bin"),) if LORA else (
-    ("model.safetensors", "pytorch_model.bin"),
+wanted = (
+    (("adapter_model.safetensors", "adapter_model.bin"),)
+    if LORA
+    else (("model.safetensors", "pytorch_model.bin"),)
 )
 report(
     probe="dpo-step" + (":lora" if LORA else ""),

@@ -1,8 +1,9 @@
 """sft-step[:lora]: a few steps of trl's SFTTrainer on a tiny Llama made on the spot, on CPU.
 
-Everything is made here (``_tinytrain``): a word-level tokenizer, a two-layer Llama (saved, then loaded from its folder), sixteen
-rows of plain text (``"text"``); nothing is downloaded. The run is what a user of the
-installed trl writes for it (``_tinytrain.era``, read from the release's number):
+Everything is made here (``_tinytrain``): a word-level tokenizer, a two-layer Llama (saved, then
+loaded from its folder), sixteen rows of plain text (``"text"``); nothing is downloaded. The run
+is what a user of the installed trl writes for it (``_tinytrain.era``, read from the release's
+number):
 - ``SFTConfig`` (every release from 0.9, the oldest this probe takes), with
   ``dataset_text_field="text"`` and the longest sequence as ``max_seq_length`` before 0.16,
   ``max_length`` from 0.16 (0.16 deprecated the old name, 0.20 removed it);
@@ -50,8 +51,10 @@ trainer = trl.SFTTrainer(
 trainer.train()
 trainer.save_model(out)
 losses = losses_of(trainer.state.log_history)
-wanted = (("adapter_model.safetensors", "adapter_model.bin"),) if LORA else (
-    ("model.safetensors", "pytorch_model.bin"),
+wanted = (
+    (("adapter_model.safetensors", "adapter_model.bin"),)
+    if LORA
+    else (("model.safetensors", "pytorch_model.bin"),)
 )
 report(
     probe="sft-step" + (":lora" if LORA else ""),

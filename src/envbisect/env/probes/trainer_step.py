@@ -1,11 +1,12 @@
 """trainer-step[:resume|lora]: transformers' Trainer (over accelerate) on a tiny Llama, on CPU.
 
-What accelerate does under a Trainer: the Accelerator the Trainer makes, gradient
-accumulation, the optimizer and scheduler steps, the logging path (``logging_steps=1``), a
-checkpoint (model, optimizer, scheduler, RNG and trainer state) and the final save. Everything
-is made here (``_tinytrain``): a word-level tokenizer, a two-layer Llama (saved, then loaded from its folder), sixteen rows already
-tokenised (``input_ids``, ``attention_mask``, ``labels``, padded to one length, so the
-default collator stacks them); nothing is downloaded, no ``datasets`` needed.
+What accelerate does under a Trainer: the Accelerator the Trainer makes, gradient accumulation,
+the optimizer and scheduler steps, the logging path (``logging_steps=1``), a checkpoint (model,
+optimizer, scheduler, RNG and trainer state) and the final save. Everything is made here
+(``_tinytrain``): a word-level tokenizer, a two-layer Llama (saved, then loaded from its
+folder), sixteen rows already tokenised (``input_ids``, ``attention_mask``, ``labels``, padded
+to one length, so the default collator stacks them); nothing is downloaded, no ``datasets``
+needed.
 
 The arguments are ones every transformers from 4.40 accepts under the same names
 (``_tinytrain.common_args`` plus ``gradient_accumulation_steps=2``, ``save_strategy="steps"``,
