@@ -178,7 +178,7 @@ REPRO = opt(
 # that the parser imports nothing of the probes.
 PROBES = (
     "import:PKG[,PKG...], datasets-json, lora-step, llamafactory, llamafactory-train[:STAGE], "
-    "sft-step[:lora], dpo-step[:lora], trainer-step[:resume|lora]"
+    "sft-step[:lora], dpo-step[:lora], trainer-step[:resume|lora|lora-resume]"
 )
 PROBE = many(
     "--probe",

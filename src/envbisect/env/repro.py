@@ -126,12 +126,13 @@ BUILTINS: dict[str, Builtin] = {
     "trainer-step": Builtin(
         script="trainer_step.py",
         arg=Arg.OPTIONAL,
-        metavar="resume|lora",
-        choices=("save", "resume", "lora"),
+        metavar="resume|lora|lora-resume",
+        choices=("save", "resume", "lora", "lora-resume"),
         example="resume",
         support=("_tinytrain.py",),
         what="transformers' Trainer over accelerate on a tiny Llama: gradient accumulation, "
-        "logging every step, a checkpoint and a save (resume: from the checkpoint; lora: peft)",
+        "logging every step, a checkpoint and a save (resume: from the checkpoint; lora: peft; "
+        "lora-resume: both)",
     ),
 }
 
