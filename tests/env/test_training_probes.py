@@ -319,7 +319,8 @@ def test_trl_probes_pass_with_the_arguments_of_each_era(
     (report,) = reports
     assert report["trl"] == trl and report["probe"] == spec
     assert report["losses"] == [3.0, 2.9, 2.8]
-    assert report["choices"]["tokenizer"] == tt.era(trl)["tokenizer"]
+    choices = report["choices"]
+    assert isinstance(choices, dict) and choices["tokenizer"] == tt.era(trl)["tokenizer"]
 
 
 def test_a_failure_inside_the_trainer_is_a_fail_with_its_text(tmp_path: Path) -> None:
