@@ -312,6 +312,42 @@ def test_a_table_at_hand_counts(tmp_path: Path) -> None:
     assert elsewhere.returncode == 0 and "trl-peft" not in data["data"]["tables"]
 
 
+def test_an_inferred_cell_of_a_searched_table_counts_and_says_so(tmp_path: Path) -> None:
+    """A searched row publishes inferred cells (between measured cells that agree): check
+    reads them, says they are inferred, and proposes a measured passing cell as the fix."""
+    table = {
+        "matrix": {"name": "trl-tf", "axes": ["trl", "transformers"],
+                   "probes": ["sft-step", "dpo-step"], "measured": "2026-12-06T00:00:00+00:00"},
+        "cells": [
+            {"versions": {"trl": "0.11.4", "transformers": "4.45.2"}, "state": "measured",
+             "kind": "pass"},
+            {"versions": {"trl": "0.11.4", "transformers": "4.46.3"}, "state": "measured",
+             "kind": "fail", "signature": "AttributeError: 'generator' object has no attribute"},
+            {"versions": {"trl": "0.11.4", "transformers": "4.47.1"}, "state": "inferred",
+             "kind": "fail", "signature": "AttributeError: 'generator' object has no attribute",
+             "inferred_from": "{}"},
+            {"versions": {"trl": "0.11.4", "transformers": "4.48.3"}, "state": "measured",
+             "kind": "fail", "signature": "AttributeError: 'generator' object has no attribute"},
+            {"versions": {"trl": "0.11.4", "transformers": "4.44.2"}, "state": "inferred",
+             "kind": "pass", "inferred_from": "{}"},
+        ],
+    }  # fmt: skip
+    (tmp_path / "results" / "trl-tf").mkdir(parents=True)
+    (tmp_path / "results" / "trl-tf" / "results.json").write_text(json.dumps(table))
+    (tmp_path / "r.md").write_text("```\ntrl==0.11.4\ntransformers==4.47.1\n```\n")
+    proc, data = check("r.md", cwd=tmp_path)
+    assert proc.returncode == 1, proc.stderr
+    (f,) = [f for f in data["findings"] if f["kind"] == "published-failure"]
+    assert "failing (inferred: between measured cells of its row" in f["message"]
+    assert f["fix"] == "pip install transformers==4.45.2"  # measured, not the inferred 4.44.2
+    (tmp_path / "ok.md").write_text("```\ntrl==0.11.4\ntransformers==4.44.2\n```\n")
+    _, data = check("ok.md", cwd=tmp_path)
+    assert not [f for f in data["findings"] if f["kind"] == "published-failure"]
+    assert any("passing (inferred" in said for said in data["measured"])
+    read = table_of(table, "trl-tf")
+    assert [c.get("inferred", False) for c in read["cells"]] == [False, False, True, False, True]
+
+
 def test_the_shipped_tables_are_the_published_ones() -> None:
     """checkdb.json's tables are results/'s, as bench/make_check_data.py --published writes
     them: re-run it after publishing."""

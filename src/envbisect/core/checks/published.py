@@ -7,7 +7,10 @@ report's versions in each table whose axes the report names all of: a cell measu
 is a finding, with the failure's signature and its date, and the fix is the nearest passing
 cell of the same row (one axis moved, the others as reported, its lockfile named), proven by
 the table's own probes; a cell measured passing is a note (the table shows it works).
-Only exact versions count: a table's cell is one release, not its neighbours.
+Only exact versions count: a table's cell is one release, not its neighbours. A table whose
+rows were searched (not swept) publishes *inferred* cells too, between two measured cells of
+their row that agree: such a cell counts, said as inferred ("between measured cells ..."), and
+the fix is still a measured passing cell.
 """
 
 from __future__ import annotations
@@ -46,11 +49,14 @@ def published(
         said = f"the published table {name} (measured {when}, probes {', '.join(probes)}"
         said += f", Python {cell['python']})" if cell.get("python") else ")"
         if cell.get("kind") == "pass":
-            notes.append(f"{said} shows {shown} passing{_outside(cell)}{_lock(name, cell)}")
+            notes.append(
+                f"{said} shows {shown} passing{_inferred(cell)}{_outside(cell)}{_lock(name, cell)}"
+            )
             continue
         if cell.get("kind") not in _FAILING:
             continue
-        move = _nearest_passing(cells, mine, axes)
+        measured = [c for c in cells if not c.get("inferred")]
+        move = _nearest_passing(measured, mine, axes)
         if move is None:
             continue
         axis, version = move
@@ -64,14 +70,15 @@ def published(
         signature = str(cell.get("signature") or cell.get("kind"))
         moved = {**mine, axis: version}
         there: Mapping[str, Any] = next(
-            (c for c in cells if c.get("kind") == "pass" and _same(c["versions"], moved)), {}
+            (c for c in measured if c.get("kind") == "pass" and _same(c["versions"], moved)), {}
         )
         out.append(
             Finding(
                 kind=Kind.PUBLISHED,
                 severity="error",
                 package=axis,
-                message=f"{said} shows {shown} failing{_outside(cell)}: {signature}; {axis} "
+                message=f"{said} shows {shown} failing{_inferred(cell)}{_outside(cell)}: "
+                f"{signature}; {axis} "
                 f"{version} passes there with the rest as reported{_lock(name, there)}",
                 evidence=evidence(*(obs.packages[a] for a in axes)),
                 fix=command("pip", "install", f"{axis}=={version}"),
@@ -80,6 +87,14 @@ def published(
             )
         )
     return out, notes
+
+
+def _inferred(cell: Mapping[str, Any]) -> str:
+    return (
+        " (inferred: between measured cells of its row that agree, not built itself)"
+        if cell.get("inferred")
+        else ""
+    )
 
 
 def _outside(cell: Mapping[str, Any]) -> str:
@@ -94,8 +109,9 @@ def _lock(table: str, cell: Mapping[str, Any]) -> str:
 
 def table_of(results: Mapping[str, Any], name: str) -> dict[str, Any]:
     """A published table (a results.json's data) as the checks read it: its axes, probes, when
-    it was measured, and its measured cells (versions, outcome, a failure's signature); cells
-    never built (outside the pins) are left out."""
+    it was measured, and its measured and inferred cells (versions, outcome, a failure's
+    signature; an inferred one marked so, with no lockfile); cells never built and not
+    inferred (outside the pins, unknown) are left out."""
     matrix = results.get("matrix") or {}
     cells = [
         {
@@ -106,9 +122,10 @@ def table_of(results: Mapping[str, Any], name: str) -> dict[str, Any]:
             **({"measured_at": c["measured_at"]} if c.get("measured_at") else {}),
             **({"lock": c["lock"]} if c["kind"] == "pass" and c.get("lock") else {}),
             **({"outside": True} if c.get("outside") else {}),
+            **({"inferred": True} if c.get("state") == "inferred" else {}),
         }
         for c in results.get("cells", [])
-        if c.get("state") == "measured" and "versions" in c and "kind" in c
+        if c.get("state") in ("measured", "inferred") and "versions" in c and "kind" in c
     ]
     return {
         "table": matrix.get("name", name),
