@@ -164,11 +164,13 @@ def test_trl_probes_on_cpu_pass_with_trl_0_12_and_dpo_fails_with_0_11(tmp_path: 
     with the same transformers imports and starts, and its DPOTrainer fails at the first
     step (its own ``get_batch_samples(model, batch)`` shadows the one transformers 4.46's
     Trainer calls with the epoch's iterator): a training step fails, not an import. SFT passes
-    with both. Measured in results/trl-transformers/ and by hand with plain uv."""
+    with both. Measured in results/trl-transformers/ and by hand with plain uv. ``rich``: trl
+    0.9 to 0.11 import it without declaring it (tyro brought it, until tyro's later releases
+    dropped it: today's environment would stop at ``No module named 'rich'`` first)."""
     torch = _cpu_torch()
     same = ["--find-links", str(WHEELS), "--with", f"torch=={torch}",
             "--with", "transformers==4.46.3", "--with", "accelerate<1.2",
-            "--with", "datasets<3.2", "--with", "pyarrow<20"]  # fmt: skip
+            "--with", "datasets<3.2", "--with", "pyarrow<20", "--with", "rich"]  # fmt: skip
     good = probe(*same, "--with", "trl==0.12.2", "--probe", "sft-step", "--probe", "dpo-step",
                  tmp_path=tmp_path)  # fmt: skip
     assert good.returncode == 0, good.stderr + good.stdout
