@@ -10,7 +10,9 @@ the table's own probes; a cell measured passing is a note (the table shows it wo
 Only exact versions count: a table's cell is one release, not its neighbours. A table whose
 rows were searched (not swept) publishes *inferred* cells too, between two measured cells of
 their row that agree: such a cell counts, said as inferred ("between measured cells ..."), and
-the fix is still a measured passing cell.
+the fix is still a measured passing cell. A report that runs LLaMA-Factory (whose trainers
+subclass trl's and the Trainer and carry their own fixes) gets a training-step failure of a
+table without a LLaMA-Factory axis as a note, not a finding; a failure at an import counts.
 """
 
 from __future__ import annotations
@@ -55,6 +57,13 @@ def published(
             continue
         if cell.get("kind") not in _FAILING:
             continue
+        if _wrapped(obs, axes, str(cell.get("signature") or "")):
+            notes.append(
+                f"{said} shows {shown} failing{_inferred(cell)}: {cell.get('signature')}; "
+                "measured with their own trainers, and this report runs LLaMA-Factory's, "
+                "which subclass them and carry their own fixes: not a finding here"
+            )
+            continue
         measured = [c for c in cells if not c.get("inferred")]
         move = _nearest_passing(measured, mine, axes)
         if move is None:
@@ -87,6 +96,25 @@ def published(
             )
         )
     return out, notes
+
+
+# A report that runs LLaMA-Factory trains through its trainers (subclasses of trl's and of
+# transformers' Trainer, patched for known breaks: 0.9.2 and later override the
+# get_batch_samples that trl 0.9's DPOTrainer loses to transformers 4.46). A table measured
+# without it says what its packages do used directly: a failure in a training step does not
+# carry over to such a report; one at an import does (the same import runs either way).
+_RUNNERS = ("llamafactory", "llmtuner")
+_AT_IMPORT = ("ImportError", "ModuleNotFoundError", "RuntimeError: Failed to import")
+
+
+def _wrapped(obs: Observed, axes: Sequence[str], signature: str) -> bool:
+    """Whether a failing cell's verdict stops short of this report: the report runs
+    LLaMA-Factory, the table has no LLaMA-Factory axis, and the failure is not an import."""
+    return (
+        any(r in obs.packages for r in _RUNNERS)
+        and not any(r in axes for r in _RUNNERS)
+        and not signature.startswith(_AT_IMPORT)
+    )
 
 
 def _inferred(cell: Mapping[str, Any]) -> str:
