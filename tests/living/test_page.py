@@ -162,11 +162,11 @@ def test_the_page_leads_with_the_answer_in_a_real_browser(
     assert "peft 0.16.0 to 0.17.1 fail with every transformers &gt;= 5.0.0" in found
     # Every cell says its reason and a passing cell links its lockfile, relatively.
     tds = re.findall(r"<td [^>]*data-cell[^>]*>.*?</td>", got)
-    assert len(tds) == 90
+    assert len(tds) == 150
     fails = [td for td in tds if 'class="fail"' in td]
     assert len(fails) == 21 and all("HybridCache" in td.split('class="why"', 1)[1] for td in fails)
     links = [re.search(r'class="lock" href="([^"]+)"', td) for td in tds if 'class="pass"' in td]
-    assert len(links) == 69 and all(m is not None for m in links)
+    assert len(links) == 129 and all(m is not None for m in links)
     for m in links:
         assert m is not None and not m.group(1).startswith(("/", "file:", "http"))
         assert (html_file.parent / m.group(1)).is_file(), m.group(1)
