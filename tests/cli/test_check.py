@@ -133,8 +133,8 @@ SYNTHETIC: dict[str, Expected] = {
     ],
     "transformers5-peft017.md": [
         ("published-failure", "error", "peft", [3, 5], "pip install peft==0.18.0",
-         "envbisect probe --with transformers==5.0.0 --with peft==0.18.0 --probe import:peft "
-         "--probe lora-step"),
+         "envbisect probe --with transformers==5.0.0 --with peft==0.18.0 "
+         "--probe trainer-step:lora"),
     ],
 }  # fmt: skip
 CASES = {**REAL, **{f"synthetic/{k}": v for k, v in SYNTHETIC.items()}}
@@ -323,6 +323,67 @@ def test_a_table_at_hand_counts(tmp_path: Path) -> None:
     ]  # fmt: skip
     elsewhere, data = check(str(tmp_path / "r.md"), "--results", str(tmp_path / "none"))
     assert elsewhere.returncode == 0 and "trl-peft" not in data["data"]["tables"]
+
+
+def test_an_inferred_cell_of_a_searched_table_counts_and_says_so(tmp_path: Path) -> None:
+    """A searched row publishes inferred cells (between measured cells that agree): check
+    reads them, says they are inferred, and proposes a measured passing cell as the fix."""
+    table = {
+        "matrix": {"name": "trl-tf", "axes": ["trl", "transformers"],
+                   "probes": ["sft-step", "dpo-step"], "measured": "2026-12-06T00:00:00+00:00"},
+        "cells": [
+            {"versions": {"trl": "0.11.4", "transformers": "4.45.2"}, "state": "measured",
+             "kind": "pass"},
+            {"versions": {"trl": "0.11.4", "transformers": "4.46.3"}, "state": "measured",
+             "kind": "fail", "signature": "AttributeError: 'generator' object has no attribute"},
+            {"versions": {"trl": "0.11.4", "transformers": "4.47.1"}, "state": "inferred",
+             "kind": "fail", "signature": "AttributeError: 'generator' object has no attribute",
+             "inferred_from": "{}"},
+            {"versions": {"trl": "0.11.4", "transformers": "4.48.3"}, "state": "measured",
+             "kind": "fail", "signature": "AttributeError: 'generator' object has no attribute"},
+            {"versions": {"trl": "0.11.4", "transformers": "4.44.2"}, "state": "inferred",
+             "kind": "pass", "inferred_from": "{}"},
+        ],
+    }  # fmt: skip
+    (tmp_path / "results" / "trl-tf").mkdir(parents=True)
+    (tmp_path / "results" / "trl-tf" / "results.json").write_text(json.dumps(table))
+    (tmp_path / "r.md").write_text("```\ntrl==0.11.4\ntransformers==4.47.1\n```\n")
+    proc, data = check("r.md", cwd=tmp_path)
+    assert proc.returncode == 1, proc.stderr
+    (f,) = [f for f in data["findings"] if "table trl-tf " in f["message"]]
+    assert "failing (inferred: between measured cells of its row" in f["message"]
+    assert f["fix"] == "pip install transformers==4.45.2"  # measured, not the inferred 4.44.2
+    (tmp_path / "ok.md").write_text("```\ntrl==0.11.4\ntransformers==4.44.2\n```\n")
+    _, data = check("ok.md", cwd=tmp_path)
+    assert not [f for f in data["findings"] if "table trl-tf " in f["message"]]
+    assert any("passing (inferred" in said for said in data["measured"])
+    read = table_of(table, "trl-tf")
+    assert [c.get("inferred", False) for c in read["cells"]] == [False, False, True, False, True]
+
+
+def test_a_training_step_failure_of_trl_is_a_note_for_a_llamafactory_report(
+    tmp_path: Path,
+) -> None:
+    """trl-transformers measured trl 0.9.6's DPOTrainer failing with transformers 4.46 and
+    later; LLaMA-Factory's own trainers override what broke, so a LLaMA-Factory report with
+    that pair gets a note, not a finding; without LLaMA-Factory it is a finding. An import
+    failure counts either way (peft 0.17.1 cannot import with transformers 5)."""
+    pair = "trl==0.9.6\ntransformers==4.49.0\n"
+    (tmp_path / "lf.txt").write_text("llamafactory==0.9.2\n" + pair)
+    proc, data = check("lf.txt", cwd=tmp_path)
+    assert not [f for f in data["findings"] if f["kind"] == "published-failure"], proc.stdout
+    assert any(
+        "LLaMA-Factory's" in said and "trl-transformers" in said for said in data["measured"]
+    )
+    (tmp_path / "plain.txt").write_text(pair)
+    _, data = check("plain.txt", cwd=tmp_path)
+    (f,) = [f for f in data["findings"] if f["kind"] == "published-failure"]
+    assert "'generator' object has no attribute 'generate'" in f["message"]
+    assert f["fix"] == "pip install transformers==4.45.2"
+    (tmp_path / "imp.txt").write_text("llamafactory==0.9.4\npeft==0.17.1\ntransformers==5.0.0\n")
+    _, data = check("imp.txt", cwd=tmp_path)
+    (f,) = [f for f in data["findings"] if "table transformers-peft " in f["message"]]
+    assert "HybridCache" in f["message"] and f["fix"] == "pip install peft==0.18.0"
 
 
 def test_the_shipped_tables_are_the_published_ones() -> None:

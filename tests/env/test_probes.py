@@ -143,6 +143,9 @@ def test_probe_arguments_are_checked_before_anything_runs() -> None:
         "lora-step": "lora-step",
         "llamafactory": "llamafactory",
         "llamafactory-train": "llamafactory-train[:STAGE]",
+        "sft-step": "sft-step[:lora]",
+        "dpo-step": "dpo-step[:lora]",
+        "trainer-step": "trainer-step[:resume|lora|lora-resume]",
     }
 
 

@@ -157,3 +157,49 @@ def test_llamafactory_train_without_llamafactory_is_untestable(tmp_path: Path) -
     data = json.loads(proc.stdout)
     assert data["outcome"]["kind"] == "untestable"
     assert "llamafactory" in data["outcome"]["signature"]
+
+
+def test_trl_probes_on_cpu_pass_with_trl_0_12_and_dpo_fails_with_0_11(tmp_path: Path) -> None:
+    """sft-step and dpo-step for real: trl 0.12.2 with transformers 4.46.3 trains; trl 0.11.4
+    with the same transformers imports and starts, and its DPOTrainer fails at the first
+    step (its own ``get_batch_samples(model, batch)`` shadows the one transformers 4.46's
+    Trainer calls with the epoch's iterator): a training step fails, not an import. SFT passes
+    with both. Measured in results/trl-transformers/ and by hand with plain uv. ``rich``: trl
+    0.9 to 0.11 import it without declaring it (tyro brought it, until tyro's later releases
+    dropped it: today's environment would stop at ``No module named 'rich'`` first)."""
+    torch = _cpu_torch()
+    same = ["--find-links", str(WHEELS), "--with", f"torch=={torch}",
+            "--with", "transformers==4.46.3", "--with", "accelerate<1.2",
+            "--with", "datasets<3.2", "--with", "pyarrow<20", "--with", "rich"]  # fmt: skip
+    good = probe(*same, "--with", "trl==0.12.2", "--probe", "sft-step", "--probe", "dpo-step",
+                 tmp_path=tmp_path)  # fmt: skip
+    assert good.returncode == 0, good.stderr + good.stdout
+    data = json.loads(good.stdout)
+    assert data["outcome"]["kind"] == "pass"
+    sft, dpo = data["reports"]
+    assert sft["choices"] == {"tokenizer": "processing_class", "sft_length": "max_seq_length"}
+    assert len(sft["losses"]) == 3 and len(dpo["losses"]) == 3
+    bad = probe(*same, "--with", "trl==0.11.4", "--probe", "sft-step", "--probe", "dpo-step",
+                tmp_path=tmp_path)  # fmt: skip
+    data = json.loads(bad.stdout)
+    assert data["outcome"]["kind"] == "fail" and data["outcome"]["step"] == "dpo-step"
+    assert data["outcome"]["signature"] == (
+        "AttributeError: 'generator' object has no attribute 'generate'"
+    )
+    (sft,) = data["reports"]  # SFT passed first, with the older era's names
+    assert sft["choices"] == {"tokenizer": "tokenizer", "sft_length": "max_seq_length"}
+
+
+def test_trainer_step_resume_and_lora_on_cpu(tmp_path: Path) -> None:
+    """trainer-step, :resume and :lora-resume with today's transformers, accelerate and peft."""
+    torch = _cpu_torch()
+    proc = probe("--find-links", str(WHEELS), "--with", f"torch=={torch}",
+                 "--with", "transformers", "--with", "accelerate", "--with", "peft",
+                 "--probe", "trainer-step", "--probe", "trainer-step:resume",
+                 "--probe", "trainer-step:lora-resume", tmp_path=tmp_path)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr + proc.stdout
+    reports = json.loads(proc.stdout)["reports"]
+    assert [len(r["losses"]) for r in reports] == [3, 4, 4]
+    assert [r["probe"] for r in reports] == [
+        "trainer-step", "trainer-step:resume", "trainer-step:lora-resume"
+    ]  # fmt: skip

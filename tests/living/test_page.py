@@ -140,7 +140,7 @@ def test_republished_pages_match_the_committed_ones(republished: Path) -> None:
             assert (republished / name / f).read_text() == (PUBLISHED / name / f).read_text(), f
     assert (republished / "index.html").read_text() == (PUBLISHED / "index.html").read_text()
     md = (republished / "transformers-peft" / "table.md").read_text()
-    use = "**Use on Python 3.11: transformers 5.6.0 + peft 0.18.1**: [recommended-py3.11.txt]"
+    use = "**Use on Python 3.11: transformers 5.6.0 + peft 0.21.2**: [recommended-py3.11.txt]"
     assert md.index(use) < md.index("- peft 0.16.0 to 0.17.1 fail") < md.index("## Python 3.11")
 
 
@@ -152,21 +152,21 @@ def test_the_page_leads_with_the_answer_in_a_real_browser(
     got = browser.dom(html_file.as_uri(), tmp_path / "chrome")
     # The recommended combination, first, with a link that reaches its lockfile.
     answer = got.split('id="answer"', 1)[1].split("</section>", 1)[0]
-    assert "transformers 5.6.0 + peft 0.18.1" in answer
+    assert "transformers 5.6.0 + peft 0.21.2" in answer
     href = re.search(r'<a class="rec" id="rec-py3.11" href="([^"]+)"', answer)
     assert href is not None and href.group(1) == "recommended-py3.11.txt"
     rec = (html_file.parent / href.group(1)).read_text()
-    assert "transformers==5.6.0" in rec and "peft==0.18.1" in rec and "--hash=sha256:" in rec
+    assert "transformers==5.6.0" in rec and "peft==0.21.2" in rec and "--hash=sha256:" in rec
     assert got.index('id="answer"') < got.index('id="findings"') < got.index('class="grid"')
     found = got.split('id="findings"', 1)[1].split("</section>", 1)[0]
     assert "peft 0.16.0 to 0.17.1 fail with every transformers &gt;= 5.0.0" in found
     # Every cell says its reason and a passing cell links its lockfile, relatively.
     tds = re.findall(r"<td [^>]*data-cell[^>]*>.*?</td>", got)
-    assert len(tds) == 90
+    assert len(tds) == 150
     fails = [td for td in tds if 'class="fail"' in td]
     assert len(fails) == 21 and all("HybridCache" in td.split('class="why"', 1)[1] for td in fails)
     links = [re.search(r'class="lock" href="([^"]+)"', td) for td in tds if 'class="pass"' in td]
-    assert len(links) == 69 and all(m is not None for m in links)
+    assert len(links) == 129 and all(m is not None for m in links)
     for m in links:
         assert m is not None and not m.group(1).startswith(("/", "file:", "http"))
         assert (html_file.parent / m.group(1)).is_file(), m.group(1)

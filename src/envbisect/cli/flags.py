@@ -177,7 +177,10 @@ REPRO = opt(
 )
 # What env/repro.py's probe_usage() says (tests/env/test_probes.py checks it): written here so
 # that the parser imports nothing of the probes.
-PROBES = "import:PKG[,PKG...], datasets-json, lora-step, llamafactory, llamafactory-train[:STAGE]"
+PROBES = (
+    "import:PKG[,PKG...], datasets-json, lora-step, llamafactory, llamafactory-train[:STAGE], "
+    "sft-step[:lora], dpo-step[:lora], trainer-step[:resume|lora|lora-resume]"
+)
 PROBE = many(
     "--probe",
     dest="probes",

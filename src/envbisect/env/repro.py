@@ -63,6 +63,7 @@ class Builtin:
     metavar: str = ""  # how usage names the argument
     choices: tuple[str, ...] = ()  # when given, the only values the argument may take
     example: str = ""  # an argument to show in a hint
+    support: tuple[str, ...] = ()  # more files of probes/ copied beside it (with _common.py)
 
     def usage(self, name: str) -> str:
         if self.arg is Arg.REQUIRED:
@@ -101,6 +102,37 @@ BUILTINS: dict[str, Builtin] = {
         example="ppo",
         what="a real LLaMA-Factory train run: a few LoRA steps of STAGE (default sft), "
         "tiny local model and data",
+    ),
+    "sft-step": Builtin(
+        script="sft_step.py",
+        arg=Arg.OPTIONAL,
+        metavar="lora",
+        choices=("full", "lora"),  # the first is the default: the whole model trained
+        example="lora",
+        support=("_tinytrain.py",),
+        what="three steps of trl's SFTTrainer on a tiny Llama (lora: a peft adapter), "
+        "logged and saved, the arguments of the installed trl's era",
+    ),
+    "dpo-step": Builtin(
+        script="dpo_step.py",
+        arg=Arg.OPTIONAL,
+        metavar="lora",
+        choices=("full", "lora"),
+        example="lora",
+        support=("_tinytrain.py",),
+        what="three steps of trl's DPOTrainer on a tiny Llama (lora: a peft adapter, the "
+        "reference the adapter disabled), logged and saved",
+    ),
+    "trainer-step": Builtin(
+        script="trainer_step.py",
+        arg=Arg.OPTIONAL,
+        metavar="resume|lora|lora-resume",
+        choices=("save", "resume", "lora", "lora-resume"),
+        example="resume",
+        support=("_tinytrain.py",),
+        what="transformers' Trainer over accelerate on a tiny Llama: gradient accumulation, "
+        "logging every step, a checkpoint and a save (resume: from the checkpoint; lora: peft; "
+        "lora-resume: both)",
     ),
 }
 
@@ -393,7 +425,7 @@ def builtin_step(spec: str) -> Step:
         arg = ""  # the default, named: the same probe as without it, stored once
     script = probe.script
     folder = resources.files("envbisect.env.probes")
-    paths = tuple(Path(str(folder / f)) for f in (script, "_common.py"))
+    paths = tuple(Path(str(folder / f)) for f in (script, "_common.py", *probe.support))
     digest = hashlib.sha256(b"".join(p.read_bytes() for p in paths)).hexdigest()
     return Step(
         label=f"{name}:{arg}" if arg else name,

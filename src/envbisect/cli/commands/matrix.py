@@ -9,6 +9,7 @@ module prints the answer and writes ``run.json``.
 from __future__ import annotations
 
 import json
+import shlex
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -22,6 +23,22 @@ from envbisect.textsafe import for_terminal
 if TYPE_CHECKING:
     from envbisect.modes.living.publish import Published
     from envbisect.modes.living.update import UpdateResult
+
+
+def published_command(command: str) -> str:
+    """The command line as a published table shows it: a wheel folder of this machine given
+    to ``--find-links`` is named ``DIR`` (a table names no folder of one machine; a URL
+    stays)."""
+    out: list[str] = []
+    after = False
+    for arg in shlex.split(command):
+        if after and "://" not in arg:
+            arg = "DIR"
+        elif arg.startswith("--find-links=") and "://" not in arg:
+            arg = "--find-links=DIR"
+        out.append(arg)
+        after = arg == "--find-links"
+    return shlex.join(out)
 
 
 def cmd_matrix(ctx: Context) -> int:
@@ -46,7 +63,7 @@ def cmd_matrix_update(ctx: Context) -> int:
             hint=f"envbisect matrix {a.file} --update --recheck {a.recheck}",
         )
     spec = load_matrix(Path(a.file))
-    common = matrix_common(a, spec, command=ctx.command)
+    common = matrix_common(a, spec, command=published_command(ctx.command))
     res = update_matrix(
         spec,
         common,
@@ -76,7 +93,7 @@ def cmd_matrix_update(ctx: Context) -> int:
     out = inside(common.results, common.results / spec.name)
     note = res.note()
     run_meta = LastRun(
-        command=ctx.command,
+        command=published_command(ctx.command),
         # An update that probed nothing measured nothing: the table's date stays the last
         # measurement's, and ``checked`` says when the index was last read for it.
         measured=res.matrix.started
@@ -131,12 +148,12 @@ def cmd_matrix_whole(ctx: Context) -> int:
 
     a = ctx.args
     spec = load_matrix(Path(a.file))
-    common = matrix_common(a, spec, command=ctx.command)
+    common = matrix_common(a, spec, command=published_command(ctx.command))
     res = run_matrix(spec, common, full=a.full, max_cells=a.max_cells, progress=ctx.progress)
     if common.dry_run:
         return print_plans(ctx, res.plans)
     run_meta = LastRun(
-        command=ctx.command,
+        command=published_command(ctx.command),
         measured=res.started,
         machine=machine(),
         targets=res.targets,

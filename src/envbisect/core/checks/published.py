@@ -7,7 +7,12 @@ report's versions in each table whose axes the report names all of: a cell measu
 is a finding, with the failure's signature and its date, and the fix is the nearest passing
 cell of the same row (one axis moved, the others as reported, its lockfile named), proven by
 the table's own probes; a cell measured passing is a note (the table shows it works).
-Only exact versions count: a table's cell is one release, not its neighbours.
+Only exact versions count: a table's cell is one release, not its neighbours. A table whose
+rows were searched (not swept) publishes *inferred* cells too, between two measured cells of
+their row that agree: such a cell counts, said as inferred ("between measured cells ..."), and
+the fix is still a measured passing cell. A report that runs LLaMA-Factory (whose trainers
+subclass trl's and the Trainer and carry their own fixes) gets a training-step failure of a
+table without a LLaMA-Factory axis as a note, not a finding; a failure at an import counts.
 
 Each table's ``where`` says where a user opens its files: the folder a table at hand was
 read from, or the published URL of a table the package ships (the caller's: envbisect's
@@ -51,11 +56,21 @@ def published(
         said = f"the published table {name} (measured {when}, probes {', '.join(probes)}"
         said += f", Python {cell['python']})" if cell.get("python") else ")"
         if cell.get("kind") == "pass":
-            notes.append(f"{said} shows {shown} passing{_outside(cell)}{_lock(where, cell)}")
+            notes.append(
+                f"{said} shows {shown} passing{_inferred(cell)}{_outside(cell)}{_lock(where, cell)}"
+            )
             continue
         if cell.get("kind") not in _FAILING:
             continue
-        move = _nearest_passing(cells, mine, axes)
+        if _wrapped(obs, axes, str(cell.get("signature") or "")):
+            notes.append(
+                f"{said} shows {shown} failing{_inferred(cell)}: {cell.get('signature')}; "
+                "measured with their own trainers, and this report runs LLaMA-Factory's, "
+                "which subclass them and carry their own fixes: not a finding here"
+            )
+            continue
+        measured = [c for c in cells if not c.get("inferred")]
+        move = _nearest_passing(measured, mine, axes)
         if move is None:
             continue
         axis, version = move
@@ -69,14 +84,15 @@ def published(
         signature = str(cell.get("signature") or cell.get("kind"))
         moved = {**mine, axis: version}
         there: Mapping[str, Any] = next(
-            (c for c in cells if c.get("kind") == "pass" and _same(c["versions"], moved)), {}
+            (c for c in measured if c.get("kind") == "pass" and _same(c["versions"], moved)), {}
         )
         out.append(
             Finding(
                 kind=Kind.PUBLISHED,
                 severity="error",
                 package=axis,
-                message=f"{said} shows {shown} failing{_outside(cell)}: {signature}; {axis} "
+                message=f"{said} shows {shown} failing{_inferred(cell)}{_outside(cell)}: "
+                f"{signature}; {axis} "
                 f"{version} passes there with the rest as reported{_lock(where, there)}",
                 evidence=evidence(*(obs.packages[a] for a in axes)),
                 fix=command("pip", "install", f"{axis}=={version}"),
@@ -85,6 +101,33 @@ def published(
             )
         )
     return out, notes
+
+
+# A report that runs LLaMA-Factory trains through its trainers (subclasses of trl's and of
+# transformers' Trainer, patched for known breaks: 0.9.2 and later override the
+# get_batch_samples that trl 0.9's DPOTrainer loses to transformers 4.46). A table measured
+# without it says what its packages do used directly: a failure in a training step does not
+# carry over to such a report; one at an import does (the same import runs either way).
+_RUNNERS = ("llamafactory", "llmtuner")
+_AT_IMPORT = ("ImportError", "ModuleNotFoundError", "RuntimeError: Failed to import")
+
+
+def _wrapped(obs: Observed, axes: Sequence[str], signature: str) -> bool:
+    """Whether a failing cell's verdict stops short of this report: the report runs
+    LLaMA-Factory, the table has no LLaMA-Factory axis, and the failure is not an import."""
+    return (
+        any(r in obs.packages for r in _RUNNERS)
+        and not any(r in axes for r in _RUNNERS)
+        and not signature.startswith(_AT_IMPORT)
+    )
+
+
+def _inferred(cell: Mapping[str, Any]) -> str:
+    return (
+        " (inferred: between measured cells of its row that agree, not built itself)"
+        if cell.get("inferred")
+        else ""
+    )
 
 
 def _outside(cell: Mapping[str, Any]) -> str:
@@ -100,8 +143,9 @@ def _lock(where: str, cell: Mapping[str, Any]) -> str:
 
 def table_of(results: Mapping[str, Any], name: str, where: str = "") -> dict[str, Any]:
     """A published table (a results.json's data) as the checks read it: its axes, probes, when
-    it was measured, and its measured cells (versions, outcome, a failure's signature); cells
-    never built (outside the pins) are left out. ``where``: the folder it was read from."""
+    it was measured, and its measured and inferred cells (versions, outcome, a failure's
+    signature; an inferred one marked so, with no lockfile); cells never built and not
+    inferred (outside the pins, unknown) are left out. ``where``: the folder it was read from."""
     matrix = results.get("matrix") or {}
     cells = [
         {
@@ -112,9 +156,10 @@ def table_of(results: Mapping[str, Any], name: str, where: str = "") -> dict[str
             **({"measured_at": c["measured_at"]} if c.get("measured_at") else {}),
             **({"lock": c["lock"]} if c["kind"] == "pass" and c.get("lock") else {}),
             **({"outside": True} if c.get("outside") else {}),
+            **({"inferred": True} if c.get("state") == "inferred" else {}),
         }
         for c in results.get("cells", [])
-        if c.get("state") == "measured" and "versions" in c and "kind" in c
+        if c.get("state") in ("measured", "inferred") and "versions" in c and "kind" in c
     ]
     return {
         "table": matrix.get("name", name),
