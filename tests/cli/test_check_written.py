@@ -136,3 +136,18 @@ def test_several_reports_and_a_folder(tmp_path: Path) -> None:
     first, second = json.loads(proc.stdout)
     assert first["status"] == "ok" and first["findings"] == []
     assert second["status"] == "error" and "nosuch.md" in second["error"]
+
+
+def test_a_config_key_a_release_dropped_is_no_forward_fix(tmp_path: Path) -> None:
+    """dpo_ftx was LLaMA-Factory's up to a release and renamed since (pref_ftx): a config that
+    still says it is older than the release, not one to move forward to."""
+    report = tmp_path / "report.md"
+    report.write_text(
+        "llamafactory 0.9.5\n"
+        "ValueError: Some keys are not used by the HfArgumentParser: ['dpo_ftx']\n"
+    )
+    proc = envbisect("check", str(report), "--json", cwd=tmp_path)
+    answer = json.loads(proc.stdout)
+    assert proc.returncode == 0 and answer["findings"] == []
+    (note,) = answer["notes"]
+    assert note.startswith("llamafactory ") and "is the last release that defines dpo_ftx" in note

@@ -45,9 +45,9 @@ def unused_keys(
         mine = obs.packages.get(project)
         have = _version(mine.value) if mine is not None else None
         older = [fields for v, fields in known if have is not None and Version(v) <= have]
-        if older and set(keys) <= older[-1]:
+        if mine is not None and older and set(keys) <= older[-1]:
             return [], [
-                f"{project} {mine.value if mine else ''} defines {', '.join(keys)}: the config "
+                f"{project} {mine.value} defines {', '.join(keys)}: the config "
                 "went to another parser than the one the keys are for (another stage's, "
                 "another tool's), not a version to move"
             ]
@@ -55,6 +55,13 @@ def unused_keys(
             v for v, fields in known if set(keys) <= fields and (have is None or Version(v) > have)
         ]
         if not later:
+            ever = [v for v, fields in known if set(keys) <= fields]
+            if ever:  # an older config: the keys were renamed or removed since
+                return [], [
+                    f"{project} {ever[-1]} is the last release that defines {', '.join(keys)}: "
+                    "the config is older than the release (renamed or removed since), not a "
+                    "version to move forward to"
+                ]
             return [], [
                 f"no release of {project} defines {', '.join(keys)}: a typo in the config, "
                 "or a key of another tool"
