@@ -99,11 +99,13 @@ def test_config_keys_a_release_does_not_define() -> None:
     # hiyouga/LLaMA-Factory#5328: no version at all, enable_liger_kernel from 0.9.0
     _, answer = _check("R-llamafactory-5328")
     assert _fixes(answer) == [["pip install -U 'llamafactory>=0.9.0'"]]
-    # hiyouga/LLaMA-Factory#5843: a key no release defines: no version finding, a note
+    # hiyouga/LLaMA-Factory#5843: `split`, a key LLaMA-Factory dropped after 0.8.2 (the
+    # maintainer: follow the current example config): no version finding, a note
     code, answer = _check("R-llamafactory-5843")
     assert code == 0 and answer["findings"] == []
     assert answer["notes"] == [
-        "no release of llamafactory defines split: a typo in the config, or a key of another tool"
+        "llamafactory 0.8.2 is the last release that defines split: the config is older than "
+        "the release (renamed or removed since), not a version to move forward to"
     ]
 
 
