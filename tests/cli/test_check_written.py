@@ -153,3 +153,13 @@ def test_a_config_key_a_release_dropped_is_no_forward_fix(tmp_path: Path) -> Non
     assert proc.returncode == 0 and answer["findings"] == []
     (note,) = answer["notes"]
     assert note.startswith("llamafactory ") and "is the last release that defines dpo_ftx" in note
+    # a key no release ever defined: a typo, said
+    report.write_text(
+        "llamafactory 0.9.5\n"
+        "ValueError: Some keys are not used by the HfArgumentParser: ['neat_packign']\n"
+    )
+    answer = json.loads(envbisect("check", str(report), "--json", cwd=tmp_path).stdout)
+    assert answer["findings"] == [] and answer["notes"] == [
+        "no release of llamafactory defines neat_packign: a typo in the config, or a key of "
+        "another tool"
+    ]
