@@ -446,3 +446,15 @@ def test_deep_probes_kept_through_an_update_and_run_on_the_new_rows_edges(
     for k in before:
         assert after[k] == before[k], k  # as published: no store, nothing run again
     assert [d["probe"] for d in after[("1.2.0", "1.2.0")]] == ["import:liveapp"]
+
+
+def test_a_cell_known_another_way_with_the_same_outcome_is_no_change() -> None:
+    """A table swept in full, then searched: a cell measured passing and now inferred passing
+    has not changed (the page says how each is known); one whose outcome moved has."""
+    old = [_cell("1", "1"), _cell("1", "2"), _cell("1", "3")]
+    same = [_cell("1", "1"), _cell("1", "2", state="inferred"), _cell("1", "3")]
+    assert history.diff(old, same, ["app", "lib"], date="x", since="y") is None
+    moved = [_cell("1", "1"), _cell("1", "2", state="inferred", kind="fail"), _cell("1", "3")]
+    change = history.diff(old, moved, ["app", "lib"], date="x", since="y")
+    assert change is not None
+    assert [(c.before, c.after) for c in change.changed] == [("pass", "fail (inferred)")]

@@ -209,7 +209,9 @@ def diff(
     changed = []
     for k, c in now.items():
         old = before.get(k)
-        if old is not None and tables.plain(old) != tables.plain(c):
+        # a cell measured before and inferred now (or back) with the same outcome has not
+        # changed: the page marks how each was known, "New since" lists outcomes that moved
+        if old is not None and _outcome(old) != _outcome(c):
             changed.append(
                 Changed(
                     python=k[0],
@@ -281,6 +283,10 @@ def describe(
         why = f": {c.reason}" if c.reason else ""
         out.append(f"changed {how}: {_combo(c)}: {c.before} → {c.after}{why}")
     return out
+
+
+def _outcome(cell: Cell) -> str:
+    return tables.plain(cell).removesuffix(" (inferred)")
 
 
 def _left(removed: Sequence[Entry]) -> list[str]:
