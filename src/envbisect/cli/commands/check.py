@@ -10,6 +10,7 @@ imported, and reading this machine runs its interpreter and nvidia-smi only.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import sys
@@ -192,6 +193,7 @@ def _shipped(diagnosis: Any, text: str) -> Any:
     return replace(diagnosis, findings=tuple(found))
 
 
+@functools.cache  # several reports in one run read it once
 def api_history() -> dict[str, Any]:
     """The API history the package carries (bench/make_api_history.py writes it); empty
     where it is not there."""
@@ -238,6 +240,7 @@ def _machine() -> Any:
     return from_machine(report, envreport.read_nvidia_smi(), origin=f"this machine ({python})")
 
 
+@functools.cache
 def shipped() -> dict[str, Any]:
     """The data the package carries (bench/make_check_data.py writes it)."""
     path = resources.files("envbisect")
@@ -251,6 +254,7 @@ def shipped() -> dict[str, Any]:
     return data
 
 
+@functools.cache
 def _tables_at_hand(results: Path) -> list[dict[str, Any]]:
     """The published tables in ``results`` (newer than those shipped, where they differ)."""
     from envbisect.core.checks.published import table_of
