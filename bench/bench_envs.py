@@ -40,9 +40,9 @@ from envbisect.env.repro import Repro  # noqa: E402
 from envbisect.env.uv import BuiltEnv, Materializer, Uv, find_uv  # noqa: E402
 from envbisect.model import EnvSpec, IndexConfig  # noqa: E402
 from envbisect.modes.run import RunOptions, run_bisect  # noqa: E402
-from envbisect.options import CommonOptions  # noqa: E402
 from support.corpus import EPOCH, PASS, SEGFAULT  # noqa: E402
 from support.index_server import IndexFile, LocalIndex  # noqa: E402
+from support.options import flat_options  # noqa: E402
 from support.wheels import build_wheel  # noqa: E402
 
 
@@ -96,7 +96,7 @@ def bench_bisection(
             res = run_bisect(
                 RunOptions(
                     package=project,
-                    common=CommonOptions(
+                    common=flat_options(
                         repro=Repro.from_file(str(repro_file), work),
                         indexes=IndexConfig(index_url=index.url),
                         python=python,

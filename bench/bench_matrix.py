@@ -31,8 +31,8 @@ from packaging.version import Version  # noqa: E402
 from envbisect.core.living.cell import CellState  # noqa: E402
 from envbisect.model import IndexConfig  # noqa: E402
 from envbisect.modes.living.matrix import load_matrix, run_matrix  # noqa: E402
-from envbisect.options import CommonOptions  # noqa: E402
 from support.corpus import build_index  # noqa: E402
+from support.options import flat_options  # noqa: E402
 
 GRID = """
 [matrix]
@@ -137,11 +137,11 @@ def main() -> int:
         path.write_text(GRID.format(python=sys.executable, index=index.url))
         spec = load_matrix(path)
         res = run_matrix(
-            spec, CommonOptions(results=work / "warm", cache_dir=work / "c")
+            spec, flat_options(results=work / "warm", cache_dir=work / "c")
         )  # warm uv's cache
         c = res.counts()
         full = run_matrix(
-            spec, CommonOptions(results=work / "full", cache_dir=work / "c"), full=True
+            spec, flat_options(results=work / "full", cache_dir=work / "c"), full=True
         ).counts()
         print(f"# envbisect matrix benchmark ({sys.executable}, {os.cpu_count()} cores)\n")
         print("| grid | cells | probed (monotone) | inferred | unresolvable | probed (--full) |")
@@ -152,7 +152,7 @@ def main() -> int:
         for r in range(args.rounds):
             for jobs in (1, 2):
                 start = time.perf_counter()
-                run_matrix(spec, CommonOptions(results=work / f"j{jobs}-{r}", jobs=jobs,
+                run_matrix(spec, flat_options(results=work / f"j{jobs}-{r}", jobs=jobs,
                                                cache_dir=work / "c"), full=True)  # fmt: skip
                 times[jobs].append(time.perf_counter() - start)
         m1, m2 = statistics.median(times[1]), statistics.median(times[2])
@@ -165,7 +165,7 @@ def main() -> int:
             os.environ.pop("UV_CACHE_DIR")  # uv's own cache: the real PyPI wheels
         run_matrix(
             spec,
-            CommonOptions(results=work / "kept", keep_envs=True, cache_dir=work / "c"),
+            flat_options(results=work / "kept", keep_envs=True, cache_dir=work / "c"),
             full=True,
         )
         apparent, used, own = disk(work / "kept" / ".envs")

@@ -44,9 +44,9 @@ from envbisect.exec.ray import RayExecutor  # noqa: E402
 from envbisect.model import EnvSpec, IndexConfig, Outcome, OutcomeKind  # noqa: E402
 from envbisect.modes.living.matrix import load_matrix, run_matrix  # noqa: E402
 from envbisect.modes.session import Session  # noqa: E402
-from envbisect.options import CommonOptions, ExecutorKind  # noqa: E402
 from envbisect.strategy.rows import Cell, MatrixRows  # noqa: E402
 from support.corpus import build_index  # noqa: E402
+from support.options import flat_options  # noqa: E402
 from support.raycluster import RayCluster, use_token  # noqa: E402
 
 # Planning on the controller, per cell, warm metadata cache (README: 672 cells in 71.5 s).
@@ -62,7 +62,7 @@ def per_probe(work: Path, index_url: str, cluster: RayCluster, rounds: int) -> d
     try:
         for r in range(rounds + 1):  # the first round warms uv's cache and Ray's workers
             for name in times:
-                opts = CommonOptions(repro=repro, indexes=IndexConfig(index_url=index_url),
+                opts = flat_options(repro=repro, indexes=IndexConfig(index_url=index_url),
                                      python=sys.executable, cache_dir=work / "c",
                                      results=work / f"pp-{name}-{r}")  # fmt: skip
                 # A fresh store each time: every probe builds its environment.
@@ -89,13 +89,13 @@ def matrix_two_nodes(work: Path, index_url: str, rounds: int) -> dict[str, float
     two.add_node(cpus=1)
     times: dict[str, list[float]] = {"local --jobs 2": [], "ray, 2 nodes": []}
     try:
-        run_matrix(spec, CommonOptions(results=work / "mx-warm", cache_dir=work / "c"), full=True)
+        run_matrix(spec, flat_options(results=work / "mx-warm", cache_dir=work / "c"), full=True)
         for r in range(rounds):
             for name in times:
-                on_ray = {"executor": ExecutorKind.RAY, "ray_address": two.address}
+                on_ray = {"executor": "ray", "ray_address": two.address}
                 extra = on_ray if "ray" in name else {}
-                opts = CommonOptions(results=work / f"mx-{len(name)}-{r}", cache_dir=work / "c",
-                                     jobs=2, **extra)  # type: ignore[arg-type]  # fmt: skip
+                opts = flat_options(results=work / f"mx-{len(name)}-{r}", cache_dir=work / "c",
+                                     jobs=2, **extra)  # fmt: skip
                 start = time.perf_counter()
                 run_matrix(spec, opts, full=True)
                 times[name].append(time.perf_counter() - start)

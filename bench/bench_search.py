@@ -36,9 +36,9 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 from envbisect.core.results.parts import Status  # noqa: E402
 from envbisect.model import Outcome, OutcomeKind  # noqa: E402
-from envbisect.options import CommonOptions  # noqa: E402
 from envbisect.strategy import flaky  # noqa: E402
 from envbisect.strategy.bisect import Bisector  # noqa: E402
+from support.options import flat_options  # noqa: E402
 
 PASS = Outcome(kind=OutcomeKind.PASS, exit_code=0)
 SEGV = Outcome(kind=OutcomeKind.CRASH, signal="SIGSEGV", signature="SIGSEGV")
@@ -187,7 +187,7 @@ def real_jobs(rounds: int) -> None:
                 opts = RunOptions(
                     package="crashy",
                     search=SearchOptions(),
-                    common=CommonOptions(
+                    common=flat_options(
                         jobs=jobs,
                         repro=repro,
                         python=python,

@@ -37,8 +37,8 @@ from envbisect.exec.slurm import SlurmExecutor  # noqa: E402
 from envbisect.model import IndexConfig  # noqa: E402
 from envbisect.modes.living.matrix import load_matrix, run_matrix  # noqa: E402
 from envbisect.modes.session import Session  # noqa: E402
-from envbisect.options import CommonOptions, ExecutorKind  # noqa: E402
 from support.corpus import build_index  # noqa: E402
+from support.options import flat_options  # noqa: E402
 from support.slurmcluster import SlurmCluster, missing  # noqa: E402
 
 
@@ -49,7 +49,7 @@ def per_probe(work: Path, index_url: str, rounds: int) -> dict[str, float]:
     times: dict[str, list[float]] = {"local": [], "slurm": []}
     for r in range(rounds + 1):  # the first round warms uv's cache
         for name in times:
-            opts = CommonOptions(repro=repro, indexes=IndexConfig(index_url=index_url),
+            opts = flat_options(repro=repro, indexes=IndexConfig(index_url=index_url),
                                  python=sys.executable, cache_dir=work / "c",
                                  results=work / f"pp-{name}-{r}")  # fmt: skip
             slurm = SlurmExecutor(1, folder=work / "jobs") if name == "slurm" else None
@@ -72,12 +72,12 @@ def matrix(work: Path, index_url: str, rounds: int) -> dict[str, float]:
     path.write_text(GRID.format(python=sys.executable, index=index_url))
     spec = load_matrix(path)
     times: dict[str, list[float]] = {"local --jobs 2": [], "slurm --jobs 2": []}
-    run_matrix(spec, CommonOptions(results=work / "mx-warm", cache_dir=work / "c"), full=True)
+    run_matrix(spec, flat_options(results=work / "mx-warm", cache_dir=work / "c"), full=True)
     for r in range(rounds):
         for i, name in enumerate(times):
-            extra = {"executor": ExecutorKind.SLURM} if "slurm" in name else {}
-            opts = CommonOptions(results=work / f"mx-{i}-{r}", cache_dir=work / "c",
-                                 jobs=2, **extra)  # type: ignore[arg-type]  # fmt: skip
+            extra = {"executor": "slurm"} if "slurm" in name else {}
+            opts = flat_options(results=work / f"mx-{i}-{r}", cache_dir=work / "c",
+                                 jobs=2, **extra)  # fmt: skip
             start = time.perf_counter()
             run_matrix(spec, opts, full=True)
             times[name].append(time.perf_counter() - start)

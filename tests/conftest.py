@@ -21,6 +21,7 @@ from envbisect.progress import Progress
 from support.corpus import build_index
 from support.index_server import LocalIndex
 from support.listener import Listener
+from support.options import flat_options
 
 INDEX_VARIABLES = (
     "UV_INDEX_URL",
@@ -173,12 +174,12 @@ def run_options(
     common, own = split_common(kw)
     return RunOptions(
         package=package,
-        common=CommonOptions(
+        common=flat_options(
             repro=repro,
             indexes=IndexConfig(index_url=index.url),
             python=python,
             results=results,
-            **common,  # type: ignore[arg-type]
+            **common,
         ),
         **own,  # type: ignore[arg-type]
     )

@@ -273,6 +273,8 @@ SHARED_NAMES = {
     "envreport": "the environment report: collected (env) and read (core/envreport/)",
     "env": "the edges' layer (env/) and ``envbisect env``, which reports on an environment",
     "living": "the living tables' wing on both floors (core/living/, modes/living/)",
+    "ray": "the Ray executor: declared (exec/kinds/) and implemented (exec/)",
+    "slurm": "the Slurm executor: declared (exec/kinds/) and implemented (exec/)",
 }
 
 

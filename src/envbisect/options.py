@@ -1,11 +1,13 @@
-"""The options every mode shares, as one frozen object (each flag declared once, in
-cli/flags.py). Light on purpose: the CLI imports it before it knows the command, and the
-executors (exec/) read their part of it, so it lives above both.
+"""The options every mode shares, as frozen records by concern: what the environments are
+planned from (``Planning``), how each is probed (``Probing``), how many at once
+(``Parallelism``) and where probes run (``Execution``: the executor's name and its own
+settings record, exec/kinds/). ``CommonOptions`` holds one of each.
 
-Who does what: cli/readflags.py reads the flags into a ``CommonOptions``; the session
-(modes/session.py, its edges in modes/edges.py) is the one that acts on it, including the one
-choice left to the machine (``TorchChoice``: nvidia-smi is asked when the indexes are first
-needed, not here).
+Light on purpose: the CLI builds these (cli/readflags.py reads the resolved options, each
+declared once in cli/flags.py or by its executor) before it knows the command, and the
+executors read their part, so it lives above both. The session (modes/session.py) is the one
+that acts on them, including the one choice left to the machine (``TorchChoice``: nvidia-smi is
+asked when the indexes are first needed, not here).
 """
 
 from __future__ import annotations
@@ -19,15 +21,6 @@ from envbisect.model import IndexConfig
 
 if TYPE_CHECKING:
     from envbisect.env.repro import Repro
-
-
-class ExecutorKind(enum.Enum):
-    """Where probes run (``--executor``; exec/executor.py makes each)."""
-
-    LOCAL = "local"  # threads of this process
-    PROCESS = "process"  # a pool of worker processes
-    RAY = "ray"  # a Ray cluster
-    SLURM = "slurm"  # one batch job per probe
 
 
 class NativeBacktrace(enum.Enum):
@@ -48,21 +41,9 @@ class TorchChoice:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class SlurmSettings:
-    """What every job of ``--executor slurm`` asks sbatch for, besides what envbisect sets
-    (exec/slurm.py): each None or empty leaves it to the cluster's defaults."""
+class Planning:
+    """What every environment is planned and built from, besides what it asks for."""
 
-    partition: str | None = None
-    account: str | None = None
-    time: str | None = None  # as sbatch --time takes it
-    options: tuple[str, ...] = ()  # other sbatch options, each "--name=value" or "--flag"
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class CommonOptions:
-    """What every mode takes from the same flags (each declared once, in cli/flags.py)."""
-
-    repro: Repro | None = None
     indexes: IndexConfig = field(default_factory=IndexConfig)
     torch_auto: TorchChoice | None = None  # set: ``indexes.torch_index`` is still to choose
     python: str | None = None
@@ -74,24 +55,72 @@ class CommonOptions:
     refresh: bool = False
     refresh_packages: tuple[str, ...] = ()
     cache_dir: Path | None = None
-    results: Path = Path("results")
-    timeout: float = 600.0
-    keep_envs: bool = False
-    native_backtrace: NativeBacktrace = NativeBacktrace.AUTO
-    any_failure: bool = False
-    repeat: int = 1  # runs of the repro per environment; a failure in any run marks it
-    jobs: int = 1  # environments built and probed at once
-    executor: ExecutorKind = ExecutorKind.LOCAL
-    ray_address: str | None = None  # --executor ray: join this cluster (None: start one)
-    gpus_per_probe: int = 0  # GPUs each probe is given, pinned by CUDA_VISIBLE_DEVICES
-    slurm: SlurmSettings = field(default_factory=SlurmSettings)  # --executor slurm's jobs
-    dry_run: bool = False  # plan every environment it would build first, build nothing
-    env: tuple[tuple[str, str], ...] = ()  # --env NAME=VALUE: set for every probe, last
-    build_timeout: float | None = None  # --build-timeout: the cap on a build from source
-    # --override REQ|FILE, as uv's: "name<spec>" each, sorted; every requirement on the
-    # project (the pins', any package's) takes these versions (core/overrides.py).
+    # --override REQ|FILE, as uv's, read once: "name<spec>" each, sorted; every requirement
+    # on the project (the pins', any package's) takes these versions (core/overrides.py).
     overrides: tuple[str, ...] = ()
     # --inherit: candidate environments see the --python interpreter's own packages (a
     # machine's CUDA torch): planned at their versions there, never downloaded or installed.
     inherit: bool = False
+    build_timeout: float | None = None  # --build-timeout: the cap on a build from source
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Probing:
+    """How each environment is probed, and what is kept of it."""
+
+    repro: Repro | None = None
+    timeout: float = 600.0
+    repeat: int = 1  # runs of the repro per environment; a failure in any run marks it
+    any_failure: bool = False
+    native_backtrace: NativeBacktrace = NativeBacktrace.AUTO
+    env: tuple[tuple[str, str], ...] = ()  # --env NAME=VALUE: set for every probe, last
+    keep_envs: bool = False
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Parallelism:
+    """``--jobs K``, its three meanings named: the environments a search asks for per round
+    (``per_round``), the executor's workers (``workers``), and whether environments are built
+    ahead in the background while this thread probes (``one_at_a_time`` is its opposite)."""
+
+    jobs: int = 1  # at least 1 (the option's type sees to it)
+
+    @property
+    def per_round(self) -> int:
+        return self.jobs
+
+    @property
+    def workers(self) -> int:
+        return self.jobs
+
+    @property
+    def one_at_a_time(self) -> bool:
+        return self.jobs == 1
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Execution:
+    """Where probes run: an executor's name (exec/kinds/ declares each), the GPUs each probe
+    is given, and the executor's own settings record (None: it has none)."""
+
+    kind: str = "local"
+    gpus_per_probe: int = 0
+    settings: object = None
+
+    @property
+    def here(self) -> bool:
+        """Threads of this process, no GPUs shared out: probes may run in this thread."""
+        return self.kind == "local" and not self.gpus_per_probe
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CommonOptions:
+    """What every mode takes from the same options, by concern."""
+
+    planning: Planning = field(default_factory=Planning)
+    probing: Probing = field(default_factory=Probing)
+    parallel: Parallelism = field(default_factory=Parallelism)
+    execution: Execution = field(default_factory=Execution)
+    results: Path = Path("results")
+    dry_run: bool = False  # plan every environment it would build first, build nothing
     command: str = ""  # the command line, for reports (credentials masked there)

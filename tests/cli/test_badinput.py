@@ -177,18 +177,20 @@ def test_executor_slurm_without_slurm_is_one_usage_error(base: list[str], tmp_pa
 
 
 def test_slurm_options_are_read_as_sbatch_takes_them(tmp_path: Path) -> None:
-    from envbisect.cli.parser import build_parser
+    from envbisect.cli.optionset import parsed
     from envbisect.cli.readflags import common_options
+    from envbisect.exec.kinds.slurm import SlurmSettings
 
-    args = build_parser().parse_args(
+    args = parsed(
         ["run", "--package", "six", "--executor", "slurm", "--slurm-partition", "gpu",
          "--slurm-time", "1:00:00", "--slurm-option=--qos=high", "--slurm-option",
          "constraint=a100"]
     )  # fmt: skip
-    slurm = common_options(args, command="run").slurm
+    slurm = common_options(args, command="run").execution.settings
+    assert isinstance(slurm, SlurmSettings)
     assert (slurm.partition, slurm.account, slurm.time) == ("gpu", None, "1:00:00")
     assert slurm.options == ("--qos=high", "--constraint=a100")
-    args = build_parser().parse_args(["run", "--package", "six", "--slurm-option", "a\nb"])
+    args = parsed(["run", "--package", "six", "--slurm-option", "a\nb"])
     with pytest.raises(UsageError, match="is not one sbatch option") as e:
         common_options(args, command="run")
     assert e.value.ref == "bad-slurm-option"

@@ -10,9 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from envbisect.cli.main import build_parser, resolve_options
+from envbisect.cli.main import build_parser
 from envbisect.cli.optionset import Draft, Options, Origin, Source, given, typed_dests
-from envbisect.cli.parser import subparser
+from envbisect.cli.parser import options_of, subparser
+from envbisect.cli.origins import resolve
 
 
 def parsed(*argv: str) -> tuple[argparse.Namespace, argparse.ArgumentParser]:
@@ -70,7 +71,7 @@ def test_resolve_ranks_the_environment_over_the_project_table_and_says_each_orig
     argv = ["run", "--package", "x", "--good", "1", "--bad", "2", "-v", "--timeout", "9"]
     args, sub = parsed(*argv)
     said: list[str] = []
-    opts = resolve_options(args, sub, argv, said.append, verbose=True)
+    opts = resolve(args, sub, argv, said.append, verbose=True, options=options_of(sub))
     assert isinstance(opts, Options)
     assert (opts.torch_backend, opts.python, opts.jobs, opts.timeout) == ("cpu", "3.11", 3, 9.0)
     assert opts.origin("jobs").source is Source.PROJECT and opts.project is not None

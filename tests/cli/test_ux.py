@@ -22,9 +22,10 @@ from envbisect.cli.display import RichProgress, duration, fit
 from envbisect.env.repro import Repro
 from envbisect.model import IndexConfig, Outcome, OutcomeKind
 from envbisect.modes.run import RunOptions, run_bisect
-from envbisect.options import CommonOptions, ExecutorKind, NativeBacktrace
+from envbisect.options import NativeBacktrace
 from support.cli import CLI, assert_clean_error, envbisect, on_index
 from support.index_server import LocalIndex
+from support.options import flat_options
 from support.terminal import under_pty
 
 # -- the live display under a real pseudo-terminal ----------------------------------------------
@@ -391,13 +392,13 @@ def _crashy(
     python: str,
     tmp_path: Path,
     name: str,
-    executor: ExecutorKind = ExecutorKind.LOCAL,
+    executor: str = "local",
     jobs: int = 1,
 ) -> RunOptions:
     repro = Repro.from_file(str(write_repro(tmp_path / "repro", "crashy")), tmp_path)
     return RunOptions(
         package="crashy",
-        common=CommonOptions(
+        common=flat_options(
             repro=repro,
             indexes=IndexConfig(index_url=index.url),
             python=python,
@@ -428,8 +429,6 @@ def test_local_probes_report_their_phases_and_a_broken_reporter_changes_nothing(
     assert (again.first_new, again.last_old) == (res.first_new, res.last_old)
     # Worker processes cannot reach the reporter: started and finished only, the same answer.
     remote = PhaseRecorder()
-    far = run_bisect(
-        _crashy(index, python, tmp_path, "c", executor=ExecutorKind.PROCESS, jobs=2), remote
-    )
+    far = run_bisect(_crashy(index, python, tmp_path, "c", executor="process", jobs=2), remote)
     assert remote.phases == [] and remote.started
     assert (far.first_new, far.last_old) == (res.first_new, res.last_old)

@@ -25,11 +25,12 @@ from envbisect.model import IndexConfig
 from envbisect.modes.commits import CommitOptions, run_commits
 from envbisect.modes.run import RunOptions, run_bisect
 from envbisect.modes.searchoptions import CommitRefs
-from envbisect.options import CommonOptions, ExecutorKind
+from envbisect.options import CommonOptions
 from envbisect.store import Store
 from support.cli import on_index
 from support.gitrepos import ESCAPE_SUBJECT, SOURCE, GitPkg, build_index, make_gitpkg, make_plain
 from support.index_server import LocalIndex
+from support.options import flat_options
 
 pytestmark = [
     pytest.mark.slow,
@@ -61,7 +62,7 @@ def _repro(tmp_path: Path, body: str) -> Repro:
 
 
 def _common(index: LocalIndex, python: str, tmp_path: Path, body: str, **kw: Any) -> CommonOptions:
-    return CommonOptions(
+    return flat_options(
         repro=_repro(tmp_path, body),
         indexes=IndexConfig(index_url=index.url),
         python=python,
@@ -175,7 +176,7 @@ def test_jobs_2_probes_two_commits_a_round(
 ) -> None:
     """Two at a time, in worker processes (each task crosses a pickle, as to another machine:
     the mirror's folder goes with it, the checkout is made where the build runs)."""
-    opts = commits(gindex, python, tmp_path, gitpkg.path, jobs=2, executor=ExecutorKind.PROCESS)
+    opts = commits(gindex, python, tmp_path, gitpkg.path, jobs=2, executor="process")
     res = run_commits(opts, recorder)
     ans = res.commits
     assert ans is not None and ans.first_new is not None and ans.first_new.sha == gitpkg.main[14]

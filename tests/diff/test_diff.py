@@ -23,12 +23,12 @@ from envbisect.errors import NoAnswer, UsageError
 from envbisect.model import IndexConfig, OutcomeKind
 from envbisect.modes.diff.mode import DiffOptions, run_diff
 from envbisect.modes.diff.roots import forcing, reduce, root_names
-from envbisect.options import CommonOptions
 from envbisect.strategy.ddmin import Result, ddmin
 from support.cli import envbisect, on_index
 from support.corpus import flaky_crashes
 from support.index_server import LocalIndex
 from support.installs import install_and_run
+from support.options import flat_options, flat_with
 
 
 def scripted(
@@ -119,7 +119,7 @@ def options(
     return DiffOptions(
         good=str(tmp_path / "good.txt"),
         bad=str(tmp_path / "bad.txt"),
-        common=CommonOptions(
+        common=flat_options(
             repro=Repro.build(origin=tmp_path, repro_file=str(tmp_path / "repro.py")),
             indexes=IndexConfig(index_url=index.url),
             python=python,
@@ -228,7 +228,7 @@ def test_repeat_lets_a_flaky_bad_environment_verify(
                    repro="import flakylib\nflakylib.run()\n")  # fmt: skip
     with pytest.raises(NoAnswer, match="BAD environment does not fail"):
         run_diff(opts)
-    res = run_diff(replace(opts, common=replace(opts.common, repeat=6)))
+    res = run_diff(replace(opts, common=flat_with(opts.common, repeat=6)))
     assert [c["package"] for c in res.to_dict()["culprits"]] == ["flakylib"]
     bad = res.row("BAD")
     assert bad is not None and bad.runs == 6 and 0 < bad.fails < 6
@@ -274,7 +274,7 @@ def test_a_move_another_change_forces_is_moved_with_it_not_a_culprit(
         bad="tiedapp==2.0.0\ntiedlib==2.1.0\n",
         repro="import tiedapp\ntiedapp.run()\n",
     )  # fmt: skip
-    res = run_diff(replace(opts, common=replace(opts.common, jobs=2)))
+    res = run_diff(replace(opts, common=flat_with(opts.common, jobs=2)))
     assert res.to_dict()["interaction"] is False
     assert res.to_dict()["culprits"] == [
         {"package": "tiedapp", "good_version": "1.5.0", "bad_version": "2.0.0",

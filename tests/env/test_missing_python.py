@@ -16,6 +16,7 @@ from envbisect.env.uv import find_uv
 from envbisect.errors import UsageError
 from support.cli import assert_clean_error, envbisect
 from support.index_server import LocalIndex
+from support.options import flat_options
 
 MISSING = "3.14"
 REPORT = """### System Info
@@ -104,9 +105,8 @@ def test_a_build_session_never_plans_for_a_missing_python(tmp_path: Path) -> Non
     if not missing():
         pytest.skip(f"this machine has a Python {MISSING}")
     from envbisect.modes.session import Session
-    from envbisect.options import CommonOptions
 
-    opts = CommonOptions(python=MISSING, results=tmp_path / "r", cache_dir=tmp_path / "c")
+    opts = flat_options(python=MISSING, results=tmp_path / "r", cache_dir=tmp_path / "c")
     with Session(opts) as s, pytest.raises(UsageError) as e:
         s.target  # noqa: B018
     assert e.value.ref == "python-not-found"

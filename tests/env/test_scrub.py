@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from conftest import RecordingProgress
+from envbisect.cli import optionset
 from envbisect.cli.readflags import probe_env
 from envbisect.core.results.parts import Status
 from envbisect.core.results.search import RunResult
@@ -29,10 +30,10 @@ from envbisect.env.uv import BuiltEnv, Uv
 from envbisect.errors import UsageError
 from envbisect.model import IndexConfig
 from envbisect.modes.run import RunOptions, run_bisect
-from envbisect.options import CommonOptions
 from envbisect.redact import mask_env, mask_env_args
 from envbisect.store import Store
 from support.index_server import LocalIndex
+from support.options import flat_options
 
 # -- the policy -------------------------------------------------------------------------------
 
@@ -129,7 +130,7 @@ def test_every_command_that_runs_probes_takes_env() -> None:
     taking = {name for name, p in sub.choices.items()
               if any("--env" in a.option_strings for a in p._actions)}  # fmt: skip
     assert taking == {"run", "probe", "repro", "diff", "lock", "matrix", "commits"}
-    args = parser.parse_args(["probe", "--env", "A=1", "--env", "B=2"])
+    args = optionset.parsed(["probe", "--env", "A=1", "--env", "B=2"])
     assert probe_env(args) == {"A": "1", "B": "2"}
 
 
@@ -139,8 +140,8 @@ def test_a_matrix_takes_env_from_the_command_line(tmp_path: Path) -> None:
     path = tmp_path / "m.toml"
     path.write_text("[matrix]\nprobes = ['import:x']\n[[axis]]\npackage = 'a'\n")
     spec = load_matrix(path)
-    plain = matrix_options(spec, CommonOptions()).repro
-    passed = matrix_options(spec, CommonOptions(env=(("PYTHONOPTIMIZE", "1"),))).repro
+    plain = matrix_options(spec, flat_options()).probing.repro
+    passed = matrix_options(spec, flat_options(env=(("PYTHONOPTIMIZE", "1"),))).probing.repro
     assert plain is not None and passed is not None
     assert passed.user_env == (("PYTHONOPTIMIZE", "1"),) and plain.user_env == ()
     assert dict(passed.extra_env) == {"DISABLE_VERSION_CHECK": "1"}  # the matrix's own, kept
@@ -148,7 +149,7 @@ def test_a_matrix_takes_env_from_the_command_line(tmp_path: Path) -> None:
 
 
 def parsed(*items: str) -> dict[str, str]:
-    return probe_env(argparse.Namespace(probe_env=list(items)))
+    return probe_env(optionset.parsed(["probe", *(f"--env={i}" for i in items)]))
 
 
 def test_env_flag_parsing() -> None:
@@ -221,7 +222,7 @@ def test_shell_variables_do_not_reach_the_probe_and_env_passes_them(
 
     def run(**env: str) -> tuple[RunResult, RecordingProgress]:
         repro = Repro.build(origin=tmp_path, repro_file=str(repro_file), user_env=env)
-        common = CommonOptions(repro=repro, indexes=IndexConfig(index_url=index.url),
+        common = flat_options(repro=repro, indexes=IndexConfig(index_url=index.url),
                                python=python, results=results)  # fmt: skip
         rec = RecordingProgress()
         opts = RunOptions(package="raisy", common=common, good="1.4.0", bad="1.5.0")

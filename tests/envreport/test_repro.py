@@ -22,6 +22,7 @@ from envbisect.cli.main import main
 from envbisect.env import envreport
 from support.cli import assert_clean_error, envbisect
 from support.index_server import LocalIndex
+from support.options import flat_options
 
 PY = f"{sys.version_info.major}.{sys.version_info.minor}"
 
@@ -305,12 +306,11 @@ def test_a_llamafactory_train_repro_runs_its_yaml_from_the_results_folder(
     of its own), the command's argument pointing at the copy."""
     from envbisect.core.envreport.bugreport import read_bug_report
     from envbisect.modes.reproduce import ReproOptions, _folder, _repro
-    from envbisect.options import CommonOptions
 
     (tmp_path / "data").mkdir()
     text = ("```bash\nllamafactory-cli train examples/qwen.yaml\n```\n\nqwen.yaml:\n\n"
             "```yaml\nstage: sft\ndataset: identity\n```\n")  # fmt: skip
-    opts = ReproOptions(report="x.md", common=CommonOptions(results=tmp_path / "r"), cwd=tmp_path)
+    opts = ReproOptions(report="x.md", common=flat_options(results=tmp_path / "r"), cwd=tmp_path)
     repro, files, args = _repro(read_bug_report(text), _folder(opts, text), opts)
     (config,) = files
     assert Path(config).parent.parent == tmp_path / "r" / "repro"

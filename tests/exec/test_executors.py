@@ -27,11 +27,10 @@ from envbisect.modes.diff.mode import DiffOptions, run_diff
 from envbisect.modes.living.matrix import load_matrix, run_matrix
 from envbisect.modes.run import RunOptions, run_bisect
 from envbisect.modes.session import Session
-from envbisect.options import CommonOptions, ExecutorKind
 from support.cli import envbisect
 from support.corpus import EPOCH
 from support.index_server import LocalIndex
-from support.options import bump_matrix, common, dateapp_by_date
+from support.options import bump_matrix, common, dateapp_by_date, flat_options
 
 EXECUTORS = ("local", "process")
 
@@ -61,9 +60,7 @@ def test_run_is_the_same_on_worker_processes(
         rec = RecordingProgress()
         opts = RunOptions(
             package="crashy",
-            common=common(
-                index, python, tmp_path / ex, repro, executor=ExecutorKind(ex), jobs=jobs
-            ),
+            common=common(index, python, tmp_path / ex, repro, executor=ex, jobs=jobs),
         )
         res = run_bisect(opts, rec)
         built = sum(not r.reused for r in res.rows)
@@ -82,9 +79,7 @@ def test_by_date_is_the_same_on_worker_processes(
     seen = {}
     for ex in EXECUTORS:
         rec = RecordingProgress()
-        opts = dateapp_by_date(
-            common(index, python, tmp_path / ex, repro, executor=ExecutorKind(ex))
-        )
+        opts = dateapp_by_date(common(index, python, tmp_path / ex, repro, executor=ex))
         res = run_by_date(opts, rec)
         seen[ex] = (res.first_new, res.to_dict()["culprits"], rec.started, len(res.rows))
     assert seen["process"] == seen["local"]
@@ -114,9 +109,7 @@ def test_diff_is_the_same_on_worker_processes(
     seen = {}
     for ex in EXECUTORS:
         rec = RecordingProgress()
-        res = run_diff(
-            diff_options(index, python, tmp_path / ex, GOOD, BAD, executor=ExecutorKind(ex)), rec
-        )
+        res = run_diff(diff_options(index, python, tmp_path / ex, GOOD, BAD, executor=ex), rec)
         seen[ex] = (res.to_dict()["culprits"], rec.started, len(res.rows))
     assert seen["process"] == seen["local"]
     assert seen["local"][0] == [
@@ -144,9 +137,7 @@ def test_a_matrix_is_the_same_on_worker_processes(
     seen = {}
     for ex in EXECUTORS:
         rec = RecordingProgress()
-        opts = CommonOptions(
-            results=tmp_path / ex, cache_dir=tmp_path / "c", executor=ExecutorKind(ex)
-        )
+        opts = flat_options(results=tmp_path / ex, cache_dir=tmp_path / "c", executor=ex)
         res = run_matrix(load_matrix(path), opts, progress=rec)
         cells = [(c.key, c.state, c.outcome.kind.value if c.outcome else None) for c in res.cells]
         seen[ex] = (cells, rec.started, res.counts())
@@ -308,6 +299,6 @@ def test_the_gpus_a_probe_may_use_come_from_cuda_visible_devices(
 def test_a_matrix_file_may_name_every_executor_and_no_other() -> None:
     """core/ names the executors a matrix file may ask for without importing exec/."""
     from envbisect.core.living.spec import EXECUTOR_NAMES
-    from envbisect.exec.executor import EXECUTORS
+    from envbisect.exec.kinds import kinds
 
-    assert tuple(EXECUTORS) == EXECUTOR_NAMES
+    assert tuple(kinds()) == EXECUTOR_NAMES

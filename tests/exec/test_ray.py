@@ -21,6 +21,8 @@ from typing import Any
 
 import pytest
 
+from support.options import flat_options
+
 pytest.importorskip(
     "ray", reason="Ray is not installed (pip install 'envbisect-ml[ray]'; .ci/run installs it)"
 )
@@ -35,7 +37,6 @@ from envbisect.modes.diff.mode import DiffOptions, run_diff
 from envbisect.modes.living.matrix import load_matrix, run_matrix
 from envbisect.modes.run import RunOptions, run_bisect
 from envbisect.modes.session import Session
-from envbisect.options import CommonOptions, ExecutorKind
 from envbisect.store import Store
 from support.cli import on_index, probes_alive, start, wait_for_probes
 from support.index_server import LocalIndex
@@ -83,7 +84,7 @@ def cluster(_token: None) -> Iterator[RayCluster]:
 
 
 def on(cluster: RayCluster) -> dict[str, Any]:
-    return {"executor": ExecutorKind.RAY, "ray_address": cluster.address}
+    return {"executor": "ray", "ray_address": cluster.address}
 
 
 def test_ray_listens_on_loopback_only(cluster: RayCluster) -> None:
@@ -137,7 +138,7 @@ def test_by_date_diff_and_matrix_on_ray_are_the_same_as_local(
         )
         res = run_matrix(
             load_matrix(matrix),
-            CommonOptions(results=where / "m", cache_dir=where / "c", jobs=2, **extra),
+            flat_options(results=where / "m", cache_dir=where / "c", jobs=2, **extra),
         )
         cells = [(c.key, c.state, c.outcome.kind.value if c.outcome else None) for c in res.cells]
         seen[name] = [
@@ -281,11 +282,11 @@ def test_a_node_killed_mid_matrix_costs_only_its_probes(
     )
     rec = RecordingProgress()
     try:
-        opts = CommonOptions(
+        opts = flat_options(
             results=tmp_path / "r",
             cache_dir=tmp_path / "c",
             jobs=4,
-            executor=ExecutorKind.RAY,
+            executor="ray",
             ray_address=cluster.address,
         )
         res = run_matrix(load_matrix(matrix), opts, full=True, progress=rec)
@@ -358,9 +359,7 @@ def test_a_node_without_envbisect_or_with_another_version_is_named(
         )
         c.python = bare_python
         _start_raw(c, wrapper, bare_python)
-        opts = common(
-            index, python, tmp_path, repro, executor=ExecutorKind.RAY, ray_address=c.address
-        )
+        opts = common(index, python, tmp_path, repro, executor="ray", ray_address=c.address)
         with pytest.raises(InfrastructureError, match="has no envbisect") as err:
             run_bisect(RunOptions(package="crashy", common=opts))
         assert err.value.ref == "ray-node-no-envbisect" and "127.0.0.1" in err.value.message
@@ -413,9 +412,7 @@ def test_an_address_where_nothing_listens_is_a_clear_error_at_once(
         port = s.getsockname()[1]
     repro = Repro.from_file(str(write_repro(tmp_path, "crashy")), tmp_path)
     start = time.monotonic()
-    opts = common(
-        index, python, tmp_path, repro, executor=ExecutorKind.RAY, ray_address=f"127.0.0.1:{port}"
-    )
+    opts = common(index, python, tmp_path, repro, executor="ray", ray_address=f"127.0.0.1:{port}")
     with pytest.raises(InfrastructureError, match="cannot reach the Ray cluster") as err:
         run_bisect(RunOptions(package="crashy", common=opts))
     assert err.value.ref == "ray-unreachable" and err.value.hint

@@ -28,17 +28,17 @@ import pytest
 from conftest import RecordingProgress, write_repro
 from envbisect.env.repro import Repro
 from envbisect.errors import InfrastructureError, UsageError
+from envbisect.exec.kinds.slurm import SlurmSettings
 from envbisect.modes.bydate import run_by_date
 from envbisect.modes.living.matrix import load_matrix, run_matrix
 from envbisect.modes.lock.solve import run_lock
 from envbisect.modes.run import RunOptions, run_bisect
 from envbisect.modes.session import Session
-from envbisect.options import CommonOptions, ExecutorKind, SlurmSettings
 from envbisect.store import Store
 from support.cli import on_index, probes_alive, start, wait_for_probes
 from support.index_server import LocalIndex
 from support.locks import options
-from support.options import bump_matrix, common, dateapp_by_date, devices_repro
+from support.options import bump_matrix, common, dateapp_by_date, devices_repro, flat_options
 from support.slurmcluster import SlurmCluster, missing
 
 pytestmark = pytest.mark.slow
@@ -80,7 +80,7 @@ def test_run_lock_and_matrix_on_slurm_are_the_same_as_local(
     hosts: list[str] = []
     for name, extra in (
         ("local", {"jobs": 2}),
-        ("slurm", {"jobs": 4, "executor": ExecutorKind.SLURM}),
+        ("slurm", {"jobs": 4, "executor": "slurm"}),
     ):
         where = tmp_path / name
         rec = RecordingProgress()
@@ -93,7 +93,7 @@ def test_run_lock_and_matrix_on_slurm_are_the_same_as_local(
         lock_opts = options(index, python, where / "lock", "lockone", with_reqs=("lockone==1.0.0",))
         lock = run_lock(replace(lock_opts, common=replace(lock_opts.common, **extra)))
         cells = run_matrix(
-            load_matrix(matrix), CommonOptions(results=where / "m", cache_dir=where / "c", **extra)
+            load_matrix(matrix), flat_options(results=where / "m", cache_dir=where / "c", **extra)
         )
         seen[name] = [
             res.first_new,
@@ -124,7 +124,7 @@ def test_a_gpu_probe_lands_on_the_gpu_node_and_sees_its_gpu(
     index: LocalIndex, python: str, tmp_path: Path, cluster: SlurmCluster
 ) -> None:
     repro = devices_repro(tmp_path)
-    opts = common(index, python, tmp_path, repro, gpus_per_probe=1, executor=ExecutorKind.SLURM)
+    opts = common(index, python, tmp_path, repro, gpus_per_probe=1, executor="slurm")
     with Session(opts) as session:
         rec, reused = session.probe(session.env_spec(["crashy==1.0.0"]))
     assert not reused and rec.outcome.kind.value == "pass", rec.stderr_tail
@@ -140,7 +140,7 @@ def test_job_options_sbatch_refuses_are_one_clear_error_at_once(
         ({"slurm": SlurmSettings(partition="nosuch")}, "partition"),
         ({"gpus_per_probe": 2}, "node configuration"),
     ):
-        opts = common(index, python, tmp_path, repro, executor=ExecutorKind.SLURM, **extra)
+        opts = common(index, python, tmp_path, repro, executor="slurm", **extra)
         with pytest.raises(UsageError, match="sbatch refuses") as err:
             run_bisect(RunOptions(package="crashy", common=opts))
         assert err.value.ref == "slurm-refused" and said in err.value.message.lower()
@@ -170,9 +170,7 @@ def test_a_job_cancelled_mid_probe_is_run_again_never_a_verdict(
     killer = threading.Thread(target=cancel_two_running)
     killer.start()
     rec = RecordingProgress()
-    opts = CommonOptions(
-        results=tmp_path / "r", cache_dir=tmp_path / "c", jobs=4, executor=ExecutorKind.SLURM
-    )
+    opts = flat_options(results=tmp_path / "r", cache_dir=tmp_path / "c", jobs=4, executor="slurm")
     res = run_matrix(load_matrix(matrix), opts, full=True, progress=rec)
     killer.join()
     assert len(cancelled) == 2, "two running jobs should have been cancelled"
@@ -194,7 +192,7 @@ def test_a_drained_node_gets_no_job(
         res = run_bisect(
             RunOptions(
                 package="crashy",
-                common=common(index, python, tmp_path, repro, jobs=2, executor=ExecutorKind.SLURM),
+                common=common(index, python, tmp_path, repro, jobs=2, executor="slurm"),
             )
         )
     finally:

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from conftest import RecordingProgress
-from envbisect.cli.parser import build_parser
+from envbisect.cli.optionset import parsed
 from envbisect.cli.readflags import common_options
 from envbisect.core.results.parts import Status
 from envbisect.env import envreport
@@ -21,9 +21,10 @@ from envbisect.index.pytorch import resolve_backend, variant_url
 from envbisect.model import IndexConfig
 from envbisect.modes.run import RunOptions, run_bisect
 from envbisect.modes.session import Session
-from envbisect.options import CommonOptions, TorchChoice
+from envbisect.options import TorchChoice
 from support.cli import envbisect
 from support.index_server import LocalIndex
+from support.options import flat_options
 
 
 def test_torch_packages_come_from_the_variant_folder_with_pypi_upload_times(
@@ -63,7 +64,7 @@ def test_run_keeps_torchvision_paired_and_finds_the_bad_torch(
             good="2.1.0",  # a public version finds its one local variant
             with_reqs=("torchvision",),
             rest="latest",
-            common=CommonOptions(
+            common=flat_options(
                 repro=Repro.build(origin=tmp_path, repro_file=str(check)),
                 indexes=IndexConfig(
                     index_url=index.url, torch_index=variant_url("cu121", f"{index.base}/whl")
@@ -129,14 +130,14 @@ def test_auto_backend_is_chosen_by_the_session_not_while_options_are_read(
         return {"driver": "550.54", "cuda": "12.4", "gpus": [{"name": "H100", "memory_gib": 80}]}
 
     monkeypatch.setattr(envreport, "read_nvidia_smi", smi)
-    args = build_parser().parse_args(
+    args = parsed(
         ["versions", "torch", "--torch-backend", "auto", "--no-config",
          "--torch-index-url", "http://127.0.0.1:9/whl"]
     )  # fmt: skip
     opts = common_options(args, command="envbisect versions torch")
     assert asked == []  # reading the options asked no device
-    assert opts.indexes.torch_index is None
-    assert opts.torch_auto == TorchChoice(mirror="http://127.0.0.1:9/whl")
+    assert opts.planning.indexes.torch_index is None
+    assert opts.planning.torch_auto == TorchChoice(mirror="http://127.0.0.1:9/whl")
     session = Session(opts, recorder)
     assert asked == []  # nor did opening the session
     assert session.opts is opts  # the options as given: reading them asks nothing
@@ -149,8 +150,8 @@ def test_auto_backend_is_chosen_by_the_session_not_while_options_are_read(
 
 def test_a_named_backend_asks_no_device(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(envreport, "read_nvidia_smi", lambda: pytest.fail("nvidia-smi ran"))
-    args = build_parser().parse_args(["versions", "torch", "--torch-backend", "cu121"])
+    args = parsed(["versions", "torch", "--torch-backend", "cu121"])
     opts = common_options(args, command="envbisect versions torch")
-    assert opts.torch_auto is None
-    assert opts.indexes.torch_index == variant_url("cu121")
+    assert opts.planning.torch_auto is None
+    assert opts.planning.indexes.torch_index == variant_url("cu121")
     assert Session(opts).opts is opts

@@ -17,13 +17,12 @@ from envbisect.core.living.cell import CellState
 from envbisect.core.living.spec import select_versions
 from envbisect.errors import UsageError
 from envbisect.modes.living.matrix import load_matrix, run_matrix
-from envbisect.options import CommonOptions
 from envbisect.progress import Progress
 from support.cli import envbisect
 from support.corpus import grid_truth
 from support.index_server import LocalIndex
 from support.installs import install_and_run
-from support.options import bump_matrix
+from support.options import bump_matrix, flat_options
 
 pytestmark = pytest.mark.slow
 
@@ -73,7 +72,7 @@ def test_grid_comes_out_right_cell_by_cell_with_fewer_probes(
     spec = load_matrix(write_matrix(tmp_path, index, python))
     counter = Count()
     res = run_matrix(
-        spec, CommonOptions(results=tmp_path / "r", cache_dir=tmp_path / "c"), progress=counter
+        spec, flat_options(results=tmp_path / "r", cache_dir=tmp_path / "c"), progress=counter
     )
     assert len(res.cells) == 7 * 6
     for cell in res.cells:
@@ -89,7 +88,7 @@ def test_grid_comes_out_right_cell_by_cell_with_fewer_probes(
     assert counts.built == counter.started < 40
     assert counts.inferred > 0 and counts.inferred + counts.built == 40
     full = run_matrix(
-        spec, CommonOptions(results=tmp_path / "r", cache_dir=tmp_path / "c"), full=True
+        spec, flat_options(results=tmp_path / "r", cache_dir=tmp_path / "c"), full=True
     )
     assert full.counts().inferred == 0 and full.counts().reused == counts.built
 
@@ -103,7 +102,7 @@ def test_outside_pins_builds_the_cells_the_pins_rule_out(
     text = MATRIX.replace("timeout = 60\n", "timeout = 60\noutside_pins = true\n")
     spec = load_matrix(write_matrix(tmp_path, index, python, text))
     assert spec.outside_pins
-    res = run_matrix(spec, CommonOptions(results=tmp_path / "r", cache_dir=tmp_path / "c"),
+    res = run_matrix(spec, flat_options(results=tmp_path / "r", cache_dir=tmp_path / "c"),
                      full=True)  # fmt: skip
     cells = {(dict(c.versions)["gridapp"], dict(c.versions)["gridlib"]): c for c in res.cells}
     assert not [c.label() for c in res.cells if c.state is CellState.UNRESOLVABLE]
@@ -128,7 +127,7 @@ def test_outside_pins_follows_the_later_axis_where_two_disagree(
     path.write_text(f'[matrix]\nname = "side"\npython = ["{python}"]\nindex_url = "{index.url}"\n'
                     'repro = "side.py"\noutside_pins = true\n[[axis]]\npackage = "sideapp"\n'
                     '[[axis]]\npackage = "sidelib"\n')  # fmt: skip
-    res = run_matrix(load_matrix(path), CommonOptions(results=tmp_path / "r",
+    res = run_matrix(load_matrix(path), flat_options(results=tmp_path / "r",
                      cache_dir=tmp_path / "c"), full=True)  # fmt: skip
     cells = {dict(c.versions)["sidelib"]: c for c in res.cells}
     assert set(cells) == {"1.0.0", "2.0.0"}
@@ -147,11 +146,11 @@ def test_interrupted_matrix_resumes(index: LocalIndex, python: str, tmp_path: Pa
     with pytest.raises(Exception) as e:
         run_matrix(
             spec,
-            CommonOptions(results=tmp_path / "r", cache_dir=tmp_path / "c"),
+            flat_options(results=tmp_path / "r", cache_dir=tmp_path / "c"),
             progress=Count(stop_after=5),
         )
     assert type(e.value).__name__ == "Interrupted"
-    res = run_matrix(spec, CommonOptions(results=tmp_path / "r", cache_dir=tmp_path / "c"))
+    res = run_matrix(spec, flat_options(results=tmp_path / "r", cache_dir=tmp_path / "c"))
     assert res.counts().reused == 5  # the five finished probes were not run again
 
 
@@ -309,8 +308,8 @@ def test_repeats_are_runs_per_cell_as_repeat_is_everywhere(tmp_path: Path) -> No
     path.write_text(base.format(extra="repeats = 3\n"))
     thrice = load_matrix(path)
     assert matrix_repro(thrice) == matrix_repro(once)
-    assert matrix_options(thrice, CommonOptions()).repeat == 3
-    assert matrix_options(once, CommonOptions()).repeat == 1
+    assert matrix_options(thrice, flat_options()).probing.repeat == 3
+    assert matrix_options(once, flat_options()).probing.repeat == 1
 
 
 def test_a_non_monotone_row_is_caught_by_the_middle_check(
@@ -318,7 +317,7 @@ def test_a_non_monotone_row_is_caught_by_the_middle_check(
 ) -> None:
     path = bump_matrix(index, python, tmp_path)
     res = run_matrix(
-        load_matrix(path), CommonOptions(results=tmp_path / "r", cache_dir=tmp_path / "c")
+        load_matrix(path), flat_options(results=tmp_path / "r", cache_dir=tmp_path / "c")
     )
     kinds = {dict(c.versions)["bumplib"]: c.outcome.kind.value for c in res.cells if c.outcome}
     # Both ends pass, the middle crashes: the halves are searched, nothing is mis-inferred.

@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 from packaging.pylock import Pylock
 
-from envbisect.cli.parser import build_parser
+from envbisect.cli.optionset import parsed
 from envbisect.cli.readflags import index_settings
 from envbisect.core.living.spec import MatrixSpec, parse_matrix
 from envbisect.env.uv import find_uv
@@ -31,8 +31,8 @@ from envbisect.modes.living.publish import without_paths
 from envbisect.modes.outputs import write_lockfiles
 from envbisect.modes.portable import PublicSources
 from envbisect.modes.session import Session
-from envbisect.options import CommonOptions
 from support.index_server import IndexFile, LocalIndex
+from support.options import flat_options
 from support.wheels import build_wheel
 
 if sys.version_info >= (3, 11):
@@ -74,15 +74,14 @@ def test_a_folder_of_this_machine_overrides_the_file() -> None:
 def test_matrix_and_publish_read_the_folder_from_the_flag_or_the_settings(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    parser = build_parser()
     monkeypatch.setenv("UV_FIND_LINKS", str(tmp_path))
     monkeypatch.setenv("UV_INDEX_URL", "https://mirror.example/simple")
     for argv in (["matrix", "m.toml"], ["publish", "m.toml"]):
-        found = index_settings(parser.parse_args(argv))
+        found = index_settings(parsed(argv))
         assert [(f.url, f.origin) for f in found.links] == [(str(tmp_path), "UV_FIND_LINKS")]
-        flag = index_settings(parser.parse_args([*argv, "--find-links", "w"]))
+        flag = index_settings(parsed([*argv, "--find-links", "w"]))
         assert [f.url for f in flag.links] == ["w"]
-        assert not index_settings(parser.parse_args([*argv, "--no-config"])).links
+        assert not index_settings(parsed([*argv, "--no-config"])).links
 
 
 def test_old_records_lose_the_interpreter_path_and_keep_what_the_label_says() -> None:
@@ -131,7 +130,7 @@ def lock_for(
     index: LocalIndex, folder: Path, tmp: Path, names: list[str], torch_index: str
 ) -> tuple[str, dict[str, Any]]:
     results = tmp / "results"
-    opts = CommonOptions(
+    opts = flat_options(
         indexes=IndexConfig(index_url=index.url, find_links=(str(folder),)),
         results=results,
         cache_dir=tmp / "cache",

@@ -13,6 +13,8 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+from support.options import flat_with
+
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover
@@ -240,7 +242,7 @@ def test_a_lock_from_find_links_says_where_its_files_are(
     opts = options(
         index, python, tmp_path, "flapp", with_reqs=("flapp==1.0.0",), good_date="2024-01-02"
     )  # a file in a folder has no upload time
-    opts = replace(opts, common=replace(opts.common, indexes=IndexConfig(
+    opts = replace(opts, common=flat_with(opts.common, indexes=IndexConfig(
         index_url=index.url, find_links=(str(folder),))))  # fmt: skip
     res = run_lock(opts)
     assert locked(res.lock_path) == {"flapp": "1.0.0", "lk-alpha": "1.2.0"}

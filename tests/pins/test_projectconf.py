@@ -62,8 +62,14 @@ def test_a_bad_table_is_a_clear_error(tmp_path: Path) -> None:
     assert_clean_error(proc, 2, "unknown key 'zzz'")
     assert "hint: the keys it may set: index-url, extra-index-url" in proc.stderr
     work = project(tmp_path / "b", "jobs = 0\n")
-    with pytest.raises(UsageError, match="jobs must be a whole number >= 1, not 0"):
+    with pytest.raises(UsageError, match="jobs must be a whole number from 1 to 256, not 0"):
         projectconf.find(work)
+    # The table's value is checked by the flag's own type: --jobs 300 is refused, so is this.
+    work = project(tmp_path / "d", "jobs = 300\n")
+    with pytest.raises(UsageError, match="jobs must be a whole number from 1 to 256, not 300"):
+        projectconf.find(work)
+    proc = envbisect("run", "--package", "x", "--jobs", "300", cwd=work)
+    assert proc.returncode == 2 and "must be at most 256" in proc.stderr
 
 
 def test_paths_are_the_projects_and_values_are_typed(tmp_path: Path) -> None:
@@ -72,7 +78,7 @@ def test_paths_are_the_projects_and_values_are_typed(tmp_path: Path) -> None:
     (work / "deeper").mkdir()
     conf = projectconf.find(work / "deeper")  # the nearest pyproject.toml above
     assert conf is not None
-    assert conf.values["results"] == str(tmp_path / "p" / "out")
+    assert conf.values["results"] == tmp_path / "p" / "out"
     assert conf.values["find-links"] == [str(tmp_path / "p" / "wheels"), "https://w/x"]
     parsed = argparse.Namespace(results=Path("results"), probes=[], jobs=1, timeout=600.0,
                                 python=None)  # fmt: skip

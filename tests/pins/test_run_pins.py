@@ -15,9 +15,9 @@ from envbisect.core.results.parts import Direction, Moved, Status
 from envbisect.env.repro import Repro
 from envbisect.model import IndexConfig
 from envbisect.modes.run import RunOptions, run_bisect
-from envbisect.options import CommonOptions
 from support.cli import envbisect
 from support.index_server import LocalIndex
+from support.options import flat_options
 
 
 def repro(tmp_path: Path, body: str) -> Repro:
@@ -44,7 +44,7 @@ def test_range_from_pins_and_what_moved_with_the_baseline(
             package="crashy",
             pins=(str(pins),),
             baseline=str(lock),
-            common=CommonOptions(
+            common=flat_options(
                 repro=repro(tmp_path, body),
                 indexes=IndexConfig(index_url=index.url),
                 python=python,
@@ -80,7 +80,7 @@ def test_contemporary_rest_uses_the_libraries_of_each_release(
             package="fixy",
             with_reqs=("helperlib",),
             rest="contemporary",
-            common=CommonOptions(
+            common=flat_options(
                 repro=repro(tmp_path, "import fixy\nfixy.run()\n"),
                 indexes=IndexConfig(index_url=index.url),
                 python=python,

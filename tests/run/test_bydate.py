@@ -15,11 +15,11 @@ from envbisect.env.repro import Repro
 from envbisect.errors import NoAnswer, UsageError
 from envbisect.model import IndexConfig
 from envbisect.modes.bydate import DateOptions, run_by_date
-from envbisect.options import CommonOptions
 from support.cli import envbisect
 from support.corpus import EPOCH
 from support.index_server import LocalIndex
 from support.installs import install_and_run
+from support.options import flat_options, flat_with
 
 pytestmark = pytest.mark.slow
 
@@ -31,7 +31,7 @@ def options(index: LocalIndex, python: str, tmp_path: Path, good: int, bad: int)
         good=(EPOCH + timedelta(days=good)).isoformat(),
         bad=(EPOCH + timedelta(days=bad)).isoformat(),
         with_reqs=("dateapp==1.0.0",),
-        common=CommonOptions(
+        common=flat_options(
             repro=Repro.build(origin=tmp_path, repro_file=str(repro)),
             indexes=IndexConfig(index_url=index.url),
             python=python,
@@ -73,7 +73,7 @@ def test_by_date_with_jobs_2_same_culprit_fewer_rounds(
         (tmp_path / sub).mkdir()
     one = run_by_date(options(index, python, tmp_path / "one", good=2, bad=45))
     two_opts = options(index, python, tmp_path / "two", good=2, bad=45)
-    two = run_by_date(replace(two_opts, common=replace(two_opts.common, jobs=2)))
+    two = run_by_date(replace(two_opts, common=flat_with(two_opts.common, jobs=2)))
     assert two.to_dict()["culprits"] == one.to_dict()["culprits"]
     assert (two.first_new, two.last_old) == (one.first_new, one.last_old)
     assert two.to_dict()["search"]["rounds"] < one.to_dict()["search"]["rounds"]

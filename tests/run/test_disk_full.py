@@ -20,9 +20,9 @@ from envbisect.env.repro import Repro
 from envbisect.errors import DiskFull
 from envbisect.model import IndexConfig
 from envbisect.modes.run import RunOptions, run_bisect
-from envbisect.options import CommonOptions
 from envbisect.store import Store
 from support.index_server import IndexFile, LocalIndex
+from support.options import flat_options
 from support.wheels import build_wheel
 
 pytestmark = pytest.mark.slow
@@ -69,7 +69,7 @@ def _mount(where: Path, size: int) -> None:
 def _opts(
     index: LocalIndex, python: str, repro: Repro, results: Path, cache: Path, *, keep: bool
 ) -> RunOptions:
-    common = CommonOptions(
+    common = flat_options(
         repro=repro, indexes=IndexConfig(index_url=index.url), python=python, results=results,
         cache_dir=cache, keep_envs=keep,
     )  # fmt: skip

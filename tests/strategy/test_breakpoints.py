@@ -26,6 +26,7 @@ from envbisect.modes.run import RunOptions, run_bisect
 from envbisect.options import CommonOptions
 from support.corpus import EPOCH, TWO_A, TWO_B
 from support.index_server import LocalIndex
+from support.options import flat_options, flat_with
 
 pytestmark = pytest.mark.slow
 
@@ -41,7 +42,7 @@ def bound(k: int, n: int) -> int:
 def common(index: LocalIndex, python: str, tmp: Path) -> CommonOptions:
     repro = tmp / "repro.py"
     repro.write_text("import twoapp\ntwoapp.run()\n")
-    return CommonOptions(
+    return flat_options(
         repro=Repro.build(origin=tmp, repro_file=str(repro)),
         indexes=IndexConfig(index_url=index.url),
         python=python,
@@ -87,7 +88,7 @@ def test_by_version_both_breakpoints_in_log_time(
     ]
     # With --any-failure the answer is the first failure of any kind; the store answers the
     # points it shares with the first search.
-    anyf = run_bisect(replace(opts, common=replace(opts.common, any_failure=True)))
+    anyf = run_bisect(replace(opts, common=flat_with(opts.common, any_failure=True)))
     assert (anyf.first_new, anyf.last_old, anyf.neighbour) == (first_a, f"1.{TWO_A - 1}.0", None)
     assert [b.first_new for b in anyf.breakpoints] == [first_a, first_b]
     assert all(r.reused for r in anyf.rows)

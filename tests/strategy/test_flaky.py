@@ -23,13 +23,13 @@ from envbisect.env.repro import Repro
 from envbisect.model import IndexConfig, Outcome, OutcomeKind
 from envbisect.modes.run import RunOptions, run_bisect
 from envbisect.modes.searchoptions import SearchOptions
-from envbisect.options import CommonOptions
 from envbisect.store import Store
 from envbisect.strategy import flaky
 from envbisect.strategy.bisect import Bisector
 from support.cli import envbisect
 from support.corpus import FLAKY_FIRST_BAD, flaky_crashes
 from support.index_server import LocalIndex
+from support.options import flat_options
 
 PASS = Outcome(kind=OutcomeKind.PASS, exit_code=0)
 SEGV = Outcome(kind=OutcomeKind.CRASH, signal="SIGSEGV", signature="SIGSEGV")
@@ -207,7 +207,7 @@ def flaky_options(
         good="1.0.0",
         bad="1.11.0",
         search=search,
-        common=CommonOptions(
+        common=flat_options(
             repro=repro,
             indexes=IndexConfig(index_url=index.url),
             python=python,
@@ -292,7 +292,7 @@ def test_a_stored_probe_gets_only_the_runs_it_lacks(
         f"import os\nopen({str(log)!r}, 'a').write(os.environ['ENVBISECT_RUN'] + '\\n')\n"
     )
     repro = Repro.from_file(str(script), tmp_path)
-    common = CommonOptions(repro=repro, python=python, results=tmp_path / "r",
+    common = flat_options(repro=repro, python=python, results=tmp_path / "r",
                            indexes=IndexConfig(index_url=index.url))  # fmt: skip
     with Session(common) as session:
         spec = session.env_spec(["crashy==1.0.0"])

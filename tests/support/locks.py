@@ -8,9 +8,9 @@ from pathlib import Path
 from envbisect.env.repro import Repro
 from envbisect.model import IndexConfig
 from envbisect.modes.lock.solve import LockOptions
-from envbisect.options import CommonOptions
 
 from .index_server import LocalIndex
+from .options import flat_options
 
 
 def repro(folder: Path, app: str) -> Path:
@@ -21,7 +21,7 @@ def repro(folder: Path, app: str) -> Path:
 
 
 def options(index: LocalIndex, python: str, tmp: Path, app: str, **kw: object) -> LockOptions:
-    common = CommonOptions(
+    common = flat_options(
         repro=Repro.build(origin=tmp, repro_file=str(repro(tmp, app))),
         indexes=IndexConfig(index_url=index.url),
         python=python,

@@ -13,8 +13,9 @@ from __future__ import annotations
 import argparse
 from collections.abc import Iterator
 
-FILE_METAVARS = frozenset({"FILE", "DIR", "PATH", "SOURCE", "LOCK", "REPORT", "REQ|FILE",
-                           "GOOD", "BAD", "INPUT", "SPEC"})  # fmt: skip
+FILE_METAVARS = frozenset(
+    {"FILE", "DIR", "PATH", "SOURCE", "LOCK", "REPORT", "REQ|FILE", "GOOD", "BAD", "INPUT", "SPEC"}
+)
 DIR_METAVARS = frozenset({"DIR"})
 
 

@@ -22,13 +22,14 @@ from envbisect.textsafe import for_terminal
 
 if TYPE_CHECKING:
     from envbisect.cli.display import AnyConsole
+    from envbisect.cli.optionset import Options
     from envbisect.core.results.search import SearchResult
     from envbisect.modes.listing import ListingOptions
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Context:
-    args: argparse.Namespace
+    args: Options  # resolved once (cli/optionset.py): ``args[OPTION]``, or a command's own
     tail: list[str]  # the command after --
     command: str  # the whole command line, for reports
     console: AnyConsole  # rich's, or its plain text where rich would print no more
@@ -64,12 +65,16 @@ class Requested(TypedDict):
     pre: bool
 
 
-def requested(args: argparse.Namespace) -> Requested:
+def requested(args: Options) -> Requested:
     """--with, --pins, --extras and --pre, for run, run --by-date, probe and lock."""
+    from envbisect.cli import flags as o
     from envbisect.cli.readflags import extras
 
     return Requested(
-        with_reqs=tuple(args.with_reqs), pins=tuple(args.pins), extras=extras(args), pre=args.pre
+        with_reqs=tuple(args[o.WITH]),
+        pins=tuple(args[o.PINS]),
+        extras=extras(args),
+        pre=args[o.PRE],
     )
 
 
@@ -84,13 +89,14 @@ def search_options(args: argparse.Namespace) -> Any:
 
 def listing_options(ctx: Context) -> ListingOptions:
     """What ``pins`` and ``versions`` read with: the indexes, the target's platform, extras."""
+    from envbisect.cli import flags as o
     from envbisect.cli.readflags import common_options, extras
     from envbisect.modes.listing import ListingOptions
 
     return ListingOptions(
         common=common_options(ctx.args, command=ctx.command),
         extras=extras(ctx.args),
-        platform=getattr(ctx.args, "platform", None),
+        platform=ctx.args[o.PLATFORM],
     )
 
 

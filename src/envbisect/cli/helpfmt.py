@@ -1,39 +1,23 @@
 """``--help`` as a reader scans it: the options in groups (what to test, indexes,
 environments, search, output), two examples per command, and the docs' address.
 
-The groups are made after the parser (``arrange``): each option lands in the group its flag
-names, so the options stay declared once (cli/flags.py) whatever command takes them; one
-no group names stays under "options". tests/cli/test_cli_help.py parses every example with the
-real parser, so none can drift from the flags.
+The groups are made after the parser (``arrange``): each option lands in the group its record
+names (optionspec.py ``Group``), so the options stay declared once (cli/flags.py) whatever
+command takes them; a command's own options are listed as "lock options".
+tests/cli/test_cli_help.py parses every example with the real parser, so none can drift from
+the flags.
 """
 
 from __future__ import annotations
 
 import argparse
+from collections.abc import Mapping
+from typing import Any
+
+from envbisect.optionspec import Group, Option
 
 DOCS = "https://envbisect.github.io/envbisect/"
 
-GROUPS: dict[str, tuple[str, ...]] = {
-    "what to test": (
-        "--package", "--by-date", "--good", "--bad", "--any-failure", "--pins", "--extras",
-        "--baseline", "--rest", "--with", "--repro", "--probe", "--env", "--timeout",
-        "--native-backtrace", "--from", "--newest",
-    ),
-    "indexes": (
-        "--index-url", "--extra-index-url", "--no-config", "--find-links", "--offline",
-        "--refresh", "--refresh-package", "--cache-dir", "--torch-backend", "--torch-index-url",
-    ),
-    "environments": (
-        "--python", "--exclude-newer", "--pre", "--allow-sdist", "--keep-envs",
-        "--build-timeout", "--platform",
-    ),
-    "search": (
-        "--jobs", "--repeat", "--executor", "--ray-address", "--gpus-per-probe",
-        "--slurm-partition", "--slurm-account", "--slurm-time", "--slurm-option", "--confidence",
-        "--probabilistic", "--max-probes", "--commits", "--repo", "--good-ref", "--bad-ref",
-    ),
-    "output": ("--results", "--json", "--dry-run", "--quiet", "--verbose", "--color", "--help"),
-}  # fmt: skip
 
 EXAMPLES: dict[str, tuple[str, ...]] = {
     "run": (
@@ -103,17 +87,20 @@ def _wrap(text: str, width: int) -> list[str]:
     return textwrap.wrap(one, max(width, 11), break_on_hyphens=False, break_long_words=False)
 
 
-def arrange(parser: argparse.ArgumentParser, command: str) -> None:
-    """Put ``parser``'s options into the groups, and its examples and the docs in its epilog."""
+def arrange(
+    parser: argparse.ArgumentParser, command: str, options: Mapping[str, Option[Any]]
+) -> None:
+    """Put ``parser``'s options (``options``: their records, by dest) into their groups, and
+    its examples and the docs in its epilog."""
     parser.formatter_class = Formatter
     optionals = parser._optionals
-    groups = {title: parser.add_argument_group(title) for title in GROUPS}
+    groups = {g: parser.add_argument_group(g.value) for g in Group if g is not Group.OWN}
     for action in list(optionals._group_actions):
-        title = next((t for t, flags in GROUPS.items()
-                      if any(f in flags for f in action.option_strings)), None)  # fmt: skip
-        if title is not None:
+        option = options.get(action.dest)
+        group = option.group if option is not None else Group.OUTPUT  # -h, --help
+        if group is not Group.OWN:
             optionals._group_actions.remove(action)
-            groups[title]._group_actions.append(action)
+            groups[group]._group_actions.append(action)
     # Empty groups print nothing; "options" last but for output, as a reader looks for -h.
     parser._action_groups = [
         g for g in parser._action_groups if g is not optionals and g._group_actions

@@ -1,9 +1,8 @@
-"""Flags the inputs imply: what an environment report or a PEP 723 script says, as if typed,
-and the flags uv's own variables stand for.
+"""Flags the inputs imply: what an environment report or a PEP 723 script says, as if typed.
 
 Who does what: while the options are resolved (cli/optionset.py ranks where each value comes
-from), ``apply`` offers the environment's values (UV_EXCLUDE_NEWER, UV_TORCH_BACKEND), then
-looks at the pin sources the
+from, and offers the values of uv's variables each option names), ``apply`` looks at the pin
+sources the
 command names (``--pins``, ``--baseline``, ``envbisect repro REPORT``, ``envbisect pins
 SOURCE``) and at ``--repro FILE``. The first environment report among them sets ``--python``
 to its Python (major.minor: uv finds or installs one, as for a typed flag) and
@@ -35,31 +34,13 @@ Say = Callable[[str], None]
 
 
 def apply(draft: Draft, say: Say, *, cwd: Path | None = None) -> None:
-    """Offer the values uv's variables and the command's inputs give (module doc), saying
-    each taken."""
+    """Offer the values the command's inputs give (module doc), saying each taken."""
     here = cwd or Path.cwd()
-    _uv_settings(draft, say)
     _script(draft, say, here)
     for facts in _reports(draft, here):
         _report(draft, facts, say)
         break  # the first report decides; the others' pins are still read by the mode
     _cutoffs(draft, say)
-
-
-# uv's own variables, as the defaults of the flags they name in uv (a flag typed wins). The
-# rest of uv's settings are kept from the uv envbisect runs (env/uv.py UV_ENV_DROP): each
-# environment is what its spec says, whatever the shell holds.
-UV_DEFAULTS = (("UV_EXCLUDE_NEWER", "exclude_newer"), ("UV_TORCH_BACKEND", "torch_backend"))
-
-
-def _uv_settings(draft: Draft, say: Say) -> None:
-    import os
-
-    for variable, dest in UV_DEFAULTS:
-        value = os.environ.get(variable, "").strip()
-        if value and draft.offer(dest, value, Origin(Source.ENVIRONMENT, variable)):
-            flag = "--" + dest.replace("_", "-")
-            say(f"envbisect: {flag} {value} from {variable}")
 
 
 def _cutoffs(draft: Draft, say: Say) -> None:

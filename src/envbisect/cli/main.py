@@ -24,8 +24,8 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
 
     from envbisect.cli.context import Context
-    from envbisect.cli.display import RichProgress
-    from envbisect.cli.optionset import Draft, Options, Source
+    from envbisect.cli.display import AnyConsole, Color, RichProgress
+    from envbisect.cli.optionset import Options
     from envbisect.errors import EnvbisectError
 
 # ``envbisect --version`` and ``-V`` answer before anything else is imported: the rest of this
@@ -158,69 +158,18 @@ def build_parser(only: str | None = None, *, json_errors: bool = False) -> argpa
 
 
 def _main(argv: Sequence[str] | None) -> int:
-    from envbisect.cli.parser import WholeParserNeeded, named_command, subparser, suggest
-    from envbisect.errors import UsageError
-
-    args_list = list(sys.argv[1:] if argv is None else argv)
-    tail: list[str] = []
-    if "--" in args_list:
-        cut = args_list.index("--")
-        args_list, tail = args_list[:cut], args_list[cut + 1 :]
-    # --json anywhere before --: every error, a usage error too, is also the error object on
-    # stdout (as the command's own failures are).
-    as_json = "--json" in args_list
-    parser = build_parser(named_command(args_list, tuple(COMMANDS)), json_errors=as_json)
-    if args_list[:1] == ["help"]:  # as uv, pip and ruff: envbisect help [CMD]
-        if len(args_list) == 1:
-            parser.print_help()
-            return 0
-        if args_list[1] not in COMMANDS:
-            from envbisect.cli.display import report_error
-
-            report_error(
-                UsageError(
-                    f"envbisect help: there is no command {args_list[1]!r}",
-                    hint=f"the commands: {', '.join(COMMANDS)} (envbisect help lists them)",
-                ),
-                as_json=as_json,
-            )
-            return 2
-        args_list = [args_list[1], "--help"]
-    try:
-        args, unknown = parser.parse_known_args(args_list)
-    except WholeParserNeeded:
-        parser = build_parser(json_errors=as_json)
-        args, unknown = parser.parse_known_args(args_list)
-    # --help has printed and left by now: what follows is imported for a command that runs.
-    import shlex
-
-    from envbisect.cli.context import Context
+    words = list(sys.argv[1:] if argv is None else argv)
+    read = _parse(words)
+    if isinstance(read, int):
+        return read
+    parser, args, tail = read
+    as_json = "--json" in words[: words.index("--")] if "--" in words else "--json" in words
     from envbisect.cli.display import Color, RichProgress, report_error, stderr_console
-    from envbisect.errors import EnvbisectError, Interrupted, NoAnswer
-    from envbisect.redact import mask_env_args
+    from envbisect.errors import EnvbisectError, Interrupted, NoAnswer, UsageError
 
     color = Color.of(args)
-    if unknown:
-        sub = subparser(parser, args.command)
-        message = f"unrecognized arguments: {' '.join(unknown)}"
-        report_error(
-            UsageError(message, hint=suggest(message, sub, unknown) or f"see {sub.prog} --help"),
-            color,
-            as_json=as_json,
-        )
-        return 2
-    if args.command is None:
-        if as_json:
-            report_error(
-                UsageError("no command given", hint="see envbisect --help"), as_json=as_json
-            )
-        else:
-            parser.print_help(sys.stderr)
-        return 2
-    # For reports: a credential passed with --env is masked (URLs are, in the session).
-    full = shlex.join(["envbisect", *mask_env_args(sys.argv[1:] if argv is None else argv)])
-    command = COMMANDS[args.command]
-    quiet, verbose = getattr(args, "quiet", False), getattr(args, "verbose", False)
+    # -q and -v, before or after the command (no default is set: given or absent)
+    quiet, verbose = bool(vars(args).get("quiet")), bool(vars(args).get("verbose"))
     if quiet and verbose:
         report_error(
             UsageError(
@@ -237,53 +186,8 @@ def _main(argv: Sequence[str] | None) -> int:
     ctx: Context | None = None
     try:
         try:
-            if tail and not command.tail:
-                raise UsageError(
-                    f"envbisect {args.command} takes no command after --",
-                    hint=f"see envbisect {args.command} --help",
-                )
-            # The options, resolved once (each value with its origin); ``args`` is not read
-            # again, and nothing writes either.
-            opts = resolve_options(
-                args, subparser(parser, args.command), args_list, progress.message, verbose=verbose
-            )
-            ctx = Context(
-                args=opts, tail=tail, command=full, console=console, progress=progress,
-                parser=parser,
-            )  # fmt: skip
-            args = opts
-            from envbisect.cli import readflags as o  # the flags read back: after parsing
-
-            offline_check = args.command == "check" and not getattr(args, "online", False)
-            if hasattr(args, "index_url") and not offline_check:
-                # one line: which indexes, and where each came from (check asks none offline)
-                torch = getattr(args, "torch_backend", None)
-                also = (
-                    f"; torch from PyTorch's {torch} index (--torch-backend)"
-                    if torch and torch != "none"
-                    else ""
-                )
-                progress.message(o.index_settings(args).describe() + also)
-            elif not offline_check and hasattr(args, "find_links") and o.index_settings(args).links:
-                # matrix, publish: the file names the indexes; a folder of this machine's
-                # overrides its folders (modes/living/matrix.py matrix_indexes).
-                from envbisect.redact import mask_url
-
-                links = o.index_settings(args).links
-                folders = ", ".join(f"{mask_url(f.url)} ({f.origin})" for f in links)
-                progress.message(
-                    f"envbisect: find-links: {folders}; over the matrix file's "
-                    "find_links and torch_backend"
-                )
-            if hasattr(args, "probe_env"):
-                _say_held_back(progress, args)
-            if getattr(args, "overrides", None):
-                shown = ", ".join(o.read_overrides(args.overrides))
-                progress.message(
-                    f"envbisect: overrides: {shown} (every requirement on these projects takes "
-                    "these versions, as uv's --overrides)"
-                )
-            return command.load()(ctx)
+            ctx = _context(parser, args, tail, words, argv, console, progress, verbose=verbose)
+            return COMMANDS[args.command].load()(ctx)
         finally:
             progress.close()  # the live display ends before the answer or an error
     except NoAnswer as e:
@@ -292,74 +196,150 @@ def _main(argv: Sequence[str] | None) -> int:
 
         if ctx is not None and isinstance(e.result, SearchResult):  # its report is written
             return no_answer(ctx, e.result, e)
-        return _fail(args, e, as_json)
+        return _fail(color, e, as_json)
     except EnvbisectError as e:
-        return _fail(args, e, as_json)
+        return _fail(color, e, as_json)
     except KeyboardInterrupt:
         stop = Interrupted("interrupted", hint="run the same command again to resume")
-        return _fail(args, stop, as_json)
+        return _fail(color, stop, as_json)
 
 
-def resolve_options(
-    parsed: argparse.Namespace,
+def _parse(words: list[str]) -> tuple[argparse.ArgumentParser, argparse.Namespace, list[str]] | int:
+    """The parser, what it read and the command after ``--``; or the exit code where the line
+    ends here (``help``, no command, an unknown argument: said as usage errors)."""
+    from envbisect.cli.parser import WholeParserNeeded, named_command, subparser, suggest
+
+    tail: list[str] = []
+    if "--" in words:
+        cut = words.index("--")
+        words, tail = words[:cut], words[cut + 1 :]
+    # --json anywhere before --: every error, a usage error too, is also the error object on
+    # stdout (as the command's own failures are).
+    as_json = "--json" in words
+    parser = build_parser(named_command(words, tuple(COMMANDS)), json_errors=as_json)
+    if words[:1] == ["help"]:  # as uv, pip and ruff: envbisect help [CMD]
+        if len(words) == 1:
+            parser.print_help()
+            return 0
+        if words[1] not in COMMANDS:
+            return _usage(
+                f"envbisect help: there is no command {words[1]!r}",
+                f"the commands: {', '.join(COMMANDS)} (envbisect help lists them)",
+                as_json,
+            )
+        words = [words[1], "--help"]
+    try:
+        args, unknown = parser.parse_known_args(words)
+    except WholeParserNeeded:
+        parser = build_parser(json_errors=as_json)
+        args, unknown = parser.parse_known_args(words)
+    # --help has printed and left by now: what follows is imported for a command that runs.
+    if unknown:
+        sub = subparser(parser, args.command)
+        message = f"unrecognized arguments: {' '.join(unknown)}"
+        return _usage(
+            message, suggest(message, sub, unknown) or f"see {sub.prog} --help", as_json, args
+        )
+    if args.command is None:
+        if as_json:
+            return _usage("no command given", "see envbisect --help", as_json)
+        parser.print_help(sys.stderr)
+        return 2
+    if tail and not COMMANDS[args.command].tail:
+        return _usage(
+            f"envbisect {args.command} takes no command after --",
+            f"see envbisect {args.command} --help",
+            as_json,
+            args,
+        )
+    return parser, args, tail
+
+
+def _usage(message: str, hint: str, as_json: bool, args: object = None) -> int:
+    from envbisect.cli.display import Color, report_error
+    from envbisect.errors import UsageError
+
+    report_error(UsageError(message, hint=hint), Color.of(args), as_json=as_json)
+    return 2
+
+
+def _context(
     parser: argparse.ArgumentParser,
-    argv: Sequence[str],
-    say: Callable[[str], None],
+    args: argparse.Namespace,
+    tail: list[str],
+    words: list[str],
+    argv: Sequence[str] | None,
+    console: AnyConsole,
+    progress: RichProgress,
     *,
     verbose: bool,
-) -> Options:
-    """The options of the command line ``argv`` that ``parser`` (the subcommand's) parsed
-    into ``parsed``, resolved once, each value with its origin (cli/optionset.py has the
-    order); each value taken is said on stderr."""
-    from pathlib import Path
+) -> Context:
+    """The options resolved once (each value with its origin; ``args`` is not read again, and
+    nothing writes either), what they are said to mean on stderr, and the command's
+    context."""
+    import shlex
 
-    from envbisect.cli import implied
-    from envbisect.cli.optionset import Draft, Source, flag_names, typed_dests
+    from envbisect.cli.context import Context
+    from envbisect.cli.parser import options_of, subparser
+    from envbisect.cli.origins import resolve
+    from envbisect.redact import mask_env_args
 
-    draft = Draft(parsed, typed_dests(parser, argv), flag_names(parser))
-    python_here = draft.has("python") and parsed.command != "env"
-    uv_python = os.environ.get("UV_PYTHON", "").strip()
-    if python_here and uv_python:
-        _offer_python(draft, uv_python, "UV_PYTHON", Source.ENVIRONMENT, say)
-    implied.apply(draft, say)  # uv's variables; a report's Python and torch, a script's
-    conf = None
-    if not draft.get("no_config"):  # the table's reader (and tomllib) only where it is read
-        from envbisect.cli import projectconf
-
-        conf = projectconf.find(Path.cwd())
-    if conf is not None:
-        taken = projectconf.apply(draft, conf)
-        if verbose and taken:
-            say(f"envbisect: from {conf.origin}: {', '.join(taken)}")
-    if python_here and draft.get("python") is None:
-        from envbisect.env.pyrequest import default_python
-
-        found = default_python()
-        if found is not None:
-            _offer_python(draft, found.request, found.origin, Source.DEFAULT, say)
-    opts = draft.freeze(conf)
-    chosen = opts.chosen()
-    if verbose and chosen:
-        say(f"envbisect: options: {', '.join(chosen)}")
-    return opts
+    cut = words.index("--") if "--" in words else len(words)
+    sub = subparser(parser, args.command)
+    opts = resolve(
+        args, sub, words[:cut], progress.message, verbose=verbose, options=options_of(sub)
+    )
+    # For reports: a credential passed with --env is masked (URLs are, in the session).
+    full = shlex.join(["envbisect", *mask_env_args(sys.argv[1:] if argv is None else argv)])
+    _say_inputs(opts, progress)
+    return Context(
+        args=opts, tail=tail, command=full, console=console, progress=progress, parser=parser
+    )
 
 
-def _offer_python(
-    draft: Draft, request: str, where: str, source: Source, say: Callable[[str], None]
-) -> None:
-    """uv's Python request when --python is not typed: UV_PYTHON, or uv's rules."""
-    from envbisect.cli.optionset import Origin
+def _say_inputs(opts: Options, progress: RichProgress) -> None:
+    """One line each: which indexes (and where each came from; check asks none offline), the
+    wheel folders over a matrix file's, the shell's variables the probes go without, and the
+    overrides."""
+    from envbisect.cli import flags as o
+    from envbisect.cli import ownflags as w
+    from envbisect.cli import readflags
 
-    if draft.offer("python", request, Origin(source, where)):
-        say(f"envbisect: Python {request} (from {where}; --python to choose another)")
+    offline_check = opts.command == "check" and not opts[w.ONLINE]
+    if o.INDEX_URL in opts and not offline_check:
+        torch = opts[o.TORCH_BACKEND]
+        also = (
+            f"; torch from PyTorch's {torch} index (--torch-backend)"
+            if torch and torch != "none"
+            else ""
+        )
+        progress.message(readflags.index_settings(opts).describe() + also)
+    elif not offline_check and o.FIND_LINKS in opts and readflags.index_settings(opts).links:
+        # matrix, publish: the file names the indexes; a folder of this machine's
+        # overrides its folders (modes/living/matrix.py matrix_indexes).
+        from envbisect.redact import mask_url
+
+        links = readflags.index_settings(opts).links
+        folders = ", ".join(f"{mask_url(f.url)} ({f.origin})" for f in links)
+        progress.message(
+            f"envbisect: find-links: {folders}; over the matrix file's find_links and torch_backend"
+        )
+    if o.ENV in opts:
+        _say_held_back(progress, opts)
+    overrides = readflags.overrides(opts)
+    if overrides:
+        progress.message(
+            f"envbisect: overrides: {', '.join(overrides)} (every requirement on these projects "
+            "takes these versions, as uv's --overrides)"
+        )
 
 
-def _say_held_back(progress: RichProgress, args: argparse.Namespace) -> None:
+def _say_held_back(progress: RichProgress, opts: Options) -> None:
     """One line naming the interpreter variables of this shell that probes go without."""
     from envbisect.cli.readflags import probe_env
     from envbisect.env.scrub import held_back
 
-    names = held_back(os.environ, probe_env(args))
+    names = held_back(os.environ, probe_env(opts))
     if names:
         progress.message(
             f"envbisect: {', '.join(names)} from your shell {'does' if len(names) == 1 else 'do'}"
@@ -368,15 +348,15 @@ def _say_held_back(progress: RichProgress, args: argparse.Namespace) -> None:
         )
 
 
-def _fail(args: argparse.Namespace, err: EnvbisectError, as_json: bool) -> int:
+def _fail(color: Color, err: EnvbisectError, as_json: bool) -> int:
     import signal
 
-    from envbisect.cli.display import Color, report_error
+    from envbisect.cli.display import report_error
     from envbisect.errors import Interrupted
 
     if isinstance(err, Interrupted) and _received:
         sig = signal.Signals(_received[0])
         err.exit_code = 128 + sig.value
         err.message = f"{sig.name} received: {err.message}"
-    report_error(err, Color.of(args), as_json=as_json or bool(getattr(args, "json", False)))
+    report_error(err, color, as_json=as_json)
     return err.exit_code

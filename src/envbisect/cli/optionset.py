@@ -24,9 +24,14 @@ from __future__ import annotations
 
 import argparse
 import enum
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
+
+from envbisect.optionspec import Option
+
+T = TypeVar("T")
+Say = Callable[[str], None]
 
 
 class Source(enum.Enum):
@@ -68,10 +73,12 @@ FLAG, DEFAULT = Origin(Source.FLAG), Origin(Source.DEFAULT)
 
 
 class Options(argparse.Namespace):
-    """The resolved options (module doc): read as the parsed namespace is (``opts.python``,
-    ``getattr``, ``hasattr``: a flag the subcommand lacks is absent), never written.
-    ``origin(dest)`` says where a value came from; ``derived`` keeps what is computed from
-    the options once per invocation (the index settings: cli/readflags.py)."""
+    """The resolved options (module doc), never written: ``opts[JOBS]`` is the value of the
+    option that record declares (cli/flags.py), its default where the subcommand does not
+    take it, and ``JOBS in opts`` whether it does; a subcommand's own arguments read as the
+    parsed namespace's (``opts.report``). ``origin(dest)`` says where a value came from;
+    ``derived`` keeps what is computed from the options once per invocation (the index
+    settings: cli/readflags.py)."""
 
     def __init__(
         self,
@@ -82,10 +89,18 @@ class Options(argparse.Namespace):
     ) -> None:
         for dest, value in values.items():
             object.__setattr__(self, dest, value)
+        object.__setattr__(self, "_values", dict(values))
         object.__setattr__(self, "_origins", dict(origins))
         object.__setattr__(self, "_flags", dict(flags or {}))
         object.__setattr__(self, "_project", project)
         object.__setattr__(self, "_derived", {})
+
+    def __getitem__(self, option: Option[T]) -> T:
+        values: dict[str, Any] = self._values
+        return values.get(option.dest, option.default)  # type: ignore[no-any-return]
+
+    def __contains__(self, option: object) -> bool:
+        return isinstance(option, Option) and option.dest in self._values
 
     def __setattr__(self, name: str, value: object) -> None:
         raise AttributeError(f"options are resolved once (cli/optionset.py): not {name}")
@@ -141,15 +156,18 @@ _NOT_SAID = frozenset({"command"})
 
 class Draft:
     """The options while they are resolved: every value of the parsed namespace with its
-    origin (typed or default), and the offers of each step (module doc)."""
+    origin (typed or default), and the offers of each step (module doc); ``options``: the
+    records the subcommand's options were made from, by dest."""
 
     def __init__(
         self,
         parsed: argparse.Namespace,
         typed: Iterable[str],
         flags: Mapping[str, str] | None = None,
+        options: Mapping[str, Option[Any]] | None = None,
     ) -> None:
         self._flags = dict(flags or {})  # dest -> its long flag, as -v names it
+        self.options = dict(options or {})
         self._values: dict[str, Any] = dict(vars(parsed))
         given = set(typed)
         self._origins = {d: FLAG if d in given else DEFAULT for d in self._values}
@@ -215,3 +233,15 @@ def typed_dests(parser: argparse.ArgumentParser, argv: Iterable[str]) -> set[str
         ):
             out.add(action.dest)
     return out
+
+
+def parsed(argv: Sequence[str], parser: argparse.ArgumentParser | None = None) -> Options:
+    """The options of ``argv`` as typed alone: no environment, inputs or table consulted (what
+    a test or a tool reads a command line with; ``parser``: the whole one by default)."""
+    from envbisect.cli.parser import build_parser, options_of, subparser
+
+    whole = parser or build_parser()
+    args = whole.parse_args(list(argv))
+    sub = subparser(whole, args.command)
+    draft = Draft(args, typed_dests(sub, argv), flag_names(sub), options_of(sub))
+    return draft.freeze(None)

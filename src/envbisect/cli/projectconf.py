@@ -26,12 +26,12 @@ or a value of the wrong type is a usage error naming the file.
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from envbisect.errors import UsageError, did_you_mean
+from envbisect.optionspec import BadValue, Option
 
 if TYPE_CHECKING:
     from envbisect.cli.optionset import Draft
@@ -42,50 +42,19 @@ else:  # pragma: no cover
     import tomli as tomllib
 
 
-def _str(v: object) -> str | None:
-    return v if isinstance(v, str) and v.strip() else None
+def keys() -> dict[str, Option[Any]]:
+    """Every option that has a key in the table, by its key (declared on the option: cli/flags.py,
+    and each executor's, exec/kinds/), the index keys first."""
+    from envbisect.cli import flags
+    from envbisect.exec import kinds
 
-
-def _strs(v: object) -> list[str] | None:
-    if not isinstance(v, list) or not all(isinstance(x, str) and x.strip() for x in v):
-        return None
-    return [str(x) for x in v]
-
-
-def _int(v: object) -> int | None:
-    return v if isinstance(v, int) and not isinstance(v, bool) and v >= 1 else None
-
-
-def _seconds(v: object) -> float | None:
-    ok = isinstance(v, int | float) and not isinstance(v, bool) and v > 0
-    return float(v) if ok else None  # type: ignore[arg-type]
-
-
-@dataclass(frozen=True, slots=True)
-class Key:
-    dest: str  # the option it sets (a flag of that name on the command line wins)
-    read: Callable[[object], Any]  # the value, or None when it is of the wrong type
-    what: str  # for the error
-    path: bool = False  # relative to the pyproject.toml's folder
-
-
-KEYS: dict[str, Key] = {
-    "index-url": Key("index_url", _str, "a URL"),
-    "extra-index-url": Key("extra_index_url", _strs, "a list of URLs"),
-    "find-links": Key("find_links", _strs, "a list of folders or URLs", True),
-    "python": Key("python", _str, "a version or a path"),
-    "probe": Key("probes", _strs, "a list of probes"),
-    "results": Key("results", _str, "a folder", True),
-    "torch-backend": Key("torch_backend", _str, "a variant"),
-    "jobs": Key("jobs", _int, "a whole number >= 1"),
-    "timeout": Key("timeout", _seconds, "seconds > 0"),
-    "slurm-partition": Key("slurm_partition", _str, "a partition"),
-    "slurm-account": Key("slurm_account", _str, "an account"),
-    "slurm-time": Key("slurm_time", _str, "a time limit, as sbatch's"),
-    "slurm-options": Key("slurm_options", _strs, "a list of sbatch options"),
-}
-# Read by index/settings.py, at their own place in the order: not set on the namespace.
-INDEX_KEYS = ("index-url", "extra-index-url", "find-links")
+    declared = [v for v in vars(flags).values() if isinstance(v, Option)]
+    every = sorted((*declared, *kinds.options()), key=lambda o: not o.key_for_indexes)
+    out: dict[str, Option[Any]] = {}
+    for option in every:
+        if option.key is not None:
+            out.setdefault(option.key, option)
+    return out
 
 
 @dataclass(frozen=True)
@@ -117,38 +86,42 @@ def _read(path: Path) -> ProjectConfig | None:
         return None
     where = f"[tool.envbisect] in {path}"
     if not isinstance(table, dict):
-        raise UsageError(f"{where} is not a table", hint="write it as [tool.envbisect]",
-                         ref="bad-config")  # fmt: skip
+        raise UsageError(
+            f"{where} is not a table", hint="write it as [tool.envbisect]", ref="bad-config"
+        )
+    known = keys()
     values: dict[str, Any] = {}
     for name, raw in table.items():
-        key = KEYS.get(name)
-        if key is None:
+        option = known.get(name)
+        if option is None:
             raise UsageError(
                 f"{where}: unknown key {name!r}",
-                hint=did_you_mean(name, KEYS) or f"the keys it may set: {', '.join(KEYS)}",
+                hint=did_you_mean(name, known) or f"the keys it may set: {', '.join(known)}",
                 ref="bad-config",
             )
-        value = key.read(raw)
-        if value is None:
+        try:
+            value = option.read_key(_paths(raw, path.parent) if option.key_relative else raw)
+        except BadValue:
             raise UsageError(
-                f"{where}: {name} must be {key.what}, not {raw!r}",
+                f"{where}: {name} must be {option.key_what}, not {raw!r}",
                 hint="the keys and their values: envbisect's docs, how-to/config.md",
                 ref="bad-config",
-            )
-        if key.path:
-            value = _paths(value, path.parent)
+            ) from None
         values[name] = value
     return ProjectConfig(path=path, values=values)
 
 
-def _paths(value: str | list[str], base: Path) -> str | list[str]:
-    def one(v: str) -> str:
-        if "://" in v:
+def _paths(value: object, base: Path) -> object:
+    """A path's key, relative to the pyproject.toml's folder (a URL as it is); a value that is
+    no text is left for the option to refuse."""
+
+    def one(v: object) -> object:
+        if not isinstance(v, str) or not v.strip() or "://" in v:
             return v
         p = Path(v).expanduser()
         return str(p if p.is_absolute() else base / p)
 
-    return one(value) if isinstance(value, str) else [one(v) for v in value]
+    return [one(v) for v in value] if isinstance(value, list) else one(value)
 
 
 def apply(draft: Draft, conf: ProjectConfig) -> list[str]:
@@ -159,10 +132,16 @@ def apply(draft: Draft, conf: ProjectConfig) -> list[str]:
 
     origin = Origin(Source.PROJECT, conf.origin)
     taken = []
+    known = keys()
     for name, value in conf.values.items():
-        if name in INDEX_KEYS:
-            continue
-        dest = KEYS[name].dest
-        if draft.offer(dest, Path(value) if name == "results" else value, origin):
-            taken.append(f"{name} = {value!r}")
+        option = known[name]
+        if option.key_for_indexes or draft.options.get(option.dest, option).key != name:
+            continue  # the indexes' own rank; a command whose option of that name has no key
+        if draft.offer(option.dest, value, origin):
+            taken.append(f"{name} = {_shown(value)!r}")
     return taken
+
+
+def _shown(value: Any) -> Any:
+    """The value as the table wrote it (a folder as text)."""
+    return str(value) if isinstance(value, Path) else value

@@ -1,30 +1,35 @@
-"""Reading the parsed flags back: the ``CommonOptions`` every mode shares, the indexes, ``--env``.
+"""Reading the resolved options back, by record: the ``CommonOptions`` every mode shares (its
+records by concern), the indexes, ``--env``, ``--override``.
 
-Who does what: cli/flags.py declares each option once; this module turns what was typed into
-the modes' values (index/settings.py orders the indexes the flags and the settings name), and
-rejects a malformed value with a ``UsageError`` before any work. A flag a subcommand lacks
-keeps its default.
+Who does what: cli/flags.py (and each executor, exec/kinds/) declares each option once;
+cli/optionset.py resolves the values; this module turns them into the modes' values
+(index/settings.py orders the indexes the flags and the settings name), and rejects a
+malformed value with a ``UsageError`` before any work. An option a subcommand lacks reads as
+its default (``opts[OPTION]``).
 """
 
 from __future__ import annotations
 
-import argparse
 import os
 import re
 from collections.abc import Sequence
-from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from packaging.utils import canonicalize_name
 
+from envbisect.cli import flags as o
+from envbisect.cli.optionset import Options
 from envbisect.errors import UsageError
+from envbisect.exec import kinds
 from envbisect.model import IndexConfig, IndexStrategy
 from envbisect.options import (
     CommonOptions,
-    ExecutorKind,
+    Execution,
     NativeBacktrace,
-    SlurmSettings,
+    Parallelism,
+    Planning,
+    Probing,
     TorchChoice,
 )
 
@@ -32,33 +37,27 @@ if TYPE_CHECKING:
     from envbisect.index.settings import IndexSettings
 
 
-def index_settings(args: argparse.Namespace) -> IndexSettings:
+def index_settings(opts: Options) -> IndexSettings:
     """The indexes the flags, the environment and the configuration files name, and where
     each came from (index/settings.py has the order); read once per invocation."""
-    from envbisect.cli.optionset import Options
-
-    if isinstance(args, Options):
-        return cast("IndexSettings", args.derived("index_settings", lambda: _index_settings(args)))
-    return _index_settings(args)
+    return cast("IndexSettings", opts.derived("index_settings", lambda: _index_settings(opts)))
 
 
-def _index_settings(args: argparse.Namespace) -> IndexSettings:
-    from envbisect.cli.optionset import Options
+def _index_settings(opts: Options) -> IndexSettings:
     from envbisect.index.settings import resolve as resolve_indexes  # not for --help
 
-    if getattr(args, "index_url", None) == "":
+    if opts[o.INDEX_URL] == "":
         check_url("--index-url", "")  # not PyPI by default: an empty flag is a mistake
-    conf = args.project if isinstance(args, Options) else None
+    conf = opts.project
     found = resolve_indexes(
-        index_url=getattr(args, "index_url", None),
-        extra_index_urls=tuple(getattr(args, "extra_index_url", ())),
+        index_url=opts[o.INDEX_URL],
+        extra_index_urls=tuple(opts[o.EXTRA_INDEX_URL]),
         environ=os.environ,
         cwd=Path.cwd(),
         # A command without index flags (matrix, publish) takes its indexes from its file
         # and only the wheel folders from the flags and the settings (matrix_options).
-        no_config=getattr(args, "no_config", False)
-        or not (hasattr(args, "index_url") or hasattr(args, "find_links")),
-        find_links=tuple(getattr(args, "find_links", ())),
+        no_config=opts[o.NO_CONFIG] or not (o.INDEX_URL in opts or o.FIND_LINKS in opts),
+        find_links=tuple(opts[o.FIND_LINKS]),
         project=(conf.origin, conf.values) if conf is not None else None,
     )
     for f in (found.main, *found.extra):
@@ -66,8 +65,8 @@ def _index_settings(args: argparse.Namespace) -> IndexSettings:
     return found
 
 
-def indexes(args: argparse.Namespace, torch_index: str | None = None) -> IndexConfig:
-    found = index_settings(args)
+def indexes(opts: Options, torch_index: str | None = None) -> IndexConfig:
+    found = index_settings(opts)
     url = found.main.url
     extra = tuple(f.url for f in found.extra)
     links = []
@@ -115,14 +114,13 @@ def check_url(flag: str, url: str) -> None:
         )
 
 
-def torch_index(args: argparse.Namespace) -> str | TorchChoice | None:
+def torch_index(opts: Options) -> str | TorchChoice | None:
     """PyTorch's variant folder ``--torch-backend`` names, or for ``auto`` the choice left to
     the session (it asks nvidia-smi when the indexes are first needed, not while the options
     are read); None: torch from the main index."""
     from envbisect.index import pytorch
 
-    backend = getattr(args, "torch_backend", None)
-    mirror = getattr(args, "torch_index_url", None)
+    backend, mirror = opts[o.TORCH_BACKEND], opts[o.TORCH_INDEX_URL]
     if backend == "none":
         return None  # said so: torch from the main index, whatever a report's build
     if backend is None:
@@ -154,12 +152,16 @@ _ENV_RESERVED = {
 }
 
 
-def probe_env(args: argparse.Namespace) -> dict[str, str]:
+def probe_env(opts: Options) -> dict[str, str]:
     """``--env NAME=VALUE`` flags as a mapping; a malformed one is a UsageError."""
+    return cast("dict[str, str]", opts.derived("probe_env", lambda: _probe_env(opts[o.ENV])))
+
+
+def _probe_env(items: Sequence[str]) -> dict[str, str]:
     from envbisect.redact import mask_env
 
     out: dict[str, str] = {}
-    for item in getattr(args, "probe_env", None) or ():
+    for item in items:
         name, sep, value = item.partition("=")
         if not sep or not name:
             shown = name + sep + mask_env(name, value) if sep else mask_env("", item)
@@ -192,6 +194,13 @@ def probe_env(args: argparse.Namespace) -> dict[str, str]:
     return out
 
 
+def overrides(opts: Options) -> tuple[str, ...]:
+    """``--override`` values, read once per invocation (a file of them too)."""
+    return cast(
+        "tuple[str, ...]", opts.derived("overrides", lambda: read_overrides(opts[o.OVERRIDE]))
+    )
+
+
 def read_overrides(values: Sequence[str]) -> tuple[str, ...]:
     """``--override`` values: a requirement, or a file of them (a value naming a file that
     exists, or one ending in .txt), as "name<spec>" texts, sorted."""
@@ -215,72 +224,68 @@ def read_overrides(values: Sequence[str]) -> tuple[str, ...]:
     return tuple(sorted(parse(lines).values()))
 
 
-def extras(args: argparse.Namespace) -> tuple[str, ...]:
-    return tuple(e.strip() for e in (getattr(args, "extras", None) or "").split(",") if e.strip())
+def extras(opts: Options) -> tuple[str, ...]:
+    return tuple(e.strip() for e in (opts[o.EXTRAS] or "").split(",") if e.strip())
 
 
-def common_options(args: argparse.Namespace, *, command: str, repro: Any = None) -> CommonOptions:
-    """What every mode takes from the same flags; a flag a subcommand lacks keeps its default."""
-    base = CommonOptions()
-    results = getattr(args, "results", None)
-    torch = torch_index(args)
+def common_options(
+    opts: Options, *, command: str, repro: Any = None, execution: Execution | None = None
+) -> CommonOptions:
+    """What every mode takes from the same options, by concern; an option a subcommand lacks
+    reads as its default (``execution``: where a matrix file says where its probes run)."""
     return CommonOptions(
-        repro=repro,
-        indexes=indexes(args, torch if isinstance(torch, str) else None),
-        torch_auto=torch if isinstance(torch, TorchChoice) else None,
-        python=getattr(args, "python", None),
-        python_downloads=getattr(args, "python_downloads", True),
-        offline=getattr(args, "offline", base.offline),
-        refresh=getattr(args, "refresh", False),
-        refresh_packages=tuple(
-            sorted({canonicalize_name(n) for n in getattr(args, "refresh_package", None) or ()})
+        planning=planning(opts),
+        probing=Probing(
+            repro=repro,
+            timeout=opts[o.TIMEOUT],
+            repeat=opts[o.REPEAT],
+            any_failure=opts[o.ANY_FAILURE],
+            native_backtrace=NativeBacktrace(opts[o.NATIVE_BACKTRACE]),
+            env=tuple(sorted(probe_env(opts).items())),
+            keep_envs=opts[o.KEEP_ENVS],
         ),
-        cache_dir=getattr(args, "cache_dir", None),
-        results=(results or base.results).resolve(),
-        timeout=getattr(args, "timeout", base.timeout),
-        keep_envs=getattr(args, "keep_envs", base.keep_envs),
-        native_backtrace=NativeBacktrace(getattr(args, "native_backtrace", base.native_backtrace)),
-        any_failure=getattr(args, "any_failure", base.any_failure),
-        repeat=getattr(args, "repeat", base.repeat),
-        jobs=getattr(args, "jobs", base.jobs),
-        executor=ExecutorKind(getattr(args, "executor", None) or base.executor),
-        ray_address=getattr(args, "ray_address", None),
-        gpus_per_probe=getattr(args, "gpus_per_probe", None) or base.gpus_per_probe,
-        slurm=slurm_settings(args),
-        dry_run=getattr(args, "dry_run", False),
-        env=tuple(sorted(probe_env(args).items())),
-        build_timeout=getattr(args, "build_timeout", None),
-        overrides=read_overrides(getattr(args, "overrides", None) or ()),
-        inherit=getattr(args, "inherit", False),
+        parallel=Parallelism(jobs=opts[o.JOBS]),
+        execution=execution or execution_of(opts),
+        results=opts[o.RESULTS].resolve(),
+        dry_run=opts[o.DRY_RUN],
         command=command,
     )
 
 
-def slurm_settings(args: argparse.Namespace) -> SlurmSettings:
-    """``--slurm-*``: each extra option as sbatch takes it (``qos=high`` is ``--qos=high``)."""
-    options = []
-    for raw in getattr(args, "slurm_options", None) or ():
-        text = raw.strip()
-        if not text or any(c in text for c in "\r\n\0"):
-            raise UsageError(
-                f"--slurm-option {raw!r} is not one sbatch option",
-                hint="one option each, e.g. --slurm-option=--qos=high",
-                ref="bad-slurm-option",
-            )
-        options.append(text if text.startswith("-") else f"--{text}")
-    return SlurmSettings(
-        partition=getattr(args, "slurm_partition", None),
-        account=getattr(args, "slurm_account", None),
-        time=getattr(args, "slurm_time", None),
-        options=tuple(options),
+def planning(opts: Options) -> Planning:
+    """The indexes, the interpreter and the rest every environment is planned from."""
+    torch = torch_index(opts)
+    return Planning(
+        indexes=indexes(opts, torch if isinstance(torch, str) else None),
+        torch_auto=torch if isinstance(torch, TorchChoice) else None,
+        python=opts[o.PYTHON],
+        python_downloads=opts[o.NO_PYTHON_DOWNLOADS],
+        offline=opts[o.OFFLINE],
+        refresh=opts[o.REFRESH],
+        refresh_packages=tuple(sorted({canonicalize_name(n) for n in opts[o.REFRESH_PACKAGE]})),
+        cache_dir=opts[o.CACHE_DIR],
+        overrides=overrides(opts),
+        inherit=opts[o.INHERIT],
+        build_timeout=opts[o.BUILD_TIMEOUT],
     )
 
 
-def matrix_common(args: argparse.Namespace, spec: Any, *, command: str) -> CommonOptions:
+def execution_of(opts: Options, *, kind: str | None = None, gpus: int | None = None) -> Execution:
+    """--executor and what it takes (``kind``, ``gpus``: a matrix file's, under the
+    command line's)."""
+    name = opts[kinds.executor_option()] or kind or "local"
+    given = opts[kinds.GPUS_PER_PROBE]
+    # Every executor's settings are read, so that a bad value is said whichever runs.
+    every = {k: kinds.settings(k, opts) for k in kinds.kinds()}
+    return Execution(
+        kind=name,
+        gpus_per_probe=(given if given is not None else gpus) or 0,
+        settings=every[name],
+    )
+
+
+def matrix_common(opts: Options, spec: Any, *, command: str) -> CommonOptions:
     """The options of a matrix run (``spec``: its ``MatrixSpec``): the file may name an
     executor and GPUs per probe; the command line's win."""
-    return replace(
-        common_options(args, command=command),
-        executor=ExecutorKind(args.executor or spec.executor or ExecutorKind.LOCAL),
-        gpus_per_probe=spec.gpus_per_probe if args.gpus_per_probe is None else args.gpus_per_probe,
-    )
+    execution = execution_of(opts, kind=spec.executor, gpus=spec.gpus_per_probe)
+    return common_options(opts, command=command, execution=execution)

@@ -3,7 +3,8 @@
 ``Executor.submit(task)`` returns a ``concurrent.futures.Future`` of the task's
 ``ProbeRecord``; ``cancel_all()`` stops every task in flight (their process groups are
 killed, nothing half-seen comes back) and drops the queued ones. A worker touches no store:
-the controller (the session) records what comes back.
+the controller (the session) records what comes back. Each executor is declared in
+exec/kinds/ (its name, options and settings) and implemented beside it:
 
     local     threads in this process (the default): no pickling, live probe groups killed
               directly on Ctrl-C
@@ -14,9 +15,3 @@ the controller (the session) records what comes back.
     slurm     a Slurm cluster (exec/slurm.py): one batch job per probe, through the results
               folder the nodes share; ``scancel`` on Ctrl-C
 """
-
-from __future__ import annotations
-
-from envbisect.exec.executor import EXECUTORS, Executor, make_executor
-
-__all__ = ["EXECUTORS", "Executor", "make_executor"]

@@ -1,18 +1,17 @@
-"""The executor interface, and the table that names each implementation."""
+"""The executor interface, and what each executor is made with (the executors themselves are
+declared in exec/kinds/)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
-from envbisect.errors import UsageError
-
-if TYPE_CHECKING:  # concurrent.futures costs --help 5 ms: the table below is all it reads here
+if TYPE_CHECKING:  # concurrent.futures costs --help 5 ms
     from concurrent.futures import Future
 
     from envbisect.env.worker import ProbeTask, Watcher
     from envbisect.model import ProbeRecord
-    from envbisect.options import CommonOptions
 
 
 class Executor(Protocol):
@@ -35,52 +34,14 @@ class Executor(Protocol):
         ...
 
 
-def _local(opts: CommonOptions, watcher: Watcher | None) -> Executor:
-    from envbisect.exec.pool import ThreadExecutor
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Launch:
+    """What an executor is made with (exec/kinds/ ``make_executor``): how many probes at once,
+    the GPUs each is given, its own settings record (its kind's), the results folder, and who
+    hears the phases of probes run in this process."""
 
-    return ThreadExecutor(opts.jobs, gpus_per_probe=opts.gpus_per_probe, watcher=watcher)
-
-
-def _process(opts: CommonOptions, watcher: Watcher | None) -> Executor:
-    from envbisect.exec.pool import ProcessExecutor
-
-    if opts.gpus_per_probe:
-        raise UsageError(
-            "--gpus-per-probe needs --executor local, ray or slurm",
-            hint="the local executor pins each probe to its own GPUs; so do Ray and Slurm",
-            ref="bad-executor",
-        )
-    return ProcessExecutor(opts.jobs)
-
-
-def _ray(opts: CommonOptions, watcher: Watcher | None) -> Executor:
-    from envbisect.exec.ray import RayExecutor
-
-    return RayExecutor(opts.jobs, address=opts.ray_address, gpus_per_probe=opts.gpus_per_probe)
-
-
-def _slurm(opts: CommonOptions, watcher: Watcher | None) -> Executor:
-    from envbisect.exec.slurm import SlurmExecutor
-
-    return SlurmExecutor(
-        opts.jobs,
-        folder=opts.results / ".slurm",
-        gpus_per_probe=opts.gpus_per_probe,
-        settings=opts.slurm,
-    )
-
-
-# The executors by name, as --executor takes them (each imported only when chosen: the plain
-# install never imports Ray).
-EXECUTORS: dict[str, Callable[[CommonOptions, Watcher | None], Executor]] = {
-    "local": _local,
-    "process": _process,
-    "ray": _ray,
-    "slurm": _slurm,
-}
-
-
-def make_executor(opts: CommonOptions, *, watcher: Watcher | None = None) -> Executor:
-    """The executor ``opts`` names; ``watcher`` hears the phases of probes run in this process
-    (the local executor's: a worker process or a node tells no one)."""
-    return EXECUTORS[opts.executor.value](opts, watcher)
+    workers: int
+    gpus_per_probe: int = 0
+    settings: object = None
+    results: Path = Path("results")
+    watcher: Watcher | None = None

@@ -21,6 +21,7 @@ from types import FrameType
 from envbisect.env import envreport, runner
 from envbisect.env.worker import ProbeTask, Watcher, run_task
 from envbisect.errors import UsageError
+from envbisect.exec.executor import Launch
 from envbisect.model import ProbeRecord
 
 
@@ -132,3 +133,15 @@ def _ignore(signum: int, frame: FrameType | None) -> None:
 def _stop(signum: int, frame: FrameType | None) -> None:
     runner.interrupt_all()
     os._exit(128 + signum)
+
+
+def launch_threads(launch: Launch) -> ThreadExecutor:
+    """``--executor local`` (exec/kinds/local.py)."""
+    return ThreadExecutor(
+        launch.workers, gpus_per_probe=launch.gpus_per_probe, watcher=launch.watcher
+    )
+
+
+def launch_processes(launch: Launch) -> ProcessExecutor:
+    """``--executor process`` (exec/kinds/process.py)."""
+    return ProcessExecutor(launch.workers)

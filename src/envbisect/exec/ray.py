@@ -42,6 +42,8 @@ from envbisect import __version__, install_requirement
 from envbisect.env import runner
 from envbisect.env.worker import ProbeTask, run_task
 from envbisect.errors import EnvbisectError, InfrastructureError, UsageError
+from envbisect.exec.executor import Launch
+from envbisect.exec.kinds.ray import RaySettings
 from envbisect.model import ProbeRecord
 
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
@@ -366,3 +368,12 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 if __name__ == "__main__":
     raise SystemExit(main())
+
+
+def launch(launch: Launch) -> RayExecutor:
+    """``--executor ray`` (exec/kinds/ray.py)."""
+    settings = launch.settings
+    assert isinstance(settings, RaySettings)
+    return RayExecutor(
+        launch.workers, address=settings.address, gpus_per_probe=launch.gpus_per_probe
+    )

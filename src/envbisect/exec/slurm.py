@@ -53,8 +53,9 @@ from types import FrameType
 from envbisect import __version__
 from envbisect.env import runner
 from envbisect.errors import EnvbisectError, InfrastructureError, UsageError
+from envbisect.exec.executor import Launch
+from envbisect.exec.kinds.slurm import SlurmSettings
 from envbisect.model import ProbeRecord
-from envbisect.options import SlurmSettings
 from envbisect.textsafe import for_terminal
 
 RETRIES = 3  # a job that ends without a record is submitted again this many times
@@ -483,3 +484,15 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 if __name__ == "__main__":
     raise SystemExit(main())
+
+
+def launch(launch: Launch) -> SlurmExecutor:
+    """``--executor slurm`` (exec/kinds/slurm.py): its jobs' folders under the results."""
+    settings = launch.settings
+    assert isinstance(settings, SlurmSettings)
+    return SlurmExecutor(
+        launch.workers,
+        folder=launch.results / ".slurm",
+        gpus_per_probe=launch.gpus_per_probe,
+        settings=settings,
+    )

@@ -182,7 +182,7 @@ def _planning(opts: DateOptions, session: Session) -> _Planning:
     return _Planning(
         roots=tuple(roots),
         source=IndexMetadataSource(
-            session.client, target, allow_sdist=False, overrides=session.opts.overrides
+            session.client, target, allow_sdist=False, overrides=session.opts.planning.overrides
         ),
         ptarget=PlanTarget(markers=env, python_version=target.python_version),
         pre=opts.pre,
@@ -251,8 +251,8 @@ def _search(
         n=len(moments),
         good=0,
         bad=len(moments) - 1,
-        any_failure=session.opts.any_failure,
-        repeat=session.opts.repeat,
+        any_failure=session.opts.probing.any_failure,
+        repeat=session.opts.probing.repeat,
     )
     log, search = bisect(bis, session, want, labels=lambda i: moments[i].label())
     final = bis.conclude()

@@ -133,8 +133,8 @@ def search(
         n=n,
         good=n - 1 if fix else 0,
         bad=0 if fix else n - 1,
-        any_failure=session.opts.any_failure,
-        repeat=session.opts.repeat,
+        any_failure=session.opts.probing.any_failure,
+        repeat=session.opts.probing.repeat,
     )
     points = _Points(
         session=session,

@@ -59,7 +59,9 @@ def open_source(
     """The repository (``--repo``, else the one the package's metadata names) and its mirror,
     cloned or brought up to date now (as it is, with --offline)."""
     progress = session.progress
-    origin = session.repro.origin if session.opts.repro is not None else Path.cwd()
+    origin = (
+        session.opts.probing.repro.origin if session.opts.probing.repro is not None else Path.cwd()
+    )
     if repo is None:
         found = _metadata_repo(session, package, versions)
         if found is None:
@@ -72,8 +74,8 @@ def open_source(
         progress.message(f"envbisect: {package}'s repository, from its metadata: {found}")
         repo = found
     where = g.check_repo(repo, origin=origin)
-    git = g.Git(binary=g.find_git(), offline=session.opts.offline)
-    cache = session.opts.cache_dir or default_cache_dir()
+    git = g.Git(binary=g.find_git(), offline=session.opts.planning.offline)
+    cache = session.opts.planning.cache_dir or default_cache_dir()
     mirror, done = g.mirror(git, where, cache)
     said = {
         "cloned": f"cloned into {mirror}",

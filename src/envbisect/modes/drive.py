@@ -46,7 +46,7 @@ def drive(strategy: Strategy[P], session: Session, plan: Callable[[P, int], Want
     """Run the strategy to its end; the rows come back in the order the points were asked for."""
     log: Log[P] = Log()
     progress = session.progress
-    while batch := strategy.next_batch(session.opts.jobs):
+    while batch := strategy.next_batch(session.opts.parallel.jobs):
         left, steps = strategy.progress()
         wants = []
         for i, p in enumerate(batch):
@@ -102,7 +102,7 @@ def bisect(
         else r
         for r, i in zip(log.rows, log.points, strict=True)
     ]
-    return log, summary(bis, rounds=log.rounds, jobs=session.opts.jobs, labels=labels)
+    return log, summary(bis, rounds=log.rounds, jobs=session.opts.parallel.jobs, labels=labels)
 
 
 def answer(result: R, final: BisectResult, labels: Callable[[int], str]) -> R:

@@ -24,7 +24,8 @@ from envbisect.env.interp import install_python, locate, python_downloads_refuse
 from envbisect.env.repro import Repro
 from envbisect.env.uv import Uv, find_uv
 from envbisect.errors import UsageError
-from envbisect.exec import Executor, make_executor
+from envbisect.exec.executor import Executor
+from envbisect.exec.kinds import make_executor
 from envbisect.model import IndexConfig
 from envbisect.options import CommonOptions
 from envbisect.progress import Progress
@@ -98,9 +99,9 @@ class Edges:
         (nvidia-smi, once, said through the reporter)."""
         with self._indexes_lock:
             if self._indexes is None:
-                auto = self.opts.torch_auto is not None
+                auto = self.opts.planning.torch_auto is not None
                 self._indexes = (
-                    _choose_torch(self.opts, self.progress) if auto else self.opts.indexes
+                    _choose_torch(self.opts, self.progress) if auto else self.opts.planning.indexes
                 )
             return self._indexes
 
@@ -110,9 +111,9 @@ class Edges:
         if self._uv is None:
             self._uv = Uv(
                 binary=find_uv(),
-                offline=self.opts.offline,
-                refresh=self.opts.refresh,
-                refresh_packages=self.opts.refresh_packages,
+                offline=self.opts.planning.offline,
+                refresh=self.opts.planning.refresh,
+                refresh_packages=self.opts.planning.refresh_packages,
             )
         return self._uv
 
@@ -120,7 +121,7 @@ class Edges:
     def inherited(self) -> tuple[tuple[str, ...], dict[str, str]]:
         """``--inherit``: the --python interpreter's site-packages folders and what they
         hold (canonical name -> version); empty without --inherit. Read once."""
-        if not self.opts.inherit:
+        if not self.opts.planning.inherit:
             return (), {}
         with self._inherit_lock:
             return self._read_inherited()
@@ -168,7 +169,7 @@ class Edges:
             indexes=self.indexes(),
             only_binary=only_binary,
             notice=notice,
-            overrides=self.opts.overrides,
+            overrides=self.opts.planning.overrides,
         )
 
     def target_for(self, request: str | None) -> tuple[str, Target]:
@@ -178,7 +179,7 @@ class Edges:
         version this machine lacks plans for that version on this platform (said); a build
         then needs the interpreter, and uv's error says how to get one."""
         if request not in self._targets:
-            cache = self.opts.cache_dir or default_cache_dir()
+            cache = self.opts.planning.cache_dir or default_cache_dir()
             try:
                 self._targets[request] = locate(
                     self.uv, request, cache, install=self._python_install()
@@ -202,9 +203,9 @@ class Edges:
     def _python_install(self) -> Callable[[str], None] | None:
         """How a missing --python version is installed: uv's command, said; none when only
         planning, offline, or refused (--no-python-downloads, uv's UV_PYTHON_DOWNLOADS)."""
-        if self.plan_only or self.opts.dry_run or self.opts.offline:
+        if self.plan_only or self.opts.dry_run or self.opts.planning.offline:
             return None
-        if not self.opts.python_downloads or python_downloads_refused():
+        if not self.opts.planning.python_downloads or python_downloads_refused():
             return None
         return lambda request: install_python(self.uv, request, self.progress.message)
 
@@ -214,12 +215,12 @@ class Edges:
     @property
     def interpreter(self) -> str:
         """The path of the interpreter uv finds for the --python request."""
-        return self.target_for(self.opts.python)[0]
+        return self.target_for(self.opts.planning.python)[0]
 
     @property
     def target(self) -> Target:
         """What the interpreter is: the platform and the Python version plans are made for."""
-        return self.target_for(self.opts.python)[1]
+        return self.target_for(self.opts.planning.python)[1]
 
     @property
     def client(self) -> IndexClient:
@@ -233,9 +234,9 @@ class Edges:
         return IndexClient(
             config,
             transport=self._transport,
-            cache_dir=self.opts.cache_dir or default_cache_dir(),
-            offline=self.opts.offline,
-            refresh=self.opts.refresh or self.opts.refresh_packages,
+            cache_dir=self.opts.planning.cache_dir or default_cache_dir(),
+            offline=self.opts.planning.offline,
+            refresh=self.opts.planning.refresh or self.opts.planning.refresh_packages,
         )
 
     def index_client(self, config: IndexConfig) -> IndexClient:
@@ -257,13 +258,18 @@ class Edges:
     def executor(self) -> Executor:
         if self._executor is None:
             guard.token()  # worker processes inherit the owner's tag: they die with it
-            self._executor = make_executor(self.opts, watcher=self.watcher)
+            self._executor = make_executor(
+                self.opts.execution,
+                self.opts.parallel.workers,
+                results=self.opts.results,
+                watcher=self.watcher,
+            )
         return self._executor
 
     @property
     def repro(self) -> Repro:
-        assert self.opts.repro is not None, "this mode runs no repro"
-        return self.opts.repro
+        assert self.opts.probing.repro is not None, "this mode runs no repro"
+        return self.opts.probing.repro
 
 
 class ProgressWatcher:
@@ -291,9 +297,9 @@ def _choose_torch(opts: CommonOptions, progress: Progress) -> IndexConfig:
     from envbisect.env import envreport  # nvidia-smi; a module attribute, for tests
     from envbisect.index import pytorch
 
-    assert opts.torch_auto is not None
+    assert opts.planning.torch_auto is not None
     smi = envreport.read_nvidia_smi()
     backend = pytorch.resolve_backend("auto", smi.get("cuda") if smi else None)
     progress.message(f"envbisect: --torch-backend auto chose {backend}")
-    url = pytorch.variant_url(backend, opts.torch_auto.mirror)
-    return replace(opts.indexes, torch_index=url)
+    url = pytorch.variant_url(backend, opts.planning.torch_auto.mirror)
+    return replace(opts.planning.indexes, torch_index=url)

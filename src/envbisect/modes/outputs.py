@@ -106,10 +106,12 @@ def write_lockfiles(
     strategy = " --index-strategy unsafe-best-match" if len(used) > 1 else ""
     # Built with --override: the lock holds versions some of its packages do not allow, so
     # it is installed as listed (every package is in it, each hash-pinned), not resolved.
-    listed = bool(session.opts.overrides or as_listed)
+    listed = bool(session.opts.planning.overrides or as_listed)
     if listed:
         strategy += " --no-deps"
-        why = as_listed or "built with overrides (" + ", ".join(session.opts.overrides) + ")"
+        why = (
+            as_listed or "built with overrides (" + ", ".join(session.opts.planning.overrides) + ")"
+        )
         notes.append(
             f"{why}: install it as listed, --no-deps (pip and uv would refuse the versions "
             "its packages do not allow)"

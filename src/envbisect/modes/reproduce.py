@@ -89,7 +89,7 @@ def run_repro(opts: ReproOptions, progress: Progress | None = None) -> ReproResu
         allow_download=opts.allow_download,
         exists=lambda p: (opts.cwd / p).exists(),
     )
-    common = replace(opts.common, repro=repro)
+    common = replace(opts.common, probing=replace(opts.common.probing, repro=repro))
     with Session(common, progress) as session:
         (pins,) = read_pins([opts.report], session.client, cwd=opts.cwd, named="REPORT")
         assert pins.report is not None  # an environment report: read_report found its rows
@@ -185,7 +185,7 @@ def _read(opts: ReproOptions) -> tuple[str, str, EnvReport, BugReport]:
 def _probe(session: Session, spec: EnvSpec) -> tuple[ProbeRow, ProbeRecord | None]:
     """The reporter's environment built and probed (``--repeat`` runs), and its stored record
     (what the repro printed)."""
-    repeat = session.opts.repeat
+    repeat = session.opts.probing.repeat
     try:
         log = drive(
             Fixed([0], repeat=repeat),
@@ -237,7 +237,7 @@ def _repro(
 ) -> tuple[Repro, tuple[str, ...], list[str]]:
     """The repro as steps, the files written for it, and how a later command names it."""
     env = {"DISABLE_VERSION_CHECK": "1"}  # LLaMA-Factory refuses versions outside its ranges
-    user = dict(opts.common.env)
+    user = dict(opts.common.probing.env)
     if bug.code is not None:
         path = _save(folder, "repro.py", bug.code)
         step = file_step(path, opts.cwd)

@@ -83,8 +83,8 @@ def _run(opts: RunOptions, session: Session, exclude_newer: datetime | None) -> 
         good=good_i,
         bad=bad_i,
         untestable=[i for i, c in enumerate(cl.candidates) if not c.installable],
-        any_failure=opts.common.any_failure,
-        repeat=opts.common.repeat,
+        any_failure=opts.common.probing.any_failure,
+        repeat=opts.common.probing.repeat,
         stand_in=True,
     )
     labels = [str(c.version) for c in cl.candidates]
@@ -386,7 +386,7 @@ def _planner(opts: RunOptions, session: Session) -> RunPlanner | None:
             target,
             allow_sdist=opts.allow_sdist,
             preferred=baseline_versions,
-            overrides=session.opts.overrides,
+            overrides=session.opts.planning.overrides,
             # --inherit: the interpreter's packages as they are, but the one bisected and the
             # ones asked for with --with (installed in front of the interpreter's).
             provided=session.provided(

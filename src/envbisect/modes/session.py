@@ -36,7 +36,7 @@ from envbisect.errors import DiskFull, EnvbisectError, Interrupted
 from envbisect.model import EnvSpec, IndexConfig, OutcomeKind, ProbeRecord, SourceBuild
 from envbisect.modes.edges import Edges
 from envbisect.modes.sharing import CLAIM_POLL, Renewal, drop_build, said_if_failed
-from envbisect.options import CommonOptions, ExecutorKind, NativeBacktrace
+from envbisect.options import CommonOptions, NativeBacktrace
 from envbisect.progress import Progress
 from envbisect.redact import mask_env_map, mask_text
 from envbisect.store import Claimant
@@ -46,7 +46,7 @@ if TYPE_CHECKING:
 
     from envbisect.core.results.parts import Moved, ProbeRow
     from envbisect.core.results.search import SearchResult
-    from envbisect.exec import Executor
+    from envbisect.exec.executor import Executor
 
 R = TypeVar("R", bound="SearchResult")
 T = TypeVar("T")
@@ -133,7 +133,7 @@ class Session(Edges):
             exclude_newer=exclude_newer,
             prerelease=prerelease,
             source=source,
-            overrides=for_environment((*self.opts.overrides, *overrides), requirements),
+            overrides=for_environment((*self.opts.planning.overrides, *overrides), requirements),
             **inherit,
         )
 
@@ -161,15 +161,16 @@ class Session(Edges):
 
         What changes the question: the mode's own fields, the repro, what the interpreter is,
         the indexes, and the flags that change what counts as the answer (not --jobs)."""
+        probing, over = self.opts.probing, list(self.opts.planning.overrides)
         blob = json.dumps(
             {
                 **fields,
                 "repro": self.repro.repro_id,
                 "python": self.target.identity,
                 "indexes": self.indexes().to_dict(),
-                "any_failure": self.opts.any_failure,
-                **({"repeat": self.opts.repeat} if self.opts.repeat != 1 else {}),
-                **({"overrides": list(self.opts.overrides)} if self.opts.overrides else {}),
+                "any_failure": probing.any_failure,
+                **({"repeat": probing.repeat} if probing.repeat != 1 else {}),
+                **({"overrides": over} if over else {}),
             },
             sort_keys=True,
         )
@@ -185,7 +186,7 @@ class Session(Edges):
             command=mask_text(self.opts.command),
             repro=self.repro.describe(),
             env=mask_env_map(self.repro.user_env),
-            overrides=self.opts.overrides,
+            overrides=self.opts.planning.overrides,
             run_id=run_id,
             **kw,
         )
@@ -209,7 +210,7 @@ class Session(Edges):
 
     def probe(self, spec: EnvSpec, runs: int | None = None) -> tuple[ProbeRecord, bool]:
         """One environment's record, and whether it came from the store."""
-        (row,) = self.probe_all([Want(label="", spec=spec, runs=runs or self.opts.repeat)])
+        (row,) = self.probe_all([Want(label="", spec=spec, runs=runs or self.opts.probing.repeat)])
         return row
 
     def probe_all(
@@ -352,12 +353,7 @@ class Session(Edges):
     @property
     def in_thread(self) -> bool:
         """Whether probes run one at a time in this thread (``--jobs 1``, this machine)."""
-        return (
-            self.opts.jobs <= 1
-            and self._executor is None
-            and self.opts.executor is ExecutorKind.LOCAL
-            and not self.opts.gpus_per_probe
-        )
+        return self.opts.parallel.one_at_a_time and self.opts.execution.here and not self._executor
 
     def _build_ahead(self, wants: Sequence[Want]) -> None:
         """Build these environments in one background thread, in order, while this thread
@@ -432,9 +428,9 @@ class Session(Edges):
     def _task(self, want: Want) -> ProbeTask:
         assert want.spec is not None
         if not self._gdb_checked:  # --native-backtrace always without gdb: fail before a build
-            check_native_backtrace(self.opts.native_backtrace)
+            check_native_backtrace(self.opts.probing.native_backtrace)
             self._gdb_checked = True
-        request = want.python if want.python is not None else self.opts.python
+        request = want.python if want.python is not None else self.opts.planning.python
         path, target = self.target_for(request)
         earlier = self.store.get(want.spec.env_id, self.repro.repro_id)
         if earlier is not None and _stale(earlier, self.opts):
@@ -447,14 +443,18 @@ class Session(Edges):
             envs_dir=self.opts.results / ".envs",
             runs=want.runs,
             earlier=earlier,
-            timeout=self.opts.timeout,
-            keep_envs=self.opts.keep_envs,
-            native_backtrace=self.opts.native_backtrace,
+            timeout=self.opts.probing.timeout,
+            keep_envs=self.opts.probing.keep_envs,
+            native_backtrace=self.opts.probing.native_backtrace,
             uv=self.uv.binary,
             offline=self.uv.offline,
             source_repo=want.source_repo,
-            build_timeout=self.opts.build_timeout if want.spec.source is not None else None,
-            session="" if self.opts.refresh or self.opts.refresh_packages else self._me.owner,
+            build_timeout=self.opts.planning.build_timeout
+            if want.spec.source is not None
+            else None,
+            session=""
+            if self.opts.planning.refresh or self.opts.planning.refresh_packages
+            else self._me.owner,
         )
 
     def _record(self, task: ProbeTask, rec: ProbeRecord) -> tuple[ProbeRecord, bool]:
@@ -467,7 +467,7 @@ class Session(Edges):
         if (
             o.kind is OutcomeKind.CRASH
             and not o.native_frames
-            and self.opts.native_backtrace is NativeBacktrace.AUTO
+            and self.opts.probing.native_backtrace is NativeBacktrace.AUTO
             and not self._gdb_warned
             and check_native_backtrace(NativeBacktrace.AUTO) is None
         ):
@@ -496,5 +496,5 @@ def _stale(rec: ProbeRecord, opts: CommonOptions) -> bool:
     if rec.outcome.kind is OutcomeKind.UNTESTABLE and rec.spec.get("source"):
         from envbisect.env.srcbuild import stale_build
 
-        return stale_build(rec.outcome, opts.build_timeout)
-    return rec.outcome.kind is OutcomeKind.TIMEOUT and (rec.timeout or 0) < opts.timeout
+        return stale_build(rec.outcome, opts.planning.build_timeout)
+    return rec.outcome.kind is OutcomeKind.TIMEOUT and (rec.timeout or 0) < opts.probing.timeout

@@ -107,7 +107,7 @@ def cmd_matrix_update(ctx: Context) -> int:
         full=a.full,
         jobs=a.jobs,
         update=note,
-        env=mask_env_map(common.env) if common.env else {},
+        env=mask_env_map(common.probing.env) if common.probing.env else {},
     ).to_dict()
     (out / "run.json").write_text(json.dumps(run_meta, indent=2) + "\n", encoding="utf-8")
     with Session(matrix_options(spec, common), ctx.progress) as session:
@@ -161,7 +161,7 @@ def cmd_matrix_whole(ctx: Context) -> int:
         counts=res.counts(),
         full=a.full,
         jobs=a.jobs,
-        env=mask_env_map(common.env) if common.env else {},
+        env=mask_env_map(common.probing.env) if common.probing.env else {},
     ).to_dict()
     out = inside(common.results, common.results / spec.name)
     out.mkdir(parents=True, exist_ok=True)

@@ -41,7 +41,8 @@ def cmd_why(ctx: Context) -> int:
 
         def common_for(repro: Any) -> Any:
             opts = common_options(a, command=ctx.command, repro=repro)
-            return replace(opts, python=a.why_python or opts.python)
+            python = a.why_python or opts.planning.python
+            return replace(opts, planning=replace(opts.planning, python=python))
 
         proofs = prove(result, dict(result.stated), common_for, ctx.progress)
     ctx.progress.close()

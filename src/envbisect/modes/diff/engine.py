@@ -89,7 +89,9 @@ class DiffEngine:
     def search(self) -> SearchSummary:
         """How the search ran (no bisection mode: ddmin, then bisections)."""
         opts = self.session.opts
-        return SearchSummary(jobs=opts.jobs, rounds=self.rounds, repeat=opts.repeat)
+        return SearchSummary(
+            jobs=opts.parallel.jobs, rounds=self.rounds, repeat=opts.probing.repeat
+        )
 
     def environment(self, pinned: Mapping[str, str | None]) -> tuple[Plan | None, str]:
         """GOOD with these packages at these versions (None: removed), made consistent by the
@@ -184,7 +186,7 @@ class DiffEngine:
         self.as_installable()
         changes = [c for c in self.changes if c[0] in {n for n, _, _ in changes}]
         ends: Fixed[tuple[str, Subset]] = Fixed(
-            [("GOOD", ()), ("BAD", tuple(changes))], repeat=self.session.opts.repeat
+            [("GOOD", ()), ("BAD", tuple(changes))], repeat=self.session.opts.probing.repeat
         )
         self.drive(ends, lambda p, runs: self.want(p[0], _applied(p[1]), runs))
         good_row, bad_row = ends.rows[("GOOD", ())], ends.rows[("BAD", tuple(changes))]
@@ -208,7 +210,7 @@ class DiffEngine:
         if outcome.kind is OutcomeKind.UNTESTABLE:
             return Result.UNRESOLVED
         assert self.reference is not None
-        if self.any_failure or self.session.opts.any_failure:
+        if self.any_failure or self.session.opts.probing.any_failure:
             return Result.FAIL
         if same_failure(outcome, self.reference):
             return Result.FAIL
@@ -280,13 +282,13 @@ class DiffEngine:
         if lo > hi or len(versions) <= 2:
             return None
         self.session.progress.message(f"envbisect: first bad {name} between {good_v} and {bad_v}")
-        any_failure = self.any_failure or self.session.opts.any_failure
+        any_failure = self.any_failure or self.session.opts.probing.any_failure
         bis = Bisector(
             n=len(versions),
             good=0,
             bad=len(versions) - 1,
             any_failure=any_failure,
-            repeat=self.session.opts.repeat,
+            repeat=self.session.opts.probing.repeat,
         )
 
         def want(i: int, runs: int) -> Want:
@@ -321,7 +323,7 @@ class _DdminPoints(Points[Subset]):
     change set, go back to it."""
 
     def __init__(self, machine: Ddmin[Change], engine: DiffEngine) -> None:
-        self.machine, self.engine, self.repeat = machine, engine, engine.session.opts.repeat
+        self.machine, self.engine, self.repeat = machine, engine, engine.session.opts.probing.repeat
 
     def next_batch(self, k: int) -> list[Subset]:
         return self.machine.next_batch(k)
@@ -391,7 +393,7 @@ def verify(diff: DiffEngine, minimal: Sequence[Change]) -> Roots:
         f"envbisect: {len(minimal)} package(s) in the minimal set, root(s): "
         f"{', '.join(r[0] for r in roots)}; verifying"
     )
-    expect_fail = "fail" if diff.session.opts.any_failure else "fail like BAD"
+    expect_fail = "fail" if diff.session.opts.probing.any_failure else "fail like BAD"
     points: list[tuple[str, str]] = [("", "")] + [("without", r[0]) for r in roots]
     wants: dict[tuple[str, str], Want] = {}
     for point in points:
@@ -399,7 +401,7 @@ def verify(diff: DiffEngine, minimal: Sequence[Change]) -> Roots:
         pinned = {n: (g if n == left_out else b) for n, g, b in roots}
         what = _environment(roots, left_out)
         wants[point] = _want(diff, f"roots: {what}", pinned, left_out)
-    strategy: Fixed[tuple[str, str]] = Fixed(points, repeat=diff.session.opts.repeat)
+    strategy: Fixed[tuple[str, str]] = Fixed(points, repeat=diff.session.opts.probing.repeat)
     diff.drive(strategy, lambda p, runs: replace(wants[p], runs=runs))
     checks = []
     for point in points:

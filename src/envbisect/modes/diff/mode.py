@@ -85,7 +85,7 @@ def run_diff(opts: DiffOptions, progress: Progress | None = None) -> DiffResult:
 def _run(opts: DiffOptions, session: Session) -> DiffResult:
     target, client = session.target, session.client
     env = target.marker_environment()
-    source = IndexMetadataSource(client, target, overrides=session.opts.overrides)
+    source = IndexMetadataSource(client, target, overrides=session.opts.planning.overrides)
     ptarget = PlanTarget(markers=env, python_version=target.python_version)
     cache: MatchCache = {}
     (good_set,) = read_pins([opts.good], client, cwd=session.repro.origin, named="GOOD")

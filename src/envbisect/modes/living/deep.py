@@ -84,9 +84,10 @@ def run_deep(
         f"envbisect: deep probes ({', '.join(spec.deep_probes)}) on {len(cells)} edge "
         f"cell(s) of {len(rows)} row(s)"
     )
-    progress, jobs = session.progress, max(1, session.opts.jobs)
+    progress, jobs = session.progress, max(1, session.opts.parallel.jobs)
     for probe in spec.deep_probes:
-        opts = replace(session.opts, repro=deep_repro(spec, probe, dict(session.opts.env)))
+        repro = deep_repro(spec, probe, dict(session.opts.probing.env))
+        opts = replace(session.opts, probing=replace(session.opts.probing, repro=repro))
         built = [c for c in cells if c.spec is not None]
         with Session(opts, progress) as deep:
             for at in range(0, len(built), jobs):  # --jobs at once, each said as it ends

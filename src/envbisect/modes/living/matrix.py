@@ -126,12 +126,18 @@ def matrix_options(spec: MatrixSpec, common: CommonOptions) -> CommonOptions:
     check_probes(spec)  # an unknown deep probe fails here too, before any build
     return replace(
         common,
-        repro=matrix_repro(spec, dict(common.env)),
-        indexes=matrix_indexes(spec, common.indexes.find_links),
-        timeout=spec.timeout,
-        repeat=spec.repeats,
-        any_failure=True,
-        python=None,
+        planning=replace(
+            common.planning,
+            indexes=matrix_indexes(spec, common.planning.indexes.find_links),
+            python=None,
+        ),
+        probing=replace(
+            common.probing,
+            repro=matrix_repro(spec, dict(common.probing.env)),
+            timeout=spec.timeout,
+            repeat=spec.repeats,
+            any_failure=True,
+        ),
     )
 
 
@@ -221,7 +227,7 @@ def _run_python(
     outside = (
         OutsidePlanners(
             planner,
-            (*session.opts.overrides, *_axis_overrides(spec)),
+            (*session.opts.planning.overrides, *_axis_overrides(spec)),
             target,
             lambda over: replace(session.uv_planner(python), overrides=over),
         )
@@ -263,7 +269,11 @@ def _run_python(
         result.cells += cells
         return
 
-    drive(MatrixRows(list(rows.values()), full=full, repeat=session.opts.repeat), session, want)
+    drive(
+        MatrixRows(list(rows.values()), full=full, repeat=session.opts.probing.repeat),
+        session,
+        want,
+    )
     for cell in cells:
         session.store.put_cell(_cell_row(spec.name, cell, session.repro.repro_id))
     result.cells += cells
@@ -287,7 +297,7 @@ def _planner(spec: MatrixSpec, session: Session, python: str, target: Target) ->
         also_moving=tuple(a.package for a in spec.axes[1:]),
         target=target,
         source=IndexMetadataSource(
-            client, target, overrides=(*session.opts.overrides, *_axis_overrides(spec))
+            client, target, overrides=(*session.opts.planning.overrides, *_axis_overrides(spec))
         ),
         pins=read_pins(spec.pins, client, cwd=spec.path.parent, extras=spec.extras),
         with_reqs=spec.with_reqs,
@@ -295,7 +305,7 @@ def _planner(spec: MatrixSpec, session: Session, python: str, target: Target) ->
         extras=spec.extras,
         fallback=replace(
             session.uv_planner(python),
-            overrides=(*session.opts.overrides, *_axis_overrides(spec)),
+            overrides=(*session.opts.planning.overrides, *_axis_overrides(spec)),
         ),
     )
 

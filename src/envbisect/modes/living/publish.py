@@ -438,7 +438,7 @@ def _republish(spec: MatrixSpec, session: Session, out: Path) -> Published:
         f"{spec.name}: no cell in the store; the pages are made again from {out / 'results.json'}"
     )
     written: list[Path] = []
-    if not session.opts.offline and all(c.installed is not None for c in cells):
+    if not session.opts.planning.offline and all(c.installed is not None for c in cells):
         # Online: the lockfiles are written again too (hashes from the index), as from the
         # store; --offline leaves them as they are.
         written, rec_files, cells = _write_locks(spec, session, out, meta, cells)

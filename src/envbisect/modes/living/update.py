@@ -122,9 +122,10 @@ def update_matrix(
     (``recheck_days``); with ``--dry-run`` plan only (the new cells' environments planned,
     nothing built). The caller publishes."""
     published = read_published(spec, common.results)
-    if not common.offline:  # what is new since the publish: the axes' pages asked again
+    if not common.planning.offline:  # what is new since the publish: the axes' pages asked again
         axes = {canonicalize_name(a.package) for a in spec.axes}
-        common = replace(common, refresh_packages=tuple(sorted({*common.refresh_packages, *axes})))
+        fresh = tuple(sorted({*common.planning.refresh_packages, *axes}))
+        common = replace(common, planning=replace(common.planning, refresh_packages=fresh))
     when = now or datetime.now(timezone.utc)
     result = UpdateResult(matrix=new_result(spec, common))
     requests: dict[str, str | None] = {}
@@ -192,7 +193,7 @@ def _recheck(
                     Want(
                         label=f"recheck {combo(versions)}",
                         spec=env,
-                        runs=session.opts.repeat,
+                        runs=session.opts.probing.repeat,
                         python=requests[plan.python],
                     ),
                 )
@@ -209,7 +210,7 @@ def _recheck(
             continue
         progress.probe_finished(want.label, kept.outcome, 0.0, True, "")
         _rechecked(spec, session, result, cell, want, kept, when)
-    step = max(1, session.opts.jobs)
+    step = max(1, session.opts.parallel.jobs)
     for start in range(0, len(fresh), step):  # --jobs at a time, each batch stored as it ends
         batch = fresh[start : start + step]
         left = len(fresh) - start

@@ -128,7 +128,7 @@ class ByDate:
             good=0,
             bad=len(moments) - 1,
             any_failure=True,
-            repeat=session.opts.repeat,
+            repeat=session.opts.probing.repeat,
         )
         log, _ = bisect(bis, session, want, labels=lambda i: moments[i].label())
         self.ctx.tally.add(log)
@@ -206,7 +206,7 @@ class ByDate:
         label = f"{name} {version} on {moment.label()}"
         row = self.ctx.probe(label, toggled)
         if row.outcome.kind is OutcomeKind.PASS or not (
-            session.opts.any_failure or same_failure(row.outcome, reference)
+            session.opts.probing.any_failure or same_failure(row.outcome, reference)
         ):
             return f"{name} {version} alone: {row.outcome.describe()}"
         moved = moves(m for m in toggled.moved if str(m[0]) != name)
@@ -245,7 +245,9 @@ class ByDate:
             row = self.ctx.probe(label, planned)
             if row.outcome.kind is OutcomeKind.PASS:
                 return replace(c, last_good=str(v), passed=label)
-            if not (self.ctx.session.opts.any_failure or same_failure(row.outcome, reference)):
+            if not (
+                self.ctx.session.opts.probing.any_failure or same_failure(row.outcome, reference)
+            ):
                 return c
             c = replace(c, first_bad=str(v), failed=label, outcome=row.outcome)
         return c

@@ -160,7 +160,7 @@ class LockContext:
 
     def probe(self, label: str, planned: Plan) -> ProbeRow:
         """``planned`` probed (``--repeat`` times), logged; its row."""
-        runs = self.session.opts.repeat
+        runs = self.session.opts.probing.repeat
         points: Fixed[str] = Fixed([label], repeat=runs)
         want = Want(label=label, spec=self.session.env_spec(planned.requirements()), runs=runs)
         log = drive(points, self.session, lambda p, n: want)
@@ -177,7 +177,7 @@ def open_lock(opts: LockOptions, session: Session, good_date: datetime | None) -
         session.client,
         target,
         allow_sdist=False,
-        overrides=session.opts.overrides,
+        overrides=session.opts.planning.overrides,
         provided=session.provided(r.name for r in roots),  # --inherit
     )
     return LockContext(

@@ -260,13 +260,13 @@ class Descent:
             plans[i] = planned
             return Want(label=label, spec=session.env_spec(planned.requirements()), runs=runs)
 
-        any_failure = session.opts.any_failure
+        any_failure = session.opts.probing.any_failure
         hint = self._hint(name, row, versions)
         hb = HoldBack(
             n=len(versions),
             reference=row.outcome,
             same=(lambda a, b: failed(a)) if any_failure else same_failure,
-            repeat=session.opts.repeat,
+            repeat=session.opts.probing.repeat,
             floor=floor,
             hint=hint,
         )

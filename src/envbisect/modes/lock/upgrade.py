@@ -145,7 +145,7 @@ class Upgrade:
             "pass": diff.want(f"{name} {last_good} (proof)", {**others, name: last_good}, 1),
             "fail": diff.want(f"{name} {first_bad} (proof)", {**others, name: first_bad}, 1),
         }
-        proof: Fixed[str] = Fixed(["pass", "fail"], repeat=session.opts.repeat)
+        proof: Fixed[str] = Fixed(["pass", "fail"], repeat=session.opts.probing.repeat)
         log = drive(proof, session, lambda p, n: replace(wants[p], runs=n))
         self.ctx.tally.add(log)
         p_row, f_row = proof.rows["pass"], proof.rows["fail"]
