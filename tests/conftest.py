@@ -16,12 +16,11 @@ import pytest
 from envbisect.env.repro import Repro
 from envbisect.model import IndexConfig, Outcome
 from envbisect.modes.run import RunOptions
-from envbisect.options import CommonOptions
 from envbisect.progress import Progress
 from support.corpus import build_index
 from support.index_server import LocalIndex
 from support.listener import Listener
-from support.options import flat_options
+from support.options import FLAT_NAMES, flat_options
 
 INDEX_VARIABLES = (
     "UV_INDEX_URL",
@@ -56,7 +55,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
 def split_common(kw: dict[str, object]) -> tuple[dict[str, object], dict[str, object]]:
     """Keyword arguments split into CommonOptions' and the mode's own."""
-    names = set(CommonOptions.__dataclass_fields__)
+    names = FLAT_NAMES
     return {k: v for k, v in kw.items() if k in names}, {
         k: v for k, v in kw.items() if k not in names
     }

@@ -12,23 +12,15 @@ asked when the indexes are first needed, not here).
 
 from __future__ import annotations
 
-import enum
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from envbisect.env.forensics import NativeBacktrace
 from envbisect.model import IndexConfig
 
 if TYPE_CHECKING:
     from envbisect.env.repro import Repro
-
-
-class NativeBacktrace(enum.Enum):
-    """When a crash is re-run under gdb for its native frames (``--native-backtrace``)."""
-
-    AUTO = "auto"  # when gdb is installed
-    ALWAYS = "always"  # gdb or a usage error
-    NEVER = "never"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

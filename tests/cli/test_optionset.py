@@ -12,8 +12,8 @@ import pytest
 
 from envbisect.cli.main import build_parser
 from envbisect.cli.optionset import Draft, Options, Origin, Source, given, typed_dests
-from envbisect.cli.parser import options_of, subparser
 from envbisect.cli.origins import resolve
+from envbisect.cli.parser import options_of, subparser
 
 
 def parsed(*argv: str) -> tuple[argparse.Namespace, argparse.ArgumentParser]:

@@ -19,10 +19,10 @@ import pytest
 
 from conftest import RecordingProgress, write_repro
 from envbisect.cli.display import RichProgress, duration, fit
+from envbisect.env.forensics import NativeBacktrace
 from envbisect.env.repro import Repro
 from envbisect.model import IndexConfig, Outcome, OutcomeKind
 from envbisect.modes.run import RunOptions, run_bisect
-from envbisect.options import NativeBacktrace
 from support.cli import CLI, assert_clean_error, envbisect, on_index
 from support.index_server import LocalIndex
 from support.options import flat_options

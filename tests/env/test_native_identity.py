@@ -20,9 +20,9 @@ import pytest
 
 from conftest import RecordingProgress, run_options
 from envbisect.core.outcome import library_identity, same_failure
+from envbisect.env.forensics import NativeBacktrace
 from envbisect.model import OutcomeKind
 from envbisect.modes.run import RunOptions, run_bisect
-from envbisect.options import NativeBacktrace
 from envbisect.store import Store
 from support.index_server import LocalIndex
 from support.sonames import build_soname_index, family

@@ -28,6 +28,19 @@ _RECORDS = {
 }
 
 
+# Every name flat_options takes.
+FLAT_NAMES = frozenset(
+    {
+        *(n for names in _RECORDS.values() for n in names),
+        *(f.name for f in fields(CommonOptions)),
+        "executor",
+        "gpus_per_probe",
+        "ray_address",
+        "slurm",
+    }
+)
+
+
 def flat_options(**kw: Any) -> CommonOptions:
     """CommonOptions with ``kw`` by field name (``jobs=2``, ``repro=...``, ``executor="ray"``,
     ``ray_address=...``, ``slurm=SlurmSettings(...)``), each put in its record."""

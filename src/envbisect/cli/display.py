@@ -22,6 +22,8 @@ from envbisect.redact import mask_text
 from envbisect.textsafe import for_terminal
 
 if TYPE_CHECKING:
+    import argparse
+
     from rich.console import Console
     from rich.live import Live
     from rich.text import Text
@@ -339,9 +341,10 @@ class Color(enum.Enum):
     NEVER = "never"
 
     @classmethod
-    def of(cls, args: object) -> Color:
-        """The choice of a parsed command line (``auto`` where it has no --color)."""
-        return cls(getattr(args, "color", None) or "auto")
+    def of(cls, parsed: argparse.Namespace | None) -> Color:
+        """The choice of a parsed command line (``auto`` where it has no --color: the option
+        sets no default, so that one given before the command is not undone after it)."""
+        return cls((vars(parsed).get("color") if parsed is not None else None) or "auto")
 
 
 def stderr_console(

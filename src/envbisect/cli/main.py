@@ -255,7 +255,7 @@ def _parse(words: list[str]) -> tuple[argparse.ArgumentParser, argparse.Namespac
     return parser, args, tail
 
 
-def _usage(message: str, hint: str, as_json: bool, args: object = None) -> int:
+def _usage(message: str, hint: str, as_json: bool, args: argparse.Namespace | None = None) -> int:
     from envbisect.cli.display import Color, report_error
     from envbisect.errors import UsageError
 
@@ -280,8 +280,8 @@ def _context(
     import shlex
 
     from envbisect.cli.context import Context
-    from envbisect.cli.parser import options_of, subparser
     from envbisect.cli.origins import resolve
+    from envbisect.cli.parser import options_of, subparser
     from envbisect.redact import mask_env_args
 
     cut = words.index("--") if "--" in words else len(words)

@@ -20,13 +20,13 @@ from packaging.utils import canonicalize_name
 
 from envbisect.cli import flags as o
 from envbisect.cli.optionset import Options
+from envbisect.env.forensics import NativeBacktrace
 from envbisect.errors import UsageError
 from envbisect.exec import kinds
 from envbisect.model import IndexConfig, IndexStrategy
 from envbisect.options import (
     CommonOptions,
     Execution,
-    NativeBacktrace,
     Parallelism,
     Planning,
     Probing,

@@ -13,6 +13,7 @@ A pasted ``thread apply all bt`` is read too: the crashing thread's block is the
 
 from __future__ import annotations
 
+import enum
 import re
 import shutil
 from collections.abc import Mapping, Sequence
@@ -21,6 +22,15 @@ from pathlib import Path
 
 from envbisect.env.runner import run_process
 from envbisect.model import Outcome, OutcomeKind
+
+
+class NativeBacktrace(enum.Enum):
+    """When a crash is re-run under gdb for its native frames (``--native-backtrace``)."""
+
+    AUTO = "auto"  # when gdb is installed
+    ALWAYS = "always"  # gdb or a usage error
+    NEVER = "never"
+
 
 # "Program received signal SIGSEGV", "Thread 3 "worker" received signal SIGSEGV", and after a
 # core: "Program terminated with signal SIGSEGV".

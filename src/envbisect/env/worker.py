@@ -27,6 +27,7 @@ from typing import Any, Protocol
 from envbisect import __version__
 from envbisect.core.outcome import classify, failed, representative
 from envbisect.env import envreport, forensics
+from envbisect.env.forensics import NativeBacktrace
 from envbisect.env.interp import find_python
 from envbisect.env.repro import Repro
 from envbisect.env.runner import interrupted
@@ -41,7 +42,6 @@ from envbisect.model import (
     RawProbe,
     installed_hash,
 )
-from envbisect.options import NativeBacktrace
 
 
 class Watcher(Protocol):

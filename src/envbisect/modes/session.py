@@ -31,12 +31,13 @@ from envbisect.core.outcome import failed, untestable
 from envbisect.core.overrides import for_environment
 from envbisect.core.target import Target
 from envbisect.env import runner, worker
+from envbisect.env.forensics import NativeBacktrace
 from envbisect.env.worker import ProbeTask, check_native_backtrace, run_task
 from envbisect.errors import DiskFull, EnvbisectError, Interrupted
 from envbisect.model import EnvSpec, IndexConfig, OutcomeKind, ProbeRecord, SourceBuild
 from envbisect.modes.edges import Edges
 from envbisect.modes.sharing import CLAIM_POLL, Renewal, drop_build, said_if_failed
-from envbisect.options import CommonOptions, NativeBacktrace
+from envbisect.options import CommonOptions
 from envbisect.progress import Progress
 from envbisect.redact import mask_env_map, mask_text
 from envbisect.store import Claimant
