@@ -23,8 +23,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from envbisect.cli import readflags
 from envbisect.cli.optionset import Draft, Origin, Source
-from envbisect.errors import UsageError
+from envbisect.errors import EnvbisectError
+from envbisect.model import IndexConfig
 
 if TYPE_CHECKING:  # the report's modules load when a source is a report (most are not)
     from envbisect.core.envreport.facts import ReportFacts
@@ -74,72 +76,35 @@ def _reports(draft: Draft, cwd: Path) -> list[ReportFacts]:
     sources = _sources(draft)
     if not sources:
         return []
-    from envbisect.env.pinsource import STDIN, load_pins, resolve
+    from envbisect.modes.inputs import report_facts
 
-    out = []
-    for spec in sources:
-        if spec != STDIN and not resolve(cwd, spec).is_file():
-            continue  # a folder, installed:PYTHON, name==version: no report
+    index = None
+    if draft.has("index_url"):
         try:
-            facts = load_pins(spec, cwd=cwd).report
-            if facts is not None and any(m.used and "<" in m.used for m in facts.mapped):
-                facts = _with_releases(draft, spec, cwd) or facts
-        except UsageError:
-            continue  # the mode reads it again and says what is wrong with it
-        if facts is not None:
-            out.append(facts)
-    return out
-
-
-def _with_releases(draft: Draft, spec: str, cwd: Path) -> ReportFacts | None:
-    """The report read again with the index at hand, so that the lines said name the release
-    each dev version maps to (the mode reads it the same way, from the same cache)."""
-    from envbisect.cli.readflags import index_settings
-    from envbisect.diskcache import default_cache_dir
-    from envbisect.env.pinsource import load_pins
-    from envbisect.errors import EnvbisectError
-    from envbisect.index.client import IndexClient
-    from envbisect.model import IndexConfig
-    from envbisect.modes.planning import index_releases
-
-    if not draft.has("index_url"):
-        return None
-    try:
-        found = index_settings(draft.freeze(None))
-        config = IndexConfig(
-            index_url=found.main.url, extra_index_urls=tuple(f.url for f in found.extra)
-        )
-        cache = draft.get("cache_dir") or default_cache_dir()
-        with IndexClient(config, cache_dir=cache, offline=draft.get("offline", False)) as c:
-            return load_pins(spec, cwd=cwd, releases=index_releases(c)).report
-    except EnvbisectError:
-        return None  # the index is the mode's to reach, and its errors the mode's to say
+            found = readflags.index_settings(draft.freeze(None))
+            index = IndexConfig(
+                index_url=found.main.url, extra_index_urls=tuple(f.url for f in found.extra)
+            )
+        except EnvbisectError:
+            index = None  # the mode says what is wrong with the indexes
+    return report_facts(
+        sources,
+        cwd,
+        index=index,
+        cache_dir=draft.get("cache_dir"),
+        offline=bool(draft.get("offline", False)),
+    )
 
 
 def _cpu_build_at_hand(draft: Draft, report: EnvReport) -> str | None:
     """A local --find-links folder of the user's settings that holds a ``+cpu`` wheel of
-    the report's torch version (None: none, or the report names no torch version)."""
-    from packaging.version import InvalidVersion, Version
+    the report's torch version (modes/inputs.py)."""
+    from envbisect.modes.inputs import cpu_build_at_hand
 
-    from envbisect.cli.readflags import index_settings
-    from envbisect.core.candidates import file_version
-
-    row = next((r for r in report.rows if r.name.lower() == "torch" and r.version), None)
-    if row is None or not draft.has("find_links"):
+    if not draft.has("find_links"):
         return None
-    try:
-        wanted = Version(row.version).public
-    except InvalidVersion:
-        return None
-    for link in index_settings(draft.freeze(None)).links:
-        folder = Path(link.url.removeprefix("file://")).expanduser()
-        if not folder.is_dir():
-            continue
-        for wheel in folder.glob("torch-*.whl"):
-            v = file_version(wheel.name)
-            if v is not None and v.public == wanted and v.local == "cpu":
-                return link.url
-    return None
+    links = readflags.index_settings(draft.freeze(None)).links
+    return cpu_build_at_hand(report, [link.url for link in links])
 
 
 def _report(draft: Draft, facts: ReportFacts, say: Say) -> None:
@@ -199,16 +164,10 @@ def _report(draft: Draft, facts: ReportFacts, say: Say) -> None:
 
 def _script(draft: Draft, say: Say, cwd: Path) -> None:
     """A ``--repro`` file's PEP 723 block, as ``--with`` and ``--python``."""
-    name = draft.get("repro")
-    if not isinstance(name, str) or not name.endswith(".py"):
-        return
-    from envbisect.core.pins.scriptmeta import read_script_metadata
-    from envbisect.env.pinsource import read_text, resolve
+    from envbisect.modes.inputs import script_metadata
 
-    path = resolve(cwd, name)
-    if not path.is_file():
-        return  # Repro.build says the file does not exist
-    meta = read_script_metadata(read_text(path, name), origin=name)
+    name = draft.get("repro")
+    meta = script_metadata(name, cwd) if isinstance(name, str) else None
     if meta is None:
         return
     from packaging.requirements import Requirement

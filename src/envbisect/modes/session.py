@@ -30,8 +30,7 @@ from envbisect.core.names import project_name
 from envbisect.core.outcome import failed, untestable
 from envbisect.core.overrides import for_environment
 from envbisect.core.target import Target
-from envbisect.env import runner, worker
-from envbisect.env.forensics import NativeBacktrace
+from envbisect.env import forensics, runner, worker
 from envbisect.env.worker import ProbeTask, check_native_backtrace, run_task
 from envbisect.errors import DiskFull, EnvbisectError, Interrupted
 from envbisect.model import EnvSpec, IndexConfig, OutcomeKind, ProbeRecord, SourceBuild
@@ -468,9 +467,9 @@ class Session(Edges):
         if (
             o.kind is OutcomeKind.CRASH
             and not o.native_frames
-            and self.opts.probing.native_backtrace is NativeBacktrace.AUTO
+            and self.opts.probing.native_backtrace is forensics.NativeBacktrace.AUTO
             and not self._gdb_warned
-            and check_native_backtrace(NativeBacktrace.AUTO) is None
+            and check_native_backtrace(forensics.NativeBacktrace.AUTO) is None
         ):
             self.progress.message(
                 "gdb is not installed: crash signatures carry no native frames "
