@@ -338,6 +338,7 @@ def errors_markdown(refs: Refs | None = None) -> str:
 def matrix_schema_markdown() -> str:
     """The schema block of core/living/spec.py's docstring, then the keys and values it accepts."""
     from envbisect.core.living import spec as ms
+    from envbisect.exec.kinds import kinds
 
     doc = ms.__doc__ or ""
     block = [line for line in doc.splitlines() if line.startswith("    ") or not line.strip()]
@@ -356,7 +357,7 @@ def matrix_schema_markdown() -> str:
         "|---|---|",
         f"| `select` | {', '.join(f'`{v}`' for v in ms.SELECT_RULES)} |",
         f"| `rest` | {', '.join(f'`{v}`' for v in ms.POLICIES)} |",
-        f"| `executor` | {', '.join(f'`{v}`' for v in ms.EXECUTOR_NAMES)} |",
+        f"| `executor` | {', '.join(f'`{v}`' for v in kinds())} |",
     ]
     return "\n".join(out) + "\n"
 

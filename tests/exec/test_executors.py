@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import pickle
+import re
 import subprocess
 from datetime import timedelta
 from pathlib import Path
@@ -296,9 +297,16 @@ def test_the_gpus_a_probe_may_use_come_from_cuda_visible_devices(
     pool.close()
 
 
-def test_a_matrix_file_may_name_every_executor_and_no_other() -> None:
-    """core/ names the executors a matrix file may ask for without importing exec/."""
-    from envbisect.core.living.spec import EXECUTOR_NAMES
+def test_a_matrix_file_may_name_every_executor_and_no_other(tmp_path: Path) -> None:
+    """The names a matrix file's executor may take are exec/kinds/'s, read from the table."""
     from envbisect.exec.kinds import kinds
+    from envbisect.modes.living.matrix import load_matrix
 
-    assert tuple(kinds()) == EXECUTOR_NAMES
+    path = tmp_path / "m.toml"
+    for name in [*kinds(), "k8s"]:
+        path.write_text(f'[matrix]\nexecutor = "{name}"\nprobes = ["import:a"]\n[[axis]]\npackage = "a"\n')
+        if name == "k8s":
+            with pytest.raises(UsageError, match=re.escape("expected local | process | ray")):
+                load_matrix(path)
+        else:
+            assert load_matrix(path).executor == name

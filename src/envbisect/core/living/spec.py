@@ -41,7 +41,7 @@ what was expected); version lists in, the versions an axis selects out.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypedDict
@@ -79,7 +79,6 @@ _MATRIX_KEYS = {
     "executor",
     "gpus_per_probe",
 }
-EXECUTOR_NAMES = ("local", "process", "ray", "slurm")
 _AXIS_KEYS = {"package", "select", "versions", "range", "use_pins"}
 
 
@@ -176,9 +175,12 @@ class _Table:
         return value
 
 
-def parse_matrix(data: Mapping[str, Any], *, path: Path) -> MatrixSpec:
+def parse_matrix(
+    data: Mapping[str, Any], *, path: Path, executors: Collection[str] | None = None
+) -> MatrixSpec:
     """The matrix a TOML file's ``data`` describes (the schema above), or a ``UsageError``
-    naming the first key that is wrong."""
+    naming the first key that is wrong (``executors``: the names ``executor`` may take, as
+    exec/kinds/ declares them; None: any name, left to the caller)."""
     top = _Table(str(path), "", data)
     unknown = set(data) - {"matrix", "axis"}
     if unknown:
@@ -188,7 +190,7 @@ def parse_matrix(data: Mapping[str, Any], *, path: Path) -> MatrixSpec:
         raise top.bad("[matrix]", "a table")
     t = _Table(str(path), "[matrix]", m)
     t.only(_MATRIX_KEYS)
-    runs = _runs(t)
+    runs = _runs(t, executors)
     _check_find_links(t)
     backend = t.string("torch_backend", None)
     if backend is not None and (backend == "auto" or not _VARIANT.fullmatch(backend)):
@@ -243,7 +245,7 @@ class _Runs(TypedDict):
     gpus_per_probe: int
 
 
-def _runs(t: _Table) -> _Runs:
+def _runs(t: _Table, executors: Collection[str] | None) -> _Runs:
     """How each cell is probed: the rest of its environment, the timeout, runs, executor."""
     rest = t.string("rest", "latest") or "latest"
     if rest not in POLICIES:
@@ -253,8 +255,10 @@ def _runs(t: _Table) -> _Runs:
         raise t.bad("timeout", "a number of seconds above 0", timeout)
     repeats = t.whole("repeats", 1, 1, 100)
     executor = t.table.get("executor")
-    if executor is not None and executor not in EXECUTOR_NAMES:
-        raise t.bad("executor", " | ".join(EXECUTOR_NAMES), executor)
+    if executor is not None and not isinstance(executor, str):
+        raise t.bad("executor", "an executor's name", executor)
+    if executor is not None and executors is not None and executor not in executors:
+        raise t.bad("executor", " | ".join(executors), executor)
     gpus = t.whole("gpus_per_probe", 0, 0, 64)
     return _Runs(
         rest=rest, timeout=float(timeout), repeats=repeats, executor=executor, gpus_per_probe=gpus

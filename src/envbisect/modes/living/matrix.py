@@ -33,6 +33,7 @@ from envbisect.core.plan import Plan, Policy
 from envbisect.core.target import Target
 from envbisect.env.repro import Repro
 from envbisect.errors import UsageError
+from envbisect.exec.kinds import kinds
 from envbisect.index.client import IndexClient
 from envbisect.index.pytorch import OFFICIAL, variant_url
 from envbisect.index.source import IndexMetadataSource
@@ -333,7 +334,7 @@ def load_matrix(path: Path) -> MatrixSpec:
         raise UsageError(
             f"{shown}: not valid TOML ({e})", hint=SCHEMA_HINT, ref="matrix-schema"
         ) from e
-    return parse_matrix(data, path=path)
+    return parse_matrix(data, path=path, executors=tuple(kinds()))
 
 
 def axis_versions(
