@@ -75,7 +75,11 @@ class Parallelism:
     (``per_round``), the executor's workers (``workers``), and whether environments are built
     ahead in the background while this thread probes (``one_at_a_time`` is its opposite)."""
 
-    jobs: int = 1  # at least 1 (the option's type sees to it)
+    jobs: int = 1
+
+    def __post_init__(self) -> None:
+        if self.jobs < 1:  # --jobs's type refuses it first: this is a caller's mistake
+            raise ValueError(f"jobs must be 1 or more, not {self.jobs}")
 
     @property
     def per_round(self) -> int:

@@ -118,7 +118,7 @@ class SlurmExecutor:
                 hint="run envbisect on a login node of the cluster (where sbatch works)",
                 ref="slurm-missing",
             )
-        self.jobs = max(1, jobs)
+        self.jobs = jobs  # at least 1: Parallelism sees to it
         self.gpus = gpus_per_probe
         self.settings = settings or SlurmSettings()
         self.python = python or sys.executable
