@@ -34,6 +34,7 @@ from envbisect.core.envreport.bugreport import (
     read_bug_report,
     reported_outcome,
 )
+from envbisect.core.envreport.registry import lists_every_package
 from envbisect.core.envreport.report import EnvReport
 from envbisect.core.markers import applies
 from envbisect.core.overrides import off_pins
@@ -391,17 +392,12 @@ def _spec(opts: ReproOptions, session: Session, pins: PinSet, overrides: Sequenc
     )
 
 
-# Formats that list every package of the environment; the others (llamafactory-cli env,
-# transformers env, collect_env) name a few, and the rest must be chosen.
-_COMPLETE = ("pip freeze", "pip list", "conda list")
-
-
 def _report_day(session: Session, pins: PinSet) -> str | None:
     """For a report that lists only some packages: the newest upload among the versions it
     lists, as uv's --exclude-newer, so that the packages it does not list are those of its
     day, not today's (said). None for a complete list, or when no upload time is known."""
     assert pins.report is not None
-    if any(f.startswith(_COMPLETE) for f in pins.report.formats):
+    if lists_every_package(pins.report.formats):
         return None
     env = session.target.marker_environment()
     newest: tuple[datetime, str] | None = None
