@@ -10,7 +10,6 @@ migrated.
 from __future__ import annotations
 
 import errno
-import json
 import os
 import platform
 import sqlite3
@@ -21,7 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from envbisect.errors import DiskFull, StoreError, UsageError
-from envbisect.model import InstalledDist, Outcome, OutcomeKind, ProbeRecord
+from envbisect.model import ProbeRecord
+from envbisect.storerows import from_row, to_row
 
 SCHEMA_VERSION = 6
 DB_NAME = "envbisect.db"
@@ -252,34 +252,7 @@ class Store:
             raise _translate(e, self.path) from e
 
     def put(self, rec: ProbeRecord) -> None:
-        o = rec.outcome
-        values = {
-            "env_id": rec.env_id,
-            "repro_id": rec.repro_id,
-            "spec": json.dumps(rec.spec, sort_keys=True),
-            "installed": json.dumps([d.to_dict() for d in rec.installed]),
-            "installed_hash": rec.installed_hash,
-            "kind": o.kind.value,
-            "signal": o.signal,
-            "exit_code": o.exit_code,
-            "signature": o.signature,
-            "exception": o.exception,
-            "detail": o.detail,
-            "stdout_tail": rec.stdout_tail,
-            "stderr_tail": rec.stderr_tail,
-            "build_seconds": rec.build_seconds,
-            "probe_seconds": rec.probe_seconds,
-            "timeout": rec.timeout,
-            "started_at": rec.started_at,
-            "envbisect_version": rec.envbisect_version,
-            "library": o.library,
-            "function": o.function,
-            "step": o.step,
-            "env_report": json.dumps(rec.env_report) if rec.env_report is not None else None,
-            "runs": json.dumps([_run_dict(r) for r in rec.runs]) if rec.runs else None,
-            "host": rec.host or None,
-        }
-        self._replace("probes", values)
+        self._replace("probes", to_row(rec))
 
     def put_cell(self, row: CellRow) -> None:
         """One matrix cell's row, replacing the one of its (matrix, python, cell)."""
@@ -418,7 +391,7 @@ def _alive(holder: Claimant, beat: float, now: float) -> bool:
 
 def _from_row_checked(row: dict[str, Any], path: Path) -> ProbeRecord:
     try:
-        return _from_row(row)
+        return from_row(row)
     except (KeyError, ValueError, TypeError, AttributeError) as e:
         raise StoreError(
             f"the results database {path} holds a damaged row ({type(e).__name__}: {e})",
@@ -426,55 +399,6 @@ def _from_row_checked(row: dict[str, Any], path: Path) -> ProbeRecord:
             "--results directory",
             ref="store-damaged",
         ) from e
-
-
-def _from_row(row: dict[str, Any]) -> ProbeRecord:
-    outcome = Outcome(
-        kind=OutcomeKind(row["kind"]),
-        signal=row["signal"],
-        exit_code=row["exit_code"],
-        signature=row["signature"],
-        exception=row["exception"],
-        detail=row["detail"],
-        library=row.get("library"),
-        function=row.get("function"),
-        step=row.get("step") or "",
-    )
-    return ProbeRecord(
-        env_id=row["env_id"],
-        repro_id=row["repro_id"],
-        spec=json.loads(row["spec"]),
-        installed=tuple(InstalledDist(**d) for d in json.loads(row["installed"])),
-        installed_hash=row["installed_hash"],
-        outcome=outcome,
-        stdout_tail=row["stdout_tail"],
-        stderr_tail=row["stderr_tail"],
-        build_seconds=row["build_seconds"],
-        probe_seconds=row["probe_seconds"],
-        timeout=row["timeout"],
-        started_at=row["started_at"],
-        envbisect_version=row["envbisect_version"],
-        env_report=json.loads(row["env_report"]) if row.get("env_report") else None,
-        runs=tuple(_run_outcome(d) for d in json.loads(row["runs"])) if row.get("runs") else (),
-        host=row.get("host") or "",
-    )
-
-
-def _run_dict(o: Outcome) -> dict[str, Any]:
-    return {**o.to_dict(), "exception": o.exception}
-
-
-def _run_outcome(d: dict[str, Any]) -> Outcome:
-    return Outcome(
-        kind=OutcomeKind(d["kind"]),
-        signal=d.get("signal"),
-        exit_code=d.get("exit_code"),
-        signature=d.get("signature") or "",
-        exception=d.get("exception"),
-        library=d.get("library"),
-        function=d.get("function"),
-        step=d.get("step") or "",
-    )
 
 
 def _translate(e: Exception, path: Path) -> StoreError | DiskFull:

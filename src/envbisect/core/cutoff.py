@@ -23,19 +23,20 @@ _UNITS = {
     "minutes": 60,
     "seconds": 1,
 }
-_NAMES = {
-    "w": "weeks", "wk": "weeks", "wks": "weeks", "week": "weeks", "weeks": "weeks",
-    "d": "days", "day": "days", "days": "days",
-    "h": "hours", "hr": "hours", "hrs": "hours", "hour": "hours", "hours": "hours",
-    "m": "minutes", "min": "minutes", "mins": "minutes", "minute": "minutes",
-    "minutes": "minutes",
-    "s": "seconds", "sec": "seconds", "secs": "seconds", "second": "seconds",
-    "seconds": "seconds",
-}  # fmt: skip
-_CALENDAR = {
-    "y": "years", "yr": "years", "yrs": "years", "year": "years", "years": "years",
-    "mo": "months", "mos": "months", "month": "months", "months": "months",
-}  # fmt: skip
+# Each unit as people spell it in a span ("2 wks", "36h", "3 mins").
+_SPELLINGS = {
+    "weeks": ("w", "wk", "wks", "week", "weeks"),
+    "days": ("d", "day", "days"),
+    "hours": ("h", "hr", "hrs", "hour", "hours"),
+    "minutes": ("m", "min", "mins", "minute", "minutes"),
+    "seconds": ("s", "sec", "secs", "second", "seconds"),
+}
+_NAMES = {spelt: unit for unit, spellings in _SPELLINGS.items() for spelt in spellings}
+_CALENDAR_SPELLINGS = {
+    "years": ("y", "yr", "yrs", "year", "years"),
+    "months": ("mo", "mos", "month", "months"),
+}
+_CALENDAR = {spelt: unit for unit, spellings in _CALENDAR_SPELLINGS.items() for spelt in spellings}
 _FRIENDLY = re.compile(r"(\d+)\s*([a-z]+)")
 _ISO = re.compile(
     r"P(?:(?P<years>\d+)Y)?(?:(?P<months>\d+)M)?(?:(?P<weeks>\d+)W)?(?:(?P<days>\d+)D)?"

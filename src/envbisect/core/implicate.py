@@ -19,10 +19,11 @@ distributions: a name that is not installed is never returned.
 from __future__ import annotations
 
 import re
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 
 from packaging.utils import NormalizedName, canonicalize_name
 
+from envbisect.core.evidence.failure import module_of
 from envbisect.model import InstalledDist, Outcome
 
 _MISSING = re.compile(r"No module named '(?P<m>[\w.]+)'")
@@ -33,9 +34,9 @@ _OWNER = (
     re.compile(r"module '(?P<m>[\w.]+)' has no attribute"),
     _MISSING,
 )
-# A traceback's frame, or a faulthandler one: the file's path.
+# A traceback's frame, or a faulthandler one (``line N in f``, no comma, which why's frame
+# reader does not take): the file's path.
 _FRAME = re.compile(r'^\s*File "(?P<file>[^"]+)", line \d+')
-_SITE = re.compile(r"[\\/](?:site|dist)-packages[\\/](?P<rest>[^\"\s]+)")
 
 
 def implicated(
@@ -46,25 +47,12 @@ def implicated(
 ) -> list[str]:
     """The installed distributions (canonical names) to suspect for ``outcome``, in order."""
     have = {str(canonicalize_name(d.name)) for d in installed}
-    out: list[str] = []
-
-    def add(names: Iterable[str | None]) -> None:
-        for n in names:
-            if n and n in have and n not in out:
-                out.append(n)
-
-    text = f"{outcome.signature}\n{outcome.detail}"
-    for pattern in _OWNER:
-        for m in pattern.finditer(text):
-            add([owner(m["m"], modules, have)])
-    add(owner(top, modules, have) for top in reversed(frame_modules(outcome.detail)))
 
     def closeness(name: str) -> tuple[int, str]:
         return (depths.get(canonicalize_name(name), 1 << 20), name)
 
-    nearest: list[str] = sorted(have, key=closeness)
-    add(nearest)
-    return out
+    named = [n for n in evidence(outcome, installed, modules) if n in have]
+    return list(dict.fromkeys([*named, *sorted(have, key=closeness)]))
 
 
 def evidence(
@@ -107,19 +95,16 @@ def missing_module(outcome: Outcome) -> str | None:
 
 def frame_modules(detail: str) -> list[str]:
     """The top-level module of each frame that lies in a site-packages folder, outermost
-    first (a traceback's order; a faulthandler stack, innermost first, is turned round)."""
+    first (a traceback's order; a faulthandler stack, innermost first, is turned round). The
+    module a path holds is core/evidence/failure.py's ``module_of``, as why reads it."""
     lines = detail.splitlines()
     innermost_first = any(ln.startswith(("Current thread", "Thread 0x")) for ln in lines)
     tops: list[str] = []
     for line in lines:
         frame = _FRAME.match(line)
-        site = _SITE.search(frame["file"]) if frame else None
-        if site is None:
-            continue
-        first = re.split(r"[\\/]", site["rest"], maxsplit=1)[0]
-        top = first[:-3] if first.endswith(".py") else first.split(".", 1)[0]
-        if top.isidentifier():
-            tops.append(top)
+        module = module_of(frame["file"]) if frame else None
+        if module is not None:
+            tops.append(module.split(".", 1)[0])
     return tops[::-1] if innermost_first else tops
 
 

@@ -14,7 +14,7 @@ from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from envbisect import __version__
-from envbisect.core.results.parts import Direction, RowVerdict, SearchMode, Status
+from envbisect.core.results.parts import Direction, ProbeRow, RowVerdict, SearchMode, Status
 from envbisect.core.results.search import RunResult, SearchResult
 from envbisect.model import InstalledDist, OutcomeKind
 from envbisect.textsafe import md_block, md_code, md_text
@@ -114,8 +114,28 @@ def env_diff(
 def report_markdown(res: SearchResult, *, when: datetime) -> str:
     """report.md of a finished search, written ``when`` (the caller reads the clock)."""
     lines = [f"# envbisect: {_md(res.package)}", "", f"**{_md(verdict_line(res))}**", ""]
+    lines += _facts(res, when)
+    lines += _probes_table(res)
+    lines += _search_section(res)
+    lines += _breakpoints_section(res)
+    if res.skipped:
+        lines += ["", "## Untestable without building", ""]
+        lines += [f"- {_md(v)}: {_md(why)}" for v, why in res.skipped]
+    lines += _boundary_section(res)
+    for section in [*res.sections, *([res.commits.markdown()] if res.commits else [])]:
+        lines += ["", section.rstrip()]
+    if res.lock_path:
+        lines += ["", "## Known-good lockfile", ""]
+        lines.append(f"- `{res.lock_path}` (`uv pip install --require-hashes -r {res.lock_path}`)")
+        if res.pylock_path:
+            lines.append(f"- `{res.pylock_path}` (PEP 751)")
+    return "\n".join(lines) + "\n"
+
+
+def _facts(res: SearchResult, when: datetime) -> list[str]:
+    """The run's list: what was run, on what, what was built and reused, and when."""
     passed = ", ".join(md_code(f"{k}={v}") for k, v in sorted(res.env.items()))
-    lines += [
+    return [
         f"- command: {md_code(res.command)}",
         f"- repro: {md_code(res.repro)}",
         *([f"- set for every probe (--env): {passed}"] if passed else []),
@@ -133,6 +153,12 @@ def report_markdown(res: SearchResult, *, when: datetime) -> str:
         f"outcomes reused from the store: {sum(1 for r in res.rows if r.reused)}",
         f"- written {when:%Y-%m-%d %H:%M:%S %Z} by envbisect {__version__}",
         *(f"- {s.describe()} for it" for s in res.stand_ins),
+    ]
+
+
+def _probes_table(res: SearchResult) -> list[str]:
+    """Every probe in the order it was made, one table row each."""
+    lines = [
         "",
         "## Probes, in order",
         "",
@@ -140,60 +166,66 @@ def report_markdown(res: SearchResult, *, when: datetime) -> str:
         "|---|---|---|---|---|---|---|",
     ]
     for i, r in enumerate(res.rows, 1):
-        notes = ["reused"] if r.reused else []
-        if r.runs > 1:
-            notes.append(f"{r.fails} of {r.runs} runs failed")
-        if r.round and res.search is not None and res.search.jobs > 1:
-            notes.append(f"round {r.round}")
-        if r.host and any(o.host != r.host for o in res.rows if o.host):
-            notes.append(f"on {r.host}")
-        if r.moved:
-            notes.append(
-                "moved with it: " + ", ".join(_move(m.package, m.before, m.after) for m in r.moved)
-            )
-        if r.note:
-            notes.append(r.note)
-        extra = "; ".join(notes)
+        extra = "; ".join(_row_notes(res, r))
         lines.append(
             f"| {i} | {_md(r.version)} | {_md(r.outcome.describe())} | {_md(r.verdict.value)} | "
             f"{r.build_seconds:.1f} | {r.probe_seconds:.1f} | {_md(extra)} |"
         )
-    lines += _search_section(res)
-    if len(res.breakpoints) > 1:
-        lines += [
-            "",
-            "## Breakpoints",
-            "",
-            "The outcome changes more than once in the range; each boundary, oldest first:",
-            "",
-        ]
-        for b in res.breakpoints:
-            lines.append(f"- {_md(b.describe())} (the version before: {_md(b.last_old)})")
-    if res.skipped:
-        lines += ["", "## Untestable without building", ""]
-        lines += [f"- {_md(v)}: {_md(why)}" for v, why in res.skipped]
+    return lines
+
+
+def _row_notes(res: SearchResult, r: ProbeRow) -> list[str]:
+    """A probe row's last column: reused, runs that failed, its round and host, what moved."""
+    notes = ["reused"] if r.reused else []
+    if r.runs > 1:
+        notes.append(f"{r.fails} of {r.runs} runs failed")
+    if r.round and res.search is not None and res.search.jobs > 1:
+        notes.append(f"round {r.round}")
+    if r.host and any(o.host != r.host for o in res.rows if o.host):
+        notes.append(f"on {r.host}")
+    if r.moved:
+        notes.append(
+            "moved with it: " + ", ".join(_move(m.package, m.before, m.after) for m in r.moved)
+        )
+    if r.note:
+        notes.append(r.note)
+    return notes
+
+
+def _breakpoints_section(res: SearchResult) -> list[str]:
+    """Each boundary, where the outcome changes more than once in the range."""
+    if len(res.breakpoints) <= 1:
+        return []
+    lines = [
+        "",
+        "## Breakpoints",
+        "",
+        "The outcome changes more than once in the range; each boundary, oldest first:",
+        "",
+    ]
+    for b in res.breakpoints:
+        lines.append(f"- {_md(b.describe())} (the version before: {_md(b.last_old)})")
+    return lines
+
+
+def _boundary_section(res: SearchResult) -> list[str]:
+    """The two environments either side of the answer: the failure, and what differs."""
     good = res.row(res.last_old if res.direction == Direction.REGRESSION else res.first_new)
     bad = res.row(res.first_new if res.direction == Direction.REGRESSION else res.last_old)
-    if res.status is not Status.NO_ANSWER and good and bad:
-        lines += ["", "## The boundary", ""]
-        lines += [f"### {_md(bad.version)}: {_md(bad.outcome.describe())}", ""]
-        lines += [*md_block(bad.outcome.detail or "(no output)"), ""]
-        lines += [f"### {_md(good.version)}: {_md(good.outcome.describe())}", ""]
-        lines += ["## What differs between the two environments", ""]
-        diff = env_diff(good.installed, bad.installed)
-        if diff:
-            lines += ["| package | working | failing |", "|---|---|---|"]
-            lines += [f"| {_md(n)} | {_md(a or '-')} | {_md(b or '-')} |" for n, a, b in diff]
-        else:
-            lines.append("(nothing but the package under test, or the lists were not recorded)")
-    for section in [*res.sections, *([res.commits.markdown()] if res.commits else [])]:
-        lines += ["", section.rstrip()]
-    if res.lock_path:
-        lines += ["", "## Known-good lockfile", ""]
-        lines.append(f"- `{res.lock_path}` (`uv pip install --require-hashes -r {res.lock_path}`)")
-        if res.pylock_path:
-            lines.append(f"- `{res.pylock_path}` (PEP 751)")
-    return "\n".join(lines) + "\n"
+    if res.status is Status.NO_ANSWER or not good or not bad:
+        return []
+    lines = ["", "## The boundary", ""]
+    lines += [f"### {_md(bad.version)}: {_md(bad.outcome.describe())}", ""]
+    lines += [*md_block(bad.outcome.detail or "(no output)"), ""]
+    lines += [f"### {_md(good.version)}: {_md(good.outcome.describe())}", ""]
+    lines += ["## What differs between the two environments", ""]
+    diff = env_diff(good.installed, bad.installed)
+    if diff:
+        lines += ["| package | working | failing |", "|---|---|---|"]
+        lines += [f"| {_md(n)} | {_md(a or '-')} | {_md(b or '-')} |" for n, a, b in diff]
+    else:
+        lines.append("(nothing but the package under test, or the lists were not recorded)")
+    return lines
 
 
 def _search_section(res: SearchResult) -> list[str]:

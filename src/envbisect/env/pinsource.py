@@ -38,6 +38,7 @@ from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from envbisect.core.envreport.read import is_freeze, read_report
+from envbisect.core.envreport.registry import FREEZE, commands_in_words
 from envbisect.core.envreport.report import EnvReport
 from envbisect.core.pins.from_report import Releases, report_pins
 from envbisect.core.pins.reqfile import Reader
@@ -147,10 +148,7 @@ def read_text(path: Path, label: str) -> str:
 
 
 STDIN = "-"
-REPORT_FORMS = (
-    "the output of pip freeze, uv pip freeze, pip list, conda list, llamafactory-cli env, "
-    "transformers env, accelerate env or python -m torch.utils.collect_env"
-)
+REPORT_FORMS = f"the output of {commands_in_words()}"
 
 
 @functools.cache
@@ -303,7 +301,7 @@ def _load_file(label: str, path: Path, cwd: Path, releases: Releases | None = No
     if name.endswith(".py"):
         return _script(text, label)
     report = read_report(text) if text.strip() else None
-    if report is not None and (report.formats != ("pip freeze",) or is_freeze(text)):
+    if report is not None and (report.formats != (FREEZE.name,) or is_freeze(text)):
         return report_pins(report, origin=label, releases=releases)
     return parse_requirements(text, origin=label, read=file_reader(cwd))
 

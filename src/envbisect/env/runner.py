@@ -145,8 +145,9 @@ def _exited(proc: subprocess.Popen[bytes], timeout: float) -> bool:
     try:
         poller = select.poll()
         poller.register(fd, select.POLLIN)
-        while not poller.poll(min(max(0, math.ceil((deadline - time.monotonic()) * 1000)),
-                                  2**31 - 1)):  # fmt: skip
+        while not poller.poll(
+            min(max(0, math.ceil((deadline - time.monotonic()) * 1000)), 2**31 - 1)
+        ):
             if time.monotonic() >= deadline:
                 return False
     finally:

@@ -95,14 +95,14 @@ def _metadata_file(f: DistFile, get: Get) -> bytes | None:
     return verified(resp.content, f.core_metadata or (), url, "metadata-hash-mismatch")
 
 
-class _NoRanges(Exception):
+class NoRanges(Exception):
     """The server answered a range request with the whole file: read it the long way."""
 
 
-def _by_ranges(f: DistFile, get: Get) -> bytes | None:
-    """METADATA read out of the remote wheel with HTTP range requests, or None when the
-    server does not do ranges. (The wheel's own hash cannot be checked on a partial read; uv
-    checks it when it installs.)"""
+def range_view(f: DistFile, get: Get) -> RangeFile | None:
+    """The remote file ``f`` as a seekable file whose reads are HTTP range requests (each
+    raises ``NoRanges`` where the server answers one with the whole file), or None when its
+    size cannot be learnt from a one-byte range (the server does not do ranges)."""
     size = f.size
     if size is None:
         head = get(f.url, headers={**FILE_HEADERS, "Range": "bytes=0-0"})
@@ -114,13 +114,23 @@ def _by_ranges(f: DistFile, get: Get) -> bytes | None:
     def read(start: int, end: int) -> bytes:
         resp = get(f.url, headers={**FILE_HEADERS, "Range": f"bytes={start}-{end}"})
         if resp.status_code != 206:
-            raise _NoRanges
+            raise NoRanges
         return resp.content
 
+    return RangeFile(read, size)
+
+
+def _by_ranges(f: DistFile, get: Get) -> bytes | None:
+    """METADATA read out of the remote wheel with HTTP range requests, or None when the
+    server does not do ranges. (The wheel's own hash cannot be checked on a partial read; uv
+    checks it when it installs.)"""
+    view = range_view(f, get)
+    if view is None:
+        return None
     try:
-        with RangeFile(read, size) as fh:
+        with view as fh:
             return read_wheel_metadata(fh, f.filename)  # type: ignore[arg-type]
-    except (_NoRanges, OSError):
+    except (NoRanges, OSError):
         return None
 
 

@@ -109,11 +109,13 @@ def resolve(
     if project is not None:
         origin, values = project
         main = values.get("index-url")
-        table = [_Level(
-            Found(main, origin) if main else None,
-            [Found(u, origin) for u in values.get("extra-index-url", [])],
-            [Found(u, origin) for u in values.get("find-links", [])],
-        )]  # fmt: skip
+        table = [
+            _Level(
+                Found(main, origin) if main else None,
+                [Found(u, origin) for u in values.get("extra-index-url", [])],
+                [Found(u, origin) for u in values.get("find-links", [])],
+            )
+        ]
     levels = [flags, _uv_env(environ), *table, *_uv_files(environ, cwd)]
     return _settle(levels, pip=_pip(environ))
 

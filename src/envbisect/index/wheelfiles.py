@@ -7,7 +7,8 @@ whole wheel, streamed to a temporary file and read there, up to ``WHOLE_LIMIT`` 
 torch wheel is gigabytes: past the limit the read is refused, said in one line). A ``file:``
 wheel (a find-links folder) is read in place. zipfile reads the archive; what it rejects is a
 ``bad-wheel`` error. A member read this way cannot be checked against the wheel's hash (only
-the whole file has one); nothing read here is installed or run, only parsed.
+the whole file has one); nothing read here is installed or run, only parsed. The ranged view
+of the remote file is index/metadata.py's ``range_view``, the one the metadata read uses.
 """
 
 from __future__ import annotations
@@ -20,17 +21,13 @@ import zlib
 from typing import IO
 
 from envbisect.errors import IndexUnreachable, InfrastructureError
-from envbisect.index.metadata import FILE_HEADERS, Get
+from envbisect.index.metadata import FILE_HEADERS, Get, NoRanges, range_view
 from envbisect.index.wheelmeta import RangeFile, file_path
 from envbisect.model import DistFile
 from envbisect.redact import mask_url
 
 WHOLE_LIMIT = 200 * 1024 * 1024  # bytes of a wheel read whole where ranges are not served
 MEMBER_LIMIT = 16 * 1024 * 1024  # bytes of one member (a module's source) read at most
-
-
-class NoRanges(Exception):
-    """The server answered a range request with the whole file."""
 
 
 def _bad(f: DistFile, e: BaseException) -> InfrastructureError:
@@ -104,25 +101,12 @@ class WheelFiles:
         return self._whole()
 
     def _ranged(self) -> IO[bytes] | None:
-        f = self.file
-        size = f.size
-        if size is None:
-            head = self._get(f.url, headers={**FILE_HEADERS, "Range": "bytes=0-0"})
-            total = head.headers.get("content-range", "").rpartition("/")[2]
-            if head.status_code != 206 or not total.isdigit():
-                return None
-            size = int(total)
-
-        def read(start: int, end: int) -> bytes:
-            resp = self._get(f.url, headers={**FILE_HEADERS, "Range": f"bytes={start}-{end}"})
-            if resp.status_code != 206:
-                raise NoRanges
-            return resp.content
-
-        rf = RangeFile(read, size)
+        rf = range_view(self.file, self._get)
+        if rf is None:
+            return None
         self._range_file = rf
         try:
-            rf.seek(max(0, size - 22))
+            rf.seek(max(0, rf.size - 22))
             rf.read(22)  # the end record: the first request tells whether ranges work
         except NoRanges:
             return None

@@ -207,6 +207,10 @@ class RangeFile(io.RawIOBase):
         self._pos = 0
         self._chunks: dict[int, bytes] = {}
 
+    @property
+    def size(self) -> int:
+        return self._size
+
     def readable(self) -> bool:
         return True
 

@@ -14,7 +14,7 @@ from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from envbisect import __version__
-from envbisect.core.lockfile import LockEntry, pylock, requirements_lock
+from envbisect.core.lockfile import LockEntry, Pylocked, pylock, requirements_lock
 from envbisect.core.names import TORCH_PACKAGES, is_project_name, is_version
 from envbisect.core.results.search import SearchResult
 from envbisect.core.runreport import report_markdown
@@ -22,8 +22,8 @@ from envbisect.core.target import Target
 from envbisect.errors import EnvbisectError, UsageError
 from envbisect.index.client import IndexClient, local_sha256
 from envbisect.index.simple import ProjectFiles
-from envbisect.model import InstalledDist
-from envbisect.modes.portable import PublicSources, portable_entries, public_config
+from envbisect.model import IndexConfig, InstalledDist
+from envbisect.modes.portable import Portable, PublicSources, portable_entries, public_config
 from envbisect.modes.session import Session
 from envbisect.redact import mask_url
 
@@ -85,25 +85,15 @@ def write_lockfiles(
     target = target or session.target
     indexes = session.indexes()
     entries = lock_entries(installed, target, session.client, allow_sdist=allow_sdist)
-    stem = name.replace(".", "_")
-    req = inside(session.opts.results, folder / (f"{name}.txt" if name else "requirements.txt"))
-    pl = inside(session.opts.results, folder / (f"pylock.{stem}.toml" if name else "pylock.toml"))
+    req, pl = _lock_paths(session.opts.results, folder, name)
     notes: list[str] = []
     pylock_ok = True
     if public is not None:
         found = portable_entries(entries, public)
         entries, indexes = list(found.entries), public_config(public.config)
         pylock_ok = found.pylock_portable
-        notes += [f"unchecked: {line}" for line in found.unchecked]
-        notes += [f"not portable: {line}" for line in found.not_portable]
-        if notes and again:
-            notes.append(f"to check it again where that index can be read: {again}")
-    named = (indexes.index_url, *indexes.extra_index_urls, *filter(None, [indexes.torch_index]))
-    used = {f.index for e in entries for f in e.files} & {mask_url(u) for u in named}
-    # uv's first-index rule would ask a second index (PyTorch's, which also serves numpy and
-    # others at a few versions) for every package it holds: the best match across indexes,
-    # pip's rule, finds each pinned file wherever it is (its hash decides).
-    strategy = " --index-strategy unsafe-best-match" if len(used) > 1 else ""
+        notes += _portability_notes(found, again)
+    strategy = _index_strategy(entries, indexes)
     # Built with --override: the lock holds versions some of its packages do not allow, so
     # it is installed as listed (every package is in it, each hash-pinned), not resolved.
     listed = bool(session.opts.planning.overrides or as_listed)
@@ -117,42 +107,74 @@ def write_lockfiles(
             "its packages do not allow)"
         )
     major, minor = target.version[0], target.version[1]
-    markers = target.marker_environment()
-    env_marker = (
-        f"python_version == '{major}.{minor}' and "
-        f"sys_platform == '{markers.get('sys_platform', '')}' and "
-        f"platform_machine == '{markers.get('platform_machine', '')}'"
-    )
     locked = pylock(
         entries,
         requires_python=f"=={major}.{minor}.*",
-        environment=env_marker,
+        environment=_environment_marker(target),
         when=datetime.now(timezone.utc),
         notes=notes,
     )
-    if locked.left_out:
-        sync = f"uv pip install -r {pl.name}, which leaves out {', '.join(locked.left_out)}"
-    elif pylock_ok:
-        sync = f"uv pip sync {pl.name}"
-    else:
-        sync = f"{pl.name} is not portable: see above"
+    install = (
+        f"Install: uv pip install{strategy} --require-hashes -r {req.name}  "
+        f"(or pip install{' --no-deps' if listed else ''} "
+        f"--require-hashes -r {req.name}, or {_sync_line(locked, pl, pylock_ok=pylock_ok)})"
+    )
     req.write_text(
-        requirements_lock(
-            entries,
-            indexes=indexes,
-            header=[
-                *header,
-                *notes,
-                f"Install: uv pip install{strategy} --require-hashes -r {req.name}  "
-                f"(or pip install{' --no-deps' if listed else ''} "
-                f"--require-hashes -r {req.name}, or {sync})",
-            ],
-        ),
+        requirements_lock(entries, indexes=indexes, header=[*header, *notes, install]),
         encoding="utf-8",
     )
     if not _same_but_date(pl, locked.text):  # a republish leaves an unchanged lock (and date)
         pl.write_text(locked.text, encoding="utf-8")
     return req, pl
+
+
+def _lock_paths(results: Path, folder: Path, name: str) -> tuple[Path, Path]:
+    """The requirements file and the pylock of ``name`` in ``folder`` (the unnamed pair
+    without it), each checked to stay inside --results."""
+    stem = name.replace(".", "_")
+    req = inside(results, folder / (f"{name}.txt" if name else "requirements.txt"))
+    pl = inside(results, folder / (f"pylock.{stem}.toml" if name else "pylock.toml"))
+    return req, pl
+
+
+def _portability_notes(found: Portable, again: str) -> list[str]:
+    """The lines a committed lock carries for the files no public index vouches for, and
+    the command that checks them again where it can."""
+    notes = [f"unchecked: {line}" for line in found.unchecked]
+    notes += [f"not portable: {line}" for line in found.not_portable]
+    if notes and again:
+        notes.append(f"to check it again where that index can be read: {again}")
+    return notes
+
+
+def _index_strategy(entries: list[LockEntry], indexes: IndexConfig) -> str:
+    """The install flag the lock's indexes need: none when its files come from one."""
+    named = (indexes.index_url, *indexes.extra_index_urls, *filter(None, [indexes.torch_index]))
+    used = {f.index for e in entries for f in e.files} & {mask_url(u) for u in named}
+    # uv's first-index rule would ask a second index (PyTorch's, which also serves numpy and
+    # others at a few versions) for every package it holds: the best match across indexes,
+    # pip's rule, finds each pinned file wherever it is (its hash decides).
+    return " --index-strategy unsafe-best-match" if len(used) > 1 else ""
+
+
+def _environment_marker(target: Target) -> str:
+    """The pylock's ``environment``: the target's Python minor, platform and machine."""
+    major, minor = target.version[0], target.version[1]
+    markers = target.marker_environment()
+    return (
+        f"python_version == '{major}.{minor}' and "
+        f"sys_platform == '{markers.get('sys_platform', '')}' and "
+        f"platform_machine == '{markers.get('platform_machine', '')}'"
+    )
+
+
+def _sync_line(locked: Pylocked, pl: Path, *, pylock_ok: bool) -> str:
+    """How the requirements file's header says to install from the pylock instead."""
+    if locked.left_out:
+        return f"uv pip install -r {pl.name}, which leaves out {', '.join(locked.left_out)}"
+    if pylock_ok:
+        return f"uv pip sync {pl.name}"
+    return f"{pl.name} is not portable: see above"
 
 
 def _same_but_date(path: Path, text: str) -> bool:

@@ -34,6 +34,7 @@ from envbisect.core.envreport.bugreport import (
     read_bug_report,
     reported_outcome,
 )
+from envbisect.core.envreport.registry import lists_every_package
 from envbisect.core.envreport.report import EnvReport
 from envbisect.core.markers import applies
 from envbisect.core.overrides import off_pins
@@ -107,18 +108,7 @@ def run_repro(opts: ReproOptions, progress: Progress | None = None) -> ReproResu
         )
         if blocked and not common.dry_run:
             return base
-        off, overrides, within = _off_pins(session, pins)
-        if off:
-            session.progress.message(
-                f"envbisect: off the pins: {'; '.join(off)}: built as the report lists them "
-                "(overridden, as uv's --override)"
-            )
-        opts = replace(opts, with_reqs=(*opts.with_reqs, *in_frames(session, text, pins)))
-        day = opts.exclude_newer or _report_day(session, pins)
-        spec, unbuilt = _spec_of_day(replace(opts, exclude_newer=day), session, pins, overrides)
-        if unbuilt:
-            session.progress.message(f"envbisect: the report's environment: {unbuilt}")
-        target = f"{session.target.short} (Python {session.target.python_version})"
+        env = _report_env(opts, session, text, pins)
         follow = next_commands(
             report=report_path,
             pins=_exact(pins),
@@ -127,26 +117,67 @@ def run_repro(opts: ReproOptions, progress: Progress | None = None) -> ReproResu
             repro_args=repro_args,
             flags=opts.carry,
             named=len(env_report.rows),
-            overrides=overrides,
-            within=within,
+            overrides=env.overrides,
+            within=env.within,
         )
         base = replace(
             base,
-            requirements=spec.requirements,
-            target=target,
-            env_id=spec.env_id,
-            off_pins=tuple(off),
+            requirements=env.spec.requirements,
+            target=f"{session.target.short} (Python {session.target.python_version})",
+            env_id=env.spec.env_id,
+            off_pins=env.off,
         )
         if common.dry_run:
             from envbisect.modes.dryrun import plan_views
 
-            plans = plan_views(session, [Want(label=LABEL, spec=spec)], resolve=True)
+            plans = plan_views(session, [Want(label=LABEL, spec=env.spec)], resolve=True)
             return replace(base, status=ReproStatus.DRY_RUN, plans=tuple(plans))
-        if unbuilt:
+        if env.unbuilt:
             hint = "the versions named conflict with what their packages need; --exclude-newer"
             hint += " DATE plans the rest as of another day"
-            return replace(base, status=ReproStatus.UNTESTABLE, why=unbuilt, hint=hint)
-        row, rec = _probe(session, spec)
+            return replace(base, status=ReproStatus.UNTESTABLE, why=env.unbuilt, hint=hint)
+        row, rec = _probe(session, env.spec)
+    return _answered(base, row, rec, follow)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _ReportEnv:
+    """The report's environment as planned here: its spec (or why it cannot be built), the
+    versions off its own pins and the overrides that build them as listed."""
+
+    spec: EnvSpec
+    unbuilt: str
+    off: tuple[str, ...]
+    overrides: tuple[str, ...]
+    within: dict[str, str]
+
+
+def _report_env(opts: ReproOptions, session: Session, text: str, pins: PinSet) -> _ReportEnv:
+    """The report's environment, the rest of it planned as of the report's day (each choice
+    said through the progress hooks)."""
+    off, overrides, within = _off_pins(session, pins)
+    if off:
+        session.progress.message(
+            f"envbisect: off the pins: {'; '.join(off)}: built as the report lists them "
+            "(overridden, as uv's --override)"
+        )
+    opts = replace(opts, with_reqs=(*opts.with_reqs, *in_frames(session, text, pins)))
+    day = opts.exclude_newer or _report_day(session, pins)
+    spec, unbuilt = _spec_of_day(replace(opts, exclude_newer=day), session, pins, overrides)
+    if unbuilt:
+        session.progress.message(f"envbisect: the report's environment: {unbuilt}")
+    return _ReportEnv(
+        spec=spec, unbuilt=unbuilt, off=tuple(off), overrides=overrides, within=within
+    )
+
+
+def _answered(
+    base: ReproResult,
+    row: ProbeRow,
+    rec: ProbeRecord | None,
+    follow: tuple[tuple[str, str], ...],
+) -> ReproResult:
+    """``base`` with what the probe saw, decided against what the report says it saw."""
     status = decide(base.expected, row.outcome)
     why = row.outcome.signature if status is ReproStatus.UNTESTABLE else ""
     return replace(
@@ -361,17 +392,12 @@ def _spec(opts: ReproOptions, session: Session, pins: PinSet, overrides: Sequenc
     )
 
 
-# Formats that list every package of the environment; the others (llamafactory-cli env,
-# transformers env, collect_env) name a few, and the rest must be chosen.
-_COMPLETE = ("pip freeze", "pip list", "conda list")
-
-
 def _report_day(session: Session, pins: PinSet) -> str | None:
     """For a report that lists only some packages: the newest upload among the versions it
     lists, as uv's --exclude-newer, so that the packages it does not list are those of its
     day, not today's (said). None for a complete list, or when no upload time is known."""
     assert pins.report is not None
-    if any(f.startswith(_COMPLETE) for f in pins.report.formats):
+    if lists_every_package(pins.report.formats):
         return None
     env = session.target.marker_environment()
     newest: tuple[datetime, str] | None = None

@@ -153,8 +153,10 @@ class Bisection(Points[int]):
             return []
         (i,) = batch
         out: list[int] = []
-        for outcome in (_end_outcome(self.bis.old, passing=True),
-                        _end_outcome(self.bis.new, passing=False)):  # fmt: skip
+        for outcome in (
+            _end_outcome(self.bis.old, passing=True),
+            _end_outcome(self.bis.new, passing=False),
+        ):
             sim = copy.deepcopy(self.bis)
             sim.record(i, outcome, (outcome,) * max(1, sim.runs_wanted(i)))
             out += [j for j in sim.next_batch(1) if j != i and j not in out]

@@ -347,17 +347,13 @@ def _cu(variant: str) -> str:
 
 
 def _install(torch: str, variant: str) -> str:
-    return command(
-        "pip", "install", "--force-reinstall", f"torch=={torch}",
-        "--index-url", TORCH_INDEX + _cu(variant),
-    )  # fmt: skip
+    index = TORCH_INDEX + _cu(variant)
+    return command("pip", "install", "--force-reinstall", f"torch=={torch}", "--index-url", index)
 
 
 def _verify(torch: str, variant: str) -> str:
-    return command(
-        "envbisect", "probe", "--with", f"torch=={torch}", "--torch-backend", _cu(variant), "--",
-        "python", "-c", _ON_GPU,
-    )  # fmt: skip
+    build = ("--with", f"torch=={torch}", "--torch-backend", _cu(variant))
+    return command("envbisect", "probe", *build, "--", "python", "-c", _ON_GPU)
 
 
 def _ver(text: str) -> Version | None:

@@ -417,10 +417,14 @@ def _from_errors(obs: Observed, found: Mapping[str, Finding]) -> list[Finding]:
                 release = obs.packages[subject].value if subject in obs.packages else m["rversion"]
                 if _ver(release) is not None and not Version(release).is_prerelease:
                     verify = command(
-                        "envbisect", "lock", flag, f"{subject}=={release}",
+                        "envbisect",
+                        "lock",
+                        flag,
+                        f"{subject}=={release}",
                         *python_flag(obs.python_minor()),
-                        "--probe", "llamafactory" if subject in SUBJECTS else f"import:{subject}",
-                    )  # fmt: skip
+                        "--probe",
+                        "llamafactory" if subject in SUBJECTS else f"import:{subject}",
+                    )
             out.append(
                 Finding(
                     kind=Kind.OFF_PINS,

@@ -1,10 +1,11 @@
 """Each format of environment report, read from one piece of text (a ``Segment``).
 
 One reader per format, each recognising lines only its format prints, each returning an
-``EnvReport`` or None (core/envreport/read.py lists the formats and merges what they read):
-the ``- Key: value`` reports and collect_env (and the facts of the machine they state), conda
-list, the three layouts of pip list, pip freeze. ``READERS``: all of them, in the order a
-piece is tried.
+``EnvReport`` or None, labelled with its format's name: the ``- Key: value`` reports and
+collect_env (and the facts of the machine they state), conda list, the three layouts of pip
+list, pip freeze. core/envreport/registry.py declares each format (its name, its reader,
+whether it lists every package) and the order they are tried in; core/envreport/read.py
+merges what they read.
 """
 
 from __future__ import annotations
@@ -423,7 +424,3 @@ def _is_version(text: str) -> bool:
 def _is_version_like(text: str) -> bool:
     """A version as conda and pip list print them (conda's may not be PEP 440: ``1.1.1w``)."""
     return bool(re.match(r"^v?\d[\w.+!-]*$", text))
-
-
-# In the order a piece of text is tried: the formats with the plainest marks first.
-READERS = (pip_json, collect_env, conda_list, pip_columns, fields, pip_legacy, freeze)

@@ -6,28 +6,11 @@ what it says of the machine (the Python version, the platform, the GPU, the CUDA
 built for, a git commit). It decides nothing: turning rows into pins (a dev version, a local
 version, a torch variant) is core/pins/from_report.py's job. Pure: text in, rows out.
 
-The formats, each recognised by lines only it prints:
-    llamafactory-cli env, transformers env      ``- Key: value`` lines; a key ending in
-    (transformers-cli env), accelerate env      ``version`` names a package
-    python -m torch.utils.collect_env           ``PyTorch version:`` and ``Is debug build:``...
-                                                plus its ``[pip3] name==V`` and ``[conda] ...``
-                                                rows
-    pip freeze, uv pip freeze                   only ``name==V``, ``name @ URL``, ``-e URL``
-                                                lines (and pip's own comments)
-    pip list                                    the columns layout (``Package Version`` and a
-                                                rule of dashes), the legacy ``name (V)``
-                                                layout, and ``--format json``
-    conda list                                  its ``# Name Version Build Channel`` header;
-                                                rows of the ``pypi`` channel are pip's, the
-                                                rest conda's
-    conda env export, environment.yml           ``dependencies:`` beside ``channels:`` or
-                                                ``name:`` (core/envreport/condaenv.py), also
-                                                in a YAML block
+The formats, their readers and what else is known of each: core/envreport/registry.py.
 
 In Markdown, each fenced block and each stretch of prose between them is read on its own
 (Python blocks never: they are code; a YAML block only for conda's environment), and what
-the pieces say is merged, the first row of a name winning. Each format's reader is
-core/envreport/formats.py's (conda's environment, condaenv.py's); what they read into,
+the pieces say is merged, the first row of a name winning. What the readers read into is
 core/envreport/report.py's.
 """
 
@@ -35,8 +18,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from envbisect.core.envreport.condaenv import conda_env
-from envbisect.core.envreport.formats import READERS, freeze_row
+from envbisect.core.envreport.formats import freeze_row
+from envbisect.core.envreport.registry import READERS, YAML_READERS
 from envbisect.core.envreport.report import CODE_LANGS, EnvReport, Row, Segment, segments
 
 __all__ = ["is_freeze", "read_report"]
@@ -47,9 +30,7 @@ def read_report(text: str) -> EnvReport | None:
     found: list[EnvReport] = []
     for seg in segments(text):
         if seg.lang in ("yaml", "yml"):  # a training config, or conda's environment
-            got = conda_env(seg)
-            if got is not None:
-                found.append(got)
+            found += [p for read in YAML_READERS if (p := read(seg)) is not None]
             continue
         if seg.lang in CODE_LANGS:
             continue
@@ -75,7 +56,7 @@ def is_freeze(text: str) -> bool:
 
 
 def _read_segment(seg: Segment) -> EnvReport | None:
-    parts = [p for read in (*READERS, conda_env) if (p := read(seg)) is not None]
+    parts = [p for read in READERS if (p := read(seg)) is not None]
     return _merge(parts) if parts else None
 
 

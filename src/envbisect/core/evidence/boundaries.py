@@ -182,82 +182,82 @@ def fixes(h: History) -> list[Fix]:
     where = _key(at)
     if where is None:
         return []
+    if h.installed is None and h.changes:
+        older = _older_release_ran(h, answer)
+        if older is not None:
+            return [older]
+    # The callee lacks what is needed (NO), the caller does what fails (YES): the change
+    # above to the other answer is the release to move up to; the one below, to hold back.
+    failing = NO if h.role == "callee" else YES
+    if answer != failing:
+        return []
     # A change read around the report's release (no wheel of it, or of its neighbours, to
     # read) counts as below it when the report's answer is the new one, above when the old.
     below = [c for c in h.changes if _at_or_below(c, where, answer)]
     above = [c for c in h.changes if c not in below]
-    out: list[Fix] = []
-    if h.installed is None and h.changes:
-        # No version stated: the newest stands in; where it does what the failing code
-        # needs, the text ran an older release: the last change towards it is the fix.
-        last = h.changes[-1]
-        wanted = YES if h.role == "callee" else NO
-        if answer == wanted and last.new == wanted:
-            said = "from" if h.role == "callee" else "not from"
-            return [
-                Fix(
-                    package=h.package,
-                    op=">=",
-                    version=last.first_new,
-                    role=h.role,
-                    why=f"{h.question}: {said} {last.first_new} on (no version stated: "
-                    "the text ran an older release)",
-                )
-            ]
-    # The callee lacks what is needed (NO), the caller does what fails (YES): the change
-    # above to the other answer is the release to move up to; the one below, to hold back.
-    failing = NO if h.role == "callee" else YES
-    if answer == failing:
-        up = next((c for c in above if c.new != failing), None)
-        if up is not None:
-            said = (
-                f"from {up.first_new} on"
-                if h.role == "callee"
-                else (f"up to {up.last_old}, not from {up.first_new} on")
-            )
-            out.append(
-                Fix(
-                    package=h.package,
-                    op=">=",
-                    version=up.first_new,
-                    role=h.role,
-                    why=f"{h.question} {said}",
-                )
-            )
-        down = next((c for c in reversed(below) if c.new == failing), None)
-        if down is not None:
-            # where the name came in at a change before, the window it lived in
-            before = [c for c in h.changes[: h.changes.index(down)] if c.new != failing]
-            floor = before[-1].first_new if before and h.role == "callee" else None
-            span = f"from {floor} " if floor else ""
-            said = (
-                f"{span}up to {down.last_old}, not from {down.first_new} on"
-                if h.role == "callee"
-                else f"from {down.first_new} on"
-            )
-            # the report's own release inside the gap (not read: an unread patch) fails: the
-            # change is at it or before
-            cut = down.first_new
-            first = _key(down.first_new)
-            # (a pre-release of it is below ``<first`` already: pip's ``<2.4.0`` excludes 2.4.0a0)
-            if (
-                h.installed is not None
-                and first is not None
-                and where < first
-                and not where.is_prerelease
-            ):
-                cut = h.installed
-            out.append(
-                Fix(
-                    package=h.package,
-                    op="<",
-                    version=cut,
-                    role=h.role,
-                    floor=floor,
-                    why=f"{h.question} {said}",
-                )
-            )
-    return out
+    up = next((c for c in above if c.new != failing), None)
+    down = next((c for c in reversed(below) if c.new == failing), None)
+    out = [] if up is None else [_move_up(h, up)]
+    return out if down is None else [*out, _hold_back(h, down, where, failing)]
+
+
+def _older_release_ran(h: History, answer: int) -> Fix | None:
+    """No version stated: the newest stands in; where it does what the failing code needs,
+    the text ran an older release: the last change towards it is the fix."""
+    last = h.changes[-1]
+    wanted = YES if h.role == "callee" else NO
+    if answer != wanted or last.new != wanted:
+        return None
+    said = "from" if h.role == "callee" else "not from"
+    return Fix(
+        package=h.package,
+        op=">=",
+        version=last.first_new,
+        role=h.role,
+        why=f"{h.question}: {said} {last.first_new} on (no version stated: "
+        "the text ran an older release)",
+    )
+
+
+def _move_up(h: History, up: Change) -> Fix:
+    """The release to move up to: the first past the change above the report's."""
+    said = (
+        f"from {up.first_new} on"
+        if h.role == "callee"
+        else (f"up to {up.last_old}, not from {up.first_new} on")
+    )
+    return Fix(
+        package=h.package, op=">=", version=up.first_new, role=h.role, why=f"{h.question} {said}"
+    )
+
+
+def _hold_back(h: History, down: Change, where: Version, failing: int) -> Fix:
+    """The release to hold back below: the change at or below the report's that brought the
+    failing answer in (for a callee, with the window the name lived in)."""
+    # where the name came in at a change before, the window it lived in
+    before = [c for c in h.changes[: h.changes.index(down)] if c.new != failing]
+    floor = before[-1].first_new if before and h.role == "callee" else None
+    span = f"from {floor} " if floor else ""
+    said = (
+        f"{span}up to {down.last_old}, not from {down.first_new} on"
+        if h.role == "callee"
+        else f"from {down.first_new} on"
+    )
+    # the report's own release inside the gap (not read: an unread patch) fails: the
+    # change is at it or before
+    cut = down.first_new
+    first = _key(down.first_new)
+    # (a pre-release of it is below ``<first`` already: pip's ``<2.4.0`` excludes 2.4.0a0)
+    if h.installed is not None and first is not None and where < first and not where.is_prerelease:
+        cut = h.installed
+    return Fix(
+        package=h.package,
+        op="<",
+        version=cut,
+        role=h.role,
+        floor=floor,
+        why=f"{h.question} {said}",
+    )
 
 
 def merged(histories: Sequence[History]) -> list[Fix]:

@@ -37,6 +37,7 @@ from packaging.markers import Marker
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
+from envbisect.core.envreport.registry import some_in_words
 from envbisect.core.pins.pinset import Pin, PinSet, select_extras
 from envbisect.core.pins.reqfile import Collected, Reader, requirement_lines
 from envbisect.errors import UsageError
@@ -66,8 +67,7 @@ FetchMetadata = Callable[[str, str], str]
 FORMS = (
     "a project folder, a pyproject.toml, a requirements file, a pylock.toml, "
     "installed:PYTHON, a released distribution as name==version, an environment report "
-    "(pip freeze, pip list, conda list, llamafactory-cli env...; a Markdown file; - for "
-    "stdin), or a PEP 723 script"
+    f"({some_in_words(4)}; a Markdown file; - for stdin), or a PEP 723 script"
 )
 FORMS_HINT = f"--pins takes {FORMS}"
 

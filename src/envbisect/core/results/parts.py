@@ -77,16 +77,30 @@ class ProbeRow:
 
     @classmethod
     def of_record(
-        cls, version: str, rec: ProbeRecord, reused: bool, *, env_id: str,
+        cls,
+        version: str,
+        rec: ProbeRecord,
+        reused: bool,
+        *,
+        env_id: str,
         moved: tuple[Moved, ...] = (),
-    ) -> ProbeRow:  # fmt: skip
+    ) -> ProbeRow:
         """The report row of a probe record (every run of it, for a flaky repro)."""
         return cls(
-            version=version, outcome=rec.outcome, verdict=RowVerdict.NONE, reused=reused,
-            build_seconds=rec.build_seconds, probe_seconds=rec.probe_seconds, env_id=env_id,
-            installed=rec.installed, moved=moved, runs=len(rec.all_runs), fails=rec.fails,
-            run_outcomes=rec.runs, host=rec.host,
-        )  # fmt: skip
+            version=version,
+            outcome=rec.outcome,
+            verdict=RowVerdict.NONE,
+            reused=reused,
+            build_seconds=rec.build_seconds,
+            probe_seconds=rec.probe_seconds,
+            env_id=env_id,
+            installed=rec.installed,
+            moved=moved,
+            runs=len(rec.all_runs),
+            fails=rec.fails,
+            run_outcomes=rec.runs,
+            host=rec.host,
+        )
 
     def to_dict(self) -> dict[str, Any]:
         return {

@@ -78,12 +78,14 @@ def texts():
     rows = []
     for i in range(16):
         a, b = WORDS[i % len(WORDS)], WORDS[(i * 3 + 1) % len(WORDS)]
-        rows.append({
-            "text": f"the {a} box is {b} and the {b} box is {a} .",
-            "prompt": f"describe the {a} box :",
-            "chosen": f" the box is {a} and {b} .",
-            "rejected": f" no {b} here .",
-        })  # fmt: skip
+        rows.append(
+            {
+                "text": f"the {a} box is {b} and the {b} box is {a} .",
+                "prompt": f"describe the {a} box :",
+                "chosen": f" the box is {a} and {b} .",
+                "rejected": f" no {b} here .",
+            }
+        )
     return rows
 
 
@@ -100,9 +102,13 @@ def tiny_tokenizer(rows):
     core = tokenizers.Tokenizer(tokenizers.models.WordLevel(vocab=vocab, unk_token="<unk>"))
     core.pre_tokenizer = tokenizers.pre_tokenizers.WhitespaceSplit()
     return transformers.PreTrainedTokenizerFast(
-        tokenizer_object=core, unk_token="<unk>", pad_token="<pad>", bos_token="<s>",
-        eos_token="</s>", model_max_length=128,
-    )  # fmt: skip
+        tokenizer_object=core,
+        unk_token="<unk>",
+        pad_token="<pad>",
+        bos_token="<s>",
+        eos_token="</s>",
+        model_max_length=128,
+    )
 
 
 def tiny_llama(tokenizer):
@@ -143,9 +149,12 @@ def lora_config():
     import peft
 
     return peft.LoraConfig(
-        r=4, lora_alpha=8, lora_dropout=0.0, target_modules=["q_proj", "v_proj"],
+        r=4,
+        lora_alpha=8,
+        lora_dropout=0.0,
+        target_modules=["q_proj", "v_proj"],
         task_type="CAUSAL_LM",
-    )  # fmt: skip
+    )
 
 
 def common_args(out):

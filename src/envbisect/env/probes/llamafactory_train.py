@@ -85,8 +85,12 @@ for i in range(24):
 ALPACA = {"prompt": "instruction", "query": "input", "response": "output"}
 PAIRS = {"ranking": True}
 if MAJOR_MINOR >= (0, 8):  # the pair's columns have no default names
-    PAIRS["columns"] = {"prompt": "instruction", "query": "input", "chosen": "chosen",
-                        "rejected": "rejected"}  # fmt: skip
+    PAIRS["columns"] = {
+        "prompt": "instruction",
+        "query": "input",
+        "chosen": "chosen",
+        "rejected": "rejected",
+    }
 DATASETS = {  # stage -> (name, rows, dataset_info attributes)
     "sft": ("tiny_alpaca", alpaca, {}),
     "ppo": ("tiny_alpaca", alpaca, {}),
@@ -261,8 +265,14 @@ try:
         train("rm", REWARD)
         if problem(RUNS[-1], STEPS) is None:
             # A short generation: the prompts are a few words, the tiny model's context 128.
-            train("ppo", os.path.join(WORK, "out"), reward_model=REWARD,
-                  reward_model_type="lora", max_new_tokens=8, max_steps=PPO_STEPS)  # fmt: skip
+            train(
+                "ppo",
+                os.path.join(WORK, "out"),
+                reward_model=REWARD,
+                reward_model_type="lora",
+                max_new_tokens=8,
+                max_steps=PPO_STEPS,
+            )
     else:
         train(STAGE, os.path.join(WORK, "out"))
 finally:

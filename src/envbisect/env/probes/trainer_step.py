@@ -60,11 +60,13 @@ data = []
 for row in rows:
     ids = tokenizer(row["text"])["input_ids"][:LENGTH]
     pad = LENGTH - len(ids)
-    data.append({
-        "input_ids": torch.tensor(ids + [tokenizer.pad_token_id] * pad),
-        "attention_mask": torch.tensor([1] * len(ids) + [0] * pad),
-        "labels": torch.tensor(ids + [-100] * pad),
-    })  # fmt: skip
+    data.append(
+        {
+            "input_ids": torch.tensor(ids + [tokenizer.pad_token_id] * pad),
+            "attention_mask": torch.tensor([1] * len(ids) + [0] * pad),
+            "labels": torch.tensor(ids + [-100] * pad),
+        }
+    )
 out = os.path.join(os.getcwd(), "out-trainer")
 CHECKPOINT = ("optimizer.pt",), ("scheduler.pt",), ("trainer_state.json",)
 MODEL_FILES = ("model.safetensors", "pytorch_model.bin")
@@ -75,8 +77,13 @@ FILES = ADAPTER_FILES if LORA else MODEL_FILES
 
 
 def trainer(net, steps):
-    args = dict(common_args(out), gradient_accumulation_steps=2, save_strategy="steps",
-                save_steps=2, max_steps=steps)  # fmt: skip
+    args = dict(
+        common_args(out),
+        gradient_accumulation_steps=2,
+        save_strategy="steps",
+        save_steps=2,
+        max_steps=steps,
+    )
     return transformers.Trainer(
         model=net, args=transformers.TrainingArguments(**args), train_dataset=data
     )
