@@ -304,7 +304,8 @@ def test_a_matrix_file_may_name_every_executor_and_no_other(tmp_path: Path) -> N
 
     path = tmp_path / "m.toml"
     for name in [*kinds(), "k8s"]:
-        path.write_text(f'[matrix]\nexecutor = "{name}"\nprobes = ["import:a"]\n[[axis]]\npackage = "a"\n')
+        matrix = f'[matrix]\nexecutor = "{name}"\nprobes = ["import:a"]\n'
+        path.write_text(matrix + '[[axis]]\npackage = "a"\n')
         if name == "k8s":
             with pytest.raises(UsageError, match=re.escape("expected local | process | ray")):
                 load_matrix(path)
