@@ -32,13 +32,10 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 import pickle
 import secrets
 import shlex
 import shutil
-import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -48,13 +45,12 @@ from collections.abc import Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from types import FrameType
 
 from envbisect import __version__
-from envbisect.env import runner
 from envbisect.errors import EnvbisectError, InfrastructureError, UsageError
 from envbisect.exec.executor import Launch
 from envbisect.exec.kinds.slurm import SlurmSettings
+from envbisect.exec.slurmjob import CANNOT_START_SAID, job_main
 from envbisect.model import ProbeRecord
 from envbisect.textsafe import for_terminal
 
@@ -66,11 +62,21 @@ LATE = 15.0  # seconds a finished job's record may take to appear (a shared file
 CANCEL_WAIT = 60.0  # seconds for cancelled jobs to leave the queue
 # States a job is still in the queue in (squeue's %T); any other is an end.
 LIVE = frozenset(
-    {"PENDING", "CONFIGURING", "RUNNING", "COMPLETING", "SUSPENDED", "REQUEUED", "RESIZING",
-     "SIGNALING", "STAGE_OUT", "REQUEUE_HOLD", "REQUEUE_FED", "RESV_DEL_HOLD"}
-)  # fmt: skip
-CANNOT_START = 90  # a job's exit code when envbisect cannot run on its node
-CANNOT_START_SAID = "envbisect-slurm: cannot start:"
+    {
+        "PENDING",
+        "CONFIGURING",
+        "RUNNING",
+        "COMPLETING",
+        "SUSPENDED",
+        "REQUEUED",
+        "RESIZING",
+        "SIGNALING",
+        "STAGE_OUT",
+        "REQUEUE_HOLD",
+        "REQUEUE_FED",
+        "RESV_DEL_HOLD",
+    }
+)
 # The job: this interpreter, checked first (a node may not see it, or see no envbisect there).
 _SCRIPT = """#!/bin/sh
 py={python}
@@ -186,8 +192,11 @@ class SlurmExecutor:
         argv = ["--job-name", self.job_name, "--cpus-per-task", "1"]
         if self.gpus:
             argv.append(f"--gres=gpu:{self.gpus}")
-        for flag, value in (("--partition", s.partition), ("--account", s.account),
-                            ("--time", s.time)):  # fmt: skip
+        for flag, value in (
+            ("--partition", s.partition),
+            ("--account", s.account),
+            ("--time", s.time),
+        ):
             if value:
                 argv.append(f"{flag}={value}")
         return argv + list(s.options)
@@ -315,29 +324,38 @@ class SlurmExecutor:
         job.history.append(f"job {job.job_id}: {state}")
         output = job.folder / f"job-{job.job_id}.out"
         if state == "TIMEOUT":
-            self._give_up(job, InfrastructureError(
-                f"the Slurm job {job.job_id} hit its time limit before the probe ended",
-                hint=f"raise --slurm-time (now {self.settings.time or 'the partition default'})"
-                f"; its output: {output}",
-                ref="slurm-time-limit",
-            ))  # fmt: skip
+            self._give_up(
+                job,
+                InfrastructureError(
+                    f"the Slurm job {job.job_id} hit its time limit before the probe ended",
+                    hint=f"raise --slurm-time (now {self.settings.time or 'the partition default'})"
+                    f"; its output: {output}",
+                    ref="slurm-time-limit",
+                ),
+            )
             return
         if _cannot_start(output):
-            self._give_up(job, InfrastructureError(
-                f"the Slurm job {job.job_id} could not start envbisect: {_last_line(output)}",
-                hint=f"the nodes run {self.python} -m envbisect.exec.slurm: envbisect "
-                f"{__version__} must be installed there (a virtualenv on a shared filesystem)",
-                ref="slurm-node-no-envbisect",
-            ))  # fmt: skip
+            self._give_up(
+                job,
+                InfrastructureError(
+                    f"the Slurm job {job.job_id} could not start envbisect: {_last_line(output)}",
+                    hint=f"the nodes run {self.python} -m envbisect.exec.slurm: envbisect "
+                    f"{__version__} must be installed there (a virtualenv on a shared filesystem)",
+                    ref="slurm-node-no-envbisect",
+                ),
+            )
             return
         if job.attempts > RETRIES:
-            self._give_up(job, InfrastructureError(
-                f"a probe's Slurm job ended without a record {job.attempts} times "
-                f"({'; '.join(job.history)})",
-                hint=f"check the nodes (sinfo -R) and the jobs' output in {job.folder}; "
-                "finished probes are kept, the same command resumes",
-                ref="slurm-job-lost",
-            ))  # fmt: skip
+            self._give_up(
+                job,
+                InfrastructureError(
+                    f"a probe's Slurm job ended without a record {job.attempts} times "
+                    f"({'; '.join(job.history)})",
+                    hint=f"check the nodes (sinfo -R) and the jobs' output in {job.folder}; "
+                    "finished probes are kept, the same command resumes",
+                    ref="slurm-job-lost",
+                ),
+            )
             return
         with self._lock:
             self._live.pop(job.job_id, None)
@@ -401,7 +419,7 @@ def _last_line(path: Path) -> str:
 
 
 def _cannot_start(output: Path) -> bool:
-    """Whether the job's script (or _job_main) said envbisect cannot run on its node."""
+    """Whether the job's script (or job_main) said envbisect cannot run on its node."""
     try:
         return CANNOT_START_SAID in output.read_text(errors="replace")
     except OSError:
@@ -418,74 +436,6 @@ def _error_from(data: dict[str, str], job: _Job) -> EnvbisectError:
     )
 
 
-# -- the job, on its node ---------------------------------------------------------------------
-
-
-def _job_main(folder: Path) -> int:
-    """Run the task in ``folder``; its record (or error) written there by rename."""
-    host = os.environ.get("SLURMD_NODENAME") or socket.gethostname()
-    try:
-        meta = json.loads((folder / "meta.json").read_text())
-    except (OSError, ValueError) as e:
-        print(f"{CANNOT_START_SAID} no task in {folder} on {host}: {e}", flush=True)
-        return CANNOT_START
-    if meta.get("envbisect") != __version__:
-        _write(folder, "error.json", json.dumps({
-            "kind": "infra", "host": host, "ref": "slurm-node-version",
-            "message": f"the node has envbisect {__version__}, the controller "
-                       f"{meta.get('envbisect')}",
-            "hint": f"install envbisect {meta.get('envbisect')} where the nodes run it",
-        }).encode())  # fmt: skip
-        return 0
-    from envbisect.env.worker import run_task
-
-    signal.signal(signal.SIGTERM, _stop)  # scancel, preemption, a time limit: kill the probe
-    task = pickle.loads((folder / "task.pkl").read_bytes())
-    devices = os.environ.get("CUDA_VISIBLE_DEVICES")
-    if devices is not None:
-        task = replace(task, devices=(("CUDA_VISIBLE_DEVICES", devices),))
-    try:
-        rec = run_task(task)
-    except KeyboardInterrupt:
-        return 128 + signal.SIGTERM  # stopped: nothing half-seen is written
-    except EnvbisectError as e:
-        kind = "usage" if isinstance(e, UsageError) else "infra"
-        _write(folder, "error.json", json.dumps({
-            "kind": kind, "host": host, "message": e.message, "hint": e.hint or "",
-            "ref": e.ref,
-        }).encode())  # fmt: skip
-        return 0
-    if rec is not task.earlier:
-        rec = replace(rec, host=f"{socket.gethostname()}/{host}")
-    _write(folder, "record.pkl", pickle.dumps(rec))
-    return 0
-
-
-def _write(folder: Path, name: str, data: bytes) -> None:
-    tmp = folder / f".{name}.{os.getpid()}"
-    with open(tmp, "wb") as fh:
-        fh.write(data)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, folder / name)
-
-
-def _stop(signum: int, frame: FrameType | None) -> None:
-    runner.interrupt_all()
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    args = list(sys.argv[1:] if argv is None else argv)
-    if len(args) != 2 or args[0] != "run":
-        print("usage: python -m envbisect.exec.slurm run FOLDER (run by a Slurm job)")
-        return 2
-    return _job_main(Path(args[1]))
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())
-
-
 def launch(launch: Launch) -> SlurmExecutor:
     """``--executor slurm`` (exec/kinds/slurm.py): its jobs' folders under the results."""
     settings = launch.settings
@@ -496,3 +446,15 @@ def launch(launch: Launch) -> SlurmExecutor:
         gpus_per_probe=launch.gpus_per_probe,
         settings=settings,
     )
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    if len(args) != 2 or args[0] != "run":
+        print("usage: python -m envbisect.exec.slurm run FOLDER (run by a Slurm job)")
+        return 2
+    return job_main(Path(args[1]))
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
