@@ -12,6 +12,8 @@ A page asks for generated text with a marker line, and ``on_page_markdown`` puts
     <!-- generated: matrix-schema -->  the schema block of ``envbisect.core.living.spec`` and the
                                        keys and values it accepts
     <!-- generated: changelog -->      CHANGELOG.md at the top of the repository, but its title
+    <!-- generated: config-keys -->    every ``[tool.envbisect]`` key, from the options that
+                                       declare one (``envbisect.cli.projectconf.keys()``)
 
 The functions that make the text (``cli_markdown``, ``exit_codes_markdown``,
 ``errors_markdown``, ``matrix_schema_markdown``) are plain: tests call them without MkDocs. A
@@ -362,6 +364,18 @@ def matrix_schema_markdown() -> str:
     return "\n".join(out) + "\n"
 
 
+def config_keys_markdown() -> str:
+    """The ``[tool.envbisect]`` keys: each with the flag it sets and what its value must be,
+    read from the option records that declare a key."""
+    from envbisect.cli.projectconf import keys
+
+    out = ["| key | sets | its value |", "|---|---|---|"]
+    for key, option in keys().items():
+        where = " (relative to the pyproject.toml's folder)" if option.key_relative else ""
+        out.append(f"| `{key}` | `{option.long}` | {text(option.key_what)}{where} |")
+    return "\n".join(out) + "\n"
+
+
 def changelog_markdown() -> str:
     """CHANGELOG.md without its title (the page has its own)."""
     text = (Path(__file__).resolve().parent.parent / "CHANGELOG.md").read_text(encoding="utf-8")
@@ -374,6 +388,7 @@ GENERATORS: dict[str, Callable[[], str]] = {
     "errors": errors_markdown,
     "matrix-schema": matrix_schema_markdown,
     "changelog": changelog_markdown,
+    "config-keys": config_keys_markdown,
 }
 
 
