@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypedDict
 
+from envbisect.cli import flags as o
 from envbisect.errors import NoAnswer, UsageError
 from envbisect.progress import Progress
 from envbisect.textsafe import for_terminal
@@ -46,9 +47,9 @@ def repro_for(ctx: Context, *, default_for: str | None = None, pins: bool = Fals
     a = ctx.args
     return Repro.build(
         origin=Path.cwd(),
-        repro_file=a.repro,
+        repro_file=a[o.REPRO],
         command=ctx.tail,
-        probes=a.probes,
+        probes=a[o.PROBE],
         default_for=default_for,
         # LLaMA-Factory refuses to start outside its checked ranges: we test outside them.
         extra_env={"DISABLE_VERSION_CHECK": "1"} if pins else None,
@@ -78,12 +79,14 @@ def requested(args: Options) -> Requested:
     )
 
 
-def search_options(args: argparse.Namespace) -> Any:
+def search_options(args: Options) -> Any:
     """--confidence, --probabilistic and --max-probes as the modes take them."""
     from envbisect.modes.searchoptions import SearchOptions
 
     return SearchOptions(
-        confidence=args.confidence, probabilistic=args.probabilistic, max_probes=args.max_probes
+        confidence=args[o.CONFIDENCE],
+        probabilistic=args[o.PROBABILISTIC],
+        max_probes=args[o.MAX_PROBES],
     )
 
 
@@ -102,7 +105,7 @@ def listing_options(ctx: Context) -> ListingOptions:
 
 def print_result(ctx: Context, res: SearchResult, lines: list[str]) -> None:
     """The answer: JSON, or the mode's lines then the lockfile and the report."""
-    if ctx.args.json:
+    if ctx.args[o.JSON]:
         print(json.dumps(res.to_dict(), indent=2))
         return
     for line in lines:
@@ -116,7 +119,7 @@ def print_plans(ctx: Context, plans: Sequence[dict[str, Any]]) -> int:
     """``--dry-run``: the plans on stdout (one JSON object with --json), exit 0."""
     from envbisect.modes.dryrun import render
 
-    if ctx.args.json:
+    if ctx.args[o.JSON]:
         print(json.dumps({"dry_run": True, "plans": list(plans)}, indent=2))
     else:
         print("\n".join(render(plans)))
@@ -139,7 +142,7 @@ def no_answer(
         print_line = verdict_line(res)
     else:
         print_line = why.message
-    if ctx.args.json:
+    if ctx.args[o.JSON]:
         print(json.dumps({**res.to_dict(), "error": error_json(why)}, indent=2))
     else:
         print(for_terminal(print_line))

@@ -18,6 +18,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from envbisect.cli import flags as o
+from envbisect.cli import ownflags as w
 from envbisect.cli.context import Context, decoded_input
 from envbisect.errors import UsageError
 from envbisect.textsafe import for_terminal
@@ -28,15 +30,15 @@ DATA = ("data", "checkdb.json")
 def cmd_check(ctx: Context) -> int:
     a = ctx.args
     reports = list(a.check_report or ())
-    if a.here == bool(reports):
+    if a[w.HERE] == bool(reports):
         raise UsageError(
             "give a report or --here, not both"
-            if a.here
+            if a[w.HERE]
             else "no report to check: give a bug report's file (or - for stdin), or --here",
             hint="envbisect check issue.md, or envbisect check --here for this machine",
             ref="check-what",
         )
-    if a.here:
+    if a[w.HERE]:
         return _one(ctx, None)
     files = _expanded(reports)
     if len(files) == 1 and not Path(reports[0]).is_dir():
@@ -53,7 +55,7 @@ def _one(ctx: Context, spec: str | None) -> int:
             "hint: paste the output of llamafactory-cli env, transformers env, python -m "
             "torch.utils.collect_env or pip freeze into the report"
         )
-    if ctx.args.json:
+    if ctx.args[o.JSON]:
         print(json.dumps(diagnosis.to_dict(), indent=2))
     else:
         for line in diagnosis.lines():
@@ -71,9 +73,9 @@ def _diagnosed(ctx: Context, spec: str | None) -> Any:
     else:
         text, origin = _text(spec)
         observed = _report(text, origin)
-    data = CheckData.from_dict(shipped(), _tables_at_hand(a.results))
+    data = CheckData.from_dict(shipped(), _tables_at_hand(a[o.RESULTS]))
     diagnosis = diagnose(observed, data)
-    if a.online and text is not None:
+    if a[w.ONLINE] and text is not None:
         diagnosis = _online(ctx, diagnosis, text)
     elif text is not None:
         diagnosis = _shipped(diagnosis, text)
@@ -114,7 +116,7 @@ def _many(ctx: Context, files: list[str]) -> int:
             answers.append((spec, _diagnosed(ctx, spec), None))
         except UsageError as e:
             answers.append((spec, None, e.message))
-    if ctx.args.json:
+    if ctx.args[o.JSON]:
         print(
             json.dumps(
                 [

@@ -11,6 +11,7 @@ from importlib import resources
 from pathlib import Path
 
 from envbisect import install_requirement
+from envbisect.cli import ownflags as w
 from envbisect.cli.context import Context
 from envbisect.errors import UsageError
 
@@ -36,11 +37,11 @@ def workflow(install: str | None = None) -> str:
 
 
 def cmd_ci_template(ctx: Context) -> int:
-    text = workflow(ctx.args.install)
-    if ctx.args.output is None:
+    text = workflow(ctx.args[w.INSTALL])
+    if ctx.args[w.OUTPUT] is None:
         print(text, end="")
         return 0
-    path = Path(ctx.args.output)
+    path = Path(ctx.args[w.OUTPUT])
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text, encoding="utf-8")

@@ -11,6 +11,8 @@ import os
 import sys
 from pathlib import Path
 
+from envbisect.cli import flags as o
+from envbisect.cli import ownflags as w
 from envbisect.cli.context import Context
 
 
@@ -18,7 +20,7 @@ def cmd_env(ctx: Context) -> int:
     from envbisect.env import envreport
 
     args = ctx.args
-    python = args.python
+    python = args[o.PYTHON]
     if python is None:  # what a user asks about: the environment they are in
         from envbisect.env.pyrequest import active_venv
 
@@ -26,10 +28,10 @@ def cmd_env(ctx: Context) -> int:
         python = venv.request if venv is not None else sys.executable
         origin = venv.origin if venv is not None else "the interpreter running envbisect"
         ctx.progress.message(f"envbisect: reporting on {python} ({origin}; --python for another)")
-    report = envreport.collect(python, deep=not args.quick)
+    report = envreport.collect(python, deep=not args[w.QUICK])
     report["nvidia"] = envreport.read_nvidia_smi()
     found = envreport.checks(report)
-    if args.json:
+    if args[o.JSON]:
         report["checks"] = [c.to_dict() for c in found]
         print(json.dumps(report, indent=2, sort_keys=True))
     else:

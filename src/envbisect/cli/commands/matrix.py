@@ -13,6 +13,8 @@ import shlex
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from envbisect.cli import flags as o
+from envbisect.cli import ownflags as w
 from envbisect.cli.context import Context, machine, print_plans
 from envbisect.cli.readflags import matrix_common
 from envbisect.core.living.lastrun import LastRun
@@ -44,7 +46,7 @@ def published_command(command: str) -> str:
 def cmd_matrix(ctx: Context) -> int:
     """``envbisect matrix``: the whole matrix, or with ``--update`` what is new since the
     published table."""
-    if ctx.args.update or ctx.args.recheck is not None:
+    if ctx.args[w.UPDATE] or ctx.args[w.RECHECK] is not None:
         return cmd_matrix_update(ctx)
     return cmd_matrix_whole(ctx)
 
@@ -57,23 +59,23 @@ def cmd_matrix_update(ctx: Context) -> int:
     from envbisect.modes.session import Session
 
     a = ctx.args
-    if not a.update:
+    if not a[w.UPDATE]:
         raise UsageError(
             "--recheck DAYS rechecks a published table: it goes with --update",
-            hint=f"envbisect matrix {a.file} --update --recheck {a.recheck}",
+            hint=f"envbisect matrix {a.file} --update --recheck {a[w.RECHECK]}",
         )
     spec = load_matrix(Path(a.file))
     common = matrix_common(a, spec, command=published_command(ctx.command))
     res = update_matrix(
         spec,
         common,
-        recheck_days=a.recheck,
-        full=a.full,
-        max_cells=a.max_cells,
+        recheck_days=a[w.RECHECK],
+        full=a[w.FULL],
+        max_cells=a[w.MAX_CELLS],
         progress=ctx.progress,
     )
     if common.dry_run:
-        if a.json:
+        if a[o.JSON]:
             print(
                 json.dumps(
                     {
@@ -104,15 +106,15 @@ def cmd_matrix_update(ctx: Context) -> int:
         targets=res.matrix.targets,
         axis_versions=res.matrix.axes,
         counts=res.matrix.counts(),
-        full=a.full,
-        jobs=a.jobs,
+        full=a[w.FULL],
+        jobs=a[o.JOBS],
         update=note,
         env=mask_env_map(common.probing.env) if common.probing.env else {},
     ).to_dict()
     (out / "run.json").write_text(json.dumps(run_meta, indent=2) + "\n", encoding="utf-8")
     with Session(matrix_options(spec, common), ctx.progress) as session:
         pub = publish_table(spec, session)
-    if a.json:
+    if a[o.JSON]:
         print(
             json.dumps(
                 {"matrix": spec.name, **run_meta, **res.to_dict(), **pub.to_dict()}, indent=2
@@ -149,7 +151,7 @@ def cmd_matrix_whole(ctx: Context) -> int:
     a = ctx.args
     spec = load_matrix(Path(a.file))
     common = matrix_common(a, spec, command=published_command(ctx.command))
-    res = run_matrix(spec, common, full=a.full, max_cells=a.max_cells, progress=ctx.progress)
+    res = run_matrix(spec, common, full=a[w.FULL], max_cells=a[w.MAX_CELLS], progress=ctx.progress)
     if common.dry_run:
         return print_plans(ctx, res.plans)
     run_meta = LastRun(
@@ -159,8 +161,8 @@ def cmd_matrix_whole(ctx: Context) -> int:
         targets=res.targets,
         axis_versions=res.axes,
         counts=res.counts(),
-        full=a.full,
-        jobs=a.jobs,
+        full=a[w.FULL],
+        jobs=a[o.JOBS],
         env=mask_env_map(common.probing.env) if common.probing.env else {},
     ).to_dict()
     out = inside(common.results, common.results / spec.name)
@@ -169,7 +171,7 @@ def cmd_matrix_whole(ctx: Context) -> int:
     with Session(matrix_options(spec, common), ctx.progress) as session:
         pub = publish_table(spec, session)
     n = res.counts()
-    if a.json:
+    if a[o.JSON]:
         print(json.dumps({"matrix": spec.name, **run_meta, **pub.to_dict()}, indent=2))
     else:
         print(

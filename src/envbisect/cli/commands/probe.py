@@ -6,6 +6,8 @@ on stderr (coloured by its kind), the built-in probes' reports and the outcome o
 
 from __future__ import annotations
 
+from envbisect.cli import flags as o
+from envbisect.cli import ownflags as w
 from envbisect.cli.context import Context, print_plans, repro_for, requested
 from envbisect.cli.display import STYLE, escape
 from envbisect.cli.readflags import common_options
@@ -22,25 +24,25 @@ def cmd_probe(ctx: Context) -> int:
     from envbisect.modes.probe import ProbeOptions, plan_one, probe_one
 
     a = ctx.args
-    if not (a.with_reqs or a.pins or a.lock):
+    if not (a[o.WITH] or a[o.PINS] or a[w.LOCK]):
         raise UsageError(
             "no environment given",
             hint="name what to install: --with 'datasets==2.14.6', --pins SOURCE or --lock FILE",
             ref="probe-nothing",
         )
-    repro = repro_for(ctx, pins=bool(a.pins or a.lock))
+    repro = repro_for(ctx, pins=bool(a[o.PINS] or a[w.LOCK]))
     popts = ProbeOptions(
         common=common_options(a, command=ctx.command, repro=repro),
         **requested(a),
-        lock=a.lock,
-        exclude_newer=a.exclude_newer,
-        allow_sdist=a.allow_sdist,
+        lock=a[w.LOCK],
+        exclude_newer=a[o.EXCLUDE_NEWER],
+        allow_sdist=a[o.ALLOW_SDIST],
     )
-    if a.dry_run:
+    if a[o.DRY_RUN]:
         return print_plans(ctx, plan_one(popts, ctx.progress))
     res = probe_one(popts, ctx.progress)
     ctx.progress.close()  # the live display ends before the outcome is printed
-    if a.json:
+    if a[o.JSON]:
         print(json.dumps(res.to_dict(), indent=2))
         return res.exit_code
     style, said = STYLE[res.outcome.kind], res.outcome.describe()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from envbisect.cli import flags as o
 from envbisect.cli.context import Context
 from envbisect.cli.readflags import common_options
 from envbisect.errors import UsageError
@@ -27,9 +28,9 @@ def cmd_publish(ctx: Context) -> int:
         with Session(matrix_options(spec, common), ctx.progress) as session:
             pub = publish_table(spec, session)
         published.append({"matrix": spec.name, "file": str(f), **pub.to_dict()})
-        if not ctx.args.json:
+        if not ctx.args[o.JSON]:
             for p in pub.files:
                 print(p)
-    if ctx.args.json:
+    if ctx.args[o.JSON]:
         print(json.dumps({"status": "ok", "published": published}, indent=2))
     return 0

@@ -6,14 +6,18 @@ commands' flags as this one had them (``carried``).
 
 from __future__ import annotations
 
-import argparse
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
+from envbisect.cli import flags as o
 from envbisect.cli.context import Context
 from envbisect.cli.display import escape
 from envbisect.cli.readflags import common_options
 from envbisect.textsafe import for_terminal
+
+if TYPE_CHECKING:
+    from envbisect.cli.optionset import Options
 
 
 def cmd_repro(ctx: Context) -> int:
@@ -24,18 +28,18 @@ def cmd_repro(ctx: Context) -> int:
     ropts = ReproOptions(
         report=a.report,
         common=common_options(a, command=ctx.command),
-        with_reqs=tuple(a.with_reqs),
-        exclude_newer=a.exclude_newer,
-        pre=a.pre,
-        allow_sdist=a.allow_sdist,
-        allow_download=a.allow_download,
+        with_reqs=tuple(a[o.WITH]),
+        exclude_newer=a[o.EXCLUDE_NEWER],
+        pre=a[o.PRE],
+        allow_sdist=a[o.ALLOW_SDIST],
+        allow_download=a[o.ALLOW_DOWNLOAD],
         gpu=envreport.has_gpu(),
         carry=carried(a),
         cwd=Path.cwd(),
     )
     res = run_repro(ropts, ctx.progress)
     ctx.progress.close()  # the live display ends before the answer
-    if a.json:
+    if a[o.JSON]:
         print(json.dumps(res.to_dict(), indent=2))
     else:
         for line in res.lines():
@@ -49,25 +53,25 @@ def cmd_repro(ctx: Context) -> int:
     return res.exit_code
 
 
-def carried(a: argparse.Namespace) -> tuple[str, ...]:
+def carried(a: Options) -> tuple[str, ...]:
     """The flags a next command takes as this one had them (index URLs masked: a password is
     never printed)."""
     from envbisect.redact import mask_url
 
     out: list[str] = []
     for flag, value in (
-        ("--python", a.python),
-        ("--torch-backend", a.torch_backend),
-        ("--torch-index-url", a.torch_index_url),
-        ("--index-url", a.index_url),
-        ("--results", str(a.results) if a.results != Path("results") else None),
+        ("--python", a[o.PYTHON]),
+        ("--torch-backend", a[o.TORCH_BACKEND]),
+        ("--torch-index-url", a[o.TORCH_INDEX_URL]),
+        ("--index-url", a[o.INDEX_URL]),
+        ("--results", str(a[o.RESULTS]) if a[o.RESULTS] != Path("results") else None),
     ):
         if value:
             out += [flag, mask_url(value) if "url" in flag else value]
-    for url in a.extra_index_url:
+    for url in a[o.EXTRA_INDEX_URL]:
         out += ["--extra-index-url", mask_url(url)]
-    for folder in a.find_links:
+    for folder in a[o.FIND_LINKS]:
         out += ["--find-links", folder]
-    if a.no_config:
+    if a[o.NO_CONFIG]:
         out.append("--no-config")
     return tuple(out)

@@ -6,6 +6,8 @@ commit lines of ``--commits`` (commands/commits.py).
 
 from __future__ import annotations
 
+from envbisect.cli import flags as o
+from envbisect.cli import ownflags as w
 from envbisect.cli.commands.commits import commit_lines, commit_refs
 from envbisect.cli.context import (
     Context,
@@ -28,33 +30,33 @@ def cmd_run(ctx: Context) -> int:
     from envbisect.modes.run import RunOptions, run_bisect
 
     a = ctx.args
-    if a.by_date:
+    if a[w.BY_DATE]:
         commit_refs(a)  # --commits, --repo...: not with --by-date
         return _run_by_date(ctx)
-    if not a.package:
+    if not a[w.PACKAGE]:
         raise UsageError(
             "nothing to bisect",
             hint="name the package (--package datasets), or bisect by date (--by-date "
             "--good 2025-01-01 --bad 2025-09-01)",
             ref="bad-usage",
         )
-    project_name(a.package, what="--package")  # before anything is read, built or written
+    project_name(a[w.PACKAGE], what="--package")  # before anything is read, built or written
     refs = commit_refs(a)
-    repro = repro_for(ctx, default_for=a.package, pins=bool(a.pins))
+    repro = repro_for(ctx, default_for=a[w.PACKAGE], pins=bool(a[o.PINS]))
     opts = RunOptions(
-        package=a.package,
+        package=a[w.PACKAGE],
         common=common_options(a, command=ctx.command, repro=repro),
         **requested(a),
-        good=a.good,
-        bad=a.bad,
-        exclude_newer=a.exclude_newer,
-        allow_sdist=a.allow_sdist,
-        baseline=a.baseline,
-        rest=a.rest,
+        good=a[w.GOOD],
+        bad=a[w.BAD],
+        exclude_newer=a[o.EXCLUDE_NEWER],
+        allow_sdist=a[o.ALLOW_SDIST],
+        baseline=a[w.BASELINE],
+        rest=a[w.REST],
         search=search_options(a),
         commits=refs,
     )
-    if not (a.repro or ctx.tail or a.probes):
+    if not (a[o.REPRO] or ctx.tail or a[o.PROBE]):
         ctx.console.print(
             f"envbisect: no repro given; probing with {escape(repro.describe())}", highlight=False
         )
@@ -62,7 +64,7 @@ def cmd_run(ctx: Context) -> int:
     if result.status is Status.DRY_RUN:
         return print_plans(ctx, result.plans)
     if result.status is Status.NO_ANSWER:
-        return no_answer(ctx, result, hint=swapped_hint(a.good, a.bad, result.reason or ""))
+        return no_answer(ctx, result, hint=swapped_hint(a[w.GOOD], a[w.BAD], result.reason or ""))
     points = breakpoints_line(result)
     lines = [verdict_line(result), *([points] if points else []), *commit_lines(result)]
     print_result(ctx, result, lines)
@@ -86,22 +88,22 @@ def _run_by_date(ctx: Context) -> int:
     from envbisect.modes.bydate import DateOptions, run_by_date
 
     a = ctx.args
-    if not (a.good and a.bad):
+    if not (a[w.GOOD] and a[w.BAD]):
         raise UsageError(
             "--by-date needs --good DATE and --bad DATE",
             hint="e.g. --good 2025-01-01 --bad 2026-11-30 (YYYY-MM-DD or RFC 3339)",
             ref="bad-date",
         )
-    if a.package:
+    if a[w.PACKAGE]:
         raise UsageError(
             "--by-date moves the whole environment; --package moves one package",
             hint="use one of them (pin the package with --with NAME==V to hold it fixed)",
             ref="bad-usage",
         )
-    repro = repro_for(ctx, pins=bool(a.pins))
+    repro = repro_for(ctx, pins=bool(a[o.PINS]))
     opts = DateOptions(
-        good=a.good,
-        bad=a.bad,
+        good=a[w.GOOD],
+        bad=a[w.BAD],
         common=common_options(a, command=ctx.command, repro=repro),
         **requested(a),
         search=search_options(a),

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 
+from envbisect.cli import flags as o
+from envbisect.cli import ownflags as w
 from envbisect.cli.context import Context, listing_options
 from envbisect.textsafe import for_terminal
 
@@ -14,14 +16,14 @@ def cmd_versions(ctx: Context) -> int:
 
     a = ctx.args
     res = list_versions(
-        a.package,
+        a[w.PACKAGE],
         listing_options(ctx),
-        pins=tuple(a.pins),
-        pre=a.pre,
-        allow_sdist=a.allow_sdist,
+        pins=tuple(a[o.PINS]),
+        pre=a[o.PRE],
+        allow_sdist=a[o.ALLOW_SDIST],
         progress=ctx.progress,
     )
-    if a.json:
+    if a[o.JSON]:
         print(json.dumps(res.to_dict(), indent=2))
         return 0
     for line in res.lines():

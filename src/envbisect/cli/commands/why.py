@@ -12,6 +12,7 @@ import json
 from dataclasses import replace
 from typing import Any
 
+from envbisect.cli import flags as o
 from envbisect.cli.context import Context, read_input
 from envbisect.errors import UsageError
 from envbisect.textsafe import for_terminal
@@ -51,7 +52,7 @@ def cmd_why(ctx: Context) -> int:
             "hint: give the whole traceback, from its first line to the error's last (cannot "
             "import name, No module named, has no attribute, unexpected keyword argument)"
         )
-    if a.json:
+    if a[o.JSON]:
         print(json.dumps({**result.to_dict(), "proofs": [p.to_dict() for p in proofs]}, indent=2))
     else:
         for line in result.lines():
