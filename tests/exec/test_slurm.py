@@ -243,7 +243,7 @@ def test_a_node_without_envbisect_is_named(
     repro = Repro.from_file(str(write_repro(tmp_path, "crashy")), tmp_path)
     with Session(common(index, python, tmp_path, repro)) as session:
         spec = session.env_spec(["crashy==1.0.0"])
-        task = session._task(_want(spec))
+        task = session.prober.task(_want(spec))
     ex = SlurmExecutor(1, folder=tmp_path / "jobs", python=str(bare / "bin" / "python"))
     try:
         with pytest.raises(InfrastructureError, match="could not start envbisect") as err:
