@@ -138,13 +138,18 @@ class Prober:
         return self._record(task, self._edges.executor.submit(task).result())
 
     def rows(
-        self, wants: Sequence[Want], ahead: Callable[[], Sequence[Want]] | None = None
+        self,
+        wants: Sequence[Want],
+        ahead: Callable[[], Sequence[Want]] | None = None,
+        *,
+        again: bool = False,
     ) -> list[ProbeRow]:
-        """The report row of each wanted environment (untestable ones without a build)."""
+        """The report row of each wanted environment (untestable ones without a build);
+        ``again``: as ``probe_all``'s."""
         from envbisect.core.results.parts import ProbeRow, RowVerdict  # a search's: not probe's
 
         buildable = [w for w in wants if w.spec is not None]
-        records = iter(self.probe_all(buildable, ahead=ahead))
+        records = iter(self.probe_all(buildable, again=again, ahead=ahead))
         out = []
         for w in wants:
             if w.spec is None:

@@ -247,7 +247,11 @@ class Session:
         return self.prober.probe_all(wants, again=again, ahead=ahead)
 
     def rows(
-        self, wants: Sequence[Want], ahead: Callable[[], Sequence[Want]] | None = None
+        self,
+        wants: Sequence[Want],
+        ahead: Callable[[], Sequence[Want]] | None = None,
+        *,
+        again: bool = False,
     ) -> list[ProbeRow]:
         """The report row of each wanted environment (untestable ones without a build)."""
-        return self.prober.rows(wants, ahead)
+        return self.prober.rows(wants, ahead, again=again)
