@@ -208,11 +208,9 @@ def test_ctrl_c_cancels_every_job_and_leaves_no_probe(
     index: LocalIndex, python: str, tmp_path: Path, cluster: SlurmCluster
 ) -> None:
     repro = write_repro(tmp_path, "hangy")
-    proc = start(
-        "run", "--package", "hangy", "--jobs", "4", "--executor", "slurm",
-        *on_index(index.url, python, tmp_path), "--timeout", "120", "--repro", str(repro),
-        env={**os.environ},
-    )  # fmt: skip
+    args = ["run", "--package", "hangy", "--jobs", "4", "--executor", "slurm"]
+    args += [*on_index(index.url, python, tmp_path), "--timeout", "120", "--repro", str(repro)]
+    proc = start(*args, env={**os.environ})
     assert proc.stderr is not None
     deadline = time.monotonic() + 180
     while not probes_alive(str(repro), proc.pid) and time.monotonic() < deadline:
