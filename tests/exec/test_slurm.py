@@ -206,11 +206,9 @@ def test_ctrl_c_cancels_every_job_and_leaves_no_probe(
     index: LocalIndex, python: str, tmp_path: Path, cluster: SlurmCluster
 ) -> None:
     repro = write_repro(tmp_path, "hangy")
-    proc = start(
-        "run", "--package", "hangy", "--jobs", "4", "--executor", "slurm",
-        *on_index(index.url, python, tmp_path), "--timeout", "120", "--repro", str(repro),
-        env={**os.environ},
-    )  # fmt: skip
+    args = ["run", "--package", "hangy", "--jobs", "4", "--executor", "slurm"]
+    args += [*on_index(index.url, python, tmp_path), "--timeout", "120", "--repro", str(repro)]
+    proc = start(*args, env={**os.environ})
     assert proc.stderr is not None
     deadline = time.monotonic() + 180
     while not probes_alive(str(repro), proc.pid) and time.monotonic() < deadline:
@@ -241,7 +239,7 @@ def test_a_node_without_envbisect_is_named(
     repro = Repro.from_file(str(write_repro(tmp_path, "crashy")), tmp_path)
     with Session(common(index, python, tmp_path, repro)) as session:
         spec = session.env_spec(["crashy==1.0.0"])
-        task = session._task(_want(spec))
+        task = session.prober.task(_want(spec))
     ex = SlurmExecutor(1, folder=tmp_path / "jobs", python=str(bare / "bin" / "python"))
     try:
         with pytest.raises(InfrastructureError, match="could not start envbisect") as err:

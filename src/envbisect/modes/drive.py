@@ -6,7 +6,10 @@ Who does what: a *strategy* (``strategy/``: bisection, ddmin, matrix rows, fixed
 chooses the points and decides; it never runs anything. The *mode* turns a point into a
 ``Want`` (it plans the environment; planning stays on the controller, one at a time). The
 *session* answers from the store and ships the rest to the executor, K at a time with
-``--jobs K``, and records what comes back. This loop owns the rounds and the progress lines.
+``--jobs K``, and records what comes back. This loop owns the rounds and the progress lines,
+and is the one place ``--jobs`` becomes a round's size. The living tables' probes that no
+strategy chooses (deep probes on a row's edges, rechecks) go through the same loop with
+``each``: their wants made before it, told back one by one as each round ends.
 Ctrl-C or a worker's error leaves through the session, which cancels every task in flight:
 nothing half-seen is stored, every finished probe stays.
 """
@@ -29,7 +32,7 @@ from envbisect.core.results.parts import (
 from envbisect.core.results.search import SearchResult
 from envbisect.modes.session import Session, Want
 from envbisect.strategy.bisect import Bisector, BisectResult
-from envbisect.strategy.protocol import Bisection, Strategy, fail_rate, note, verdict
+from envbisect.strategy.protocol import Bisection, Points, Strategy, fail_rate, note, verdict
 
 P = TypeVar("P")
 R = TypeVar("R", bound=SearchResult)
@@ -44,19 +47,69 @@ class Log(Generic[P]):
 
 def drive(strategy: Strategy[P], session: Session, plan: Callable[[P, int], Want]) -> Log[P]:
     """Run the strategy to its end; the rows come back in the order the points were asked for."""
+    return _rounds(strategy, session, plan, planned=False)
+
+
+def each(
+    session: Session,
+    wants: Sequence[Want],
+    done: Callable[[int, ProbeRow], None],
+    *,
+    again: bool = False,
+) -> None:
+    """Probe these wants (each with a spec), ``--jobs`` a round, in order; ``done(i, row)``
+    hears the row of ``wants[i]`` as its round ends (so an interrupted run keeps what it
+    saw). ``again``: built and probed afresh (``Session.probe_all``). Nothing is planned
+    here and nothing is guessed: no build ahead."""
+    _rounds(_Each(len(wants), done), session, lambda i, _runs: wants[i], again=again, planned=True)
+
+
+class _Each(Points[int]):
+    """Indices ``0..n-1`` in order, ``k`` a round; what is left counts the round asked for."""
+
+    def __init__(self, n: int, done: Callable[[int, ProbeRow], None]) -> None:
+        self.todo = list(range(n))
+        self.left = n
+        self.done = done
+
+    def next_batch(self, k: int) -> list[int]:
+        self.left = len(self.todo)
+        batch, self.todo = self.todo[:k], self.todo[k:]
+        return batch
+
+    def record(self, point: int, row: ProbeRow) -> None:
+        self.done(point, row)
+
+    def progress(self) -> tuple[int, int]:
+        return (self.left, self.left)
+
+
+def _rounds(
+    strategy: Strategy[P],
+    session: Session,
+    plan: Callable[[P, int], Want],
+    *,
+    planned: bool,
+    again: bool = False,
+) -> Log[P]:
+    """The one loop: ``planned``: the wants exist already (``each``: no planning said, no
+    guess built ahead); ``again``: every environment probed afresh."""
     log: Log[P] = Log()
     progress = session.progress
-    while batch := strategy.next_batch(session.opts.parallel.jobs):
+    jobs = session.opts.parallel.per_round  # the one place a round's size is read
+    while batch := strategy.next_batch(jobs):
         left, steps = strategy.progress()
         wants = []
         for i, p in enumerate(batch):
-            progress.planning("environment(s)", i, len(batch))
+            if not planned:
+                progress.planning("environment(s)", i, len(batch))
             wants.append(plan(p, strategy.runs_wanted(p)))
         for w in wants:
             progress.probe_started(w.label, left, steps)
         # While this round's probe runs, the environments the next round may want are built
         # (one probe at a time on this machine); the points asked for stay as they were.
-        rows = session.rows(wants, ahead=_ahead(strategy, session, plan, batch))
+        ahead = None if planned else _ahead(strategy, session, plan, batch)
+        rows = session.rows(wants, ahead=ahead, again=again)
         if any(not r.reused for r in rows):
             log.rounds += 1
         for p, row in zip(batch, rows, strict=True):

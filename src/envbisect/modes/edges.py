@@ -3,8 +3,8 @@
 Who does what: ``Edges`` finds uv and the interpreter (``target_for``, once per request;
 interp.py keeps the answers on disk between invocations), opens the index clients, the store
 and the executor when first asked, makes ``--torch-backend auto``'s choice, and closes what it
-opened; ``Session`` (session.py) builds on it to name environments and probe them. Nothing
-else opens a store or inspects an interpreter.
+opened. A ``Session`` (session.py) holds one and hands it to its other parts (the ledger, the
+builder, the probe runner). Nothing else opens a store or inspects an interpreter.
 """
 
 from __future__ import annotations
@@ -40,8 +40,8 @@ if TYPE_CHECKING:  # a probe without pins never reads an index: no httpx at star
 
 
 class Edges:
-    """What a ``Session`` opens on first use, and closes when it ends (``_stop_executor``,
-    then ``_close_edges``)."""
+    """What a ``Session`` opens on first use, and closes when it ends (``stop_executor``,
+    then ``close``)."""
 
     def __init__(
         self,
@@ -74,7 +74,7 @@ class Edges:
 
     # -- lifetime -------------------------------------------------------------------------------
 
-    def _stop_executor(self, exc: BaseException | None) -> None:
+    def stop_executor(self, exc: BaseException | None) -> None:
         """The executor this session made: its tasks cancelled after an error, else closed."""
         if self._executor is not None and self._own_executor:
             if exc is not None:
@@ -82,7 +82,7 @@ class Edges:
             else:
                 self._executor.close()
 
-    def _close_edges(self) -> None:
+    def close(self) -> None:
         """The index clients and the store, closed (the executor is stopped first)."""
         if self._client is not None:
             self._client.close()
@@ -253,6 +253,11 @@ class Edges:
         if self._store is None:
             self._store = Store(self.opts.results)
         return self._store
+
+    @property
+    def has_executor(self) -> bool:
+        """Whether an executor was handed in or made (``executor`` makes one)."""
+        return self._executor is not None
 
     @property
     def executor(self) -> Executor:

@@ -1,9 +1,9 @@
 """``envbisect matrix``: a whole compatibility matrix, or with ``--update`` what is new since
 the published table.
 
-Who does what: ``modes.living.matrix`` runs the cells, ``modes.living.update`` plans and probes
-an update, ``modes.living.publish`` merges and publishes it (and says what changed); this
-module prints the answer and writes ``run.json``.
+Who does what: ``modes.living.matrixrun`` runs the cells (whole, or an update), writes
+``run.json`` and publishes the table; this module reads the command line, hands it over and
+prints the answer.
 """
 
 from __future__ import annotations
@@ -13,18 +13,13 @@ import shlex
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from envbisect.cli import flags as o
-from envbisect.cli import ownflags as w
 from envbisect.cli.context import Context, machine, print_plans
 from envbisect.cli.readflags import matrix_common
-from envbisect.core.living.lastrun import LastRun
 from envbisect.errors import UsageError
-from envbisect.redact import mask_env_map
 from envbisect.textsafe import for_terminal
 
 if TYPE_CHECKING:
-    from envbisect.modes.living.publish import Published
-    from envbisect.modes.living.update import UpdateResult
+    from envbisect.modes.living.matrixrun import TableRun
 
 
 def published_command(command: str) -> str:
@@ -46,86 +41,57 @@ def published_command(command: str) -> str:
 def cmd_matrix(ctx: Context) -> int:
     """``envbisect matrix``: the whole matrix, or with ``--update`` what is new since the
     published table."""
-    if ctx.args[w.UPDATE] or ctx.args[w.RECHECK] is not None:
-        return cmd_matrix_update(ctx)
-    return cmd_matrix_whole(ctx)
-
-
-def cmd_matrix_update(ctx: Context) -> int:
-    from envbisect.modes.living.matrix import load_matrix, matrix_options
-    from envbisect.modes.living.publish import publish_table
-    from envbisect.modes.living.update import update_matrix
-    from envbisect.modes.outputs import inside
-    from envbisect.modes.session import Session
+    from envbisect.modes.living.matrix import load_matrix
+    from envbisect.modes.living.matrixrun import run_table
 
     a = ctx.args
-    if not a[w.UPDATE]:
+    if a.recheck is not None and not a.update:
         raise UsageError(
             "--recheck DAYS rechecks a published table: it goes with --update",
-            hint=f"envbisect matrix {a.file} --update --recheck {a[w.RECHECK]}",
+            hint=f"envbisect matrix {a.file} --update --recheck {a.recheck}",
         )
     spec = load_matrix(Path(a.file))
     common = matrix_common(a, spec, command=published_command(ctx.command))
-    res = update_matrix(
+    done = run_table(
         spec,
         common,
-        recheck_days=a[w.RECHECK],
-        full=a[w.FULL],
-        max_cells=a[w.MAX_CELLS],
+        machine=machine(),
+        update=bool(a.update),
+        recheck_days=a.recheck,
+        full=a.full,
+        max_cells=a.max_cells,
         progress=ctx.progress,
     )
+    if done.update is not None:
+        return _print_update(ctx, spec.name, done)
     if common.dry_run:
-        if a[o.JSON]:
+        return print_plans(ctx, done.matrix.plans)
+    return _print_whole(ctx, spec.name, done)
+
+
+def _print_update(ctx: Context, name: str, done: TableRun) -> int:
+    res = done.update
+    assert res is not None
+    if done.run is None:  # --dry-run: planned, nothing built
+        if ctx.args.json:
+            cells = res.matrix.plans
             print(
                 json.dumps(
-                    {
-                        "status": "dry-run",
-                        "matrix": spec.name,
-                        **res.to_dict(),
-                        "cells": res.matrix.plans,
-                    },
+                    {"status": "dry-run", "matrix": name, **res.to_dict(), "cells": cells},
                     indent=2,
                 )
             )
         else:
-            print(f"{spec.name}: --update --dry-run (nothing built)")
+            print(f"{name}: --update --dry-run (nothing built)")
             for line in res.lines():
                 print(for_terminal(line))
         return 0
-    out = inside(common.results, common.results / spec.name)
-    note = res.note()
-    run_meta = LastRun(
-        command=published_command(ctx.command),
-        # An update that probed nothing measured nothing: the table's date stays the last
-        # measurement's, and ``checked`` says when the index was last read for it.
-        measured=res.matrix.started
-        if note.probed
-        else _published_measured(out, res.matrix.started),
-        checked=res.matrix.started,
-        machine=machine(),
-        targets=res.matrix.targets,
-        axis_versions=res.matrix.axes,
-        counts=res.matrix.counts(),
-        full=a[w.FULL],
-        jobs=a[o.JOBS],
-        update=note,
-        env=mask_env_map(common.probing.env) if common.probing.env else {},
-    ).to_dict()
-    (out / "run.json").write_text(json.dumps(run_meta, indent=2) + "\n", encoding="utf-8")
-    with Session(matrix_options(spec, common), ctx.progress) as session:
-        pub = publish_table(spec, session)
-    if a[o.JSON]:
-        print(
-            json.dumps(
-                {"matrix": spec.name, **run_meta, **res.to_dict(), **pub.to_dict()}, indent=2
-            )
-        )
+    pub, out = done.published, done.out
+    assert pub is not None and out is not None
+    if ctx.args.json:
+        answer = {"matrix": name, **done.run.to_dict(), **res.to_dict(), **pub.to_dict()}
+        print(json.dumps(answer, indent=2))
         return 0
-    _print_update(spec.name, res, pub, out)
-    return 0
-
-
-def _print_update(name: str, res: UpdateResult, pub: Published, out: Path) -> None:
     n = res.matrix.counts()
     print(
         f"{name}: {n.cells} new cell(s): {n.built} built, {n.reused} reused, "
@@ -139,55 +105,20 @@ def _print_update(name: str, res: UpdateResult, pub: Published, out: Path) -> No
     else:
         print("nothing changed")
     print(f"tables: {out / 'table.md'}, {out / 'table.html'}; feed: {out / 'feed.xml'}")
-
-
-def cmd_matrix_whole(ctx: Context) -> int:
-    """``envbisect matrix FILE``: every cell (the monotone rows inferred unless --full)."""
-    from envbisect.modes.living.matrix import load_matrix, matrix_options, run_matrix
-    from envbisect.modes.living.publish import publish_table
-    from envbisect.modes.outputs import inside
-    from envbisect.modes.session import Session
-
-    a = ctx.args
-    spec = load_matrix(Path(a.file))
-    common = matrix_common(a, spec, command=published_command(ctx.command))
-    res = run_matrix(spec, common, full=a[w.FULL], max_cells=a[w.MAX_CELLS], progress=ctx.progress)
-    if common.dry_run:
-        return print_plans(ctx, res.plans)
-    run_meta = LastRun(
-        command=published_command(ctx.command),
-        measured=res.started,
-        machine=machine(),
-        targets=res.targets,
-        axis_versions=res.axes,
-        counts=res.counts(),
-        full=a[w.FULL],
-        jobs=a[o.JOBS],
-        env=mask_env_map(common.probing.env) if common.probing.env else {},
-    ).to_dict()
-    out = inside(common.results, common.results / spec.name)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "run.json").write_text(json.dumps(run_meta, indent=2) + "\n", encoding="utf-8")
-    with Session(matrix_options(spec, common), ctx.progress) as session:
-        pub = publish_table(spec, session)
-    n = res.counts()
-    if a[o.JSON]:
-        print(json.dumps({"matrix": spec.name, **run_meta, **pub.to_dict()}, indent=2))
-    else:
-        print(
-            f"{spec.name}: {n.cells} cells: {n.built} built, {n.reused} reused, "
-            f"{n.inferred} inferred, {n.unresolvable} unresolvable"
-        )
-        print(f"tables: {out / 'table.md'}, {out / 'table.html'}")
     return 0
 
 
-def _published_measured(folder: Path, default: str) -> str:
-    """The ``measured`` date of the committed ``results.json`` (``default`` if unreadable)."""
-    from envbisect.modes.living.publish import read_table
-
-    try:
-        measured = read_table(folder).meta.measured
-    except (OSError, ValueError, UsageError):
-        return default
-    return measured if measured is not None else default
+def _print_whole(ctx: Context, name: str, done: TableRun) -> int:
+    """Every cell (the monotone rows inferred unless --full): what became of them."""
+    pub, out, run = done.published, done.out, done.run
+    assert pub is not None and out is not None and run is not None
+    if ctx.args.json:
+        print(json.dumps({"matrix": name, **run.to_dict(), **pub.to_dict()}, indent=2))
+        return 0
+    n = done.matrix.counts()
+    print(
+        f"{name}: {n.cells} cells: {n.built} built, {n.reused} reused, "
+        f"{n.inferred} inferred, {n.unresolvable} unresolvable"
+    )
+    print(f"tables: {out / 'table.md'}, {out / 'table.html'}")
+    return 0

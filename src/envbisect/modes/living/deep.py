@@ -29,6 +29,7 @@ from envbisect.core.target import Target
 from envbisect.env.repro import Repro
 from envbisect.index.source import IndexMetadataSource
 from envbisect.model import OutcomeKind
+from envbisect.modes.drive import each
 from envbisect.modes.living.outside import outside_note
 from envbisect.modes.session import Session, Want
 from envbisect.store import CellRow, Store
@@ -84,23 +85,26 @@ def run_deep(
         f"envbisect: deep probes ({', '.join(spec.deep_probes)}) on {len(cells)} edge "
         f"cell(s) of {len(rows)} row(s)"
     )
-    progress, jobs = session.progress, max(1, session.opts.parallel.jobs)
+    built = [c for c in cells if c.spec is not None]
     for probe in spec.deep_probes:
-        repro = deep_repro(spec, probe, dict(session.opts.probing.env))
-        opts = replace(session.opts, probing=replace(session.opts.probing, repro=repro))
-        built = [c for c in cells if c.spec is not None]
-        with Session(opts, progress) as deep:
-            for at in range(0, len(built), jobs):  # --jobs at once, each said as it ends
-                batch = built[at : at + jobs]
-                wants = [Want(label=f"{c.label()} [{probe}]", spec=c.spec, python=python)
-                         for c in batch]  # fmt: skip
-                for w in wants:
-                    progress.probe_started(w.label, len(built) - at, len(built) - at)
-                for cell, w, row in zip(batch, wants, deep.rows(wants), strict=True):
-                    secs = row.build_seconds + row.probe_seconds
-                    progress.probe_finished(w.label, row.outcome, secs, row.reused, "")
-                    session.store.put_cell(_deep_row(spec.name, probe, cell, row, deep))
+        _probe_edges(spec, session, probe, built, python)
     return len(cells) * len(spec.deep_probes)
+
+
+def _probe_edges(
+    spec: MatrixSpec, session: Session, probe: str, cells: Sequence[Cell], python: str | None
+) -> None:
+    """One deep probe on these cells, in a session of its own (its repro), ``--jobs`` at
+    once; each cell's row stored as its round ends."""
+    repro = deep_repro(spec, probe, dict(session.opts.probing.env))
+    opts = replace(session.opts, probing=replace(session.opts.probing, repro=repro))
+    wants = [Want(label=f"{c.label()} [{probe}]", spec=c.spec, python=python) for c in cells]
+    with Session(opts, session.progress) as deep:
+
+        def done(i: int, row: ProbeRow) -> None:
+            session.store.put_cell(_deep_row(spec.name, probe, cells[i], row, deep))
+
+        each(deep, wants, done)
 
 
 def _deep_row(matrix: str, probe: str, cell: Cell, row: ProbeRow, deep: Session) -> CellRow:

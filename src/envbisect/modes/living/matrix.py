@@ -196,24 +196,10 @@ def _run_python(
     max_cells: int,
     pick: Pick | None,
 ) -> None:
+    """One Python's cells: chosen, planned, then probed row by row (``--dry-run``: only
+    planned); ``result`` gathers them."""
     python, target = session.target_for(request)
-    client = session.client
-    session.progress.planning("cells (reading the axes' versions)", 0, 0)
-    # Tables and file names say "3.11"; ``targets`` says which interpreter, by what it is
-    # (never its path: run.json and results.json are committed).
-    label = f"{target.version[0]}.{target.version[1]}"
-    result.targets[label] = target.described()
-    axes = axis_versions(spec, client, target, lenient=pick is not None)
-    result.axes[label] = [[str(v) for v in a] for a in axes]
-    cells = [
-        Cell(
-            python=label,
-            versions=tuple((a.package, str(v)) for a, v in zip(spec.axes, combo, strict=True)),
-        )
-        for combo in itertools.product(*axes)
-    ]
-    if pick is not None:
-        cells = pick(label, request, axes, cells)
+    label, cells = _cells(spec, session, request, result, pick=pick)
     if len(cells) > max_cells and not full:
         raise UsageError(
             f"{spec.path}: the matrix has {len(cells)} cells to probe for Python {label}, more "
@@ -224,26 +210,7 @@ def _run_python(
         )
     if not cells:
         return
-    planner = _planner(spec, session, python, target)
-    outside = (
-        OutsidePlanners(
-            planner,
-            (*session.opts.planning.overrides, *_axis_overrides(spec)),
-            target,
-            lambda over: replace(session.uv_planner(python), overrides=over),
-        )
-        if spec.outside_pins
-        else None
-    )
-    uploads = _upload_times(client, target, spec)
-    try:
-        for i, cell in enumerate(cells):
-            session.progress.planning("cells", i, len(cells))
-            _plan_cell(cell, planner, uploads, session, target, outside)
-    finally:
-        if outside is not None:
-            outside.close()
-    session.progress.planning("cells", len(cells), len(cells))
+    _plan_cells(spec, session, python, target, cells)
     rows: dict[tuple[tuple[str, str], ...], list[Cell]] = {}
     for cell in cells:
         rows.setdefault(cell.versions[:-1], []).append(cell)
@@ -280,6 +247,63 @@ def _run_python(
     result.cells += cells
     if spec.deep_probes:  # a real training run on each row's edges (modes/living/deep.py)
         run_deep(spec, session, list(rows.values()), request, target)
+
+
+def _cells(
+    spec: MatrixSpec,
+    session: Session,
+    request: str | None,
+    result: MatrixResult,
+    *,
+    pick: Pick | None,
+) -> tuple[str, list[Cell]]:
+    """One Python's label (``3.11``) and its cells: every combination of the axes' versions
+    (``pick``: those it keeps), each axis's versions into ``result``."""
+    target = session.target_for(request)[1]
+    client = session.client
+    session.progress.planning("cells (reading the axes' versions)", 0, 0)
+    # Tables and file names say "3.11"; ``targets`` says which interpreter, by what it is
+    # (never its path: run.json and results.json are committed).
+    label = f"{target.version[0]}.{target.version[1]}"
+    result.targets[label] = target.described()
+    axes = axis_versions(spec, client, target, lenient=pick is not None)
+    result.axes[label] = [[str(v) for v in a] for a in axes]
+    cells = [
+        Cell(
+            python=label,
+            versions=tuple((a.package, str(v)) for a, v in zip(spec.axes, combo, strict=True)),
+        )
+        for combo in itertools.product(*axes)
+    ]
+    if pick is not None:
+        cells = pick(label, request, axes, cells)
+    return label, cells
+
+
+def _plan_cells(
+    spec: MatrixSpec, session: Session, python: str, target: Target, cells: list[Cell]
+) -> None:
+    """Plan every cell into an environment (an unresolvable one keeps its conflict)."""
+    planner = _planner(spec, session, python, target)
+    outside = (
+        OutsidePlanners(
+            planner,
+            (*session.opts.planning.overrides, *_axis_overrides(spec)),
+            target,
+            lambda over: replace(session.uv_planner(python), overrides=over),
+        )
+        if spec.outside_pins
+        else None
+    )
+    uploads = _upload_times(session.client, target, spec)
+    try:
+        for i, cell in enumerate(cells):
+            session.progress.planning("cells", i, len(cells))
+            _plan_cell(cell, planner, uploads, session, target, outside)
+    finally:
+        if outside is not None:
+            outside.close()
+    session.progress.planning("cells", len(cells), len(cells))
 
 
 def _axis_overrides(spec: MatrixSpec) -> tuple[str, ...]:

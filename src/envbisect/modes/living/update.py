@@ -34,9 +34,11 @@ from envbisect.core.living.update import (
     instant,
     plan_update,
 )
+from envbisect.core.results.parts import ProbeRow
 from envbisect.errors import UsageError
 from envbisect.index.client import IndexClient
-from envbisect.model import OutcomeKind, ProbeRecord
+from envbisect.model import Outcome, OutcomeKind, ProbeRecord
+from envbisect.modes.drive import each
 from envbisect.modes.living.matrix import (
     MAX_CELLS,
     MatrixResult,
@@ -209,18 +211,14 @@ def _recheck(
             fresh.append((cell, want))
             continue
         progress.probe_finished(want.label, kept.outcome, 0.0, True, "")
-        _rechecked(spec, session, result, cell, want, kept, when)
-    step = max(1, session.opts.parallel.jobs)
-    for start in range(0, len(fresh), step):  # --jobs at a time, each batch stored as it ends
-        batch = fresh[start : start + step]
-        left = len(fresh) - start
-        for _, want in batch:
-            progress.probe_started(want.label, left, left)
-        records = session.probe_all([w for _, w in batch], again=True)
-        for (cell, want), (rec, _) in zip(batch, records, strict=True):
-            seconds = rec.build_seconds + rec.probe_seconds
-            progress.probe_finished(want.label, rec.outcome, seconds, False, "")
-            _rechecked(spec, session, result, cell, want, rec, when)
+        _rechecked(spec, session, result, cell, want, kept.outcome, when)
+
+    def done(i: int, row: ProbeRow) -> None:
+        cell, want = fresh[i]
+        _rechecked(spec, session, result, cell, want, row.outcome, when)
+
+    # --jobs at a time, each round stored as it ends; always afresh
+    each(session, [w for _, w in fresh], done, again=True)
 
 
 def _unpublished_recheck(session: Session, cell: PublishedCell, want: Want) -> ProbeRecord | None:
@@ -240,7 +238,7 @@ def _rechecked(
     result: UpdateResult,
     cell: PublishedCell,
     want: Want,
-    rec: ProbeRecord,
+    outcome: Outcome,
     when: datetime,
 ) -> None:
     """What one recheck saw: into the result, and (unless untestable) the store's cell row."""
@@ -248,10 +246,10 @@ def _rechecked(
         python=cell.python,
         versions=cell.versions,
         before=cell.kind.value if cell.kind else None,
-        after=rec.outcome.kind.value,
+        after=outcome.kind.value,
     )
-    if rec.outcome.kind is OutcomeKind.UNTESTABLE:
-        result.not_rechecked.append(replace(entry, why=rec.outcome.signature))
+    if outcome.kind is OutcomeKind.UNTESTABLE:
+        result.not_rechecked.append(replace(entry, why=outcome.signature))
         return
     assert want.spec is not None
     result.rechecked.append(entry)
@@ -263,8 +261,8 @@ def _rechecked(
             state=CellState.MEASURED.value,
             env_id=want.spec.env_id,
             repro_id=session.repro.repro_id,
-            kind=rec.outcome.kind.value,
-            signature=rec.outcome.signature,
+            kind=outcome.kind.value,
+            signature=outcome.signature,
             updated_at=when.isoformat(timespec="seconds"),
         )
     )
