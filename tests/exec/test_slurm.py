@@ -38,7 +38,14 @@ from envbisect.store import Store
 from support.cli import on_index, probes_alive, start, wait_for_probes
 from support.index_server import LocalIndex
 from support.locks import options
-from support.options import bump_matrix, common, dateapp_by_date, devices_repro, flat_options
+from support.options import (
+    bump_matrix,
+    common,
+    dateapp_by_date,
+    devices_repro,
+    flat_options,
+    flat_with,
+)
 from support.slurmcluster import SlurmCluster, missing
 
 pytestmark = pytest.mark.slow
@@ -91,7 +98,7 @@ def test_run_lock_and_matrix_on_slurm_are_the_same_as_local(
             dateapp_by_date(common(index, python, where / "date", date_repro, **extra))
         )
         lock_opts = options(index, python, where / "lock", "lockone", with_reqs=("lockone==1.0.0",))
-        lock = run_lock(replace(lock_opts, common=replace(lock_opts.common, **extra)))
+        lock = run_lock(replace(lock_opts, common=flat_with(lock_opts.common, **extra)))
         cells = run_matrix(
             load_matrix(matrix), flat_options(results=where / "m", cache_dir=where / "c", **extra)
         )

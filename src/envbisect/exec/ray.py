@@ -372,8 +372,7 @@ if __name__ == "__main__":
 
 def launch(launch: Launch) -> RayExecutor:
     """``--executor ray`` (exec/kinds/ray.py)."""
-    settings = launch.settings
-    assert isinstance(settings, RaySettings)
+    settings = launch.settings if isinstance(launch.settings, RaySettings) else RaySettings()
     return RayExecutor(
         launch.workers, address=settings.address, gpus_per_probe=launch.gpus_per_probe
     )

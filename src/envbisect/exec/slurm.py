@@ -438,8 +438,7 @@ def _error_from(data: dict[str, str], job: _Job) -> EnvbisectError:
 
 def launch(launch: Launch) -> SlurmExecutor:
     """``--executor slurm`` (exec/kinds/slurm.py): its jobs' folders under the results."""
-    settings = launch.settings
-    assert isinstance(settings, SlurmSettings)
+    settings = launch.settings if isinstance(launch.settings, SlurmSettings) else None
     return SlurmExecutor(
         launch.workers,
         folder=launch.results / ".slurm",
