@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from envbisect.core.overrides import OverrideSet
 from envbisect.env.forensics import NativeBacktrace
 from envbisect.model import IndexConfig
 
@@ -47,9 +48,9 @@ class Planning:
     refresh: bool = False
     refresh_packages: tuple[str, ...] = ()
     cache_dir: Path | None = None
-    # --override REQ|FILE, as uv's, read once: "name<spec>" each, sorted; every requirement
-    # on the project (the pins', any package's) takes these versions (core/overrides.py).
-    overrides: tuple[str, ...] = ()
+    # --override REQ|FILE, as uv's, read once: every requirement on the project (the pins',
+    # any package's) takes these versions (core/overrides.py).
+    overrides: OverrideSet = field(default_factory=OverrideSet)
     # --inherit: candidate environments see the --python interpreter's own packages (a
     # machine's CUDA torch): planned at their versions there, never downloaded or installed.
     inherit: bool = False

@@ -20,6 +20,7 @@ from packaging.utils import canonicalize_name
 
 from envbisect.cli import flags as o
 from envbisect.cli.optionset import Options
+from envbisect.core.overrides import OverrideSet
 from envbisect.env.forensics import NativeBacktrace
 from envbisect.errors import UsageError
 from envbisect.exec import kinds
@@ -194,17 +195,14 @@ def _probe_env(items: Sequence[str]) -> dict[str, str]:
     return out
 
 
-def overrides(opts: Options) -> tuple[str, ...]:
+def overrides(opts: Options) -> OverrideSet:
     """``--override`` values, read once per invocation (a file of them too)."""
-    return cast(
-        "tuple[str, ...]", opts.derived("overrides", lambda: read_overrides(opts[o.OVERRIDE]))
-    )
+    return cast("OverrideSet", opts.derived("overrides", lambda: read_overrides(opts[o.OVERRIDE])))
 
 
-def read_overrides(values: Sequence[str]) -> tuple[str, ...]:
+def read_overrides(values: Sequence[str]) -> OverrideSet:
     """``--override`` values: a requirement, or a file of them (a value naming a file that
     exists, or one ending in .txt), as "name<spec>" texts, sorted."""
-    from envbisect.core.overrides import parse
 
     lines: list[tuple[str, str]] = []
     for value in values:
@@ -221,7 +219,7 @@ def read_overrides(values: Sequence[str]) -> tuple[str, ...]:
             lines += [(f"--override {value}", ln) for ln in text.splitlines()]
         else:
             lines.append(("--override", value))
-    return tuple(sorted(parse(lines).values()))
+    return OverrideSet.read(lines)
 
 
 def extras(opts: Options) -> tuple[str, ...]:

@@ -10,7 +10,8 @@ versions). uv takes the same list (``--overrides FILE``) when it plans or instal
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.specifiers import SpecifierSet
@@ -58,13 +59,55 @@ def parse(lines: Iterable[tuple[str, str]]) -> dict[NormalizedName, str]:
     return out
 
 
-def as_specifiers(texts: Sequence[str]) -> dict[NormalizedName, SpecifierSet]:
-    """``CommonOptions.overrides`` (``name<spec>`` texts) as ``name -> specifier``."""
-    out: dict[NormalizedName, SpecifierSet] = {}
-    for text in texts:
-        req = Requirement(text)
-        out[canonicalize_name(req.name)] = req.specifier
-    return out
+@dataclass(frozen=True, slots=True)
+class OverrideSet:
+    """``--override``, parsed once (``read``): each project's versions, by name. Iterated, the
+    ``name<spec>`` lines uv takes, sorted; ``with_`` adds a table's or a report's own."""
+
+    pairs: tuple[tuple[NormalizedName, SpecifierSet], ...] = ()
+
+    @classmethod
+    def read(cls, lines: Iterable[tuple[str, str]]) -> OverrideSet:
+        """Override lines with where each came from (``parse``: a bad one is a usage error)."""
+        return cls.of(parse(lines).values())
+
+    @classmethod
+    def of(cls, texts: Iterable[str]) -> OverrideSet:
+        """``name<spec>`` texts already checked (a later one of a project wins)."""
+        if isinstance(texts, OverrideSet):
+            return texts
+        found: dict[NormalizedName, SpecifierSet] = {}
+        for text in texts:
+            req = Requirement(text)
+            found[canonicalize_name(req.name)] = req.specifier
+        return cls(tuple(sorted(found.items(), key=lambda kv: kv[0])))
+
+    @property
+    def by_name(self) -> dict[NormalizedName, SpecifierSet]:
+        return dict(self.pairs)
+
+    @property
+    def texts(self) -> tuple[str, ...]:
+        return tuple(f"{name}{spec}" for name, spec in self.pairs)
+
+    def with_(self, texts: Iterable[str]) -> OverrideSet:
+        """These overrides and ``texts`` (a project in both: ``texts``' versions)."""
+        return OverrideSet.of((*self.texts, *texts))
+
+    def for_environment(self, requirements: Sequence[str]) -> tuple[str, ...]:
+        return for_environment(self.texts, requirements)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.texts)
+
+    def __len__(self) -> int:
+        return len(self.pairs)
+
+
+def as_specifiers(texts: Iterable[str]) -> dict[NormalizedName, SpecifierSet]:
+    """Overrides (``name<spec>`` texts, or an ``OverrideSet`` as it was read) as ``name ->
+    specifier``."""
+    return OverrideSet.of(texts).by_name
 
 
 def for_environment(overrides: Sequence[str], requirements: Sequence[str]) -> tuple[str, ...]:

@@ -15,7 +15,7 @@ import os
 import re
 import sys
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timezone
 from pathlib import Path
@@ -46,7 +46,7 @@ class IndexMetadataSource:
         *,
         allow_sdist: bool = False,
         preferred: Mapping[str, Version] | None = None,
-        overrides: Sequence[str] = (),
+        overrides: Iterable[str] = (),  # an OverrideSet as read, or name<spec> texts
         provided: Mapping[str, str] | None = None,
     ) -> None:
         self.client = client

@@ -169,7 +169,7 @@ class Edges:
             indexes=self.indexes(),
             only_binary=only_binary,
             notice=notice,
-            overrides=self.opts.planning.overrides,
+            overrides=self.opts.planning.overrides.texts,
         )
 
     def target_for(self, request: str | None) -> tuple[str, Target]:

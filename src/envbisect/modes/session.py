@@ -213,7 +213,7 @@ class Session:
             command=mask_text(self.opts.command),
             repro=self.repro.describe(),
             env=mask_env_map(self.repro.user_env),
-            overrides=self.opts.planning.overrides,
+            overrides=self.opts.planning.overrides.texts,
             run_id=run_id,
             **kw,
         )
