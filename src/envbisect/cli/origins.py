@@ -13,7 +13,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from envbisect.cli.optionset import Draft, Options, Origin, Say, Source, flag_names, typed_dests
-from envbisect.optionspec import Option
+from envbisect.errors import UsageError
+from envbisect.optionspec import BadValue, Option
 
 
 def resolve(
@@ -58,9 +59,17 @@ def resolve(
 def _from_environment(draft: Draft, option: Option[Any], say: Say) -> None:
     """The option's variable (``UV_PYTHON``), where it is set and nothing typed wins."""
     value = os.environ.get(option.env, "").strip() if option.env else ""
-    if value and draft.offer(
-        option.dest, option.parse(value), Origin(Source.ENVIRONMENT, option.env or "")
-    ):
+    if not value or option.env is None:
+        return
+    try:
+        typed = option.parse(value)
+    except BadValue as e:
+        raise UsageError(
+            f"{option.env}={value!r}: {e} (it stands for {option.long})",
+            hint=f"set it as {option.long} takes it, or unset it",
+            ref="bad-usage",
+        ) from None
+    if draft.offer(option.dest, typed, Origin(Source.ENVIRONMENT, option.env)):
         say(option.said.format(flag=option.long, value=value, where=option.env))
 
 
