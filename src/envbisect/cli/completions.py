@@ -1,5 +1,6 @@
 """Completion scripts shtab does not make: fish and PowerShell, from the parser itself; and
-which arguments take a path, for every shell (``mark_paths`` tells shtab).
+which arguments take a path (their option records say so), for every shell (``mark_paths`` tells
+shtab).
 
 Static, as shtab's are (a TAB runs no Python): each subcommand with its help, each of its
 options with its help, the values of an option with choices, and files where an option or a
@@ -13,10 +14,7 @@ from __future__ import annotations
 import argparse
 from collections.abc import Iterator
 
-FILE_METAVARS = frozenset(
-    {"FILE", "DIR", "PATH", "SOURCE", "LOCK", "REPORT", "REQ|FILE", "GOOD", "BAD", "INPUT", "SPEC"}
-)
-DIR_METAVARS = frozenset({"DIR"})
+from envbisect.optionspec import Completes
 
 
 def mark_paths(parser: argparse.ArgumentParser) -> None:
@@ -29,7 +27,7 @@ def mark_paths(parser: argparse.ArgumentParser) -> None:
             for sub in action.choices.values():
                 mark_paths(sub)
         elif action.nargs != 0 and not action.choices and _is_path(action):
-            dirs = str(action.metavar).upper() in DIR_METAVARS
+            dirs = _path_kind(action) is Completes.DIR
             action.complete = shtab.DIRECTORY if dirs else shtab.FILE  # type: ignore[attr-defined]
 
 
@@ -111,8 +109,14 @@ def _subcommands(parser: argparse.ArgumentParser) -> Iterator[tuple[str, argpars
             yield from action.choices.items()
 
 
+def _path_kind(action: argparse.Action) -> Completes | None:
+    """What the option's record says its value is (cli/parser.py marks the action)."""
+    kind = vars(action).get("path_kind")
+    return kind if isinstance(kind, Completes) else None
+
+
 def _is_path(action: argparse.Action) -> bool:
-    return str(action.metavar or "").upper() in FILE_METAVARS
+    return _path_kind(action) is not None
 
 
 def _help(action: argparse.Action) -> str:

@@ -97,8 +97,8 @@ def add(parser: argparse.ArgumentParser, option: Option[Any]) -> None:
     if option.type is not None:
         kw["type"] = _argparse_type(option)
     action = parser.add_argument(*(option.flags or (option.dest,)), **kw)
-    if option.path is not None:
-        action.complete = option.path  # type: ignore[attr-defined]
+    if option.path is not None:  # what a shell completes (cli/completions.py)
+        action.path_kind = option.path  # type: ignore[attr-defined]
     if isinstance(parser, _Parser):
         parser.options[action.dest] = option
 
