@@ -62,7 +62,7 @@ def parse(lines: Iterable[tuple[str, str]]) -> dict[NormalizedName, str]:
 @dataclass(frozen=True, slots=True)
 class OverrideSet:
     """``--override``, parsed once (``read``): each project's versions, by name. Iterated, the
-    ``name<spec>`` lines uv takes, sorted; ``with_`` adds a table's or a report's own."""
+    ``name<spec>`` lines uv takes, sorted (a table's or a report's own join them as lines)."""
 
     pairs: tuple[tuple[NormalizedName, SpecifierSet], ...] = ()
 
@@ -89,13 +89,6 @@ class OverrideSet:
     @property
     def texts(self) -> tuple[str, ...]:
         return tuple(f"{name}{spec}" for name, spec in self.pairs)
-
-    def with_(self, texts: Iterable[str]) -> OverrideSet:
-        """These overrides and ``texts`` (a project in both: ``texts``' versions)."""
-        return OverrideSet.of((*self.texts, *texts))
-
-    def for_environment(self, requirements: Sequence[str]) -> tuple[str, ...]:
-        return for_environment(self.texts, requirements)
 
     def __iter__(self) -> Iterator[str]:
         return iter(self.texts)
