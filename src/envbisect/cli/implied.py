@@ -78,15 +78,18 @@ def _reports(draft: Draft, cwd: Path) -> list[ReportFacts]:
         return []
     from envbisect.modes.inputs import report_facts
 
-    index = None
-    if draft.has("index_url"):
+    def index() -> IndexConfig | None:
+        """The indexes, read only for a report whose versions need the releases."""
+        if not draft.has("index_url"):
+            return None
         try:
             found = readflags.index_settings(draft.freeze(None))
-            index = IndexConfig(
-                index_url=found.main.url, extra_index_urls=tuple(f.url for f in found.extra)
-            )
         except EnvbisectError:
-            index = None  # the mode says what is wrong with the indexes
+            return None  # the mode says what is wrong with the indexes
+        return IndexConfig(
+            index_url=found.main.url, extra_index_urls=tuple(f.url for f in found.extra)
+        )
+
     return report_facts(
         sources,
         cwd,

@@ -10,7 +10,7 @@ wrong with it.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -27,13 +27,14 @@ def report_facts(
     sources: Sequence[str],
     cwd: Path,
     *,
-    index: IndexConfig | None = None,
+    index: Callable[[], IndexConfig | None] = lambda: None,
     cache_dir: Path | None = None,
     offline: bool = False,
 ) -> list[ReportFacts]:
     """The environment reports among ``sources``, in their order; a report whose dev versions
-    map to releases is read again with ``index`` at hand, so that what is said names each
-    release (the mode reads it the same way, from the same cache)."""
+    map to releases is read again with the index ``index()`` names at hand (asked only then),
+    so that what is said names each release (the mode reads it the same way, from the same
+    cache)."""
     from envbisect.env.pinsource import STDIN, load_pins, resolve
 
     out = []
@@ -43,7 +44,7 @@ def report_facts(
         try:
             facts = load_pins(spec, cwd=cwd).report
             if facts is not None and any(m.used and "<" in m.used for m in facts.mapped):
-                facts = _with_releases(spec, cwd, index, cache_dir, offline) or facts
+                facts = _with_releases(spec, cwd, index(), cache_dir, offline) or facts
         except UsageError:
             continue  # the mode reads it again and says what is wrong with it
         if facts is not None:
